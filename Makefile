@@ -1,0 +1,33 @@
+# Quick start: `make demo` (set up + run the pipeline demo) and `make test` (set up + run the tests).
+# Both are idempotent: the virtual environment lives in .venv and is rebuilt when the project changes.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench clean
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m safeexec.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check safeexec tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

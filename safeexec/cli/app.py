@@ -1,0 +1,31 @@
+"""The root ``safeexec`` command; each submodule registers its own commands."""
+
+from __future__ import annotations
+
+import typer
+
+from safeexec import __version__
+
+app = typer.Typer(
+    name="safeexec",
+    help="Run model-generated code without trusting it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Run model-generated code without trusting it."""
+
+
+@app.command()
+def version() -> None:
+    """Print the safeexec version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,418 @@
+"""Shared frozen value types: what flows between extract, parse, decide, run, observe and audit.
+
+All types are frozen, slotted, keyword-only dataclasses (enums are ``StrEnum``) with a stable JSON
+form through :mod:`safeexec.codec` (``value.to_json()`` / ``Type.from_json(data)``). Units are in
+field names. Positions are 1-based lines and 1-based columns, as a person reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Self
+
+from safeexec import codec
+from safeexec.errors import Denied
+
+__all__ = [
+    "Action",
+    "ActionSource",
+    "Artifact",
+    "AuditEvent",
+    "BlobRef",
+    "Bound",
+    "BoundKind",
+    "Budget",
+    "Decision",
+    "Enforcement",
+    "Estimate",
+    "ExecRequest",
+    "ExecResult",
+    "ExecStatus",
+    "ExecutionEvent",
+    "Finding",
+    "GuardDenied",
+    "LimitHit",
+    "Limits",
+    "Observation",
+    "Outcome",
+    "Severity",
+    "Span",
+    "SyscallKilled",
+    "ToolCalled",
+    "ToolRefused",
+    "Usage",
+    "Verdict",
+]
+
+_MiB = 1024 * 1024
+
+
+class _JSON:
+    """Mixin: the stable JSON form of a value type."""
+
+    __slots__ = ()
+
+    def to_json(self) -> codec.JSONValue:
+        """Return this value as JSON-compatible data (dicts, lists, scalars)."""
+        return codec.to_json(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> Self:
+        """Rebuild a value from :meth:`to_json` output; raises ``ValueError`` on a bad shape."""
+        return codec.from_json(cls, data)
+
+
+_value = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+class Verdict(StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    NEEDS_APPROVAL = "needs_approval"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class Enforcement(StrEnum):
+    """What a finding does to the verdict: ``deny`` blocks, ``warn`` and ``audit`` only record."""
+
+    DENY = "deny"
+    WARN = "warn"
+    AUDIT = "audit"
+
+
+class BoundKind(StrEnum):
+    KNOWN = "known"
+    UNBOUNDED = "unbounded"
+    UNKNOWN = "unknown"
+
+
+class ExecStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    KILLED = "killed"
+    DENIED_AT_RUNTIME = "denied_at_runtime"
+
+
+class ActionSource(StrEnum):
+    """Where in the model's response the code came from."""
+
+    FENCED = "fenced"
+    TOOL_CALL = "tool_call"
+    RAW = "raw"
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """Hex sha256 of bytes, or of a string encoded as UTF-8 (surrogates escaped)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+@_value
+class Span(_JSON):
+    """A source range; lines and columns are 1-based, ``end_*`` inclusive of the last character."""
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+
+@_value
+class Action(_JSON):
+    """One piece of code the model asked to run."""
+
+    action_id: str
+    source: ActionSource
+    language: str
+    code: str
+    code_sha256: str
+
+    @classmethod
+    def create(
+        cls,
+        code: str,
+        *,
+        source: ActionSource = ActionSource.RAW,
+        language: str = "python",
+        action_id: str | None = None,
+    ) -> Action:
+        """Make an Action, hashing ``code`` and drawing a fresh id unless one is given."""
+        return cls(
+            action_id=action_id or f"a-{uuid.uuid4().hex[:12]}",
+            source=source,
+            language=language,
+            code=code,
+            code_sha256=sha256_hex(code),
+        )
+
+
+@_value
+class Finding(_JSON):
+    """One reason (or note) a rule raised about an action."""
+
+    rule: str
+    name: str
+    message: str
+    severity: Severity
+    enforcement: Enforcement
+    span: Span | None = None
+    evidence: str = ""
+
+
+@_value
+class Bound(_JSON):
+    """A static bound: ``known`` with a value, or ``unbounded``/``unknown`` with the reason."""
+
+    kind: BoundKind
+    value: float | None = None
+    reason: str = ""
+
+    @classmethod
+    def known(cls, value: float, reason: str = "") -> Bound:
+        return cls(kind=BoundKind.KNOWN, value=value, reason=reason)
+
+    @classmethod
+    def unknown(cls, reason: str) -> Bound:
+        return cls(kind=BoundKind.UNKNOWN, reason=reason)
+
+    @classmethod
+    def unbounded(cls, reason: str) -> Bound:
+        return cls(kind=BoundKind.UNBOUNDED, reason=reason)
+
+
+@_value
+class Estimate(_JSON):
+    """Static resource bounds: ``cpu`` in basic operations, ``memory``/``output`` in bytes."""
+
+    cpu: Bound
+    memory: Bound
+    output: Bound
+    tool_calls: Bound
+
+
+@_value
+class Limits(_JSON):
+    """Execution limits for one run; every field has a default and its unit in its name."""
+
+    cpu_seconds: float = 5.0
+    wall_seconds: float = 10.0
+    memory_bytes: int = 1024 * _MiB
+    output_bytes: int = 1 * _MiB
+    file_size_bytes: int = 64 * _MiB
+    max_processes: int = 32
+    max_open_files: int = 256
+
+
+@_value
+class Budget(_JSON):
+    """The double budget: agent steps and execution resources left for the session."""
+
+    steps_left: int
+    cpu_seconds_left: float
+    tool_calls_left: int
+
+    def charge(self, *, steps: int = 1, cpu_seconds: float = 0.0, tool_calls: int = 0) -> Budget:
+        """Return the budget after one step that used ``cpu_seconds`` and ``tool_calls``."""
+        return Budget(
+            steps_left=self.steps_left - steps,
+            cpu_seconds_left=self.cpu_seconds_left - cpu_seconds,
+            tool_calls_left=self.tool_calls_left - tool_calls,
+        )
+
+    @property
+    def exhausted(self) -> tuple[str, ...]:
+        """Names of the exhausted dimensions (empty when there is budget left in all three)."""
+        out = []
+        if self.steps_left <= 0:
+            out.append("steps")
+        if self.cpu_seconds_left <= 0:
+            out.append("cpu_seconds")
+        if self.tool_calls_left < 0:
+            out.append("tool_calls")
+        return tuple(out)
+
+
+@_value
+class Decision(_JSON):
+    """The outcome of the static gate: the verdict and the reasons for it."""
+
+    verdict: Verdict
+    findings: tuple[Finding, ...] = ()
+    backend: str = ""
+    limits: Limits = field(default_factory=Limits)
+    estimate: Estimate | None = None
+    policy_id: str = ""
+    policy_digest: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict is Verdict.ALLOW
+
+    def raise_for_verdict(self) -> None:
+        """Raise :class:`~safeexec.errors.Denied` unless the verdict is ``allow``."""
+        if self.verdict is not Verdict.ALLOW:
+            raise Denied(self)
+
+
+@_value
+class ExecRequest(_JSON):
+    """What a backend session is asked to run."""
+
+    action_id: str
+    code: str
+    limits: Limits = field(default_factory=Limits)
+
+
+@_value
+class BlobRef(_JSON):
+    """A content-addressed reference to bytes in the blob store."""
+
+    sha256: str
+    size: int
+
+    @property
+    def uri(self) -> str:
+        return f"blob://sha256:{self.sha256}"
+
+
+@_value
+class Artifact(_JSON):
+    """A file the code created or changed (path relative to the workdir), stored as a blob."""
+
+    name: str
+    media_type: str
+    blob: BlobRef
+
+
+@_value
+class Usage(_JSON):
+    """Resources one run used, as measured from outside the sandbox."""
+
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    max_rss_bytes: int = 0
+    output_bytes: int = 0
+    tool_calls: int = 0
+
+
+@_value
+class ToolCalled(_JSON):
+    kind: ClassVar[str] = "tool_called"
+    tool: str
+    capability_id: str
+    arguments_sha256: str
+    result_sha256: str
+    effects: tuple[str, ...] = ()
+    ok: bool = True
+
+
+@_value
+class ToolRefused(_JSON):
+    kind: ClassVar[str] = "tool_refused"
+    tool: str
+    capability_id: str
+    reason: str
+
+
+@_value
+class GuardDenied(_JSON):
+    kind: ClassVar[str] = "guard_denied"
+    guard: str
+    detail: str
+
+
+@_value
+class LimitHit(_JSON):
+    kind: ClassVar[str] = "limit_hit"
+    limit: str
+    value: float
+
+
+@_value
+class SyscallKilled(_JSON):
+    kind: ClassVar[str] = "syscall_killed"
+    signal: int
+    syscall: str = ""
+
+
+ExecutionEvent = ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKilled
+
+
+@_value
+class ExecResult(_JSON):
+    """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
+
+    status: ExecStatus
+    exit_code: int | None
+    stdout: BlobRef
+    stderr: BlobRef
+    truncated: bool = False
+    artifacts: tuple[Artifact, ...] = ()
+    events: tuple[ExecutionEvent, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    message: str = ""
+    state_lost: bool = False
+
+
+@_value
+class Observation(_JSON):
+    """The bounded view of an outcome handed back to the model."""
+
+    text: str
+    truncated: bool
+    stdout_ref: str | None = None
+    stderr_ref: str | None = None
+
+
+@_value
+class AuditEvent(_JSON):
+    """One audit-log line per action: enough to replay and to account for every effect."""
+
+    schema_version: int = 1
+    action_id: str
+    session_id: str
+    timestamp: str
+    language: str
+    code_sha256: str
+    sandbox_image: str
+    sandbox_version: str
+    policy_id: str
+    policy_digest: str
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    backend: str
+    limits: Limits
+    status: ExecStatus | None
+    exit_code: int | None
+    stdout_ref: str | None
+    stderr_ref: str | None
+    duration_ms: float
+    usage: Usage
+    side_effects: tuple[ExecutionEvent, ...]
+    artifacts: tuple[Artifact, ...] = ()
+    budget: Budget | None = None
+    masked_fields: tuple[str, ...] = ()
+
+
+@_value
+class Outcome(_JSON):
+    """Everything one ``Session.run`` step produced for one action."""
+
+    action: Action
+    decision: Decision
+    result: ExecResult | None
+    observation: Observation
+    event: AuditEvent

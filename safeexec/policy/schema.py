@@ -1,0 +1,147 @@
+"""The policy schema: frozen values a TOML pack is loaded into (see :mod:`safeexec.policy.loader`).
+
+Every section has defaults, so ``Policy()`` is the most restrictive usable policy: no imports,
+no capabilities, no rules beyond the engine's built-in gates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from safeexec.model import Enforcement, Limits, Severity
+
+__all__ = [
+    "BackendsConfig",
+    "BudgetConfig",
+    "CapabilityConfig",
+    "ImportsConfig",
+    "MatchKind",
+    "ObserveConfig",
+    "Policy",
+    "PolicyInfo",
+    "Rule",
+    "RuleMatch",
+    "RuleStatus",
+    "SandboxConfig",
+]
+
+_value = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+class RuleStatus(StrEnum):
+    STABLE = "stable"
+    PREVIEW = "preview"
+
+
+class MatchKind(StrEnum):
+    IMPORT = "import"
+    CALL = "call"
+    ATTRIBUTE = "attribute"
+    NAME = "name"
+    NODE = "node"
+    ESTIMATE = "estimate"
+
+
+@_value
+class PolicyInfo:
+    id: str = "builtin-deny-all"
+    version: str = "0"
+    description: str = ""
+    owners: tuple[str, ...] = ()
+
+
+@_value
+class BackendsConfig:
+    """Which execution modes a policy admits and which confinement layers it requires."""
+
+    allowed: tuple[str, ...] = ("native", "restricted", "dsl")
+    default: str = "native"
+    require: tuple[str, ...] = ()
+
+
+@_value
+class ImportsConfig:
+    """Module allowlist/denylist; entries may end in ``.*`` to cover submodules."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+@_value
+class CapabilityConfig:
+    """May ``tool`` be granted, and how narrowly."""
+
+    tool: str
+    grantable: bool = True
+    max_calls: int | None = None
+    scopes: tuple[str, ...] = ()
+    requires_approval: bool = False
+
+
+@_value
+class ObserveConfig:
+    """Budgets of the observation handed to the model."""
+
+    max_bytes: int = 4096
+    max_lines: int = 80
+    max_line_chars: int = 500
+
+
+@_value
+class BudgetConfig:
+    """The session's double budget: agent steps and execution resources."""
+
+    steps: int = 50
+    cpu_seconds: float = 120.0
+    tool_calls: int = 200
+
+
+@_value
+class SandboxConfig:
+    """Host environment variable names passed into the sandbox (nothing else is)."""
+
+    env_passthrough: tuple[str, ...] = ()
+
+
+@_value
+class RuleMatch:
+    """The closed ``match`` vocabulary of a rule; which fields apply depends on ``kind``."""
+
+    kind: MatchKind
+    names: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    metric: str = ""
+    above: float | None = None
+
+
+@_value
+class Rule:
+    id: str
+    name: str
+    severity: Severity
+    enforcement: Enforcement
+    message: str
+    status: RuleStatus = RuleStatus.STABLE
+    rationale: str = ""
+    references: tuple[str, ...] = ()
+    match: RuleMatch | None = None
+    check: str | None = None
+
+
+@_value
+class Policy:
+    """A loaded, merged policy pack; ``digest`` is the sha256 of its canonical form."""
+
+    info: PolicyInfo = field(default_factory=PolicyInfo)
+    limits: Limits = field(default_factory=Limits)
+    backends: BackendsConfig = field(default_factory=BackendsConfig)
+    imports: ImportsConfig = field(default_factory=ImportsConfig)
+    capabilities: tuple[CapabilityConfig, ...] = ()
+    observe: ObserveConfig = field(default_factory=ObserveConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    rules: tuple[Rule, ...] = ()
+    sources: tuple[str, ...] = ()
+    digest: str = ""

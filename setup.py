@@ -1,0 +1,12 @@
+"""Ship the top-level ``policies/`` directory inside the wheel as ``safeexec.policies``."""
+
+from setuptools import find_packages, setup
+
+setup(
+    packages=[*find_packages(include=["safeexec", "safeexec.*"]), "safeexec.policies"],
+    package_dir={"safeexec.policies": "policies"},
+    package_data={
+        "safeexec": ["py.typed"],
+        "safeexec.policies": ["**/*.toml", "**/*.py", "**/*.md"],
+    },
+)
