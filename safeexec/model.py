@@ -83,9 +83,14 @@ class Severity(StrEnum):
 
 
 class Enforcement(StrEnum):
-    """What a finding does to the verdict: ``deny`` blocks, ``warn`` and ``audit`` only record."""
+    """What a finding does to the verdict.
+
+    ``deny`` blocks; ``approve`` makes the verdict ``needs_approval`` (a human or harness callback
+    decides); ``warn`` and ``audit`` only record.
+    """
 
     DENY = "deny"
+    APPROVE = "approve"
     WARN = "warn"
     AUDIT = "audit"
 
