@@ -1,0 +1,266 @@
+"""Value types: JSON round trips (property tests), strict decoding, error tree, pinned exports."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from safeexec import codec, errors, model
+from safeexec.model import (
+    Action,
+    ActionSource,
+    AuditEvent,
+    BlobRef,
+    Bound,
+    Budget,
+    Decision,
+    Enforcement,
+    ExecResult,
+    ExecStatus,
+    Finding,
+    GuardDenied,
+    Limits,
+    Severity,
+    Span,
+    Verdict,
+)
+
+_VALUE_TYPES = [
+    getattr(model, name) for name in model.__all__ if dataclasses.is_dataclass(getattr(model, name))
+]
+
+_finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+def _strategy(tp: object) -> st.SearchStrategy[object]:
+    """A strategy for any type appearing in a model field (finite floats: NaN != NaN)."""
+    origin = typing.get_origin(tp)
+    if tp is type(None):
+        return st.none()
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(_strategy(arg) for arg in typing.get_args(tp)))
+    if origin is tuple:
+        (item, _ellipsis) = typing.get_args(tp)
+        return st.lists(_strategy(item), max_size=2).map(tuple)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return st.sampled_from(list(tp))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return values(tp)
+    if tp is bool:
+        return st.booleans()
+    if tp is int:
+        return st.integers(min_value=-(2**63), max_value=2**63)
+    if tp is float:
+        return _finite
+    if tp is str:
+        return st.text(max_size=20)
+    raise AssertionError(f"no strategy for field type {tp!r}; extend _strategy")
+
+
+def values(cls: type) -> st.SearchStrategy[object]:
+    hints = typing.get_type_hints(cls)
+    fields = {
+        f.name: st.deferred(lambda t=hints[f.name]: _strategy(t)) for f in dataclasses.fields(cls)
+    }
+    return st.builds(cls, **fields)
+
+
+def _through_text(data: codec.JSONValue) -> object:
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+@pytest.mark.parametrize("cls", _VALUE_TYPES, ids=lambda c: c.__name__)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_value_type_survives_a_json_round_trip(cls: type, data: st.DataObject) -> None:
+    value = data.draw(values(cls))
+    encoded = value.to_json()
+    assert cls.from_json(_through_text(encoded)) == value
+    assert codec.to_json(cls.from_json(encoded)) == encoded
+
+
+def test_every_exported_dataclass_is_frozen_slotted_and_keyword_only() -> None:
+    for cls in _VALUE_TYPES:
+        params = cls.__dataclass_params__
+        assert params.frozen, cls
+        assert hasattr(cls, "__slots__"), cls
+        assert all(f.kw_only for f in dataclasses.fields(cls)), cls
+
+
+def test_execution_events_carry_their_kind_tag_and_decode_by_it() -> None:
+    event = GuardDenied(guard="getattr", detail="_private")
+    result = ExecResult(
+        status=ExecStatus.DENIED_AT_RUNTIME,
+        exit_code=None,
+        stdout=BlobRef(sha256="0" * 64, size=0),
+        stderr=BlobRef(sha256="0" * 64, size=0),
+        events=(event,),
+    )
+    encoded = result.to_json()
+    assert isinstance(encoded, dict)
+    assert encoded["events"] == [{"kind": "guard_denied", "guard": "getattr", "detail": "_private"}]
+    assert ExecResult.from_json(encoded).events == (event,)
+
+
+def test_unknown_event_kind_is_rejected() -> None:
+    data = {"kind": "tool_teleported", "guard": "x", "detail": "y"}
+    with pytest.raises(ValueError, match="unknown kind 'tool_teleported'"):
+        codec.from_json(model.ExecutionEvent, data)  # type: ignore[arg-type]
+
+
+def test_decoding_rejects_unknown_fields_naming_the_path() -> None:
+    data = Limits().to_json()
+    assert isinstance(data, dict)
+    data["cpu_secs"] = 1
+    with pytest.raises(ValueError, match=r"\$: unknown field\(s\) \['cpu_secs'\] for Limits"):
+        Limits.from_json(data)
+
+
+def test_decoding_rejects_missing_required_fields() -> None:
+    with pytest.raises(ValueError, match="missing field 'size' for BlobRef"):
+        BlobRef.from_json({"sha256": "ab"})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"steps_left": True, "cpu_seconds_left": 1.0, "tool_calls_left": 1}, "steps_left"),
+        ({"steps_left": 1, "cpu_seconds_left": "1", "tool_calls_left": 1}, "cpu_seconds_left"),
+        ({"steps_left": 1.5, "cpu_seconds_left": 1.0, "tool_calls_left": 1}, "steps_left"),
+        ([1, 2, 3], "expected an object for Budget"),
+    ],
+)
+def test_decoding_rejects_values_of_the_wrong_type(data: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Budget.from_json(data)
+
+
+def test_decoding_rejects_an_enum_value_outside_the_enum() -> None:
+    data = Decision(verdict=Verdict.ALLOW).to_json()
+    assert isinstance(data, dict)
+    data["verdict"] = "maybe"
+    with pytest.raises(ValueError, match=r"\$\.verdict: 'maybe' is not one of"):
+        Decision.from_json(data)
+
+
+def test_decoding_a_nested_error_names_the_nested_path() -> None:
+    finding = Finding(
+        rule="SX001",
+        name="syntax-error",
+        message="m",
+        severity=Severity.HIGH,
+        enforcement=Enforcement.DENY,
+        span=Span(start_line=1, start_column=1, end_line=1, end_column=2),
+    )
+    data = Decision(verdict=Verdict.DENY, findings=(finding,)).to_json()
+    assert isinstance(data, dict)
+    data["findings"][0]["span"]["end_line"] = "two"  # type: ignore[index,call-overload]
+    with pytest.raises(ValueError, match=r"\$\.findings\[0\]\.span\.end_line"):
+        Decision.from_json(data)
+
+
+def test_action_create_hashes_the_exact_code_and_draws_distinct_ids() -> None:
+    first = Action.create("print(1)\n", source=ActionSource.FENCED)
+    second = Action.create("print(1)\n")
+    assert first.code_sha256 == model.sha256_hex(b"print(1)\n")
+    assert first.action_id != second.action_id
+    assert first.action_id.startswith("a-")
+    assert Action.create("x", action_id="fixed").action_id == "fixed"
+
+
+def test_sha256_hex_of_a_lone_surrogate_does_not_raise() -> None:
+    assert len(model.sha256_hex("\ud800")) == 64
+
+
+def test_budget_charge_and_exhaustion_name_the_dimension() -> None:
+    budget = Budget(steps_left=2, cpu_seconds_left=1.0, tool_calls_left=0)
+    assert budget.exhausted == ()
+    after = budget.charge(steps=1, cpu_seconds=1.5, tool_calls=1)
+    assert after == Budget(steps_left=1, cpu_seconds_left=-0.5, tool_calls_left=-1)
+    assert after.exhausted == ("cpu_seconds", "tool_calls")
+    assert after.charge().exhausted == ("steps", "cpu_seconds", "tool_calls")
+
+
+def test_raise_for_verdict_raises_denied_carrying_the_decision() -> None:
+    Decision(verdict=Verdict.ALLOW).raise_for_verdict()
+    finding = Finding(
+        rule="SX201", name="n", message="m", severity=Severity.HIGH, enforcement=Enforcement.DENY
+    )
+    for verdict in (Verdict.DENY, Verdict.NEEDS_APPROVAL):
+        decision = Decision(verdict=verdict, findings=(finding,))
+        with pytest.raises(errors.Denied, match="SX201") as caught:
+            decision.raise_for_verdict()
+        assert caught.value.decision is decision
+
+
+def test_bound_constructors_set_the_kind() -> None:
+    assert Bound.known(3.0).value == 3.0
+    assert Bound.unknown("dynamic").kind == "unknown"
+    assert Bound.unbounded("while True").reason == "while True"
+
+
+def test_blob_ref_uri_is_the_blob_scheme() -> None:
+    assert BlobRef(sha256="ab" * 32, size=1).uri == "blob://sha256:" + "ab" * 32
+
+
+def test_audit_event_has_the_seed_schema_fields() -> None:
+    names = {f.name for f in dataclasses.fields(AuditEvent)}
+    seed = {
+        "action_id", "language", "code_sha256", "sandbox_image", "sandbox_version", "verdict",
+        "exit_code", "stdout_ref", "stderr_ref", "duration_ms", "side_effects", "policy_digest",
+        "findings", "limits", "usage", "masked_fields", "session_id", "timestamp",
+    }  # fmt: skip
+    assert seed <= names
+
+
+def test_error_tree_matches_the_documented_shape() -> None:
+    parents = {
+        errors.PolicyError: errors.SafeExecError,
+        errors.ConfigurationError: errors.SafeExecError,
+        errors.BackendError: errors.SafeExecError,
+        errors.BackendUnavailable: errors.BackendError,
+        errors.CapabilityError: errors.SafeExecError,
+        errors.AuditError: errors.SafeExecError,
+        errors.Denied: errors.SafeExecError,
+        errors.InternalError: errors.SafeExecError,
+    }
+    for cls, parent in parents.items():
+        assert cls.__bases__ == (parent,), cls
+        assert cls.__name__ in (errors.__doc__ or "")
+    assert errors.SafeExecError.__bases__ == (Exception,)
+
+
+def test_policy_error_says_where_and_how_to_fix() -> None:
+    error = errors.PolicyError(
+        "unknown key 'limitz'",
+        file="p.toml",
+        line=3,
+        pointer="/limitz",
+        hint="did you mean 'limits'?",
+    )
+    assert str(error) == "p.toml:3: unknown key 'limitz' (at /limitz); did you mean 'limits'?"
+    assert str(errors.PolicyError("bad")) == "bad"
+
+
+def test_public_exports_are_pinned() -> None:
+    assert model.__all__ == [
+        "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
+        "Budget", "Decision", "Enforcement", "Estimate", "ExecRequest", "ExecResult", "ExecStatus",
+        "ExecutionEvent", "Finding", "GuardDenied", "LimitHit", "Limits", "Observation", "Outcome",
+        "Severity", "Span", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage", "Verdict",
+    ]  # fmt: skip
+    assert errors.__all__ == [
+        "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",
+        "ConfigurationError", "Denied", "InternalError", "PolicyError", "SafeExecError",
+    ]  # fmt: skip
+    assert codec.__all__ == ["JSONValue", "from_json", "to_json"]
+    for module in (model, errors, codec):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
