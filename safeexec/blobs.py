@@ -19,6 +19,7 @@ from safeexec.model import BlobRef
 __all__ = ["BlobStore"]
 
 _URI = re.compile(r"^blob://sha256:([0-9a-f]{64})$")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class BlobStore:
@@ -53,6 +54,8 @@ class BlobStore:
                             fh.flush()
                             os.fsync(fh.fileno())
                     os.replace(tmp, path)
+                    if self.fsync:
+                        _fsync_directory(path.parent)
                 except BaseException:
                     Path(tmp).unlink(missing_ok=True)
                     raise
@@ -79,8 +82,20 @@ class BlobStore:
         return self._path(_digest(ref)).is_file()
 
 
+def _fsync_directory(directory: Path) -> None:
+    # The rename is durable only once the directory entry itself is on disk.
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _digest(ref: BlobRef | str) -> str:
     if isinstance(ref, BlobRef):
+        # A BlobRef may come from a decoded log line: never let its digest become a path.
+        if not _HEX64.fullmatch(ref.sha256):
+            raise ValueError(f"not a sha256 digest: sha256={ref.sha256!r}; expected 64 hex digits")
         return ref.sha256
     match = _URI.match(ref)
     if not match:

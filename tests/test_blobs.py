@@ -1,0 +1,155 @@
+"""The content-addressed blob store: write-once, hash-verified on read, atomic on write."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from safeexec.blobs import BlobStore
+from safeexec.errors import AuditError, ConfigurationError
+from safeexec.model import BlobRef
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_put_returns_the_sha256_and_size_and_get_returns_the_bytes(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    ref = store.put(b"hello\n")
+    assert ref == BlobRef(sha256=hashlib.sha256(b"hello\n").hexdigest(), size=6)
+    assert store.get(ref) == b"hello\n"
+    assert store.get(ref.uri) == b"hello\n"
+    assert ref in store
+    assert ref.uri in store
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.binary(max_size=2048))
+def test_any_bytes_round_trip(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    store = BlobStore(tmp_path_factory.mktemp("blobs"))
+    assert store.get(store.put(data)) == data
+
+
+def test_blobs_are_sharded_by_the_first_two_hex_digits(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    ref = store.put(b"x")
+    assert (tmp_path / ref.sha256[:2] / ref.sha256).read_bytes() == b"x"
+
+
+def test_put_is_write_once_and_does_not_rewrite_an_existing_blob(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    first = store.put(b"same")
+    path = tmp_path / first.sha256[:2] / first.sha256
+    inode = path.stat().st_ino
+    assert store.put(b"same") == first
+    assert path.stat().st_ino == inode
+    assert _files(tmp_path) == [path]
+
+
+def test_empty_blob_is_stored(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    ref = store.put(b"")
+    assert ref.size == 0
+    assert store.get(ref) == b""
+
+
+def test_get_of_an_absent_blob_raises_key_error(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    with pytest.raises(KeyError):
+        store.get(BlobRef(sha256="0" * 64, size=0))
+    assert BlobRef(sha256="0" * 64, size=0) not in store
+
+
+def test_get_verifies_the_hash_and_reports_corruption(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    ref = store.put(b"original")
+    (tmp_path / ref.sha256[:2] / ref.sha256).write_bytes(b"tampered")
+    with pytest.raises(AuditError, match="corrupt"):
+        store.get(ref)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sha256:" + "a" * 64,
+        "blob://sha256:" + "A" * 64,
+        "blob://sha256:abc",
+        "blob://md5:" + "a" * 64,
+    ],
+)
+def test_malformed_uris_are_rejected(tmp_path: Path, uri: str) -> None:
+    store = BlobStore(tmp_path)
+    with pytest.raises(ValueError, match="not a blob reference"):
+        store.get(uri)
+
+
+@pytest.mark.parametrize("digest", ["../../etc/passwd", "a" * 63, "a" * 64 + "\n", "/" + "a" * 63])
+def test_a_ref_whose_digest_is_not_hex_never_becomes_a_path(tmp_path: Path, digest: str) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    with pytest.raises(ValueError, match="not a sha256 digest"):
+        store.get(BlobRef(sha256=digest, size=0))
+    with pytest.raises(ValueError, match="not a sha256 digest"):
+        _ = BlobRef(sha256=digest, size=0) in store
+
+
+def test_a_failed_write_raises_audit_error_and_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BlobStore(tmp_path)
+
+    def failing_replace(src: str, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(AuditError, match="cannot write blob"):
+        store.put(b"data")
+    assert _files(tmp_path) == []
+
+
+def test_fsync_mode_writes_durably(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    store = BlobStore(tmp_path, fsync=True)
+    assert store.get(store.put(b"durable")) == b"durable"
+    assert len(synced) == 2  # the file, then its directory entry
+
+
+def test_concurrent_puts_of_the_same_bytes_yield_one_intact_blob(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    payload = os.urandom(256 * 1024)
+    refs: list[BlobRef] = []
+    threads = [threading.Thread(target=lambda: refs.append(store.put(payload))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(refs)) == 1
+    assert store.get(refs[0]) == payload
+    assert len(_files(tmp_path)) == 1
+
+
+def test_put_file_stores_the_file_contents(tmp_path: Path) -> None:
+    source = tmp_path / "artifact.txt"
+    source.write_bytes(b"artifact")
+    store = BlobStore(tmp_path / "blobs")
+    assert store.get(store.put_file(source)) == b"artifact"
+
+
+def test_a_root_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigurationError, match="cannot create blob store root="):
+        BlobStore(blocker / "blobs")
