@@ -24,13 +24,13 @@ _T = typing.TypeVar("_T")
 
 
 def to_json(value: object) -> JSONValue:
-    """Return the JSON-compatible form of a model value (dataclass, enum, tuple, mapping, scalar)."""
+    """The JSON-compatible form of a model value (dataclass, enum, tuple, mapping, scalar)."""
     if value is None or isinstance(value, bool | int | float | str):
         if isinstance(value, enum.Enum):
-            return value.value  # type: ignore[no-any-return]
+            return value.value
         return value
     if isinstance(value, enum.Enum):
-        return value.value  # type: ignore[no-any-return]
+        return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, JSONValue] = {}
         kind = getattr(type(value), "kind", None)
@@ -47,7 +47,7 @@ def to_json(value: object) -> JSONValue:
 
 
 def from_json(cls: type[_T], data: object) -> _T:
-    """Rebuild an instance of ``cls`` from its :func:`to_json` form; strict about shape and types."""
+    """Rebuild an instance of ``cls`` from its :func:`to_json` form; strict about shape and type."""
     return typing.cast(_T, _decode(cls, data, "$"))
 
 
@@ -74,7 +74,8 @@ def _decode(tp: object, data: object, path: str) -> object:
             return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(data))
         if len(args) != len(data):
             raise ValueError(f"{path}: expected {len(args)} items, got {len(data)}")
-        return tuple(_decode(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, data)))
+        pairs = enumerate(zip(args, data, strict=True))
+        return tuple(_decode(a, item, f"{path}[{i}]") for i, (a, item) in pairs)
     if origin in (dict, Mapping, typing.Mapping) or tp is dict:
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected an object, got {type(data).__name__}")
@@ -99,8 +100,8 @@ def _decode(tp: object, data: object, path: str) -> object:
             raise ValueError(f"{path}: expected an integer, got {type(data).__name__}")
         return data
     if tp in (str, bool):
-        if not isinstance(data, tp):  # type: ignore[arg-type]
-            raise ValueError(f"{path}: expected {tp.__name__}, got {type(data).__name__}")  # type: ignore[union-attr]
+        if not isinstance(data, tp):
+            raise ValueError(f"{path}: expected {tp.__name__}, got {type(data).__name__}")
         return data
     raise TypeError(f"{path}: no JSON decoder for type {tp!r}")
 
@@ -127,7 +128,8 @@ def _decode_union(args: tuple[object, ...], data: object, path: str) -> object:
 
 def _decode_dataclass(cls: type, data: object, path: str) -> object:
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected an object for {cls.__name__}, got {type(data).__name__}")
+        got = type(data).__name__
+        raise ValueError(f"{path}: expected an object for {cls.__name__}, got {got}")
     hints = _hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = set(data) - set(fields) - {"kind"}

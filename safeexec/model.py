@@ -65,7 +65,6 @@ class _JSON:
         return codec.from_json(cls, data)
 
 
-_value = dataclass(frozen=True, slots=True, kw_only=True)
 
 
 class Verdict(StrEnum):
@@ -125,7 +124,7 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Span(_JSON):
     """A source range; lines and columns are 1-based, ``end_*`` inclusive of the last character."""
 
@@ -135,7 +134,7 @@ class Span(_JSON):
     end_column: int
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Action(_JSON):
     """One piece of code the model asked to run."""
 
@@ -164,7 +163,7 @@ class Action(_JSON):
         )
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding(_JSON):
     """One reason (or note) a rule raised about an action."""
 
@@ -177,7 +176,7 @@ class Finding(_JSON):
     evidence: str = ""
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Bound(_JSON):
     """A static bound: ``known`` with a value, or ``unbounded``/``unknown`` with the reason."""
 
@@ -198,7 +197,7 @@ class Bound(_JSON):
         return cls(kind=BoundKind.UNBOUNDED, reason=reason)
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Estimate(_JSON):
     """Static resource bounds: ``cpu`` in basic operations, ``memory``/``output`` in bytes."""
 
@@ -208,7 +207,7 @@ class Estimate(_JSON):
     tool_calls: Bound
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Limits(_JSON):
     """Execution limits for one run; every field has a default and its unit in its name."""
 
@@ -221,7 +220,7 @@ class Limits(_JSON):
     max_open_files: int = 256
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Budget(_JSON):
     """The double budget: agent steps and execution resources left for the session."""
 
@@ -250,7 +249,7 @@ class Budget(_JSON):
         return tuple(out)
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decision(_JSON):
     """The outcome of the static gate: the verdict and the reasons for it."""
 
@@ -272,7 +271,7 @@ class Decision(_JSON):
             raise Denied(self)
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecRequest(_JSON):
     """What a backend session is asked to run."""
 
@@ -281,7 +280,7 @@ class ExecRequest(_JSON):
     limits: Limits = field(default_factory=Limits)
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BlobRef(_JSON):
     """A content-addressed reference to bytes in the blob store."""
 
@@ -293,7 +292,7 @@ class BlobRef(_JSON):
         return f"blob://sha256:{self.sha256}"
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Artifact(_JSON):
     """A file the code created or changed (path relative to the workdir), stored as a blob."""
 
@@ -302,7 +301,7 @@ class Artifact(_JSON):
     blob: BlobRef
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage(_JSON):
     """Resources one run used, as measured from outside the sandbox."""
 
@@ -313,7 +312,7 @@ class Usage(_JSON):
     tool_calls: int = 0
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCalled(_JSON):
     kind: ClassVar[str] = "tool_called"
     tool: str
@@ -324,7 +323,7 @@ class ToolCalled(_JSON):
     ok: bool = True
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRefused(_JSON):
     kind: ClassVar[str] = "tool_refused"
     tool: str
@@ -332,21 +331,21 @@ class ToolRefused(_JSON):
     reason: str
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GuardDenied(_JSON):
     kind: ClassVar[str] = "guard_denied"
     guard: str
     detail: str
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LimitHit(_JSON):
     kind: ClassVar[str] = "limit_hit"
     limit: str
     value: float
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SyscallKilled(_JSON):
     kind: ClassVar[str] = "syscall_killed"
     signal: int
@@ -356,7 +355,7 @@ class SyscallKilled(_JSON):
 ExecutionEvent = ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKilled
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecResult(_JSON):
     """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
 
@@ -372,7 +371,7 @@ class ExecResult(_JSON):
     state_lost: bool = False
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Observation(_JSON):
     """The bounded view of an outcome handed back to the model."""
 
@@ -382,7 +381,7 @@ class Observation(_JSON):
     stderr_ref: str | None = None
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AuditEvent(_JSON):
     """One audit-log line per action: enough to replay and to account for every effect."""
 
@@ -412,7 +411,7 @@ class AuditEvent(_JSON):
     masked_fields: tuple[str, ...] = ()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome(_JSON):
     """Everything one ``Session.run`` step produced for one action."""
 
