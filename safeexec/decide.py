@@ -1,0 +1,144 @@
+"""The static gate: findings + estimate + policy + budget → one :class:`~safeexec.model.Decision`.
+
+Pure and total: the same inputs always give the same decision, with findings in a stable order.
+Deny wins over approve, approve over allow. The engine adds its own findings here: ``SX510``
+(budget-exhausted, one per dimension) and ``SX520`` (backend-not-allowed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from safeexec.model import (
+    Bound,
+    BoundKind,
+    Budget,
+    Decision,
+    Enforcement,
+    Estimate,
+    Finding,
+    Limits,
+    Severity,
+    Verdict,
+)
+from safeexec.policy.schema import Policy
+
+__all__ = ["decide", "order_findings"]
+
+
+def decide(
+    *,
+    findings: tuple[Finding, ...],
+    estimate: Estimate | None,
+    policy: Policy,
+    budget: Budget,
+    backend: str | None = None,
+) -> Decision:
+    """Decide whether an action may run, where, and under which limits.
+
+    ``backend`` is the mode the caller asks for (``None``: the policy's default). Limits are the
+    policy's, with ``cpu_seconds`` clipped to what the budget has left.
+    """
+    chosen = backend if backend is not None else policy.backends.default
+    engine = [*_budget_findings(budget, estimate)]
+    if chosen not in policy.backends.allowed:
+        engine.append(_backend_not_allowed(chosen, policy.backends.allowed))
+    every = order_findings((*findings, *engine))
+    return Decision(
+        verdict=_verdict(every),
+        findings=every,
+        backend=chosen,
+        limits=_clip(policy.limits, budget),
+        estimate=estimate,
+        policy_id=policy.info.id,
+        policy_digest=policy.digest,
+    )
+
+
+def order_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """Findings in a stable order, exact duplicates removed.
+
+    Engine findings without a position come first, then by position in the source, then by rule.
+    """
+    unique = dict.fromkeys(findings)
+    return tuple(sorted(unique, key=_order_key))
+
+
+def _order_key(finding: Finding) -> tuple[object, ...]:
+    span = finding.span
+    where = (0, 0, 0, 0, 0) if span is None else (
+        1, span.start_line, span.start_column, span.end_line, span.end_column
+    )  # fmt: skip
+    rest = (finding.name, finding.enforcement, finding.severity, finding.message, finding.evidence)
+    return (*where, finding.rule, *rest)
+
+
+def _verdict(findings: tuple[Finding, ...]) -> Verdict:
+    enforcements = {finding.enforcement for finding in findings}
+    if Enforcement.DENY in enforcements:
+        return Verdict.DENY
+    if Enforcement.APPROVE in enforcements:
+        return Verdict.NEEDS_APPROVAL
+    return Verdict.ALLOW
+
+
+def _clip(limits: Limits, budget: Budget) -> Limits:
+    if budget.cpu_seconds_left < limits.cpu_seconds:
+        return dataclasses.replace(limits, cpu_seconds=max(0.0, budget.cpu_seconds_left))
+    return limits
+
+
+def _budget_findings(budget: Budget, estimate: Estimate | None) -> list[Finding]:
+    left = {
+        "steps": budget.steps_left,
+        "cpu_seconds": budget.cpu_seconds_left,
+        "tool_calls": budget.tool_calls_left,
+    }
+    out = [
+        _budget_exhausted(
+            dimension,
+            f"the session's {dimension} budget is exhausted ({left[dimension]} left); "
+            "start a new session or raise [budget] in the policy",
+        )
+        for dimension in budget.exhausted
+    ]
+    if estimate is not None and "tool_calls" not in budget.exhausted:
+        calls = _known(estimate.tool_calls)
+        if calls is not None and calls > budget.tool_calls_left:
+            out.append(
+                _budget_exhausted(
+                    "tool_calls",
+                    f"the code makes {calls:g} tool calls but only {budget.tool_calls_left} are "
+                    "left in the session's budget; make fewer calls",
+                )
+            )
+    return out
+
+
+def _known(bound: Bound) -> float | None:
+    return bound.value if bound.kind is BoundKind.KNOWN else None
+
+
+def _budget_exhausted(dimension: str, message: str) -> Finding:
+    return Finding(
+        rule="SX510",
+        name="budget-exhausted",
+        message=message,
+        severity=Severity.HIGH,
+        enforcement=Enforcement.DENY,
+        evidence=dimension,
+    )
+
+
+def _backend_not_allowed(backend: str, allowed: tuple[str, ...]) -> Finding:
+    return Finding(
+        rule="SX520",
+        name="backend-not-allowed",
+        message=(
+            f"backend={backend!r} is not allowed by the policy (allowed: "
+            f"{', '.join(allowed) or 'none'}); pick an allowed backend or change [backends]"
+        ),
+        severity=Severity.HIGH,
+        enforcement=Enforcement.DENY,
+        evidence=backend,
+    )
