@@ -1,0 +1,171 @@
+"""A handler-driven backend for tests (in the style of httpx's ``MockTransport``).
+
+Nothing is executed: each :class:`~safeexec.model.ExecRequest` goes to a handler that returns a
+:class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
+``limits.output_bytes`` and stored in the blob store, calls are recorded, a closed session refuses
+to run, and layers it does not claim to have make ``open`` raise ``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import ClassVar
+
+from safeexec.backends.base import ToolGateway
+from safeexec.blobs import BlobStore
+from safeexec.errors import BackendError, BackendUnavailable
+from safeexec.model import (
+    Artifact,
+    ExecRequest,
+    ExecResult,
+    ExecStatus,
+    ExecutionEvent,
+    Limits,
+    Usage,
+)
+
+__all__ = ["FakeBackend", "FakeOpen", "FakeReply", "FakeSession", "not_executed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeReply:
+    """What the handler says one run produced."""
+
+    stdout: bytes | str = b""
+    stderr: bytes | str = b""
+    status: ExecStatus = ExecStatus.OK
+    exit_code: int | None = 0
+    events: tuple[ExecutionEvent, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    artifacts: Mapping[str, bytes] = field(default_factory=dict)
+    message: str = ""
+    state_lost: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeOpen:
+    """The arguments one ``FakeBackend.open`` call received."""
+
+    workdir: Path
+    limits: Limits
+    tools: ToolGateway | None
+    require: frozenset[str]
+    imports: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+class FakeSession:
+    """A recorded session: ``requests`` in order, ``resets`` counted, ``closed`` once closed."""
+
+    def __init__(self, backend: FakeBackend, opened: FakeOpen, blobs: BlobStore) -> None:
+        self._backend = backend
+        self._blobs = blobs
+        self.opened = opened
+        self.requests: list[ExecRequest] = []
+        self.resets = 0
+        self.closed = False
+
+    def run(self, request: ExecRequest) -> ExecResult:
+        if self.closed:
+            raise BackendError(
+                f"fake session is closed; cannot run action_id={request.action_id!r}"
+            )
+        self.requests.append(request)
+        self._backend.calls.append(request)
+        reply = self._backend.handler(request)
+        cap = request.limits.output_bytes
+        stdout, stderr = _bytes(reply.stdout), _bytes(reply.stderr)
+        truncated = len(stdout) > cap or len(stderr) > cap
+        usage = reply.usage
+        if usage.output_bytes == 0:
+            usage = replace(usage, output_bytes=min(len(stdout), cap) + min(len(stderr), cap))
+        return ExecResult(
+            status=reply.status,
+            exit_code=reply.exit_code,
+            stdout=self._blobs.put(stdout[:cap]),
+            stderr=self._blobs.put(stderr[:cap]),
+            truncated=truncated,
+            artifacts=tuple(
+                Artifact(name=name, media_type=_media_type(name), blob=self._blobs.put(data))
+                for name, data in sorted(reply.artifacts.items())
+            ),
+            events=reply.events,
+            usage=usage,
+            message=reply.message,
+            state_lost=reply.state_lost,
+        )
+
+    def reset(self) -> None:
+        if self.closed:
+            raise BackendError("fake session is closed; cannot reset it")
+        self.resets += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeBackend:
+    """A backend whose every run is answered by ``handler``.
+
+    ``layers`` are the confinement layers the fake claims to apply; opening with a ``require``
+    outside them raises ``BackendUnavailable``, as a real backend would.
+    """
+
+    name: ClassVar[str] = "fake"
+
+    def __init__(
+        self,
+        handler: Callable[[ExecRequest], FakeReply],
+        *,
+        layers: frozenset[str] = frozenset(),
+    ) -> None:
+        self.handler = handler
+        self.layers = layers
+        self.calls: list[ExecRequest] = []
+        self.sessions: list[FakeSession] = []
+
+    def open(
+        self,
+        *,
+        workdir: Path,
+        limits: Limits,
+        blobs: BlobStore,
+        tools: ToolGateway | None = None,
+        require: frozenset[str] = frozenset(),
+        imports: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> FakeSession:
+        missing = require - self.layers
+        if missing:
+            raise BackendUnavailable(
+                f"fake backend cannot apply required layers {sorted(missing)}; "
+                f"it claims only {sorted(self.layers)} (pass layers= to FakeBackend)"
+            )
+        workdir.mkdir(parents=True, exist_ok=True)
+        opened = FakeOpen(
+            workdir=workdir,
+            limits=limits,
+            tools=tools,
+            require=require,
+            imports=imports,
+            env=dict(env or {}),
+        )
+        session = FakeSession(self, opened, blobs)
+        self.sessions.append(session)
+        return session
+
+
+def not_executed(request: ExecRequest) -> FakeReply:
+    """The default handler: runs nothing and says so (the ``fake`` mode of the CLI)."""
+    return FakeReply(message=f"fake backend: action_id={request.action_id!r} was not executed")
+
+
+def _bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+
+
+def _media_type(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
