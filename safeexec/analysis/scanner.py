@@ -1,23 +1,518 @@
-"""The single-pass scanner (being built out)."""
+"""The scanner: every rule of a policy over one parsed action, in one traversal of its tree.
+
+The traversal is iterative (no recursion limit to exhaust) over ``Parsed.tree``, the ``ast`` form
+that CPython will compile (the parse step has already checked that libcst and ``ast`` agree). It
+tracks import aliases itself, so ``from os import system as s; s()`` and ``import os as o;
+o.system()`` both resolve to ``os.system`` without a whole-tree metadata pass. Node types the
+engine does not know are denied (SX901); a check that raises, an internal error or a scan past its
+time budget is an SX900 deny finding. ``scan`` itself never raises.
+"""
 
 from __future__ import annotations
 
-from safeexec.model import Enforcement, Estimate, Finding, Severity
+import ast
+import math
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+
+from safeexec.analysis.checks import (
+    ATTRIBUTE_FUNCTIONS,
+    IMPORT_FUNCTIONS,
+    REGISTERED_CHECKS,
+)
+from safeexec.analysis.constants import StringFolder
+from safeexec.analysis.engine import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
+from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
+from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
+from safeexec.model import Bound, BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule, RuleStatus
+from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
 
-__all__ = ["scan"]
+__all__ = ["ESTIMATOR_CRASHED_PREFIX", "scan"]
+
+# The estimator marks a bound it could not compute because it crashed with this reason prefix;
+# the scanner turns such a bound into an SX900 deny (fail closed).
+ESTIMATOR_CRASHED_PREFIX = "estimator crashed"
+
+_DEFAULT_TIME_BUDGET_SECONDS = 2.0
+_CLOCK_EVERY_NODES = 512
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_FORMAT_FIELD = re.compile(r"\{([^{}!:]*)")
 
 
-def scan(parsed: Parsed, policy: Policy, *, estimate: Estimate | None = None) -> tuple[Finding, ...]:
-    """Return every finding the policy's rules raise about ``parsed``; never raises."""
-    del parsed, policy, estimate
-    return (
-        Finding(
-            rule="SX900",
-            name="check-crashed",
-            message="the scanner is not complete yet; denying (fail closed)",
-            severity=Severity.CRITICAL,
-            enforcement=Enforcement.DENY,
-        ),
-    )
+class _ScanTimeout(Exception):
+    pass
+
+
+def scan(
+    parsed: Parsed,
+    policy: Policy,
+    *,
+    estimate: Estimate | None = None,
+    time_budget_seconds: float = _DEFAULT_TIME_BUDGET_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Finding, ...]:
+    """Return every finding ``policy``'s rules raise about ``parsed``, in source order.
+
+    ``estimate`` feeds the ``estimate`` rules (SX5xx); without it they cannot fire. The scan never
+    raises: a crash or a scan past ``time_budget_seconds`` (by ``clock``) is an SX900 deny finding.
+    """
+    try:
+        scanner = _Scanner(
+            parsed, compile_rules(policy), deadline=clock() + time_budget_seconds, clock=clock
+        )
+        return scanner.run(estimate)
+    except _ScanTimeout:
+        return (
+            engine_finding(
+                CHECK_CRASHED,
+                f"the scan ran past its time budget of {time_budget_seconds:g} s; denying",
+            ),
+        )
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return (
+            engine_finding(CHECK_CRASHED, f"the scanner crashed ({type(exc).__name__}); denying"),
+        )
+
+
+class _Scanner:
+    def __init__(
+        self, parsed: Parsed, rules: CompiledRules, *, deadline: float, clock: Callable[[], float]
+    ) -> None:
+        self.parsed = parsed
+        self.rules = rules
+        self.deadline = deadline
+        self.clock = clock
+        self.findings: list[Finding] = []
+        self._seen: set[tuple[str, tuple[int, int, int, int] | None, str]] = set()
+        self._lines: list[str] | None = None
+        # What the traversal collects for the second phase.
+        self.aliases: dict[str, str] = {}
+        self.references: list[ast.expr] = []
+        self.calls: list[ast.Call] = []
+        self.subscripts: list[ast.Subscript] = []
+        self.bindings: list[tuple[str, ast.expr]] = []
+        self.store_counts: dict[str, int] = {}
+        self._resolved: dict[int, tuple[str, bool] | None] = {}
+
+    # ---------------------------------------------------------------------------------------
+    def run(self, estimate: Estimate | None) -> tuple[Finding, ...]:
+        self._traverse(self.parsed.tree)
+        folder = StringFolder(self._string_bindings())
+        self._module_bindings()
+        call_sites = self._resolve_calls(folder)
+        attribute_sites = self._resolve_references()
+        self._check_subscripts(folder)
+        self._run_checks(
+            ScanContext(
+                policy=self.rules.policy,
+                tree=self.parsed.tree,
+                calls=tuple(call_sites),
+                attributes=tuple(attribute_sites),
+                folder=folder,
+            )
+        )
+        if estimate is not None:
+            self._check_estimate(estimate)
+        self.findings.sort(
+            key=lambda f: (f.span.start_line, f.span.start_column) if f.span else (0, 0)
+        )
+        return tuple(self.findings)
+
+    # ---------------------------------------------------------------------------------------
+    # Phase 1: one iterative traversal
+
+    def _traverse(self, tree: ast.AST) -> None:
+        known = SYNTAX_NODE_TYPES
+        node_rules = self.rules.nodes
+        name_rules = self.rules.names
+        attribute_rules = self.rules.attributes
+        stack: list[ast.AST] = [tree]
+        visited = 0
+        while stack:
+            node = stack.pop()
+            visited += 1
+            if visited % _CLOCK_EVERY_NODES == 0 and self.clock() > self.deadline:
+                raise _ScanTimeout
+            cls = node.__class__
+            kind = cls.__name__
+            if kind not in known:
+                self._engine(UNKNOWN_SYNTAX, node, f"syntax node {kind} is not known to the engine")
+            rules = node_rules.get(kind)
+            if rules:
+                self._emit(rules, node, {"node": kind}, kind)
+            if cls is ast.Name:
+                name = node.id  # type: ignore[attr-defined]
+                if name_rules:
+                    self._emit(name_rules.lookup(name), node, {"name": name}, name)
+                if node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+                    self.references.append(node)  # type: ignore[arg-type]
+                else:
+                    self.store_counts[name] = self.store_counts.get(name, 0) + 1
+                continue
+            if cls is ast.Attribute:
+                attr = node.attr  # type: ignore[attr-defined]
+                if attribute_rules:
+                    self._emit(attribute_rules.lookup(attr), node, {"attribute": attr}, attr)
+                self.references.append(node)  # type: ignore[arg-type]
+            elif cls is ast.Call:
+                self.calls.append(node)  # type: ignore[arg-type]
+            elif cls is ast.Subscript:
+                self.subscripts.append(node)  # type: ignore[arg-type]
+            elif cls is ast.Import or cls is ast.ImportFrom:
+                self._import(node)  # type: ignore[arg-type]
+            elif cls is ast.Assign or cls is ast.AnnAssign or cls is ast.NamedExpr:
+                targets = node.targets if cls is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                value = node.value  # type: ignore[attr-defined]
+                if value is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
+                    self.bindings.append((targets[0].id, value))
+            elif cls is ast.arg:
+                self._store(node.arg)  # type: ignore[attr-defined]
+            elif cls in _NAMED_BINDERS:
+                for name in _bound_names(node):
+                    self._store(name)
+            for field_name in cls._fields:
+                if field_name == "ctx":
+                    continue
+                value = getattr(node, field_name, None)
+                if value.__class__ is list:
+                    for item in reversed(value):
+                        if isinstance(item, ast.AST):
+                            stack.append(item)
+                elif isinstance(value, ast.AST):
+                    stack.append(value)
+
+    def _store(self, name: str | None) -> None:
+        if name:
+            self.store_counts[name] = self.store_counts.get(name, 0) + 1
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                self._import_event(node, alias.name, ())
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+                    self._store(alias.asname)
+                else:
+                    root = alias.name.partition(".")[0]
+                    self.aliases[root] = root
+                    self._store(root)
+            return
+        module = "." * node.level + (node.module or "")
+        names = tuple(a.name for a in node.names if a.name != "*")
+        self._import_event(node, module, names)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            bound = alias.asname or alias.name
+            self.aliases[bound] = (
+                f"{module}.{alias.name}" if node.level == 0 else f"{module}{alias.name}"
+            )
+            self._store(bound)
+
+    def _import_event(self, node: ast.AST, module: str, names: tuple[str, ...]) -> None:
+        policy_imports = self.rules.policy.imports
+        for rule in self.rules.imports:
+            match = rule.match
+            assert match is not None
+            allow = match.allow if (match.allow or match.deny) else policy_imports.allow
+            deny = match.deny if (match.allow or match.deny) else policy_imports.deny
+            members = tuple(f"{module}.{n}" for n in names) if not module.startswith(".") else ()
+            denied = bool(deny) and (
+                module_matches(module, deny) or any(module_matches(m, deny) for m in members)
+            )
+            outside = not (match.deny and not match.allow) and not (
+                module_matches(module, allow)
+                or (members and all(module_matches(m, allow) for m in members))
+            )
+            if denied or outside:
+                self._emit((rule,), node, {"module": module}, module)
+
+    # ---------------------------------------------------------------------------------------
+    # Phase 2: resolve names, then run the call/attribute/subscript/estimate rules and checks
+
+    def _string_bindings(self) -> dict[str, str | None]:
+        folder_bindings: dict[str, str | None] = {}
+        folder = StringFolder(folder_bindings)
+        for name, value in self.bindings:
+            if self.store_counts.get(name, 0) != 1:
+                continue
+            folder_bindings[name] = folder.fold(value)
+        return folder_bindings
+
+    def _module_bindings(self) -> None:
+        for name, value in self.bindings:
+            if self.store_counts.get(name, 0) != 1 or name in self.aliases:
+                continue
+            if isinstance(value, ast.Name | ast.Attribute):
+                resolved = self._resolve(value)
+                if resolved is not None and resolved[1]:
+                    self.aliases[name] = resolved[0]
+
+    def _resolve(self, node: ast.expr) -> tuple[str, bool] | None:
+        """The qualified name of ``node`` and whether it is rooted in an import, or None."""
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
+        parts: list[str] = []
+        current: ast.expr = node
+        while isinstance(current, ast.Attribute):
+            parts.append(current.attr)
+            current = current.value
+        result: tuple[str, bool] | None = None
+        if isinstance(current, ast.Name):
+            base = self.aliases.get(current.id)
+            rooted = base is not None
+            parts.append(base if base is not None else current.id)
+            result = (".".join(reversed(parts)).removeprefix("builtins."), rooted)
+        elif isinstance(current, ast.Call) and parts:
+            # __import__('os').system: the call result is the module.
+            callee = self._resolve(current.func)
+            if callee is not None and callee[0] in IMPORT_FUNCTIONS and current.args:
+                module = StringFolder({}).fold(current.args[0])
+                if module is not None:
+                    parts.append(module.partition(".")[0])
+                    result = (".".join(reversed(parts)), True)
+        self._resolved[key] = result
+        return result
+
+    def _resolve_references(self) -> list[AttributeSite]:
+        call_rules = self.rules.calls
+        sites: list[AttributeSite] = []
+        for index, node in enumerate(self.references):
+            if index % _CLOCK_EVERY_NODES == 0 and self.clock() > self.deadline:
+                raise _ScanTimeout
+            resolved = self._resolve(node)
+            if isinstance(node, ast.Attribute):
+                base = self._resolve(node.value)
+                sites.append(
+                    AttributeSite(
+                        node=node,
+                        base=None if base is None else base[0],
+                        rooted=base is not None and base[1],
+                    )
+                )
+            if resolved is None or not call_rules:
+                continue
+            qualified = resolved[0]
+            for candidate in _suffixes(qualified):
+                rules = call_rules.lookup(candidate)
+                if rules:
+                    self._emit(rules, node, {"name": qualified}, qualified)
+                    break
+        return sites
+
+    def _resolve_calls(self, folder: StringFolder) -> list[CallSite]:
+        sites: list[CallSite] = []
+        for node in self.calls:
+            resolved = self._resolve(node.func)
+            callee = None if resolved is None else resolved[0]
+            sites.append(
+                CallSite(node=node, callee=callee, rooted=resolved is not None and resolved[1])
+            )
+            if callee in IMPORT_FUNCTIONS and node.args:
+                module = folder.fold(node.args[0])
+                if module is not None:
+                    self._import_event(node, module, ())
+            elif callee is not None and callee in ATTRIBUTE_FUNCTIONS:
+                index = ATTRIBUTE_FUNCTIONS[callee]
+                names = node.args if index is None else node.args[index : index + 1]
+                for name_node in names:
+                    name = folder.fold(name_node)
+                    if name is not None:
+                        for part in name.split("."):
+                            self._attribute_event(node, part)
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "format",
+                "format_map",
+            ):
+                template = folder.fold(node.func.value)
+                if template is None and callee in ("str.format", "str.format_map") and node.args:
+                    template = folder.fold(node.args[0])
+                if template is not None:
+                    for attribute in _format_attributes(template):
+                        self._attribute_event(node, attribute)
+        return sites
+
+    def _check_subscripts(self, folder: StringFolder) -> None:
+        for node in self.subscripts:
+            key = folder.fold(node.slice) if not isinstance(node.slice, ast.Slice) else None
+            if key is not None:
+                self._attribute_event(node, key)
+
+    def _attribute_event(self, node: ast.AST, attribute: str) -> None:
+        if self.rules.attributes:
+            self._emit(
+                self.rules.attributes.lookup(attribute), node, {"attribute": attribute}, attribute
+            )
+
+    def _run_checks(self, ctx: ScanContext) -> None:
+        for name, rules in self.rules.checks.items():
+            check = REGISTERED_CHECKS.get(name)
+            try:
+                if check is None:
+                    raise LookupError(name)
+                hits: Iterable[CheckHit] = list(check(ctx))
+            except Exception as exc:
+                self.findings.append(
+                    engine_finding(
+                        CHECK_CRASHED,
+                        f"check {name!r} crashed ({type(exc).__name__}); denying",
+                    )
+                )
+                continue
+            for hit in hits:
+                self._emit(rules, hit.node, hit.fields, hit.evidence)
+
+    def _check_estimate(self, estimate: Estimate) -> None:
+        for metric in ("cpu", "memory", "output", "tool_calls"):
+            bound: Bound = getattr(estimate, metric)
+            if bound.reason.startswith(ESTIMATOR_CRASHED_PREFIX):
+                self.findings.append(engine_finding(CHECK_CRASHED, f"{bound.reason}; denying"))
+                return
+        for rule in self.rules.estimates:
+            match = rule.match
+            assert match is not None
+            bound = getattr(estimate, match.metric)
+            if match.bound:
+                fires = bound.kind.value == match.bound
+            else:
+                fires = bound.kind is BoundKind.UNBOUNDED or (
+                    bound.value is not None
+                    and match.above is not None
+                    and bound.value > match.above
+                )
+            if fires:
+                fields = {
+                    "metric": match.metric,
+                    "value": _number(bound.value)
+                    if bound.kind is not BoundKind.UNBOUNDED
+                    else "unbounded",
+                    "above": _number(match.above),
+                    "reason": bound.reason or bound.kind.value,
+                }
+                self._emit(
+                    (rule,), None, fields, f"{match.metric}: {bound.kind.value} {fields['value']}"
+                )
+
+    # ---------------------------------------------------------------------------------------
+    # Findings
+
+    def _emit(
+        self, rules: Iterable[Rule], node: ast.AST | None, fields: Mapping[str, str], evidence: str
+    ) -> None:
+        for rule in rules:
+            span = self._span(node) if node is not None else None
+            key = (
+                rule.id,
+                (span.start_line, span.start_column, span.end_line, span.end_column)
+                if span
+                else None,
+                evidence,
+            )
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            enforcement = rule.enforcement
+            if rule.status is RuleStatus.PREVIEW and enforcement in (
+                Enforcement.DENY,
+                Enforcement.APPROVE,
+            ):
+                enforcement = Enforcement.WARN
+            self.findings.append(
+                Finding(
+                    rule=rule.id,
+                    name=rule.name,
+                    message=rule.message.format_map(
+                        _Fields({k: clip_text(v) for k, v in fields.items()})
+                    ),
+                    severity=rule.severity,
+                    enforcement=enforcement,
+                    span=span,
+                    evidence=clip_text(evidence, 200),
+                )
+            )
+
+    def _engine(self, rule: Rule, node: ast.AST, message: str) -> None:
+        finding = engine_finding(rule, message)
+        self.findings.append(replace(finding, span=self._span(node)))
+
+    def _span(self, node: ast.AST) -> Span | None:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        end_line = getattr(node, "end_lineno", None) or line
+        start = self._column(line, getattr(node, "col_offset", 0) or 0)
+        end = self._column(end_line, getattr(node, "end_col_offset", None) or 0)
+        return Span(
+            start_line=line,
+            start_column=start + 1,
+            end_line=end_line,
+            end_column=max(end, start + 1) if end_line == line else max(end, 1),
+        )
+
+    def _column(self, line: int, byte_offset: int) -> int:
+        if self._lines is None:
+            self._lines = _LINE_BREAK.split(self.parsed.code)
+        if not 1 <= line <= len(self._lines):
+            return byte_offset
+        text = self._lines[line - 1]
+        if text.isascii():
+            return byte_offset
+        return len(text.encode("utf-8", "surrogatepass")[:byte_offset].decode("utf-8", "replace"))
+
+
+_NAMED_BINDERS: tuple[type[ast.AST], ...] = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.ExceptHandler,
+    ast.Global,
+    ast.Nonlocal,
+    ast.MatchAs,
+    ast.MatchStar,
+    ast.MatchMapping,
+)
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return list(node.names)
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    name = getattr(node, "name", None)
+    return [name] if isinstance(name, str) else []
+
+
+def _suffixes(qualified: str) -> list[str]:
+    """``a.b.c`` → ``a.b.c``, ``b.c``: a re-exported module still matches its rules."""
+    parts = qualified.split(".")
+    return [".".join(parts[i:]) for i in range(max(len(parts) - 1, 1))]
+
+
+def _format_attributes(template: str) -> list[str]:
+    """Attribute names a ``str.format`` template walks: ``{0.__class__.__mro__}`` → both."""
+    found: list[str] = []
+    for field in _FORMAT_FIELD.findall(template):
+        parts = re.split(r"[.\[]", field)
+        for part in parts[1:]:
+            found.append(part.rstrip("]"))
+    return found
+
+
+class _Fields(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    if math.isinf(value) or value >= 1e300:
+        return "≥1e300"
+    return f"{value:.3g}" if value >= 1e6 else f"{value:g}"

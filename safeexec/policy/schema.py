@@ -26,8 +26,6 @@ __all__ = [
     "SandboxConfig",
 ]
 
-_value = dataclass(frozen=True, slots=True, kw_only=True)
-
 
 class RuleStatus(StrEnum):
     STABLE = "stable"
@@ -43,7 +41,7 @@ class MatchKind(StrEnum):
     ESTIMATE = "estimate"
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyInfo:
     id: str = "builtin-deny-all"
     version: str = "0"
@@ -51,7 +49,7 @@ class PolicyInfo:
     owners: tuple[str, ...] = ()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BackendsConfig:
     """Which execution modes a policy admits and which confinement layers it requires."""
 
@@ -60,7 +58,7 @@ class BackendsConfig:
     require: tuple[str, ...] = ()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ImportsConfig:
     """Module allowlist/denylist; entries may end in ``.*`` to cover submodules."""
 
@@ -68,7 +66,7 @@ class ImportsConfig:
     deny: tuple[str, ...] = ()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapabilityConfig:
     """May ``tool`` be granted, and how narrowly."""
 
@@ -79,7 +77,7 @@ class CapabilityConfig:
     requires_approval: bool = False
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObserveConfig:
     """Budgets of the observation handed to the model."""
 
@@ -88,7 +86,7 @@ class ObserveConfig:
     max_line_chars: int = 500
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetConfig:
     """The session's double budget: agent steps and execution resources."""
 
@@ -97,14 +95,14 @@ class BudgetConfig:
     tool_calls: int = 200
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxConfig:
     """Host environment variable names passed into the sandbox (nothing else is)."""
 
     env_passthrough: tuple[str, ...] = ()
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RuleMatch:
     """The closed ``match`` vocabulary of a rule; which fields apply depends on ``kind``."""
 
@@ -114,10 +112,15 @@ class RuleMatch:
     deny: tuple[str, ...] = ()
     metric: str = ""
     above: float | None = None
+    bound: str = ""
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
+    """One rule; ``description``/``rationale``/``example``/``bypasses`` are its documentation
+    ("What it does / Why is this bad? / Example / Known bypasses"); ``source`` is where it was set.
+    """
+
     id: str
     name: str
     severity: Severity
@@ -128,9 +131,13 @@ class Rule:
     references: tuple[str, ...] = ()
     match: RuleMatch | None = None
     check: str | None = None
+    description: str = ""
+    example: str = ""
+    bypasses: tuple[str, ...] = ()
+    source: str = ""
 
 
-@_value
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """A loaded, merged policy pack; ``digest`` is the sha256 of its canonical form."""
 

@@ -1,0 +1,318 @@
+"""Code checks: what a `match` table cannot express, registered by name (``check = "<name>"``).
+
+Each check reads the :class:`~safeexec.analysis.sites.ScanContext` built by the scanner's one
+traversal and yields :class:`~safeexec.analysis.sites.CheckHit` values whose ``fields`` fill the
+rule's message placeholders (the names are pinned in :mod:`safeexec.policy.vocabulary`). A check
+that raises becomes an ``SX900`` deny finding in the scanner: checks fail closed.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
+
+from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
+
+__all__ = [
+    "ATTRIBUTE_FUNCTIONS",
+    "IMPORT_FUNCTIONS",
+    "REGISTERED_CHECKS",
+    "reexport_hazard",
+]
+
+Check = Callable[[ScanContext], Iterator[CheckHit]]
+_registry: dict[str, Check] = {}
+
+
+def _register(name: str) -> Callable[[Check], Check]:
+    def decorate(check: Check) -> Check:
+        _registry[name] = check
+        return check
+
+    return decorate
+
+
+# Functions that reach an attribute by a name given as data: the index of the name argument
+# (None: every positional argument is a name, as in operator.attrgetter).
+ATTRIBUTE_FUNCTIONS: Mapping[str, int | None] = MappingProxyType(
+    {
+        "getattr": 1,
+        "setattr": 1,
+        "delattr": 1,
+        "hasattr": 1,
+        "operator.attrgetter": None,
+        "operator.methodcaller": 0,
+        "inspect.getattr_static": 1,
+        "object.__getattribute__": 1,
+        "type.__getattribute__": 1,
+    }
+)
+
+# Functions that import a module named by a string argument (the first one).
+IMPORT_FUNCTIONS = frozenset(
+    {"__import__", "importlib.import_module", "importlib.__import__", "imp.load_module"}
+)
+
+# Functions whose first argument is a file system path.
+_PATH_FUNCTIONS = frozenset(
+    {
+        "open",
+        "io.open",
+        "codecs.open",
+        "os.open",
+        "pathlib.Path",
+        "pathlib.PurePath",
+        "pathlib.PosixPath",
+        "pathlib.PurePosixPath",
+        "numpy.load",
+        "numpy.loadtxt",
+        "numpy.save",
+        "numpy.savetxt",
+        "pandas.read_csv",
+        "pandas.read_json",
+        "pandas.read_parquet",
+        "pandas.read_excel",
+    }
+)
+
+# Modules an allowed module may re-export that code must not reach through it.
+_HAZARDOUS_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "socket",
+        "ctypes",
+        "importlib",
+        "builtins",
+        "shutil",
+        "signal",
+        "posix",
+        "nt",
+        "gc",
+        "inspect",
+        "types",
+        "code",
+        "codeop",
+        "pty",
+        "multiprocessing",
+        "threading",
+        "marshal",
+        "pickle",
+        "runpy",
+        "urllib",
+        "http",
+        "ssl",
+        "select",
+        "selectors",
+        "asyncio",
+        "fcntl",
+        "resource",
+        "mmap",
+        "tempfile",
+        "glob",
+        "io",
+        "linecache",
+        "tokenize",
+        "zipimport",
+        "pkgutil",
+        "sysconfig",
+        "weakref",
+    }
+)
+_HARMLESS_MODULE_DUNDERS = frozenset({"__name__", "__doc__", "__version__", "__all__"})
+
+
+def reexport_hazard(attribute: str) -> bool:
+    """Whether reading ``attribute`` off an imported module reaches past what it should export."""
+    if attribute in _HAZARDOUS_MODULES:
+        return True
+    if attribute.startswith("__") and attribute.endswith("__"):
+        return attribute not in _HARMLESS_MODULE_DUNDERS
+    return attribute.startswith("_")
+
+
+@_register("dynamic-attribute-name")
+def _dynamic_attribute_name(ctx: ScanContext) -> Iterator[CheckHit]:
+    """getattr/setattr/attrgetter with a name that is not a constant the engine can fold."""
+    for site in ctx.calls:
+        callee = site.callee
+        if callee is None or callee not in ATTRIBUTE_FUNCTIONS:
+            continue
+        index = ATTRIBUTE_FUNCTIONS[callee]
+        args = site.node.args
+        names = args if index is None else args[index : index + 1]
+        unknown = (
+            any(isinstance(a, ast.Starred) for a in args)
+            or any(k.arg is None for k in site.node.keywords)
+            or (index is not None and not names)
+            or any(ctx.folder.fold(name) is None for name in names)
+        )
+        if unknown:
+            yield CheckHit(node=site.node, fields={"function": callee}, evidence=callee)
+
+
+@_register("dynamic-import")
+def _dynamic_import(ctx: ScanContext) -> Iterator[CheckHit]:
+    """__import__/importlib.import_module with a module name that is not a foldable constant."""
+    for site in ctx.calls:
+        if site.callee not in IMPORT_FUNCTIONS:
+            continue
+        first = site.node.args[0] if site.node.args else None
+        if first is None or isinstance(first, ast.Starred) or ctx.folder.fold(first) is None:
+            yield CheckHit(node=site.node, fields={"function": site.callee}, evidence=site.callee)
+
+
+def _outside_workdir(path: str) -> bool:
+    cleaned = path.replace("\\", "/")
+    if cleaned.startswith(("/", "~")) or cleaned.startswith("file:"):
+        return True
+    if len(cleaned) > 1 and cleaned[1] == ":":
+        return True
+    return ".." in cleaned.split("/")
+
+
+@_register("path-outside-workdir")
+def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
+    """A file function given a constant path that is absolute, home-relative or climbs with `..`."""
+    for site in ctx.calls:
+        if site.callee not in _PATH_FUNCTIONS:
+            continue
+        candidates = [
+            *site.node.args[:1],
+            *(k.value for k in site.node.keywords if k.arg == "file"),
+        ]
+        for arg in candidates:
+            path = ctx.folder.fold(arg)
+            if path is not None and _outside_workdir(path):
+                yield CheckHit(
+                    node=site.node,
+                    fields={"path": clip_text(path), "function": site.callee},
+                    evidence=clip_text(path),
+                )
+
+
+@_register("module-reexport")
+def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
+    """Reaching a hazardous module, private name or dunder through an imported module."""
+    for site in ctx.attributes:
+        if site.rooted and site.base is not None and reexport_hazard(site.node.attr):
+            name = f"{site.base}.{site.node.attr}"
+            yield CheckHit(
+                node=site.node, fields={"name": clip_text(name), "module": site.base}, evidence=name
+            )
+
+
+def _tool_calls(ctx: ScanContext) -> Iterator[tuple[str, ast.Call]]:
+    tools = {c.tool for c in ctx.policy.capabilities}
+    for site in ctx.calls:
+        func = site.node.func
+        if isinstance(func, ast.Name) and func.id in tools:
+            yield func.id, site.node
+
+
+@_register("tool-not-granted")
+def _tool_not_granted(ctx: ScanContext) -> Iterator[CheckHit]:
+    """A call to a tool the policy declares but does not let a session be granted."""
+    refused = {c.tool for c in ctx.policy.capabilities if not c.grantable}
+    for tool, node in _tool_calls(ctx):
+        if tool in refused:
+            yield CheckHit(node=node, fields={"tool": tool}, evidence=tool)
+
+
+@_register("tool-requires-approval")
+def _tool_requires_approval(ctx: ScanContext) -> Iterator[CheckHit]:
+    """A call to a tool whose capability requires a human (or harness) approval."""
+    needs = {c.tool for c in ctx.policy.capabilities if c.requires_approval and c.grantable}
+    for tool, node in _tool_calls(ctx):
+        if tool in needs:
+            yield CheckHit(node=node, fields={"tool": tool}, evidence=tool)
+
+
+@_register("tool-call-limit")
+def _tool_call_limit(ctx: ScanContext) -> Iterator[CheckHit]:
+    """More static calls of a tool than its capability's ``max_calls`` (loops multiply)."""
+    limits = {c.tool: c.max_calls for c in ctx.policy.capabilities if c.max_calls is not None}
+    if not limits or not any(tool in limits for tool, _ in _tool_calls(ctx)):
+        return
+    counts: dict[str, float] = {}
+    first_site: dict[str, ast.Call] = {}
+    _count_calls(ctx.tree.body, 1.0, set(limits), counts, first_site)
+    for tool, calls in sorted(counts.items()):
+        limit = limits[tool]
+        if limit is not None and calls > limit:
+            shown = "unbounded" if math.isinf(calls) else str(int(calls))
+            yield CheckHit(
+                node=first_site[tool],
+                fields={"tool": tool, "calls": shown, "max_calls": str(limit)},
+                evidence=f"{tool} x {shown}",
+            )
+
+
+def _count_calls(
+    body: list[ast.stmt],
+    multiplier: float,
+    tools: set[str],
+    counts: dict[str, float],
+    first_site: dict[str, ast.Call],
+) -> None:
+    for stmt in body:
+        inner = multiplier
+        if isinstance(stmt, ast.For | ast.AsyncFor):
+            inner = multiplier * _range_trips(stmt.iter)
+        elif isinstance(stmt, ast.While):
+            inner = math.inf
+        for field_name, value in ast.iter_fields(stmt):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                _count_calls(value, inner, tools, counts, first_site)
+            elif isinstance(value, list) and value and isinstance(value[0], ast.ExceptHandler):
+                for handler in value:
+                    _count_calls(handler.body, inner, tools, counts, first_site)
+            elif isinstance(value, list) and value and isinstance(value[0], ast.match_case):
+                for case in value:
+                    _count_calls(case.body, inner, tools, counts, first_site)
+            elif isinstance(value, ast.AST | list):
+                scale = multiplier if field_name == "iter" else inner
+                nodes = value if isinstance(value, list) else [value]
+                for root in nodes:
+                    for node in ast.walk(root):
+                        func = getattr(node, "func", None)
+                        if isinstance(func, ast.Name) and func.id in tools:
+                            in_comprehension = _inside_comprehension(root, node)
+                            counts[func.id] = counts.get(func.id, 0.0) + (
+                                math.inf if in_comprehension else scale
+                            )
+                            first_site.setdefault(func.id, node)  # type: ignore[arg-type]
+
+
+def _inside_comprehension(root: ast.AST, target: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp)
+        and any(n is target for n in ast.walk(node))
+        for node in ast.walk(root)
+    )
+
+
+def _range_trips(node: ast.expr) -> float:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and 1 <= len(node.args) <= 3
+        and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)
+    ):
+        values = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and type(a.value) is int
+        ]
+        try:
+            return float(len(range(*values)))
+        except (ValueError, OverflowError):
+            return math.inf
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return float(len(node.elts))
+    return math.inf
+
+
+REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(_registry)

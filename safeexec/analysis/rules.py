@@ -1,0 +1,103 @@
+"""A policy's rules compiled once into lookup tables the scanner consults per node."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fnmatch import translate
+from functools import lru_cache
+
+from safeexec.policy.schema import MatchKind, Policy, Rule
+
+__all__ = ["CompiledRules", "NameTable", "compile_rules", "module_matches"]
+
+
+@dataclass(slots=True)
+class NameTable:
+    """Exact names in a dict, wildcard patterns in one list; ``lookup`` returns matching rules."""
+
+    exact: dict[str, list[Rule]] = field(default_factory=dict)
+    patterns: list[tuple[re.Pattern[str], Rule]] = field(default_factory=list)
+
+    def add(self, names: Iterable[str], rule: Rule) -> None:
+        for name in names:
+            if "*" in name:
+                self.patterns.append((re.compile(translate(name)), rule))
+            else:
+                self.exact.setdefault(name, []).append(rule)
+
+    def lookup(self, name: str) -> list[Rule]:
+        found = self.exact.get(name, [])
+        if self.patterns:
+            found = found + [rule for pattern, rule in self.patterns if pattern.match(name)]
+        return found
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.patterns)
+
+
+@dataclass(slots=True)
+class CompiledRules:
+    policy: Policy
+    imports: list[Rule] = field(default_factory=list)
+    calls: NameTable = field(default_factory=NameTable)
+    attributes: NameTable = field(default_factory=NameTable)
+    names: NameTable = field(default_factory=NameTable)
+    nodes: dict[str, list[Rule]] = field(default_factory=dict)
+    estimates: list[Rule] = field(default_factory=list)
+    checks: dict[str, list[Rule]] = field(default_factory=dict)
+
+
+def compile_rules(policy: Policy) -> CompiledRules:
+    """Compile ``policy``'s rules (cached by digest: equal digests mean equal content)."""
+    if policy.digest:
+        return _compile_cached(policy.digest, policy)
+    return _compile(policy)
+
+
+@lru_cache(maxsize=32)
+def _compile_cached(digest: str, policy: Policy) -> CompiledRules:
+    del digest
+    return _compile(policy)
+
+
+def _compile(policy: Policy) -> CompiledRules:
+    compiled = CompiledRules(policy=policy)
+    for rule in policy.rules:
+        if rule.check is not None:
+            compiled.checks.setdefault(rule.check, []).append(rule)
+            continue
+        match = rule.match
+        if match is None:
+            continue
+        if match.kind is MatchKind.IMPORT:
+            compiled.imports.append(rule)
+        elif match.kind is MatchKind.CALL:
+            compiled.calls.add((_builtin_name(n) for n in match.names), rule)
+        elif match.kind is MatchKind.ATTRIBUTE:
+            compiled.attributes.add(match.names, rule)
+        elif match.kind is MatchKind.NAME:
+            compiled.names.add(match.names, rule)
+        elif match.kind is MatchKind.NODE:
+            for name in match.names:
+                compiled.nodes.setdefault(name, []).append(rule)
+        elif match.kind is MatchKind.ESTIMATE:
+            compiled.estimates.append(rule)
+    return compiled
+
+
+def _builtin_name(name: str) -> str:
+    return name.removeprefix("builtins.")
+
+
+def module_matches(module: str, patterns: Iterable[str]) -> bool:
+    """``*`` matches every module; ``a.*`` matches ``a`` and its submodules; ``a`` only ``a``."""
+    for pattern in patterns:
+        if pattern == "*" or pattern == module:
+            return True
+        if pattern.endswith(".*"):
+            stem = pattern[:-2]
+            if module == stem or module.startswith(stem + "."):
+                return True
+    return False

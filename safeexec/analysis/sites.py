@@ -1,0 +1,56 @@
+"""What the scanner's single traversal collects, as handed to the registered code checks."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from safeexec.analysis.constants import StringFolder
+from safeexec.policy.schema import Policy
+
+__all__ = ["AttributeSite", "CallSite", "CheckHit", "ScanContext", "clip_text"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallSite:
+    """A call; ``callee`` is the qualified name called (``os.system``, ``eval``) or None."""
+
+    node: ast.Call
+    callee: str | None
+    rooted: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttributeSite:
+    """An attribute access ``base.attr``; ``rooted`` when ``base`` resolves through an import."""
+
+    node: ast.Attribute
+    base: str | None
+    rooted: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckHit:
+    """One match of a code check: where, and the values for the rule's message placeholders."""
+
+    node: ast.AST
+    fields: Mapping[str, str]
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScanContext:
+    """Everything a check may read; built once per scan, after the traversal."""
+
+    policy: Policy
+    tree: ast.Module
+    calls: tuple[CallSite, ...]
+    attributes: tuple[AttributeSite, ...]
+    folder: StringFolder
+
+
+def clip_text(text: str, limit: int = 120) -> str:
+    """``text`` made printable on one line (escapes) and cut to ``limit`` characters."""
+    text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
