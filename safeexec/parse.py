@@ -1,18 +1,41 @@
 """Parse an action with libcst *and* ``ast``; any failure or disagreement is a typed value.
 
-(The ``parse`` function is being written; the value types below are the contract.)
+:func:`parse` never raises for anything in ``Action.code``. It first derives the one text that is
+checked and will run (``Parsed.code``): newlines normalised to ``\\n``, a leading BOM stripped,
+and identifiers rewritten to their NFKC form, as CPython binds them (``ｅｘｅｃ`` *is* ``exec``).
+Callers must run ``Parsed.code``, never ``Action.code``.
+
+Rules (all severity ``high``, enforcement ``deny``):
+
+- ``SX001 syntax-error`` — CPython rejects the code (including null bytes); the message is
+  CPython's, the evidence is the offending line with a caret under the column.
+- ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``.
+- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it (or the identifier
+  normalisation could not be proven faithful); the checker cannot see what would run.
+- ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting`` (measured on
+  CPython's tree *before* libcst sees the code: libcst crashes or goes quadratic on deep nesting).
+- ``SX005 invalid-encoding`` — lone surrogates / undecodable bytes, or a PEP 263 coding cookie
+  other than ``utf-8``.
+
+When CPython rejects the code, the finding is ``SX001`` with CPython's message even if libcst would
+accept it: the model needs the interpreter's own diagnosis, and the action is denied either way.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import sys
+import tokenize
+import unicodedata
 from dataclasses import dataclass
 
 import libcst
 
-from safeexec.model import Action, Finding
+from safeexec.model import Action, Enforcement, Finding, Severity, Span
 
-__all__ = ["ParseFailure", "Parsed"]
+__all__ = ["ParseFailure", "Parsed", "parse"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -31,3 +54,327 @@ class ParseFailure:
 
     action: Action
     finding: Finding
+
+
+_SYNTAX_ERROR = ("SX001", "syntax-error")
+_TOO_LARGE = ("SX002", "input-too-large")
+_MISMATCH = ("SX003", "parser-mismatch")
+_TOO_DEEP = ("SX004", "nesting-too-deep")
+_ENCODING = ("SX005", "invalid-encoding")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# PEP 263, as CPython's tokenizer reads it; checked on the first two lines whatever line 1 holds
+# (stricter than CPython, which only looks at line 2 after a comment or blank line).
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+_UTF8_NAMES = frozenset({"utf-8", "utf8"})
+_EVIDENCE_BEFORE = 80
+_EVIDENCE_AFTER = 80
+_LIBCST_CONFIG = libcst.PartialParserConfig(
+    python_version=f"{sys.version_info.major}.{sys.version_info.minor}"
+)
+
+
+def parse(
+    action: Action, *, max_source_bytes: int = 1_000_000, max_nesting: int = 200
+) -> Parsed | ParseFailure:
+    """Parse ``action.code`` with CPython's parser and libcst; never raises for any input."""
+    code = action.code
+    if len(code) > max_source_bytes or _utf8_length(code) > max_source_bytes:
+        size = _utf8_length(code)
+        return _fail(
+            action,
+            _TOO_LARGE,
+            f"source is {size:,} bytes, above the limit of {max_source_bytes:,} bytes; "
+            "send a smaller action or move data into a file",
+        )
+    surrogate = _SURROGATE.search(code)
+    if surrogate is not None:
+        return _fail_at(
+            action, code, _ENCODING, _surrogate_message(surrogate.group()), surrogate.start()
+        )
+    code = code.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+    cookie = _foreign_cookie(code)
+    if cookie is not None:
+        line, name = cookie
+        return _fail(
+            action,
+            _ENCODING,
+            f"coding cookie {name!r} is not allowed; the source is UTF-8, remove the cookie",
+            span=Span(
+                start_line=line,
+                start_column=1,
+                end_line=line,
+                end_column=max(1, len(_lines(code)[line - 1])),
+            ),
+            evidence=_lines(code)[line - 1],
+        )
+    null = code.find("\0")
+    if null >= 0:
+        return _fail_at(action, code, _SYNTAX_ERROR, "source code cannot contain null bytes", null)
+
+    tree_or_failure = _cpython_parse(action, code)
+    if isinstance(tree_or_failure, ParseFailure):
+        return tree_or_failure
+    tree = tree_or_failure
+    too_deep = _too_deep(action, code, tree, max_nesting)
+    if too_deep is not None:
+        return too_deep
+    if not code.isascii():
+        normalised = _normalise_identifiers(action, code, tree)
+        if isinstance(normalised, ParseFailure):
+            return normalised
+        code, tree = normalised
+
+    try:
+        module = libcst.parse_module(code, _LIBCST_CONFIG)
+    except libcst.ParserSyntaxError as exc:
+        return _fail(
+            action,
+            _MISMATCH,
+            f"CPython accepts this code but the checker's parser (libcst) does not: "
+            f"{exc.message}; rewrite this construct more plainly",
+            span=_point(code, exc.raw_line, exc.raw_column + 1),
+            evidence=_caret(code, exc.raw_line, exc.raw_column + 1),
+        )
+    except (RecursionError, MemoryError):
+        return _fail(
+            action,
+            _TOO_DEEP,
+            "the checker's parser (libcst) ran out of stack; split the code into "
+            "smaller, less nested statements",
+        )
+    except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
+        return _fail(
+            action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
+        )
+    if not code.isascii():
+        stray = _unnormalised_name(module)
+        if stray is not None:
+            return _fail(
+                action,
+                _MISMATCH,
+                f"identifier {stray!r} is not in NFKC form where the checker could not "
+                "normalise it (e.g. inside an f-string); write identifiers in ASCII",
+            )
+    return Parsed(action=action, code=code, module=module, tree=tree)
+
+
+def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
+    try:
+        return ast.parse(code, filename="<action>")
+    except SyntaxError as exc:  # includes IndentationError and TabError
+        line = exc.lineno or 1
+        column = exc.offset or 1
+        end_line = exc.end_lineno or line
+        end_column = exc.end_offset or column
+        return _fail(
+            action,
+            _SYNTAX_ERROR,
+            exc.msg or "invalid syntax",
+            span=_span(code, line, column, end_line, end_column),
+            evidence=_caret(code, line, column, end_line, end_column),
+        )
+    except (RecursionError, MemoryError):
+        # CPython's parser signals its own stack limit with these, not with a SyntaxError.
+        return _fail(
+            action,
+            _TOO_DEEP,
+            "expression nesting is too deep for the Python parser; split it into "
+            "named intermediate steps",
+        )
+    except Exception as exc:
+        return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _too_deep(action: Action, code: str, tree: ast.Module, limit: int) -> ParseFailure | None:
+    """Depth of CPython's tree, level by level without recursion; ``None`` when within ``limit``."""
+    level: list[ast.AST] = [tree]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            where = next((n for n in level if hasattr(n, "lineno")), None)
+            span = None
+            if where is not None:
+                line = where.lineno
+                column = _char_column(code, line, where.col_offset)  # type: ignore[attr-defined]
+                span = _point(code, line, column)
+            return _fail(
+                action,
+                _TOO_DEEP,
+                f"the syntax tree is nested more than {limit} levels deep "
+                "(max_nesting); split the expression into named intermediate steps",
+                span=span,
+                evidence="" if span is None else _caret(code, span.start_line, span.start_column),
+            )
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+    return None
+
+
+def _normalise_identifiers(
+    action: Action, code: str, tree: ast.Module
+) -> tuple[str, ast.Module] | ParseFailure:
+    """Rewrite each NAME token to NFKC, as CPython binds it, and prove the tree did not change."""
+    lines = code.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                normal = unicodedata.normalize("NFKC", token.string)
+                if normal != token.string:
+                    edits.append((token.start[0], token.start[1], token.end[1], normal))
+    except Exception as exc:  # tokenize disagreeing with CPython's parser: fail closed
+        return _fail(
+            action,
+            _MISMATCH,
+            f"the identifier scan failed where CPython's parser did not: {exc}; "
+            "write identifiers in ASCII",
+        )
+    if not edits:
+        return code, tree
+    for line, start, end, normal in reversed(edits):
+        text = lines[line - 1]
+        lines[line - 1] = text[:start] + normal + text[end:]
+    normalised = "".join(lines)
+    try:
+        renormalised_tree = ast.parse(normalised, filename="<action>")
+    except Exception:
+        renormalised_tree = None
+    if renormalised_tree is None or ast.dump(renormalised_tree) != ast.dump(tree):
+        return _fail(
+            action,
+            _MISMATCH,
+            "rewriting identifiers to the form CPython binds (NFKC) changed the meaning "
+            "of the code; write identifiers in ASCII",
+        )
+    return normalised, renormalised_tree
+
+
+def _unnormalised_name(module: libcst.Module) -> str | None:
+    stack: list[libcst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, libcst.Name) and node.value != unicodedata.normalize(
+            "NFKC", node.value
+        ):
+            return node.value
+        stack.extend(node.children)
+    return None
+
+
+def _foreign_cookie(code: str) -> tuple[int, str] | None:
+    for number, line in enumerate(_lines(code)[:2], start=1):
+        match = _COOKIE.match(line)
+        if match is not None:
+            name = match.group(1).lower().replace("_", "-")
+            if name not in _UTF8_NAMES:
+                return number, match.group(1)
+    return None
+
+
+def _surrogate_message(char: str) -> str:
+    point = ord(char)
+    if 0xDC80 <= point <= 0xDCFF:
+        return (
+            f"invalid UTF-8 byte 0x{point - 0xDC00:02X} in the source; "
+            "send the code as valid UTF-8 text"
+        )
+    return f"lone surrogate U+{point:04X} cannot be encoded as UTF-8; remove it"
+
+
+def _utf8_length(code: str) -> int:
+    if code.isascii():
+        return len(code)
+    return len(code.encode("utf-8", "surrogatepass"))
+
+
+def _lines(code: str) -> list[str]:
+    return code.split("\n")
+
+
+def _fail(
+    action: Action,
+    rule: tuple[str, str],
+    message: str,
+    *,
+    span: Span | None = None,
+    evidence: str = "",
+) -> ParseFailure:
+    return ParseFailure(
+        action=action,
+        finding=Finding(
+            rule=rule[0],
+            name=rule[1],
+            message=message,
+            severity=Severity.HIGH,
+            enforcement=Enforcement.DENY,
+            span=span,
+            evidence=evidence,
+        ),
+    )
+
+
+def _fail_at(
+    action: Action, code: str, rule: tuple[str, str], message: str, index: int
+) -> ParseFailure:
+    """A finding pointing at character ``index`` of ``code`` (any newline convention)."""
+    before = code[:index]
+    line = before.count("\n") + before.count("\r") - before.count("\r\n") + 1
+    line_start = max(before.rfind("\n"), before.rfind("\r")) + 1
+    column = index - line_start + 1
+    flat = code.replace("\r\n", "\n").replace("\r", "\n")
+    return _fail(
+        action, rule, message, span=_point(flat, line, column), evidence=_caret(flat, line, column)
+    )
+
+
+def _char_column(code: str, line: int, byte_offset: int) -> int:
+    """1-based character column of a 0-based UTF-8 byte offset on ``line`` (ast's convention)."""
+    lines = _lines(code)
+    if not 1 <= line <= len(lines):
+        return 1
+    return len(lines[line - 1].encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
+
+
+def _point(code: str, line: int, column: int) -> Span:
+    return _span(code, line, column, line, column + 1)
+
+
+def _span(code: str, line: int, column: int, end_line: int, end_column: int) -> Span:
+    """A Span from CPython's convention (``end_column`` one past the last character)."""
+    line = max(1, min(line, len(_lines(code))))
+    column = max(1, column)
+    if end_line < line or (end_line == line and end_column <= column):
+        end_line, end_column = line, column + 1
+    return Span(start_line=line, start_column=column, end_line=end_line, end_column=end_column - 1)
+
+
+def _caret(code: str, line: int, column: int, end_line: int = 0, end_column: int = 0) -> str:
+    """The source line (control characters made visible) and a caret line under ``column``."""
+    lines = _lines(code)
+    line = max(1, min(line, len(lines)))
+    text = _visible(lines[line - 1])
+    column = max(1, min(column, len(text) + 1))
+    width = end_column - column if end_line == line and end_column > column else 1
+    width = max(1, min(width, len(text) + 2 - column, _EVIDENCE_AFTER))
+    if len(text) > _EVIDENCE_BEFORE + _EVIDENCE_AFTER:
+        # A long line is cut to a window around the column, so evidence stays readable.
+        start = max(0, column - 1 - _EVIDENCE_BEFORE)
+        end = min(len(text), column - 1 + _EVIDENCE_AFTER)
+        head = "…" if start > 0 else ""
+        text = head + text[start:end] + ("…" if end < len(text) else "")
+        column = column - start + len(head)
+    indent = "".join("\t" if char == "\t" else " " for char in text[: column - 1])
+    return f"{text}\n{indent}{'^' * width}"
+
+
+def _visible(text: str) -> str:
+    """Control characters (except tab) as Unicode control pictures, surrogates as U+FFFD; 1:1."""
+    return "".join(
+        chr(0x2400 + ord(char))
+        if ord(char) < 0x20 and char != "\t"
+        else "\ufffd"
+        if "\ud800" <= char <= "\udfff"
+        else char
+        for char in text
+    )
