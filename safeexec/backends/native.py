@@ -1,0 +1,1225 @@
+"""The ``native`` mode: real CPython in a confined subprocess that keeps state between calls.
+
+Sessions are forked from a template process (``safeexec.sandbox.zygote``) that the host starts
+with ``execve`` and a minimal environment, so no host memory reaches a sandbox. Each session is
+confined in the child (namespaces, rlimits, privilege drop, no_new_privs, Landlock, seccomp; see
+``safeexec.sandbox.confine``) and serves requests over a private socketpair. The host trusts
+nothing it gets back: frames are bounded JSON, output is capped while it is read, artifacts are
+read as regular files beneath the workdir without following links, and every limit is enforced
+from outside by SIGKILL of the whole process tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import mimetypes
+import os
+import selectors
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import ClassVar
+
+from safeexec.backends.base import ToolGateway
+from safeexec.blobs import BlobStore
+from safeexec.codec import JSONValue
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
+from safeexec.model import (
+    Artifact,
+    ExecRequest,
+    ExecResult,
+    ExecStatus,
+    ExecutionEvent,
+    LimitHit,
+    Limits,
+    SyscallKilled,
+    Usage,
+)
+from safeexec.sandbox import landlock
+from safeexec.sandbox.channel import (
+    FrameDecoder,
+    ProtocolError,
+    encode_frame,
+    recv_frame,
+    recv_frame_with_fds,
+    send_frame_with_fds,
+)
+from safeexec.sandbox.layers import DEFAULT_REQUIRED, Layer, LayerStatus, parse_layer_report
+
+__all__ = ["ArtifactLimits", "NativeBackend", "NativeSession", "supported_layers"]
+
+_EXECUTORS = ("python", "restricted")
+_READ_CHUNK = 1 << 16
+_MAX_WORKER_FRAME = 8 * 1024 * 1024
+_STARTUP_SECONDS = 30.0
+_CPU_POLL_SECONDS = 0.05
+_KILL_WAIT_SECONDS = 5.0
+_TMP_DIR = ".tmp"  # the session's TMPDIR inside its workdir; never reported as artifacts
+_UID_BASE = 1_600_000_000  # unprivileged identities for sessions of a root host
+_UID_SPAN = 100_000_000
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_SIGNAL_REASONS: dict[int, str] = {
+    signal.SIGSYS: "seccomp",
+    signal.SIGKILL: "out of memory, CPU rlimit or an outside kill",
+    signal.SIGSEGV: "crash, e.g. C stack overflow",
+    signal.SIGXCPU: "CPU rlimit",
+    signal.SIGXFSZ: "file size rlimit",
+    signal.SIGBUS: "bad memory access",
+    signal.SIGABRT: "abort",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactLimits:
+    """Caps on what a call may hand back as artifacts (files it created or changed)."""
+
+    max_count: int = 64
+    max_file_bytes: int = 64 * 1024 * 1024
+    max_total_bytes: int = 256 * 1024 * 1024
+    max_depth: int = 12
+    max_entries_scanned: int = 20_000
+
+
+def supported_layers() -> dict[Layer, LayerStatus]:
+    """What this kernel and this host process can offer, checked without confining anything."""
+    abi = landlock.abi_version()
+    root = os.geteuid() == 0
+    userns = _userns_allowed()
+    ns_ok = root or userns
+    ns_why = (
+        ""
+        if ns_ok
+        else "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone)"
+    )
+    seccomp_ok = Path("/proc/sys/kernel/seccomp/actions_avail").exists()
+
+    def status(layer: Layer, ok: bool, detail: str) -> LayerStatus:
+        return LayerStatus(layer=layer, active=ok, detail=detail)
+
+    return {
+        Layer.SESSION: status(Layer.SESSION, True, "setsid"),
+        Layer.WORKDIR: status(Layer.WORKDIR, True, "private directory per session"),
+        Layer.ENV: status(Layer.ENV, True, "only names the policy passes through"),
+        Layer.RLIMITS: status(Layer.RLIMITS, True, "setrlimit"),
+        Layer.NETNS: status(Layer.NETNS, ns_ok, ns_why or "unshare(CLONE_NEWNET)"),
+        Layer.IPCNS: status(Layer.IPCNS, ns_ok, ns_why or "unshare(CLONE_NEWIPC)"),
+        Layer.PIDNS: status(Layer.PIDNS, ns_ok, ns_why or "unshare(CLONE_NEWPID)"),
+        Layer.PRIVDROP: status(
+            Layer.PRIVDROP,
+            True,
+            "root: per-session unprivileged uid" if root else "already unprivileged",
+        ),
+        Layer.NO_NEW_PRIVS: status(Layer.NO_NEW_PRIVS, True, "prctl(PR_SET_NO_NEW_PRIVS)"),
+        Layer.LANDLOCK: status(
+            Layer.LANDLOCK, abi >= 1, f"ABI {abi}" if abi else "kernel has no Landlock"
+        ),
+        Layer.LANDLOCK_NET: status(Layer.LANDLOCK_NET, abi >= 4, f"ABI {abi} (needs 4)"),
+        Layer.LANDLOCK_SCOPE: status(Layer.LANDLOCK_SCOPE, abi >= 6, f"ABI {abi} (needs 6)"),
+        Layer.SECCOMP: status(
+            Layer.SECCOMP, seccomp_ok, "seccomp-bpf" if seccomp_ok else "no seccomp"
+        ),
+    }
+
+
+def _userns_allowed() -> bool:
+    for knob, minimum in (
+        ("/proc/sys/kernel/unprivileged_userns_clone", 1),
+        ("/proc/sys/user/max_user_namespaces", 1),
+    ):
+        try:
+            if int(Path(knob).read_text().strip()) < minimum:
+                return False
+        except (OSError, ValueError):
+            continue
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The template process
+
+
+class _Template:
+    """Client of one zygote: spawns sessions and learns their exit statuses."""
+
+    def __init__(self, *, python: str, preload: tuple[str, ...], executor: str) -> None:
+        self._lock = threading.Lock()
+        self._statuses: dict[int, int] = {}
+        self._changed = threading.Condition()
+        host_end, child_end = socket.socketpair()
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",  # the template must stay single-threaded to fork safely
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": _template_cache_dir(),
+        }
+        options = {"preload": list(preload), "executor": executor}
+        self._process = subprocess.Popen(
+            [
+                python,
+                "-I",
+                "-m",
+                "safeexec.sandbox.zygote",
+                str(child_end.fileno()),
+                json.dumps(options),
+            ],
+            env=env,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=[child_end.fileno()],
+            start_new_session=True,
+        )
+        child_end.close()
+        self._control = host_end
+        host_end.settimeout(_STARTUP_SECONDS)
+        try:
+            ready = recv_frame(host_end)
+        except (OSError, EOFError, ProtocolError) as exc:
+            self._process.kill()
+            raise BackendUnavailable(
+                f"the native template process did not start: {exc!r}; run `safeexec doctor`"
+            ) from exc
+        host_end.settimeout(None)
+        self.pid = self._process.pid
+        preloaded = ready.get("preloaded")
+        self.preloaded = tuple(str(m) for m in preloaded) if isinstance(preloaded, list) else ()
+        self._reader = threading.Thread(
+            target=self._read_exits, name="safeexec-template", daemon=True
+        )
+        self._reader.start()
+
+    def _read_exits(self) -> None:
+        decoder = FrameDecoder(max_frame_bytes=4096)
+        while True:
+            try:
+                data = self._control.recv(_READ_CHUNK)
+                frames = decoder.feed(data) if data else []
+            except (OSError, ProtocolError):
+                data = b""
+            if not data:
+                with self._changed:
+                    self._statuses[-1] = 0  # marks the template as gone
+                    self._changed.notify_all()
+                return
+            with self._changed:
+                for frame in frames:
+                    pid, status = frame.get("pid"), frame.get("status")
+                    if (
+                        frame.get("op") == "exit"
+                        and isinstance(pid, int)
+                        and isinstance(status, int)
+                    ):
+                        self._statuses[pid] = status
+                        if len(self._statuses) > 10_000:
+                            self._statuses.pop(next(iter(self._statuses)))
+                self._changed.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return -1 not in self._statuses and self._process.poll() is None
+
+    def spawn(self, config: dict[str, object], fds: list[int]) -> None:
+        with self._lock:
+            send_frame_with_fds(self._control, {"op": "spawn", **config}, fds)
+
+    def exit_status(self, pid: int, *, timeout: float) -> int | None:
+        """The wait status of a finished session process, once the template has reaped it."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while pid not in self._statuses:
+                left = deadline - time.monotonic()
+                if left <= 0 or -1 in self._statuses:
+                    return None
+                self._changed.wait(left)
+            return self._statuses.pop(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._control.shutdown(socket.SHUT_RDWR)
+        self._control.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def _template_cache_dir() -> str:
+    path = Path(tempfile.gettempdir()) / f"safeexec-template-{os.geteuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    if path.is_symlink() or path.stat().st_uid != os.geteuid():
+        raise BackendUnavailable(f"template cache dir={str(path)!r} is not ours; remove it")
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend
+
+
+class NativeBackend:
+    """Factory of native sessions; owns one template process (started on first use).
+
+    ``executor`` picks what runs cells inside the worker ("python" or "restricted");
+    ``preload`` names modules the template imports once (e.g. numpy) so sessions share them.
+    """
+
+    name: ClassVar[str] = "native"
+
+    def __init__(
+        self,
+        *,
+        executor: str = "python",
+        preload: tuple[str, ...] = (),
+        python: str | None = None,
+        artifact_limits: ArtifactLimits | None = None,
+    ) -> None:
+        if executor not in _EXECUTORS:
+            raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
+        self.executor = executor
+        self.preload = tuple(preload)
+        self.python = python or sys.executable
+        self.artifact_limits = artifact_limits or ArtifactLimits()
+        self._template: _Template | None = None
+        self._lock = threading.Lock()
+        self._ids = _IdentityPool()
+        self._supported = supported_layers()
+        self._finalizer = weakref.finalize(self, _close_template, [None])
+
+    @property
+    def supported(self) -> Mapping[Layer, LayerStatus]:
+        """Which layers this machine can provide (before any session is opened)."""
+        return dict(self._supported)
+
+    def _get_template(self) -> _Template:
+        with self._lock:
+            if self._template is None or not self._template.alive:
+                if self._template is not None:
+                    self._template.close()
+                self._template = _Template(
+                    python=self.python, preload=self.preload, executor=self.executor
+                )
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_template, [self._template])
+            return self._template
+
+    def start(self) -> None:
+        """Start the template now rather than on the first ``open``."""
+        self._get_template()
+
+    def open(
+        self,
+        *,
+        workdir: Path | None = None,
+        limits: Limits,
+        blobs: BlobStore,
+        tools: ToolGateway | None = None,
+        require: frozenset[str] = frozenset(),
+        imports: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> NativeSession:
+        """Open a confined session; ``BackendUnavailable`` if a required layer cannot be had.
+
+        Without ``workdir`` a fresh temporary directory is made and removed on close. Layers in
+        ``require`` must apply; seccomp and Landlock are required anyway where the kernel has them.
+        """
+        required = self._required(require)
+        return NativeSession(
+            backend=self,
+            workdir=workdir,
+            limits=limits,
+            blobs=blobs,
+            tools=tools,
+            required=required,
+            imports=tuple(imports),
+            env=dict(env or {}),
+        )
+
+    async def aopen(
+        self,
+        *,
+        workdir: Path | None = None,
+        limits: Limits,
+        blobs: BlobStore,
+        tools: ToolGateway | None = None,
+        require: frozenset[str] = frozenset(),
+        imports: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> NativeSession:
+        """``open`` without blocking the event loop."""
+        return await asyncio.to_thread(
+            self.open,
+            workdir=workdir,
+            limits=limits,
+            blobs=blobs,
+            tools=tools,
+            require=require,
+            imports=imports,
+            env=env,
+        )
+
+    def _required(self, require: frozenset[str]) -> frozenset[Layer]:
+        known = {layer.value for layer in Layer}
+        unknown = sorted(set(require) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
+            )
+        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported[layer].active}
+        return frozenset({Layer(name) for name in require} | defaults)
+
+    def close(self) -> None:
+        """Stop the template process (open sessions keep running until closed)."""
+        with self._lock:
+            if self._template is not None:
+                self._template.close()
+                self._template = None
+            self._finalizer.detach()
+
+
+def _close_template(holder: list[_Template | None]) -> None:
+    template = holder[0]
+    if template is not None:
+        template.close()
+
+
+class _IdentityPool:
+    """Distinct unprivileged uids for concurrent sessions of a root host."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next = 0
+        self._in_use: set[int] = set()
+
+    def acquire(self) -> int:
+        with self._lock:
+            while True:
+                uid = _UID_BASE + self._next % _UID_SPAN
+                self._next += 1
+                if uid not in self._in_use:
+                    self._in_use.add(uid)
+                    return uid
+
+    def release(self, uid: int) -> None:
+        with self._lock:
+            self._in_use.discard(uid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output capture and workdir scanning
+
+
+class _CappedStream:
+    """Keeps the first and last ``cap // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, cap)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        head_room = self.cap - self.cap // 2 - len(self.head)
+        if head_room > 0:
+            self.head += data[:head_room]
+            data = data[head_room:]
+        if data:
+            self.tail += data
+            keep = self.cap // 2
+            if len(self.tail) > 2 * keep + _READ_CHUNK:
+                del self.tail[: len(self.tail) - keep]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+    def value(self) -> bytes:
+        if not self.truncated:
+            return bytes(self.head + self.tail)
+        keep = self.cap // 2
+        tail = bytes(self.tail[len(self.tail) - keep :]) if keep else b""
+        omitted = self.total - len(self.head) - len(tail)
+        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
+
+
+@dataclass(frozen=True, slots=True)
+class _FileState:
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def _scan(root: str, limits: ArtifactLimits) -> dict[str, _FileState]:
+    """Regular files beneath ``root`` (no symlinks followed), bounded in depth and count."""
+    found: dict[str, _FileState] = {}
+    budget = [limits.max_entries_scanned]
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return found
+    try:
+        _scan_dir(fd, "", 0, limits, found, budget)
+    finally:
+        os.close(fd)
+    return found
+
+
+def _scan_dir(
+    fd: int,
+    prefix: str,
+    depth: int,
+    limits: ArtifactLimits,
+    found: dict[str, _FileState],
+    budget: list[int],
+) -> None:
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        return
+    for entry in entries:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if not prefix and entry.name == _TMP_DIR:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found[prefix + entry.name] = _FileState(
+                info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+            )
+        elif stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
+            try:
+                child = os.open(
+                    entry.name,
+                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    dir_fd=fd,
+                )
+            except OSError:
+                continue
+            try:
+                _scan_dir(child, f"{prefix}{entry.name}/", depth + 1, limits, found, budget)
+            finally:
+                os.close(child)
+
+
+def _split_relative(name: str) -> tuple[str, ...]:
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
+        raise ConfigurationError(
+            f"name={name!r} must be a relative path inside the workdir, without '..'"
+        )
+    return parts
+
+
+def _open_beneath(
+    root: str, name: str, flags: int, *, create_dirs: bool = False, mode: int = 0o644
+) -> int:
+    """Open ``name`` beneath ``root``, refusing symlinks at every step."""
+    parts = _split_relative(name)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            if create_dirs:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=dir_fd)
+            next_fd = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+            )
+            os.close(dir_fd)
+            dir_fd = next_fd
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _read_regular(root: str, name: str, max_bytes: int) -> bytes | None:
+    """The bytes of a regular, singly-linked file beneath ``root`` of at most ``max_bytes``."""
+    try:
+        fd = _open_beneath(root, name, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ConfigurationError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > max_bytes:
+            return None
+        chunks: list[bytes] = []
+        left = info.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Process inspection (from outside the sandbox)
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """CPU of ``pid``, its reaped children and its live descendants, in seconds."""
+    total = 0
+    pending = [pid]
+    seen = 0
+    while pending and seen < 4096:
+        current = pending.pop()
+        seen += 1
+        try:
+            with open(f"/proc/{current}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
+                    pending += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / _CLK_TCK
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _processes_in_pid_namespace(inode: int) -> list[int]:
+    survivors = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino == inode:
+                    survivors.append(int(entry))
+            except OSError:
+                continue
+    return survivors
+
+
+def _describe_death(status: int | None) -> tuple[str, int | None, int | None]:
+    """(message, exit code, signal) for a session process's wait status."""
+    if status is None:
+        return "the worker died (exit status unknown)", None, None
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        reason = _SIGNAL_REASONS.get(number, "")
+        return f"killed by {name}" + (f" ({reason})" if reason else ""), -number, number
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    return f"the worker exited with code {code}", code, None
+
+
+# ---------------------------------------------------------------------------------------------
+# The session
+
+
+@dataclass(slots=True)
+class _Worker:
+    pid: int
+    pidfd: int
+    pidns: int
+    channel: socket.socket
+    stdout: int
+    stderr: int
+    layers: dict[Layer, LayerStatus] = field(default_factory=dict)
+    decoder: FrameDecoder = field(
+        default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
+    )
+
+    def close_fds(self) -> None:
+        self.channel.close()
+        for fd in (self.pidfd, self.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@dataclass(slots=True)
+class _CallState:
+    stdout: _CappedStream
+    stderr: _CappedStream
+    events: list[ExecutionEvent] = field(default_factory=list)
+    tool_calls: int = 0
+    outcome: dict[str, object] | None = None
+    died: bool = False
+    killed_for: str = ""  # "wall" | "cpu" | "protocol"
+
+
+class NativeSession:
+    """A stateful, confined CPython worker; see :meth:`NativeBackend.open`."""
+
+    def __init__(
+        self,
+        *,
+        backend: NativeBackend,
+        workdir: Path | None,
+        limits: Limits,
+        blobs: BlobStore,
+        tools: ToolGateway | None,
+        required: frozenset[Layer],
+        imports: tuple[str, ...],
+        env: dict[str, str],
+    ) -> None:
+        self._backend = backend
+        self._owns_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else Path(workdir)
+        )
+        if not self.workdir.is_dir():
+            raise ConfigurationError(
+                f"workdir={str(self.workdir)!r} is not a directory; create it first"
+            )
+        self.limits = limits
+        self.blobs = blobs
+        self.tools = tools
+        self.required = required
+        self.imports = imports
+        self.env = env
+        self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._lost_state = False
+        self._uid: int | None = None
+        if os.geteuid() == 0:
+            self._uid = backend._ids.acquire()
+            self._give_workdir_to(self._uid)
+        self._worker: _Worker | None = None
+        try:
+            self._worker = self._start_worker()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def layers(self) -> Mapping[Layer, LayerStatus]:
+        """The confinement layers in force for the current worker, as it reported them."""
+        with self._lock:
+            return dict(self._worker.layers) if self._worker is not None else {}
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the current worker (pid 1 of the session's own pid namespace)."""
+        worker = self._worker
+        return worker.pid if worker is not None else None
+
+    def run(self, request: ExecRequest) -> ExecResult:
+        """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions."""
+        with self._lock:
+            if self._closed:
+                raise BackendError("run() on a closed native session; open a new one")
+            restarted = False
+            if self._worker is None:
+                self._worker = self._start_worker()
+                restarted = True
+            result = self._run_on(self._worker, request)
+            if restarted and self._lost_state:
+                self._lost_state = False
+                note = "session restarted; state from before was lost"
+                result = _replace(
+                    result,
+                    state_lost=True,
+                    message=f"{note}; {result.message}" if result.message else note,
+                )
+            return result
+
+    async def arun(self, request: ExecRequest) -> ExecResult:
+        """``run`` without blocking the event loop."""
+        return await asyncio.to_thread(self.run, request)
+
+    def reset(self) -> None:
+        """Forget all state by replacing the worker with a fresh one; the workdir is kept."""
+        with self._lock:
+            if self._closed:
+                raise BackendError("reset() on a closed native session")
+            self._stop_worker()
+            self._lost_state = False
+            self._worker = self._start_worker()
+
+    async def areset(self) -> None:
+        await asyncio.to_thread(self.reset)
+
+    def close(self) -> None:
+        """Kill the whole process tree and release everything; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop_worker()
+            if self._uid is not None:
+                self._backend._ids.release(self._uid)
+            if self._owns_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> NativeSession:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
+        with self._lock:
+            fd = _open_beneath(
+                str(self.workdir), name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, create_dirs=True
+            )
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                    raise ConfigurationError(
+                        f"name={name!r} exists and is not a plain file; choose another name"
+                    )
+                os.ftruncate(fd, 0)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if self._uid is not None:
+                    os.fchown(fd, self._uid, self._uid)
+            finally:
+                os.close(fd)
+            if self._uid is not None:
+                self._give_workdir_to(self._uid)
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
+        data = _read_regular(str(self.workdir), name, self.limits.file_size_bytes)
+        if data is None:
+            raise ConfigurationError(
+                f"name={name!r} is not a regular file of at most {self.limits.file_size_bytes} "
+                "bytes in the workdir"
+            )
+        return data
+
+    # -- worker lifecycle ---------------------------------------------------------------------
+
+    def _give_workdir_to(self, uid: int) -> None:
+        """As root, hand the workdir tree to the session's uid (never following symlinks)."""
+        os.chown(self.workdir, uid, uid, follow_symlinks=False)
+        for top, dirs, files in os.walk(self.workdir, followlinks=False):
+            for name in dirs + files:
+                try:
+                    os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
+                except OSError:
+                    continue
+
+    def _session_env(self) -> dict[str, str]:
+        tmp = str(self.workdir / _TMP_DIR)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(self.workdir),
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        }
+        env.update(self.env)
+        return env
+
+    def _start_worker(self) -> _Worker:
+        template = self._backend._get_template()
+        host_end, child_end = socket.socketpair()
+        out_read, out_write = os.pipe2(os.O_CLOEXEC)
+        err_read, err_write = os.pipe2(os.O_CLOEXEC)
+        limits = self.limits
+        config: dict[str, object] = {
+            "workdir": str(self.workdir),
+            "env": self._session_env(),
+            "memory_bytes": limits.memory_bytes,
+            "cpu_seconds": limits.cpu_seconds,
+            "file_size_bytes": limits.file_size_bytes,
+            "max_processes": limits.max_processes,
+            "max_open_files": limits.max_open_files,
+            "uid": self._uid,
+            "gid": self._uid,
+            "executor": self._backend.executor,
+            "imports": list(self.imports),
+            "tool_names": list(self._tool_names),
+        }
+        try:
+            template.spawn(config, [child_end.fileno(), out_write, err_write])
+        finally:
+            child_end.close()
+            os.close(out_write)
+            os.close(err_write)
+        host_end.settimeout(_STARTUP_SECONDS)
+        pidfd = -1
+        try:
+            started, fds = recv_frame_with_fds(host_end, max_fds=1)
+            pid, pidns = started.get("pid"), started.get("pidns")
+            if started.get("op") != "started" or not isinstance(pid, int) or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise BackendError(f"the template sent {started.get('op')!r} instead of 'started'")
+            pidfd = fds[0]
+            worker = _Worker(
+                pid=pid,
+                pidfd=pidfd,
+                pidns=pidns if isinstance(pidns, int) else 0,
+                channel=host_end,
+                stdout=out_read,
+                stderr=err_read,
+            )
+        except (OSError, EOFError, ProtocolError, BackendError) as exc:
+            host_end.close()
+            os.close(out_read)
+            os.close(err_read)
+            if pidfd >= 0:
+                os.close(pidfd)
+            raise BackendError(f"could not start a native session: {exc}") from exc
+        try:
+            hello = recv_frame(host_end)
+            if hello.get("op") != "hello":
+                raise ProtocolError(f"expected 'hello', got {hello.get('op')!r}")
+        except (OSError, EOFError, ProtocolError) as exc:
+            self._kill(worker)
+            status = template.exit_status(worker.pid, timeout=1.0)
+            why, _code, _sig = _describe_death(status)
+            stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
+            worker.close_fds()
+            raise BackendError(
+                f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
+            ) from exc
+        host_end.settimeout(None)
+        for fd in (out_read, err_read):
+            os.set_blocking(fd, False)
+        worker.layers = parse_layer_report(hello.get("layers"))
+        missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
+        if missing:
+            self._kill(worker)
+            worker.close_fds()
+            reasons = "; ".join(f"{name}: {worker.layers[Layer(name)].detail}" for name in missing)
+            raise BackendUnavailable(
+                f"required confinement layers are unavailable: {reasons}. "
+                "Run `safeexec doctor` to see why, or drop them from `require`."
+            )
+        return worker
+
+    def _stop_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._kill(worker)
+            template = self._backend._template
+            if template is not None:
+                template.exit_status(worker.pid, timeout=0.5)
+            worker.close_fds()
+
+    def _kill(self, worker: _Worker) -> list[int]:
+        """SIGKILL the worker (its pid namespace dies with it) and check nothing survives."""
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+        poller = selectors.DefaultSelector()
+        poller.register(worker.pidfd, selectors.EVENT_READ)
+        poller.select(_KILL_WAIT_SECONDS)
+        poller.close()
+        survivors = _processes_in_pid_namespace(worker.pidns) if worker.pidns else []
+        for pid in survivors:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return survivors
+
+    # -- one call -------------------------------------------------------------------------------
+
+    def _run_on(self, worker: _Worker, request: ExecRequest) -> ExecResult:
+        limits = request.limits
+        call = _CallState(
+            stdout=_CappedStream(limits.output_bytes), stderr=_CappedStream(limits.output_bytes)
+        )
+        artifact_limits = self._backend.artifact_limits
+        before = _scan(str(self.workdir), artifact_limits)
+        started = time.monotonic()
+        deadline = started + limits.wall_seconds
+        cpu_start = _process_cpu_seconds(worker.pid)
+        try:
+            worker.channel.settimeout(max(0.001, limits.wall_seconds))
+            worker.channel.sendall(encode_frame({"op": "run", "code": request.code}))
+        except (OSError, ProtocolError):
+            call.died = True
+        if not call.died:
+            self._pump(
+                worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
+            )
+        wall = time.monotonic() - started
+        cpu = max(0.0, _process_cpu_seconds(worker.pid) - cpu_start)
+        rss = _peak_rss_bytes(worker.pid)
+        status, exit_code, message = self._settle(worker, call, limits, wall)
+        if call.stdout.truncated or call.stderr.truncated:
+            call.events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
+        artifacts = self._collect_artifacts(before, artifact_limits)
+        return ExecResult(
+            status=status,
+            exit_code=exit_code,
+            stdout=self.blobs.put(call.stdout.value()),
+            stderr=self.blobs.put(call.stderr.value()),
+            truncated=call.stdout.truncated or call.stderr.truncated,
+            artifacts=artifacts,
+            events=tuple(call.events),
+            usage=Usage(
+                cpu_seconds=round(cpu, 3),
+                wall_seconds=round(wall, 6),
+                max_rss_bytes=rss,
+                output_bytes=call.stdout.total + call.stderr.total,
+                tool_calls=call.tool_calls,
+            ),
+            message=message,
+            state_lost=self._worker is None,
+        )
+
+    def _pump(
+        self,
+        worker: _Worker,
+        call: _CallState,
+        *,
+        deadline: float,
+        cpu_start: float,
+        cpu_limit: float,
+    ) -> None:
+        """Move bytes until the worker answers, dies, or overruns a limit (then kill it)."""
+        selector = selectors.DefaultSelector()
+        selector.register(worker.channel, selectors.EVENT_READ, "channel")
+        selector.register(worker.stdout, selectors.EVENT_READ, call.stdout)
+        selector.register(worker.stderr, selectors.EVENT_READ, call.stderr)
+        selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
+        next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
+        try:
+            while call.outcome is None and not call.died:
+                now = time.monotonic()
+                if now >= deadline:
+                    call.killed_for = "wall"
+                    break
+                for key, _mask in selector.select(min(deadline - now, _CPU_POLL_SECONDS)):
+                    if isinstance(key.data, _CappedStream):
+                        data = _read_some(key.fd)
+                        if data:
+                            key.data.feed(data)
+                        elif data is not None:
+                            selector.unregister(key.fd)
+                    elif key.data == "pidfd":
+                        call.died = True
+                    else:
+                        self._on_channel(worker, call, deadline)
+                        if call.killed_for:
+                            return
+                if time.monotonic() >= next_cpu_check:
+                    next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
+                    if _process_cpu_seconds(worker.pid) - cpu_start > cpu_limit:
+                        call.killed_for = "cpu"
+                        break
+        finally:
+            selector.close()
+            # Output written before the answer is already in the pipes; take it, bounded.
+            for fd, stream in ((worker.stdout, call.stdout), (worker.stderr, call.stderr)):
+                stream_budget = stream.cap + 4 * _READ_CHUNK
+                while stream_budget > 0:
+                    data = _read_some(fd)
+                    if not data:
+                        break
+                    stream.feed(data)
+                    stream_budget -= len(data)
+
+    def _on_channel(self, worker: _Worker, call: _CallState, deadline: float) -> None:
+        try:
+            data = worker.channel.recv(_READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            call.died = True
+            return
+        try:
+            frames = worker.decoder.feed(data)
+        except ProtocolError:
+            call.killed_for = "protocol"
+            return
+        for frame in frames:
+            op = frame.get("op")
+            if op == "done":
+                call.outcome = frame
+            elif op == "tool":
+                self._answer_tool(worker, call, frame, deadline)
+                if call.killed_for:
+                    return
+            else:
+                call.killed_for = "protocol"
+                return
+
+    def _answer_tool(
+        self, worker: _Worker, call: _CallState, frame: dict[str, object], deadline: float
+    ) -> None:
+        name, arguments = frame.get("name"), frame.get("args")
+        reply: dict[str, object]
+        if self.tools is None or not isinstance(name, str) or name not in self._tool_names:
+            reply = {
+                "ok": False,
+                "value": None,
+                "error": f"no tool named {str(name)[:100]!r} is granted",
+            }
+        elif not (
+            isinstance(arguments, dict)
+            and isinstance(arguments.get("args", []), list)
+            and isinstance(arguments.get("kwargs", {}), dict)
+        ):
+            reply = {
+                "ok": False,
+                "value": None,
+                "error": "tool arguments must be {'args': [...], 'kwargs': {...}}",
+            }
+        else:
+            call.tool_calls += 1
+            payload: JSONValue = {
+                "args": arguments.get("args", []),
+                "kwargs": arguments.get("kwargs", {}),
+            }
+            try:
+                answer = self.tools.invoke(name, payload)
+                reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
+                if answer.event is not None:
+                    call.events.append(answer.event)
+            except Exception as exc:  # a gateway must not raise; fail closed for the code
+                reply = {
+                    "ok": False,
+                    "value": None,
+                    "error": f"tool {name!r} failed: {type(exc).__name__}",
+                }
+        try:
+            body = encode_frame(reply)
+        except (TypeError, ValueError, ProtocolError):
+            body = encode_frame(
+                {
+                    "ok": False,
+                    "value": None,
+                    "error": f"tool {name!r} returned a value that is not JSON",
+                }
+            )
+        try:
+            worker.channel.settimeout(max(0.001, deadline - time.monotonic()))
+            worker.channel.sendall(body)
+        except OSError:
+            call.killed_for = "wall"  # the code stopped reading its own replies
+
+    def _settle(
+        self, worker: _Worker, call: _CallState, limits: Limits, wall: float
+    ) -> tuple[ExecStatus, int | None, str]:
+        """Decide the status of a finished call, killing and reaping the worker if it must go."""
+        if call.outcome is not None and not call.killed_for:
+            error = call.outcome.get("error")
+            if call.outcome.get("ok") is True:
+                return ExecStatus.OK, 0, ""
+            kind, text = "Error", ""
+            if isinstance(error, dict):
+                kind = str(error.get("type", "Error"))[:200]
+                text = str(error.get("message", ""))[:2000]
+            if kind == "MemoryError":
+                call.events.append(
+                    LimitHit(limit="memory_bytes", value=float(self.limits.memory_bytes))
+                )
+                return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
+            return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
+        template = self._backend._get_template()
+        if call.killed_for:
+            survivors = self._kill(worker)
+            template.exit_status(worker.pid, timeout=1.0)
+            self._discard(worker)
+            tail = f"; killed {len(survivors)} leftover processes" if survivors else ""
+            if call.killed_for == "wall":
+                call.events.append(LimitHit(limit="wall_seconds", value=limits.wall_seconds))
+                return (
+                    ExecStatus.TIMEOUT,
+                    None,
+                    f"wall timeout after {limits.wall_seconds:g} s{tail}",
+                )
+            if call.killed_for == "cpu":
+                call.events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
+                return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{tail}"
+            return ExecStatus.KILLED, None, "killed: the worker broke the channel protocol"
+        status = template.exit_status(worker.pid, timeout=2.0)
+        self._kill(worker)
+        self._discard(worker)
+        message, code, number = _describe_death(status)
+        if number == signal.SIGSYS:
+            call.events.append(SyscallKilled(signal=number))
+        return (ExecStatus.KILLED if number is not None else ExecStatus.ERROR), code, message
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.close_fds()
+        if self._worker is worker:
+            self._worker = None
+            self._lost_state = True
+
+    def _collect_artifacts(
+        self, before: dict[str, _FileState], limits: ArtifactLimits
+    ) -> tuple[Artifact, ...]:
+        after = _scan(str(self.workdir), limits)
+        artifacts: list[Artifact] = []
+        total = 0
+        for name in sorted(after):
+            if len(artifacts) >= limits.max_count:
+                break
+            if before.get(name) == after[name]:
+                continue
+            data = _read_regular(str(self.workdir), name, limits.max_file_bytes)
+            if data is None or total + len(data) > limits.max_total_bytes:
+                continue
+            total += len(data)
+            media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            artifacts.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
+        return tuple(artifacts)
+
+
+def _read_some(fd: int) -> bytes | None:
+    """Read what is available: bytes, ``b""`` at end of file, ``None`` if nothing right now."""
+    try:
+        return os.read(fd, _READ_CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _drain(fd: int, limit: int) -> bytes:
+    os.set_blocking(fd, False)
+    out = bytearray()
+    while len(out) < limit:
+        data = _read_some(fd)
+        if not data:
+            break
+        out += data
+    return bytes(out)
+
+
+def _replace(result: ExecResult, **changes: object) -> ExecResult:
+    return dataclasses.replace(result, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,263 @@
+"""Confine the calling session process, layer by layer, and report what took.
+
+Called in the child forked from the template, before any user code exists in the process.
+Each layer either applies or records why it did not; the host decides (``require``) whether a
+session missing a layer may run. Order: session → workdir → environment → rlimits → (root: mount
+view, then drop to an unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
+Namespaces are entered earlier, by :func:`enter_namespaces`, because a pid namespace only applies
+to children of the process that creates it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pyseccomp
+
+from safeexec.sandbox import landlock, namespaces, privileges
+from safeexec.sandbox.layers import Layer
+
+__all__ = ["Confinement", "SessionConfig", "confine", "enter_namespaces"]
+
+# Per-process lifetime CPU backstop, as a multiple of the per-call limit; per-call CPU time is
+# enforced from outside by the host, which kills the whole tree.
+SESSION_CPU_FACTOR = 100
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionConfig:
+    """What the host asks of one session (decoded from the template's spawn frame)."""
+
+    workdir: str
+    env: Mapping[str, str]
+    memory_bytes: int
+    cpu_seconds: float
+    file_size_bytes: int
+    max_processes: int
+    max_open_files: int
+    uid: int | None  # set when the host runs as root: the unprivileged identity to become
+    gid: int | None
+    read_only: tuple[str, ...]
+    executor: str = "python"
+    imports: tuple[str, ...] = ()
+    tool_names: tuple[str, ...] = ()
+
+    @classmethod
+    def from_message(
+        cls, data: Mapping[str, object], *, read_only: tuple[str, ...]
+    ) -> SessionConfig:
+        env = data["env"]
+        assert isinstance(env, dict)
+        return cls(
+            workdir=str(data["workdir"]),
+            env={str(k): str(v) for k, v in env.items()},
+            memory_bytes=int(data["memory_bytes"]),  # type: ignore[call-overload]
+            cpu_seconds=float(data["cpu_seconds"]),  # type: ignore[arg-type]
+            file_size_bytes=int(data["file_size_bytes"]),  # type: ignore[call-overload]
+            max_processes=int(data["max_processes"]),  # type: ignore[call-overload]
+            max_open_files=int(data["max_open_files"]),  # type: ignore[call-overload]
+            uid=None if data.get("uid") is None else int(data["uid"]),  # type: ignore[call-overload]
+            gid=None if data.get("gid") is None else int(data["gid"]),  # type: ignore[call-overload]
+            read_only=read_only,
+            executor=str(data.get("executor", "python")),
+            imports=tuple(str(m) for m in data.get("imports", ())),  # type: ignore[attr-defined]
+            tool_names=tuple(str(t) for t in data.get("tool_names", ())),  # type: ignore[attr-defined]
+        )
+
+
+@dataclass(slots=True)
+class Confinement:
+    """The layer report a session sends to the host in its ``hello`` frame."""
+
+    layers: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def mark(self, layer: Layer, active: bool, detail: str = "") -> None:
+        self.layers[layer.value] = {"active": active, "detail": detail}
+
+
+def enter_namespaces(confinement: Confinement, *, as_root: bool) -> bool:
+    """Unshare network, IPC and pid namespaces (with a user namespace when not root)."""
+    flags = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWIPC | namespaces.CLONE_NEWPID
+    flags |= namespaces.CLONE_NEWNS if as_root else namespaces.CLONE_NEWUSER
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        namespaces.unshare(flags)
+        if not as_root:
+            namespaces.map_current_ids(uid, gid)
+    except OSError as exc:
+        reason = f"unshare refused: {exc.strerror or exc}"
+        for layer in (Layer.NETNS, Layer.IPCNS, Layer.PIDNS):
+            confinement.mark(layer, False, reason)
+        return False
+    via = "" if as_root else " (inside an unprivileged user namespace)"
+    confinement.mark(Layer.NETNS, True, "no interfaces up, only a down loopback" + via)
+    confinement.mark(Layer.IPCNS, True, "private System V IPC and POSIX queues" + via)
+    confinement.mark(Layer.PIDNS, True, "worker is pid 1; its death kills the tree" + via)
+    return True
+
+
+def confine(
+    config: SessionConfig,
+    seccomp_filter: pyseccomp.SyscallFilter,
+    confinement: Confinement,
+    *,
+    own_mount_namespace: bool,
+) -> None:
+    """Apply every remaining layer to this process; failures are recorded, not raised."""
+    _new_session(confinement)
+    _enter_workdir(config, confinement)
+    _scrub_environment(config, confinement)
+    _set_rlimits(config, confinement)
+    _drop_privileges(config, confinement, own_mount_namespace=own_mount_namespace)
+    _no_new_privs(confinement)
+    _landlock(config, confinement)
+    _seccomp(seccomp_filter, confinement)
+
+
+def _new_session(confinement: Confinement) -> None:
+    try:
+        os.setsid()
+        confinement.mark(Layer.SESSION, True, f"sid={os.getsid(0)}")
+    except OSError as exc:
+        confinement.mark(Layer.SESSION, False, f"setsid: {exc.strerror}")
+
+
+def _enter_workdir(config: SessionConfig, confinement: Confinement) -> None:
+    try:
+        if config.uid is not None and config.gid is not None:
+            os.chown(config.workdir, config.uid, config.gid)
+        os.chdir(config.workdir)
+        tmp = os.path.join(config.workdir, ".tmp")
+        os.makedirs(tmp, mode=0o700, exist_ok=True)
+        if config.uid is not None and config.gid is not None:
+            os.chown(tmp, config.uid, config.gid, follow_symlinks=False)
+        confinement.mark(Layer.WORKDIR, True, config.workdir)
+    except OSError as exc:
+        confinement.mark(Layer.WORKDIR, False, f"{config.workdir}: {exc.strerror}")
+
+
+def _scrub_environment(config: SessionConfig, confinement: Confinement) -> None:
+    os.environ.clear()
+    os.environ.update(config.env)
+    confinement.mark(
+        Layer.ENV, True, f"{len(config.env)} variables: {', '.join(sorted(config.env))}"
+    )
+
+
+def _set_rlimits(config: SessionConfig, confinement: Confinement) -> None:
+    with open("/proc/self/statm") as fh:
+        mapped = int(fh.read().split()[0]) * _PAGE
+    cpu = max(1, int(config.cpu_seconds * SESSION_CPU_FACTOR))
+    limits = {
+        # The template's own mappings are shared copy-on-write; the budget comes on top of them.
+        resource.RLIMIT_AS: mapped + config.memory_bytes,
+        resource.RLIMIT_CPU: cpu,
+        resource.RLIMIT_FSIZE: config.file_size_bytes,
+        resource.RLIMIT_NOFILE: config.max_open_files,
+        resource.RLIMIT_NPROC: config.max_processes,
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_MEMLOCK: 0,
+    }
+    try:
+        for kind, value in limits.items():
+            resource.setrlimit(kind, (value, value))
+    except (OSError, ValueError) as exc:
+        confinement.mark(Layer.RLIMITS, False, f"setrlimit: {exc}")
+        return
+    confinement.mark(
+        Layer.RLIMITS,
+        True,
+        f"as={limits[resource.RLIMIT_AS]} cpu={cpu}s fsize={config.file_size_bytes} "
+        f"nofile={config.max_open_files} nproc={config.max_processes} core=0",
+    )
+
+
+def _traversable_by_others(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
+
+
+def _expose_hidden_paths(paths: tuple[tuple[str, bool], ...]) -> None:
+    """As root in a private mount namespace, make needed paths reachable by an unprivileged uid.
+
+    An interpreter installed under a 0700 directory such as ``/root`` is unreadable once we
+    drop privileges. Cover the blocking directory with an empty tmpfs and bind-mount just the
+    needed subtrees into it (read-only); everything else under it becomes invisible.
+    """
+    blocked: dict[str, list[tuple[str, bool]]] = {}
+    for path, read_only in paths:
+        parts = os.path.abspath(path).split(os.sep)[1:]
+        for depth in range(1, len(parts)):
+            ancestor = os.sep + os.sep.join(parts[:depth])
+            if not _traversable_by_others(ancestor):
+                blocked.setdefault(ancestor, []).append((os.path.abspath(path), read_only))
+                break
+    if not blocked:
+        return
+    namespaces.make_root_private()
+    for cover, subtrees in blocked.items():
+        sources = [(sub, ro, os.open(sub, os.O_PATH | os.O_DIRECTORY)) for sub, ro in subtrees]
+        namespaces.mount_tmpfs(cover)
+        for sub, read_only, fd in sources:
+            os.makedirs(sub, mode=0o755, exist_ok=True)
+            namespaces.mount_bind(fd, sub, read_only=read_only)
+            os.close(fd)
+
+
+def _drop_privileges(
+    config: SessionConfig, confinement: Confinement, *, own_mount_namespace: bool
+) -> None:
+    try:
+        if config.uid is not None and config.gid is not None:
+            if own_mount_namespace:
+                needed = [(p, True) for p in config.read_only if os.path.isdir(p)]
+                _expose_hidden_paths((*needed, (config.workdir, False)))
+            privileges.drop_to(config.uid, config.gid)
+        privileges.drop_capabilities()
+    except OSError as exc:
+        confinement.mark(Layer.PRIVDROP, False, f"{exc.strerror or exc}")
+        return
+    confinement.mark(Layer.PRIVDROP, True, f"uid={os.getuid()} gid={os.getgid()}, no capabilities")
+
+
+def _no_new_privs(confinement: Confinement) -> None:
+    try:
+        privileges.set_no_new_privs()
+        confinement.mark(Layer.NO_NEW_PRIVS, privileges.has_no_new_privs())
+    except OSError as exc:
+        confinement.mark(Layer.NO_NEW_PRIVS, False, f"prctl: {exc.strerror}")
+
+
+def _landlock(config: SessionConfig, confinement: Confinement) -> None:
+    try:
+        result = landlock.restrict(read_only=config.read_only, read_write=(config.workdir,))
+    except OSError as exc:
+        reason = f"landlock: {exc.strerror or exc}"
+        for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):
+            confinement.mark(layer, False, reason)
+        return
+    confinement.mark(Layer.LANDLOCK, True, f"ABI {result.abi}; read-write only {config.workdir}")
+    confinement.mark(
+        Layer.LANDLOCK_NET, result.net, "TCP bind/connect denied" if result.net else "needs ABI 4"
+    )
+    confinement.mark(
+        Layer.LANDLOCK_SCOPE,
+        result.scoped,
+        "signals and abstract unix sockets scoped" if result.scoped else "needs ABI 6",
+    )
+
+
+def _seccomp(seccomp_filter: pyseccomp.SyscallFilter, confinement: Confinement) -> None:
+    try:
+        seccomp_filter.load()
+    except OSError as exc:
+        confinement.mark(Layer.SECCOMP, False, f"seccomp_load: {exc.strerror or exc}")
+        return
+    confinement.mark(Layer.SECCOMP, True, "denylist filter loaded (kill/EPERM/ENOSYS)")

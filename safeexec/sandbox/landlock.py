@@ -1,0 +1,130 @@
+"""Landlock: an unprivileged filesystem (and TCP, and scope) allowlist for the calling process.
+
+ABI 1 handles filesystem access, 2 adds REFER, 3 TRUNCATE, 4 TCP bind/connect, 5 device ioctl,
+6 scoping of abstract unix sockets and signals. We handle every right the running ABI knows, so
+anything not granted below is denied.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from safeexec.sandbox.syscalls import syscall
+
+__all__ = ["LandlockResult", "abi_version", "restrict"]
+
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def abi_version() -> int:
+    """The Landlock ABI the kernel offers, or 0 when Landlock is unavailable."""
+    try:
+        return syscall("landlock_create_ruleset", None, 0, _CREATE_RULESET_VERSION)
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LandlockResult:
+    abi: int
+    net: bool
+    scoped: bool
+
+
+def restrict(*, read_only: Iterable[str], read_write: Iterable[str]) -> LandlockResult:
+    """Confine this process (and its future children) to the given paths; raises ``OSError``.
+
+    ``read_only`` paths get read and execute; ``read_write`` ones every right. Paths that do not
+    exist are skipped. TCP bind/connect and out-of-domain signals are denied where supported.
+    """
+    abi = abi_version()
+    if abi < 1:
+        raise OSError(38, "landlock is not supported by this kernel")
+    handled_fs = _fs_rights(abi)
+    attr = _RulesetAttr(handled_access_fs=handled_fs, handled_access_net=0, scoped=0)
+    size = ctypes.sizeof(ctypes.c_uint64)
+    if abi >= 4:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        size = 2 * ctypes.sizeof(ctypes.c_uint64)
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = ctypes.sizeof(_RulesetAttr)
+    ruleset = syscall("landlock_create_ruleset", ctypes.byref(attr), size, 0)
+    try:
+        read_rights = EXECUTE | READ_FILE | READ_DIR
+        for path in read_only:
+            _add_path(ruleset, path, read_rights & handled_fs)
+        for path in read_write:
+            _add_path(ruleset, path, handled_fs & ~(MAKE_CHAR | MAKE_BLOCK))
+        syscall("landlock_restrict_self", ruleset, 0)
+    finally:
+        os.close(ruleset)
+    return LandlockResult(abi=abi, net=abi >= 4, scoped=abi >= 6)
+
+
+def _add_path(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= _FILE_RIGHTS
+        rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
+        syscall("landlock_add_rule", ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+    finally:
+        os.close(fd)

@@ -1,0 +1,65 @@
+"""Names of the confinement layers and the report of which ones a session actually got."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["DEFAULT_REQUIRED", "Layer", "LayerStatus", "parse_layer_report"]
+
+
+class Layer(StrEnum):
+    """One confinement layer, in the order the child applies them."""
+
+    SESSION = "session"  # new session and process group
+    WORKDIR = "workdir"  # private working directory
+    ENV = "env"  # scrubbed environment
+    RLIMITS = "rlimits"
+    NETNS = "netns"  # network namespace with no usable interface
+    IPCNS = "ipcns"
+    PIDNS = "pidns"  # own pid namespace: the worker is pid 1, its death kills the tree
+    PRIVDROP = "privdrop"  # unprivileged uid/gid, no capabilities
+    NO_NEW_PRIVS = "no_new_privs"
+    LANDLOCK = "landlock"  # filesystem: read-only runtime, read-write workdir, nothing else
+    LANDLOCK_NET = "landlock_net"  # no TCP bind/connect (ABI >= 4)
+    LANDLOCK_SCOPE = (
+        "landlock_scope"  # no signals or abstract unix sockets out of the domain (ABI >= 6)
+    )
+    SECCOMP = "seccomp"
+
+
+# Required by default wherever the kernel supports them (see NativeBackend.open).
+DEFAULT_REQUIRED = frozenset({Layer.SECCOMP, Layer.LANDLOCK})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerStatus:
+    """Whether one layer is in force for a session, and why not when it is not."""
+
+    layer: Layer
+    active: bool
+    detail: str = ""
+
+
+def parse_layer_report(
+    data: object, *, expected: Iterable[Layer] = Layer
+) -> dict[Layer, LayerStatus]:
+    """Decode the worker's untrusted layer report; a layer missing from it counts as inactive."""
+    report: dict[Layer, LayerStatus] = {}
+    entries = data if isinstance(data, Mapping) else {}
+    for layer in expected:
+        entry = entries.get(layer.value)
+        if isinstance(entry, Mapping) and entry.get("active") is True:
+            detail = entry.get("detail")
+            report[layer] = LayerStatus(
+                layer=layer, active=True, detail=detail[:500] if isinstance(detail, str) else ""
+            )
+        else:
+            detail = entry.get("detail") if isinstance(entry, Mapping) else None
+            report[layer] = LayerStatus(
+                layer=layer,
+                active=False,
+                detail=detail[:500] if isinstance(detail, str) else "not reported by the worker",
+            )
+    return report

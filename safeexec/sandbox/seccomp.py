@@ -1,0 +1,111 @@
+"""The seccomp-bpf filter every sandboxed process runs under (built by libseccomp via pyseccomp).
+
+A tight denylist over a default of ALLOW: syscalls no ordinary program needs and that widen the
+attack surface or break out of the other layers kill the process (SIGSYS, reported as such) or
+fail with an errno, so ordinary code keeps a clean Python exception. libseccomp also kills any
+syscall made through a foreign ABI (i386 ``int 0x80``, x32), which would bypass a denylist.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import pyseccomp
+
+__all__ = ["KILLED_SYSCALLS", "build_filter"]
+
+# No legitimate cell needs these; using one is an attack, so the process dies (SIGSYS).
+KILLED_SYSCALLS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "swapon",
+    "swapoff",
+    "acct",
+)
+
+# Refused with EPERM: namespace and mount games, handle-based opens, odd kernel interfaces.
+_REFUSED_SYSCALLS = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "open_by_handle_at",
+    "userfaultfd",
+    "kcmp",
+    "lookup_dcookie",
+    "vhangup",
+    "iopl",
+    "ioperm",
+    "quotactl",
+    "settimeofday",
+    "clock_settime",
+    "adjtimex",
+    "clock_adjtime",
+    "syslog",
+    "uselib",
+    "nfsservctl",
+    "name_to_handle_at",
+)
+
+# io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
+# libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
+# read, so it is refused with ENOSYS and libc falls back to clone, whose flags we can check.
+_UNAVAILABLE_SYSCALLS = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
+
+_NAMESPACE_CLONE_FLAGS = (
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+    0x00000080,  # CLONE_NEWTIME
+)
+_TTY_INJECTING_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
+
+
+def build_filter() -> pyseccomp.SyscallFilter:
+    """Build (not load) the filter; ``filter.load()`` applies it to the calling thread."""
+    eperm = pyseccomp.ERRNO(errno.EPERM)
+    enosys = pyseccomp.ERRNO(errno.ENOSYS)
+    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    for name in KILLED_SYSCALLS:
+        rules.add_rule(pyseccomp.KILL_PROCESS, name)
+    for name in _REFUSED_SYSCALLS:
+        rules.add_rule(eperm, name)
+    for name in _UNAVAILABLE_SYSCALLS:
+        rules.add_rule(enosys, name)
+    # No new sockets at all: networking is out, and so are connections to host unix services.
+    # socketpair(AF_UNIX) stays, since asyncio and multiprocessing use it for local plumbing.
+    rules.add_rule(eperm, "socket")
+    rules.add_rule(eperm, "socketpair", pyseccomp.Arg(0, pyseccomp.NE, socket.AF_UNIX))
+    for flag in _NAMESPACE_CLONE_FLAGS:
+        rules.add_rule(eperm, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
+    for request in _TTY_INJECTING_IOCTLS:
+        rules.add_rule(eperm, "ioctl", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, request))
+    rules.add_rule(eperm, "personality", pyseccomp.Arg(0, pyseccomp.NE, 0))
+    return rules

@@ -1,0 +1,171 @@
+"""The worker loop: runs cells for the host over a private channel, like a notebook kernel.
+
+Runs only in a confined session process forked from the template (``zygote.py``); the host never
+imports this module. Per request the worker executes the cell with its executor, prints the value
+of a final expression, writes a traceback trimmed to user frames to stderr, saves open matplotlib
+figures as PNG files in the workdir, and answers with one ``done`` frame. stdout and stderr are
+the process's own file descriptors (pipes the host reads and caps), so output of C code and of
+subprocesses is captured too.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from safeexec.sandbox.channel import recv_frame, send_frame
+from safeexec.sandbox.executor import Executor
+
+__all__ = ["ToolError", "serve"]
+
+_SANDBOX_DIR = os.path.dirname(os.path.abspath(__file__))
+_MESSAGE_CHARS = 2000
+FIGURES_DIR = "figures"
+
+
+class ToolError(Exception):
+    """A host tool refused or failed the call; the message is all the sandbox learns."""
+
+
+class _ToolChannel:
+    """Sends tool calls to the host mid-run and waits for each reply (one call at a time)."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self._channel = channel
+        self._lock = threading.Lock()
+
+    def proxy(self, name: str) -> Callable[..., object]:
+        def call_tool(*args: object, **kwargs: object) -> object:
+            with self._lock:
+                send_frame(
+                    self._channel,
+                    {"op": "tool", "name": name, "args": {"args": list(args), "kwargs": kwargs}},
+                )
+                reply = recv_frame(self._channel)
+            if reply.get("ok") is True:
+                return reply.get("value")
+            raise ToolError(str(reply.get("error") or f"tool {name!r} failed"))
+
+        call_tool.__name__ = call_tool.__qualname__ = name
+        return call_tool
+
+
+def _is_user_frame(frame: traceback.FrameSummary) -> bool:
+    return not os.path.abspath(frame.filename).startswith(_SANDBOX_DIR + os.sep)
+
+
+def _trim(exc_info: traceback.TracebackException) -> None:
+    seen: set[int] = set()
+    pending: list[traceback.TracebackException | None] = [exc_info]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.stack = traceback.StackSummary.from_list(
+            [f for f in current.stack if _is_user_frame(f)]
+        )
+        pending += [current.__cause__, current.__context__]
+
+
+def _describe(exc: BaseException) -> dict[str, object]:
+    try:
+        message = str(exc)
+    except BaseException:  # a user-defined __str__ may raise anything
+        message = "<unprintable>"
+    return {"type": type(exc).__name__[:200], "message": message[:_MESSAGE_CHARS]}
+
+
+def _write_traceback(exc: BaseException) -> None:
+    try:
+        exc_info = traceback.TracebackException.from_exception(exc)
+        _trim(exc_info)
+        text = "".join(exc_info.format())
+    except BaseException:
+        text = f"{type(exc).__name__}: <traceback unavailable>\n"
+    os.write(2, text.encode("utf-8", "backslashreplace"))
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:
+            pass
+
+
+def _save_figures(workdir: Path, cell: int) -> None:
+    """Save and close every open matplotlib figure, if the code used pyplot."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    try:
+        numbers = list(pyplot.get_fignums())
+        if numbers:
+            (workdir / FIGURES_DIR).mkdir(exist_ok=True)
+        for number in numbers:
+            figure = pyplot.figure(number)
+            figure.savefig(workdir / FIGURES_DIR / f"cell-{cell}-figure-{number}.png", format="png")
+        pyplot.close("all")
+    except BaseException as exc:
+        os.write(2, f"safeexec: could not save figures: {type(exc).__name__}\n".encode())
+
+
+def _reap_orphans() -> None:
+    """As pid 1 of the session's namespace the worker inherits orphans; reap the finished ones."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> dict[str, object]:
+    import linecache
+
+    filename = f"<cell-{cell}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    outcome: dict[str, object] = {"op": "done", "ok": True}
+    try:
+        shown = executor.execute(code, filename=filename)
+        if shown is not None:
+            print(shown)
+    except BaseException as exc:  # user code may raise anything, SystemExit included
+        _flush_streams()
+        _write_traceback(exc)
+        outcome = {"op": "done", "ok": False, "error": _describe(exc)}
+    finally:
+        _flush_streams()
+    _save_figures(workdir, cell)
+    _reap_orphans()
+    return outcome
+
+
+def serve(
+    channel: socket.socket, *, executor: Executor, tool_names: list[str], workdir: Path
+) -> None:
+    """Answer the host's requests until it goes away; never returns."""
+    tool_channel = _ToolChannel(channel)
+    executor.bind_tools({name: tool_channel.proxy(name) for name in tool_names})
+    cell = 0
+    while True:
+        try:
+            request = recv_frame(channel)
+        except (EOFError, OSError):
+            os._exit(0)
+        if request.get("op") != "run" or not isinstance(request.get("code"), str):
+            os._exit(2)
+        cell += 1
+        outcome = _run_cell(executor, str(request["code"]), cell=cell, workdir=workdir)
+        try:
+            send_frame(channel, outcome)
+        except OSError:
+            os._exit(0)
