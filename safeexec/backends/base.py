@@ -7,34 +7,18 @@ through a :class:`ToolGateway`, which checks and runs each call in the host.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
 from safeexec.blobs import BlobStore
+
+# The tool-call value types live with the capabilities (the bottom layer that mints and checks
+# them); re-exported here because they are part of this seam.
+from safeexec.capabilities import ToolDescriptor, ToolReply
 from safeexec.codec import JSONValue
-from safeexec.model import ExecRequest, ExecResult, ExecutionEvent, Limits
+from safeexec.model import ExecRequest, ExecResult, Limits
 
 __all__ = ["Backend", "BackendSession", "ToolDescriptor", "ToolGateway", "ToolReply"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolDescriptor:
-    """What sandboxed code may know about a granted tool: its name and parameter schema."""
-
-    name: str
-    description: str = ""
-    parameters: Mapping[str, JSONValue] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolReply:
-    """The host's answer to one tool call: a plain-data value, or an error message for the code."""
-
-    ok: bool
-    value: JSONValue = None
-    error: str = ""
-    event: ExecutionEvent | None = None
 
 
 class ToolGateway(Protocol):

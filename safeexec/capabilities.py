@@ -1,0 +1,825 @@
+"""Tools and capabilities: the only way sandboxed code causes an effect in the world.
+
+A host function becomes a tool with :func:`tool`, which derives a :class:`ToolSpec` (name,
+description, JSON Schema of the parameters from the type hints, declared effects). A session
+grants tools as :class:`Capability` tokens held in a :class:`CapabilitySet`, the host-side
+:class:`~safeexec.backends.base.ToolGateway`: tokens have no public constructor, can only be
+narrowed (:meth:`Capability.attenuate`), and refuse copying and pickling.
+
+Every call from a sandbox arrives as ``(tool name, JSON arguments)`` and is treated like a request
+to an adversarial API: arguments are validated against the schema with exact types and rebuilt as
+fresh values, unknown parameters are refused, paths resolve beneath the tool's root, network tools
+refuse private, loopback and link-local addresses, then scope, call budget and approval are
+checked. The tool runs in the host; the reply carries a JSON-plain copy of the result (or a short
+error message) and a ``ToolCalled``/``ToolRefused`` event for the audit log.
+
+Inside a sandbox, :func:`tool_function` turns a :class:`ToolDescriptor` and a transport into the
+plain function the code calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import ipaddress
+import json
+import math
+import os
+import secrets
+import socket
+import threading
+import types
+import typing
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import NewType, NoReturn
+
+from safeexec.codec import JSONValue
+from safeexec.errors import CapabilityError
+from safeexec.model import ExecutionEvent, ToolCalled, ToolRefused, sha256_hex
+
+__all__ = [
+    "ApprovalRequest",
+    "Capability",
+    "CapabilitySet",
+    "Effect",
+    "ToolDescriptor",
+    "ToolError",
+    "ToolReply",
+    "ToolSpec",
+    "Url",
+    "canonical_json",
+    "is_forbidden_address",
+    "to_plain",
+    "tool",
+    "tool_function",
+]
+
+Url = NewType("Url", str)
+"""Annotate a tool parameter with ``Url`` to have its host checked (network-effect tools)."""
+
+_MAX_DEPTH = 64
+_MAX_ERROR_CHARS = 500
+
+
+class Effect(StrEnum):
+    """What calling a tool may do to the world (recorded on every call)."""
+
+    READ = "read"
+    WRITE = "write"
+    NETWORK = "network"
+    MONEY = "money"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDescriptor:
+    """What sandboxed code may know about a granted tool: its name and parameter schema."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, JSONValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolReply:
+    """The host's answer to one tool call: a plain-data value, or an error message for the code."""
+
+    ok: bool
+    value: JSONValue = None
+    error: str = ""
+    event: ExecutionEvent | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """What the harness's approval callback is asked about."""
+
+    tool: str
+    capability_id: str
+    arguments: JSONValue
+    effects: tuple[Effect, ...]
+
+
+class ToolError(Exception):
+    """Raised inside the sandbox when a tool call is refused or the tool failed."""
+
+
+# -- JSON-plain values -------------------------------------------------------------------------
+
+
+def to_plain(value: object, *, where: str = "value") -> JSONValue:
+    """A fresh JSON-plain copy of ``value`` with exact types (``bool``/``int``/``float``/``str``,
+    lists, string-keyed dicts); tuples become lists; anything else raises ``TypeError``."""
+    return _plain(value, where, 0)
+
+
+def _plain(value: object, where: str, depth: int) -> JSONValue:
+    if depth > _MAX_DEPTH:
+        raise TypeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str:
+        return typing.cast(JSONValue, value)
+    if kind is float:
+        if not math.isfinite(typing.cast(float, value)):
+            raise TypeError(f"{where}: {value!r} has no JSON form")
+        return typing.cast(float, value)
+    if kind is list or kind is tuple:
+        items = typing.cast("list[object]", value)
+        return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(items)]
+    if kind is dict:
+        out: dict[str, JSONValue] = {}
+        for key, item in typing.cast("dict[object, object]", value).items():
+            if type(key) is not str:
+                raise TypeError(f"{where}: dict keys must be str, got {type(key).__name__}")
+            out[key] = _plain(item, f"{where}[{key!r}]", depth + 1)
+        return out
+    raise TypeError(f"{where}: a {kind.__name__} cannot cross the tool boundary (JSON data only)")
+
+
+def canonical_json(value: JSONValue) -> str:
+    """Sorted, compact JSON: what argument and result digests are computed over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- tool specs --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A host function offered as a tool: its schema, its effects, and how to confine it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, JSONValue]
+    effects: tuple[Effect, ...]
+    function: Callable[..., object] = field(repr=False, compare=False)
+    root: Path | None = None
+    scope_parameter: str | None = None
+
+    def descriptor(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name=self.name, description=self.description, parameters=self.parameters
+        )
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        """Call the underlying function directly (host code only; not checked or audited)."""
+        return self.function(*args, **kwargs)
+
+
+def tool(
+    function: Callable[..., object] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effects: Iterable[Effect | str] = (),
+    root: Path | str | None = None,
+    scope_parameter: str | None = None,
+) -> typing.Any:
+    """Make a :class:`ToolSpec` from a fully annotated function (usable as ``@tool`` or
+    ``@tool(effects=["write"], root=...)``).
+
+    Parameters must be annotated with ``str``, ``int``, ``float``, ``bool``, ``Path`` (resolved
+    beneath ``root``), ``Url``, ``Literal[...]``, ``list[...]``, ``dict[str, ...]`` or an
+    ``Optional`` of those; ``*args``/``**kwargs`` are refused (signatures are closed).
+    ``scope_parameter`` names the argument a capability's scope restricts (default: the first
+    ``Path`` or ``Url`` parameter).
+    """
+
+    def build(func: Callable[..., object]) -> ToolSpec:
+        return _build_spec(
+            func,
+            name=name,
+            description=description,
+            effects=effects,
+            root=root,
+            scope_parameter=scope_parameter,
+        )
+
+    return build if function is None else build(function)
+
+
+def _build_spec(
+    func: Callable[..., object],
+    *,
+    name: str | None,
+    description: str | None,
+    effects: Iterable[Effect | str],
+    root: Path | str | None,
+    scope_parameter: str | None,
+) -> ToolSpec:
+    tool_name = name or str(getattr(func, "__name__", ""))
+    if not tool_name.isidentifier() or tool_name.startswith("_"):
+        raise CapabilityError(
+            f"tool name={tool_name!r} is not a public identifier; pass name='...'"
+        )
+    try:
+        effect_set = tuple(dict.fromkeys(Effect(e) for e in effects))
+    except ValueError as exc:
+        raise CapabilityError(
+            f"tool {tool_name!r}: {exc}; effects are {[e.value for e in Effect]}"
+        ) from None
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as exc:
+        raise CapabilityError(f"tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
+    properties: dict[str, JSONValue] = {}
+    required: list[JSONValue] = []
+    first_scoped: str | None = None
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise CapabilityError(
+                f"tool {tool_name!r}: *{param.name} makes the signature open; "
+                "declare every parameter"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise CapabilityError(
+                f"tool {tool_name!r}: positional-only parameter {param.name!r}; "
+                "tools are called with named arguments"
+            )
+        if param.name not in hints:
+            raise CapabilityError(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type annotation; "
+                "annotate it so arguments can be validated"
+            )
+        schema = _schema(hints[param.name], f"tool {tool_name!r} parameter {param.name!r}")
+        if param.default is not param.empty:
+            schema["default"] = to_plain(param.default, where=f"default of {param.name!r}")
+        else:
+            required.append(param.name)
+        properties[param.name] = schema
+        if first_scoped is None and schema.get("format") in ("path", "uri"):
+            first_scoped = param.name
+    takes_path = any(isinstance(p, dict) and p.get("format") == "path" for p in properties.values())
+    if takes_path and root is None:
+        raise CapabilityError(
+            f"tool {tool_name!r} takes a Path; pass root=... (paths resolve beneath it)"
+        )
+    if scope_parameter is not None and scope_parameter not in properties:
+        raise CapabilityError(
+            f"tool {tool_name!r}: scope_parameter={scope_parameter!r} is not a parameter"
+        )
+    if Effect.NETWORK in effect_set and not any(
+        isinstance(p, dict) and p.get("format") == "uri" for p in properties.values()
+    ):
+        raise CapabilityError(
+            f"tool {tool_name!r} has the network effect but no Url parameter; "
+            "annotate the address parameter with safeexec.capabilities.Url"
+        )
+    parameters: dict[str, JSONValue] = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return ToolSpec(
+        name=tool_name,
+        description=description if description is not None else inspect.getdoc(func) or "",
+        parameters=parameters,
+        effects=effect_set,
+        function=func,
+        root=None if root is None else Path(os.path.realpath(root)),
+        scope_parameter=scope_parameter or first_scoped,
+    )
+
+
+def _schema(hint: object, where: str) -> dict[str, JSONValue]:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is str:
+        return {"type": "string"}
+    if hint is Url:
+        return {"type": "string", "format": "uri"}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return {"type": "integer"}
+    if hint is float:
+        return {"type": "number"}
+    if isinstance(hint, type) and issubclass(hint, Path):
+        return {"type": "string", "format": "path"}
+    if origin is typing.Literal:
+        return {"enum": [to_plain(a, where=where) for a in args]}
+    if origin is list and len(args) == 1:
+        return {"type": "array", "items": _schema(args[0], where)}
+    if origin is dict and len(args) == 2 and args[0] is str:
+        return {"type": "object", "additionalProperties": _schema(args[1], where)}
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return {"anyOf": [_schema(rest[0], where), {"type": "null"}]}
+    raise CapabilityError(
+        f"{where}: type {hint!r} has no JSON Schema here; use str, int, float, bool, Path, Url, "
+        "Literal, list[...], dict[str, ...] or Optional[...] of those"
+    )
+
+
+# -- argument validation -------------------------------------------------------------------------
+
+
+class _Refusal(Exception):
+    """An argument or call the gateway refuses (message goes back to the code)."""
+
+
+def _validate(schema: Mapping[str, JSONValue], value: object, where: str) -> object:
+    if "anyOf" in schema:
+        if value is None:
+            return None
+        options = schema["anyOf"]
+        assert isinstance(options, list) and isinstance(options[0], dict)
+        return _validate(options[0], value, where)
+    if "enum" in schema:
+        choices = schema["enum"]
+        assert isinstance(choices, list)
+        for choice in choices:
+            if type(choice) is type(value) and choice == value:
+                return choice
+        raise _Refusal(f"{where}: {value!r} is not one of {choices!r}")
+    kind = schema.get("type")
+    if kind == "string":
+        if type(value) is not str:
+            raise _Refusal(f"{where}: expected a string, got {type(value).__name__}")
+        return value
+    if kind == "integer":
+        if type(value) is not int:
+            raise _Refusal(f"{where}: expected an integer, got {type(value).__name__}")
+        return value
+    if kind == "number":
+        if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
+            raise _Refusal(f"{where}: expected a finite number, got {value!r}")
+        return float(value)  # type: ignore[arg-type]
+    if kind == "boolean":
+        if type(value) is not bool:
+            raise _Refusal(f"{where}: expected true or false, got {type(value).__name__}")
+        return value
+    if kind == "array":
+        if type(value) is not list:
+            raise _Refusal(f"{where}: expected a list, got {type(value).__name__}")
+        items = schema["items"]
+        assert isinstance(items, dict)
+        return [_validate(items, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if kind == "object":
+        if type(value) is not dict:
+            raise _Refusal(f"{where}: expected an object, got {type(value).__name__}")
+        values = schema["additionalProperties"]
+        assert isinstance(values, dict)
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Refusal(f"{where}: keys must be strings")
+            out[key] = _validate(values, item, f"{where}[{key!r}]")
+        return out
+    raise _Refusal(f"{where}: unsupported schema")  # pragma: no cover - schemas come from _schema
+
+
+def is_forbidden_address(address: str) -> bool:
+    """True for addresses a network tool must never reach: loopback, private, link-local,
+    multicast, reserved, unspecified (and anything that does not parse as an IP address)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified
+
+
+def _check_url(value: str, where: str) -> str:
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise _Refusal(f"{where}: {value!r} is not an http(s) URL with a host")
+    host = parsed.hostname
+    try:
+        infos = socket.getaddrinfo(host, parsed.port or 443, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as exc:
+        raise _Refusal(f"{where}: cannot resolve host {host!r} ({exc})") from None
+    addresses = {str(info[4][0]) for info in infos}
+    if not addresses or any(is_forbidden_address(a) for a in addresses):
+        raise _Refusal(
+            f"{where}: host {host!r} resolves to a private, loopback or link-local address"
+        )
+    return value
+
+
+def _resolve_path(root: Path, value: str, where: str) -> Path:
+    if "\x00" in value:
+        raise _Refusal(f"{where}: NUL byte in path")
+    candidate = Path(value)
+    if candidate.is_absolute():
+        raise _Refusal(f"{where}: {value!r} must be relative to the tool's root")
+    resolved = Path(os.path.realpath(root / candidate))
+    if resolved != root and root not in resolved.parents:
+        raise _Refusal(f"{where}: {value!r} resolves outside the tool's root")
+    return resolved
+
+
+# -- capabilities ----------------------------------------------------------------------------------
+
+
+class _NoPublicConstructor(type):
+    """Metaclass: ``Capability(...)`` raises; only :class:`CapabilitySet` can mint tokens."""
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
+            "use CapabilitySet.grant() or Capability.attenuate()"
+        )
+
+    def _create(cls, *args: object, **kwargs: object) -> typing.Any:
+        return super().__call__(*args, **kwargs)
+
+
+class Capability(metaclass=_NoPublicConstructor):
+    """An unforgeable grant of one tool: scope, call limit and approval step. Narrow only."""
+
+    __slots__ = (
+        "_calls",
+        "_lock",
+        "_parent",
+        "id",
+        "max_calls",
+        "requires_approval",
+        "scope",
+        "spec",
+    )
+
+    id: str
+    spec: ToolSpec
+    max_calls: int | None
+    scope: frozenset[str] | None
+    requires_approval: bool
+    _parent: Capability | None
+    _calls: int
+    _lock: threading.Lock
+
+    def __init__(
+        self,
+        *,
+        spec: ToolSpec,
+        max_calls: int | None,
+        scope: frozenset[str] | None,
+        requires_approval: bool,
+        parent: Capability | None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "id", f"cap-{secrets.token_hex(8)}")
+        setter(self, "spec", spec)
+        setter(self, "max_calls", max_calls)
+        setter(self, "scope", scope)
+        setter(self, "requires_approval", requires_approval)
+        setter(self, "_parent", parent)
+        setter(self, "_calls", 0)
+        setter(self, "_lock", threading.Lock())
+
+    @property
+    def tool(self) -> str:
+        return self.spec.name
+
+    @property
+    def calls_made(self) -> int:
+        return self._calls
+
+    @property
+    def remaining_calls(self) -> int | None:
+        """Calls left on this token and every token it was narrowed from (``None``: no limit)."""
+        left: int | None = None
+        node: Capability | None = self
+        while node is not None:
+            if node.max_calls is not None:
+                mine = node.max_calls - node._calls
+                left = mine if left is None else min(left, mine)
+            node = node._parent
+        return left
+
+    def attenuate(
+        self,
+        *,
+        max_calls: int | None = None,
+        scope: Iterable[str] | None = None,
+        requires_approval: bool = False,
+    ) -> Capability:
+        """A narrower token: at most ``max_calls`` more calls, a sub-scope, or an added approval
+        step. Its calls also count against this token. Widening raises ``CapabilityError``."""
+        remaining = self.remaining_calls
+        if max_calls is not None and max_calls < 0:
+            raise CapabilityError(f"max_calls={max_calls!r} must be >= 0")
+        if max_calls is not None and remaining is not None and max_calls > remaining:
+            raise CapabilityError(
+                f"max_calls={max_calls!r} exceeds the {remaining} calls left on {self.tool!r}; "
+                "attenuate can only narrow"
+            )
+        new_scope = _scope_set(self.spec, scope)
+        if new_scope is None:
+            new_scope = self.scope
+        elif self.scope is not None and not _scope_within(self.spec, new_scope, self.scope):
+            raise CapabilityError(
+                f"scope={sorted(new_scope)!r} is not within {sorted(self.scope)!r}; "
+                "attenuate can only narrow"
+            )
+        return type(self)._create(
+            spec=self.spec,
+            max_calls=max_calls,
+            scope=new_scope,
+            requires_approval=self.requires_approval or requires_approval,
+            parent=self,
+        )
+
+    def _charge(self) -> bool:
+        """Take one call from this token and its ancestors; False if any is used up."""
+        chain: list[Capability] = []
+        node: Capability | None = self
+        while node is not None:
+            chain.append(node)
+            node = node._parent
+        with contextlib.ExitStack() as stack:
+            for cap in chain:
+                stack.enter_context(cap._lock)
+            if any(c.max_calls is not None and c._calls >= c.max_calls for c in chain):
+                return False
+            for cap in chain:
+                object.__setattr__(cap, "_calls", cap._calls + 1)
+        return True
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError("capabilities are immutable; use attenuate()")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError("capabilities are immutable")
+
+    def __reduce_ex__(self, protocol: typing.SupportsIndex) -> NoReturn:
+        raise TypeError("capabilities cannot be pickled or copied")
+
+    def __copy__(self) -> NoReturn:
+        raise TypeError("capabilities cannot be copied; use attenuate()")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        raise TypeError("capabilities cannot be copied; use attenuate()")
+
+    def __repr__(self) -> str:
+        scope = None if self.scope is None else sorted(self.scope)
+        return (
+            f"<Capability {self.id} tool={self.tool!r} remaining={self.remaining_calls} "
+            f"scope={scope!r} approval={self.requires_approval}>"
+        )
+
+
+def _scope_set(spec: ToolSpec, scope: Iterable[str] | None) -> frozenset[str] | None:
+    if scope is None:
+        return None
+    if isinstance(scope, str):
+        raise CapabilityError(f"scope={scope!r} must be a collection of strings, not a string")
+    values = frozenset(scope)
+    if not all(type(v) is str for v in values):
+        raise CapabilityError(f"scope={sorted(map(repr, values))} must contain strings only")
+    if spec.scope_parameter is None:
+        raise CapabilityError(
+            f"tool {spec.name!r} has no scope parameter; pass scope_parameter= to @tool"
+        )
+    return values
+
+
+def _scope_within(spec: ToolSpec, inner: frozenset[str], outer: frozenset[str]) -> bool:
+    if _parameter_format(spec, spec.scope_parameter) == "path":
+        return all(any(_path_within(i, o) for o in outer) for i in inner)
+    return inner <= outer
+
+
+def _path_within(inner: str, outer: str) -> bool:
+    inner_path, outer_path = Path(os.path.normpath(inner)), Path(os.path.normpath(outer))
+    return inner_path == outer_path or outer_path in inner_path.parents or str(outer_path) == "."
+
+
+def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
+    properties = spec.parameters.get("properties")
+    if name is None or not isinstance(properties, dict):
+        return None
+    schema = properties.get(name)
+    if isinstance(schema, dict) and "anyOf" in schema:
+        first = schema["anyOf"]
+        schema = first[0] if isinstance(first, list) else None
+    if isinstance(schema, dict):
+        fmt = schema.get("format")
+        return fmt if isinstance(fmt, str) else None
+    return None
+
+
+class CapabilitySet:
+    """The capabilities of one session, and the gateway tool calls from its sandbox go through.
+
+    ``approve`` is the harness's approval callback; without one, calls that need approval are
+    refused. ``invoke`` never raises for anything the sandboxed code did.
+    """
+
+    def __init__(self, *, approve: Callable[[ApprovalRequest], bool] | None = None) -> None:
+        self._approve = approve
+        self._by_name: dict[str, Capability] = {}
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._refusals = 0
+
+    def grant(
+        self,
+        spec: ToolSpec | Capability,
+        *,
+        max_calls: int | None = None,
+        scope: Iterable[str] | None = None,
+        requires_approval: bool = False,
+    ) -> Capability:
+        """Mint a token for ``spec`` (or install a narrowing of an existing token) and hold it.
+
+        Granting a name again replaces the earlier grant.
+        """
+        if isinstance(spec, Capability):
+            capability = spec.attenuate(
+                max_calls=max_calls, scope=scope, requires_approval=requires_approval
+            )
+        elif isinstance(spec, ToolSpec):
+            if max_calls is not None and (type(max_calls) is not int or max_calls < 0):
+                raise CapabilityError(f"max_calls={max_calls!r} must be an integer >= 0")
+            capability = Capability._create(
+                spec=spec,
+                max_calls=max_calls,
+                scope=_scope_set(spec, scope),
+                requires_approval=requires_approval,
+                parent=None,
+            )
+        else:
+            raise CapabilityError(
+                f"grant() takes a ToolSpec (made with @tool) or a Capability, got {spec!r}"
+            )
+        with self._lock:
+            self._by_name[capability.tool] = capability
+        return capability
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def get(self, name: str) -> Capability | None:
+        return self._by_name.get(name)
+
+    def describe(self) -> tuple[ToolDescriptor, ...]:
+        return tuple(cap.spec.descriptor() for cap in self._by_name.values())
+
+    def statistics(self) -> Mapping[str, int]:
+        """Counters: calls run and calls refused through this set."""
+        return {"calls": self._calls, "refusals": self._refusals, "granted": len(self._by_name)}
+
+    def invoke(self, name: str, arguments: JSONValue) -> ToolReply:
+        """Check and run one call coming out of a sandbox; refusals and failures are replies."""
+        capability = self._by_name.get(name) if type(name) is str else None
+        if capability is None:
+            return self._refuse(str(name)[:100], "", f"tool {str(name)[:100]!r} was not granted")
+        spec = capability.spec
+        try:
+            kwargs, plain = self._check_arguments(capability, arguments)
+        except _Refusal as exc:
+            return self._refuse(name, capability.id, str(exc))
+        remaining = capability.remaining_calls
+        if remaining is not None and remaining <= 0:
+            return self._refuse(name, capability.id, f"call limit reached for {name!r}")
+        if capability.requires_approval and not self._approved(capability, plain):
+            return self._refuse(name, capability.id, f"call to {name!r} was not approved")
+        if not capability._charge():
+            return self._refuse(name, capability.id, f"call limit reached for {name!r}")
+        arguments_sha256 = sha256_hex(canonical_json(plain))
+        with self._lock:
+            self._calls += 1
+        try:
+            result = spec.function(**kwargs)
+            value = to_plain(result, where="result")
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS]
+            event = ToolCalled(
+                tool=name,
+                capability_id=capability.id,
+                arguments_sha256=arguments_sha256,
+                result_sha256=sha256_hex(message),
+                effects=tuple(e.value for e in spec.effects),
+                ok=False,
+            )
+            return ToolReply(ok=False, error=f"tool {name!r} failed: {message}", event=event)
+        event = ToolCalled(
+            tool=name,
+            capability_id=capability.id,
+            arguments_sha256=arguments_sha256,
+            result_sha256=sha256_hex(canonical_json(value)),
+            effects=tuple(e.value for e in spec.effects),
+            ok=True,
+        )
+        return ToolReply(ok=True, value=value, event=event)
+
+    def _refuse(self, name: str, capability_id: str, reason: str) -> ToolReply:
+        with self._lock:
+            self._refusals += 1
+        event = ToolRefused(tool=name, capability_id=capability_id, reason=reason)
+        return ToolReply(ok=False, error=reason, event=event)
+
+    def _approved(self, capability: Capability, plain: JSONValue) -> bool:
+        if self._approve is None:
+            return False
+        request = ApprovalRequest(
+            tool=capability.tool,
+            capability_id=capability.id,
+            arguments=plain,
+            effects=capability.spec.effects,
+        )
+        try:
+            return self._approve(request) is True
+        except Exception:
+            return False  # a crashing approver approves nothing
+
+    def _check_arguments(
+        self, capability: Capability, arguments: JSONValue
+    ) -> tuple[dict[str, object], JSONValue]:
+        spec = capability.spec
+        if type(arguments) is not dict:
+            raise _Refusal(f"{spec.name}: arguments must be an object of named parameters")
+        properties = spec.parameters["properties"]
+        required = spec.parameters["required"]
+        assert isinstance(properties, dict) and isinstance(required, list)
+        unknown = sorted(set(arguments) - set(properties))
+        if unknown:
+            raise _Refusal(f"{spec.name}: unknown parameter(s) {unknown}")
+        missing = [r for r in required if r not in arguments]
+        if missing:
+            raise _Refusal(f"{spec.name}: missing required parameter(s) {missing}")
+        kwargs: dict[str, object] = {}
+        plain: dict[str, JSONValue] = {}
+        for key, raw in arguments.items():
+            schema = properties[key]
+            assert isinstance(schema, dict)
+            where = f"{spec.name}({key}=...)"
+            value = _validate(schema, raw, where)
+            plain[key] = to_plain(value, where=where)
+            fmt = _parameter_format(spec, key)
+            if value is not None and fmt == "path":
+                assert spec.root is not None and isinstance(value, str)
+                value = _resolve_path(spec.root, value, where)
+            elif value is not None and fmt == "uri":
+                assert isinstance(value, str)
+                value = _check_url(value, where)
+            kwargs[key] = value
+        self._check_scope(capability, kwargs)
+        return kwargs, plain
+
+    @staticmethod
+    def _check_scope(capability: Capability, kwargs: Mapping[str, object]) -> None:
+        spec = capability.spec
+        if capability.scope is None or spec.scope_parameter is None:
+            return
+        value = kwargs.get(spec.scope_parameter)
+        fmt = _parameter_format(spec, spec.scope_parameter)
+        if fmt == "path" and isinstance(value, Path):
+            assert spec.root is not None
+            roots = [Path(os.path.realpath(spec.root / s)) for s in capability.scope]
+            if any(value == r or r in value.parents for r in roots):
+                return
+        elif fmt == "uri" and isinstance(value, str):
+            host = urllib.parse.urlsplit(value).hostname or ""
+            if host in capability.scope:
+                return
+        elif value is not None and str(value) in capability.scope:
+            return
+        raise _Refusal(
+            f"{spec.name}: {spec.scope_parameter}={value if fmt != 'path' else '...'}"
+            f" is outside the granted scope"
+        )
+
+
+# -- the sandbox side ---------------------------------------------------------------------------
+
+
+def tool_function(
+    descriptor: ToolDescriptor, invoke: Callable[[str, JSONValue], ToolReply]
+) -> Callable[..., JSONValue]:
+    """The plain function sandboxed code calls for one tool.
+
+    Positional arguments bind to parameters in schema order; every argument must be JSON data of
+    exact types (``TypeError`` otherwise) and is copied before it leaves. A refusal or tool failure
+    raises :class:`ToolError` with the host's message.
+    """
+    name = descriptor.name
+    properties = descriptor.parameters.get("properties", {})
+    order = tuple(properties) if isinstance(properties, dict) else ()
+
+    def call(*args: object, **kwargs: object) -> JSONValue:
+        if len(args) > len(order):
+            raise TypeError(f"{name}() takes at most {len(order)} positional arguments")
+        arguments: dict[str, JSONValue] = {}
+        for key, value in zip(order, args, strict=False):
+            arguments[key] = to_plain(value, where=f"{name}({key}=...)")
+        for key, value in kwargs.items():
+            if key in arguments:
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            arguments[key] = to_plain(value, where=f"{name}({key}=...)")
+        reply = invoke(name, arguments)
+        if not reply.ok:
+            raise ToolError(reply.error)
+        return to_plain(reply.value, where=f"{name}() result")
+
+    call.__name__ = name
+    call.__qualname__ = name
+    call.__doc__ = descriptor.description
+    return call
