@@ -1,15 +1,642 @@
-"""Static resource bounds of a parsed action (being built out)."""
+"""Static resource bounds of a parsed action, computed without running (or folding) the code.
+
+Units: ``cpu`` in basic operations (syntax nodes evaluated, loop iterations), ``memory`` in bytes
+(the largest single allocation plus what loops append), ``output`` in bytes printed, ``tool_calls``
+in calls of the named tools. Each bound is ``known`` (every quantity it depends on is a constant),
+``unbounded`` (a loop that cannot end, an unconditional recursion, an endless iterator) or
+``unknown`` with the reason; a known or unknown bound's value is what the constants prove the code
+will need at least (loops with a ``break``, ``return`` or ``raise`` count as possibly ending early).
+Huge constants such as ``2**10**10`` are sized with logarithms, never evaluated.
+"""
 
 from __future__ import annotations
 
-from safeexec.model import Bound, Estimate
+import ast
+import math
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from safeexec.model import Bound, BoundKind, Estimate
 from safeexec.parse import Parsed
+from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON
 
 __all__ = ["estimate"]
 
+_CAP = 1e300  # bounds are capped so they stay finite JSON numbers
+_POINTER_BYTES = 8
+_SET_ENTRY_BYTES = 32
+_DICT_ENTRY_BYTES = 64
+_WORST = {BoundKind.KNOWN: 0, BoundKind.UNKNOWN: 1, BoundKind.UNBOUNDED: 2}
+_CONSUMERS = frozenset(
+    {"sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all", "dict"}
+)
+_SEQUENCE_BUILDERS = {"list": _POINTER_BYTES, "tuple": _POINTER_BYTES, "sorted": _POINTER_BYTES}
+_EXIT_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+_BRANCHING = (
+    ast.If,
+    ast.IfExp,
+    ast.While,
+    ast.For,
+    ast.AsyncFor,
+    ast.Try,
+    ast.TryStar,
+    ast.Match,
+    ast.BoolOp,
+    ast.Raise,
+    ast.Assert,
+)
 
-def estimate(parsed: Parsed) -> Estimate:
-    """Return static CPU, memory, output and tool-call bounds; never executes the code."""
-    del parsed
-    unknown = Bound.unknown("estimator not complete yet")
-    return Estimate(cpu=unknown, memory=unknown, output=unknown, tool_calls=unknown)
+
+def estimate(parsed: Parsed, *, tool_names: Collection[str] = ()) -> Estimate:
+    """Return static CPU, memory, output and tool-call bounds of ``parsed``; never runs the code.
+
+    ``tool_names`` are the tools bound into the session (called by plain name); with none, the
+    code can call no tool and ``tool_calls`` is known to be 0. Never raises: if the estimator
+    itself fails, every bound is ``unknown`` with a reason starting ``"estimator crashed"``, which
+    the scanner turns into an SX900 deny.
+    """
+    try:
+        return _Estimator(parsed.tree, frozenset(tool_names)).run()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        crashed = Bound.unknown(f"{ESTIMATOR_CRASHED_REASON} ({type(exc).__name__})")
+        return Estimate(cpu=crashed, memory=crashed, output=crashed, tool_calls=crashed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Amount:
+    """A lower bound ``value`` with the kind of the bound and the reason it is not known."""
+
+    value: float = 0.0
+    kind: BoundKind = BoundKind.KNOWN
+    reason: str = ""
+
+    def plus(self, other: _Amount) -> _Amount:
+        worse = self if _WORST[self.kind] >= _WORST[other.kind] else other
+        return _Amount(min(self.value + other.value, _CAP), worse.kind, worse.reason)
+
+    def times(self, trips: _Amount) -> _Amount:
+        if (trips.kind is BoundKind.KNOWN and trips.value == 0) or self == _ZERO:
+            return _Amount()
+        worse = self if _WORST[self.kind] >= _WORST[trips.kind] else trips
+        value = 0.0 if trips.value == 0 or self.value == 0 else min(self.value * trips.value, _CAP)
+        return _Amount(value, worse.kind, worse.reason)
+
+    def at_most_as_bad(self, other: _Amount) -> _Amount:
+        """Either of two branches may run: the smaller value, the worse kind."""
+        worse = self if _WORST[self.kind] >= _WORST[other.kind] else other
+        return _Amount(min(self.value, other.value), worse.kind, worse.reason)
+
+    def bound(self) -> Bound:
+        if self.kind is BoundKind.UNBOUNDED:
+            return Bound.unbounded(self.reason)
+        return Bound(kind=self.kind, value=self.value, reason=self.reason)
+
+
+_ZERO = _Amount()
+_ONE = _Amount(1.0)
+
+
+@dataclass(slots=True)
+class _Cost:
+    cpu: _Amount = _ZERO
+    output: _Amount = _ZERO
+    tools: _Amount = _ZERO
+    growth: _Amount = _ZERO  # bytes appended, which loops multiply
+    peak: float = 0.0  # the largest single allocation, which loops do not multiply
+    peak_reason: str = ""
+
+    def add(self, other: _Cost) -> None:
+        self.cpu = self.cpu.plus(other.cpu)
+        self.output = self.output.plus(other.output)
+        self.tools = self.tools.plus(other.tools)
+        self.growth = self.growth.plus(other.growth)
+        self.allocate(other.peak, other.peak_reason)
+
+    def allocate(self, size: float, reason: str) -> None:
+        if size > self.peak:
+            self.peak, self.peak_reason = min(size, _CAP), reason
+
+    def scaled(self, trips: _Amount) -> _Cost:
+        return _Cost(
+            cpu=self.cpu.times(trips),
+            output=self.output.times(trips),
+            tools=self.tools.times(trips),
+            growth=self.growth.times(trips),
+            peak=self.peak if not (trips.kind is BoundKind.KNOWN and trips.value == 0) else 0.0,
+            peak_reason=self.peak_reason,
+        )
+
+    def either(self, other: _Cost) -> _Cost:
+        return _Cost(
+            cpu=self.cpu.at_most_as_bad(other.cpu),
+            output=self.output.at_most_as_bad(other.output),
+            tools=self.tools.at_most_as_bad(other.tools),
+            growth=self.growth.at_most_as_bad(other.growth),
+            peak=max(self.peak, other.peak),
+            peak_reason=self.peak_reason if self.peak >= other.peak else other.peak_reason,
+        )
+
+
+@dataclass(slots=True)
+class _Function:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    cost: _Cost | None = None
+    in_progress: bool = False
+    called: bool = False
+
+
+@dataclass(slots=True)
+class _Estimator:
+    tree: ast.Module
+    tool_names: frozenset[str]
+    functions: dict[str, _Function] = field(default_factory=dict)
+    uncalled: list[_Function] = field(default_factory=list)
+    env: dict[str, float] = field(default_factory=dict)
+
+    def run(self) -> Estimate:
+        total = self._block(self.tree.body)
+        # Functions never called by name (methods, callbacks, decorated) may still run: once.
+        seen: set[int] = set()
+        for function in [*self.functions.values(), *self.uncalled]:
+            if not function.called and id(function) not in seen:
+                seen.add(id(function))
+                total.add(self._function_cost(function))
+        memory = total.growth.plus(_Amount(total.peak))
+        if memory.kind is BoundKind.KNOWN:
+            dominant = total.peak_reason if total.peak >= total.growth.value else "items appended"
+            memory = _Amount(memory.value, BoundKind.KNOWN, dominant if memory.value else "")
+        return Estimate(
+            cpu=total.cpu.bound(),
+            memory=memory.bound(),
+            output=total.output.bound(),
+            tool_calls=total.tools.bound(),
+        )
+
+    # ---------------------------------------------------------------------------------------
+    # Statements
+
+    def _block(self, body: Iterable[ast.stmt]) -> _Cost:
+        total = _Cost()
+        for stmt in body:
+            total.add(self._statement(stmt))
+        return total
+
+    def _statement(self, stmt: ast.stmt) -> _Cost:
+        cost = _Cost(cpu=_ONE)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            for expr in [*stmt.decorator_list, *stmt.args.defaults, *stmt.args.kw_defaults]:
+                if expr is not None:
+                    cost.add(self._expr(expr))
+            function = _Function(stmt)
+            previous = self.functions.get(stmt.name)
+            if previous is not None and not previous.called:
+                self.uncalled.append(previous)
+            self.functions[stmt.name] = function
+            self.env.pop(stmt.name, None)
+            return cost
+        if isinstance(stmt, ast.ClassDef):
+            for expr in [*stmt.decorator_list, *stmt.bases]:
+                cost.add(self._expr(expr))
+            for inner in stmt.body:
+                if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.uncalled.append(_Function(inner))
+                else:
+                    cost.add(self._statement(inner))
+            return cost
+        if isinstance(stmt, ast.For | ast.AsyncFor):
+            cost.add(self._expr(stmt.iter))
+            trips = self._trips(stmt.iter)
+            self._forget_targets(stmt.target)
+            if _exits_early(stmt.body):
+                trips = _Amount(
+                    0.0, BoundKind.UNKNOWN, f"the loop at line {stmt.lineno} may end early"
+                )
+            body = self._block(stmt.body)
+            body.cpu = body.cpu.plus(_ONE)
+            cost.add(body.scaled(trips))
+            cost.add(self._block(stmt.orelse))
+            return cost
+        if isinstance(stmt, ast.While):
+            cost.add(self._expr(stmt.test))
+            truth = _constant_truth(stmt.test)
+            if truth is False:
+                return cost
+            body = self._block(stmt.body)
+            body.cpu = body.cpu.plus(_ONE)
+            if truth is True and not _exits_early(stmt.body):
+                trips = _Amount(
+                    0.0,
+                    BoundKind.UNBOUNDED,
+                    f"the loop at line {stmt.lineno} never ends (no break, return or raise)",
+                )
+            else:
+                trips = _Amount(
+                    0.0, BoundKind.UNKNOWN, f"the trip count of the loop at line {stmt.lineno}"
+                )
+            cost.add(body.scaled(trips))
+            cost.add(self._block(stmt.orelse))
+            return cost
+        if isinstance(stmt, ast.If):
+            cost.add(self._expr(stmt.test))
+            truth = _constant_truth(stmt.test)
+            if truth is True:
+                cost.add(self._block(stmt.body))
+            elif truth is False:
+                cost.add(self._block(stmt.orelse))
+            else:
+                cost.add(self._block(stmt.body).either(self._block(stmt.orelse)))
+            return cost
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            cost.add(self._block(stmt.body))
+            for handler in stmt.handlers:
+                cost.add(self._block(handler.body).either(_Cost()))
+            cost.add(self._block(stmt.orelse).either(_Cost()))
+            cost.add(self._block(stmt.finalbody))
+            return cost
+        if isinstance(stmt, ast.With | ast.AsyncWith):
+            for item in stmt.items:
+                cost.add(self._expr(item.context_expr))
+                if item.optional_vars is not None:
+                    self._forget_targets(item.optional_vars)
+            cost.add(self._block(stmt.body))
+            return cost
+        if isinstance(stmt, ast.Match):
+            cost.add(self._expr(stmt.subject))
+            branches = [self._block(case.body) for case in stmt.cases]
+            if branches:
+                combined = branches[0]
+                for branch in branches[1:]:
+                    combined = combined.either(branch)
+                cost.add(combined.either(_Cost()))
+            return cost
+        if isinstance(stmt, ast.Assign):
+            cost.add(self._expr(stmt.value))
+            value = self._int(stmt.value)
+            for target in stmt.targets:
+                self._forget_targets(target)
+            if (
+                len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and value is not None
+            ):
+                self.env[stmt.targets[0].id] = value
+            return cost
+        if isinstance(stmt, ast.AugAssign):
+            cost.add(self._expr(stmt.value))
+            self._forget_targets(stmt.target)
+            if isinstance(stmt.op, ast.Add):
+                grown = _literal_size(stmt.value)
+                if grown:
+                    cost.growth = cost.growth.plus(_Amount(grown))
+            return cost
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.expr):
+                cost.add(self._expr(child))
+        if isinstance(stmt, ast.AnnAssign | ast.Delete):
+            for target in [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets:
+                self._forget_targets(target)
+        return cost
+
+    def _forget_targets(self, target: ast.expr) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self.env.pop(node.id, None)
+
+    # ---------------------------------------------------------------------------------------
+    # Expressions (iterative: expression trees can be deeper than the recursion limit)
+
+    def _expr(self, root: ast.expr) -> _Cost:
+        cost = _Cost()
+        nodes = 0
+        stack: list[ast.AST] = [root]
+        while stack:
+            node = stack.pop()
+            nodes += 1
+            if isinstance(node, ast.Lambda):
+                continue  # its body runs only when called
+            if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+                cost.add(self._comprehension(node))
+                continue
+            if isinstance(node, ast.Call):
+                cost.add(self._call(node))
+            elif isinstance(node, ast.BinOp):
+                self._binop(node, cost)
+            stack.extend(ast.iter_child_nodes(node))
+        cost.cpu = cost.cpu.plus(_Amount(float(nodes)))
+        return cost
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+    ) -> _Cost:
+        cost = _Cost()
+        trips = _ONE
+        filtered = False
+        for generator in node.generators:
+            cost.add(self._expr(generator.iter).scaled(trips))
+            trips = trips.times(self._trips(generator.iter))
+            filtered = filtered or bool(generator.ifs)
+            for condition in generator.ifs:
+                cost.add(self._expr(condition).scaled(trips))
+        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        element = _Cost(cpu=_ONE)
+        for part in parts:
+            element.add(self._expr(part))
+        if filtered:
+            element = element.either(_Cost())
+        cost.add(element.scaled(trips))
+        if not filtered and trips.kind is BoundKind.KNOWN:
+            per_item = {ast.ListComp: _POINTER_BYTES, ast.SetComp: _SET_ENTRY_BYTES}.get(
+                type(node), _DICT_ENTRY_BYTES if isinstance(node, ast.DictComp) else 0
+            )
+            if per_item:
+                cost.allocate(
+                    trips.value * per_item,
+                    f"a comprehension of {_count(trips.value)} items at line {node.lineno}",
+                )
+        return cost
+
+    def _call(self, node: ast.Call) -> _Cost:
+        cost = _Cost()
+        name = _dotted(node.func)
+        if name is None:
+            return cost
+        function = self.functions.get(name)
+        if function is not None:
+            function.called = True
+            cost.add(self._function_cost(function))
+        if name in self.tool_names:
+            cost.tools = cost.tools.plus(_ONE)
+        if name == "print":
+            printed = 1.0 + sum(
+                len(a.value)
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
+            cost.output = cost.output.plus(_Amount(printed))
+        elif name in _CONSUMERS and len(node.args) == 1:
+            trips = self._trips(node.args[0])
+            if isinstance(node.args[0], ast.Call) and _dotted(node.args[0].func) == "range":
+                cost.cpu = cost.cpu.plus(trips)
+                per_item = _SEQUENCE_BUILDERS.get(name) or (
+                    _SET_ENTRY_BYTES if name in ("set", "frozenset") else 0
+                )
+                if per_item and trips.kind is BoundKind.KNOWN:
+                    cost.allocate(
+                        trips.value * per_item,
+                        f"{name}() of {_count(trips.value)} items at line {node.lineno}",
+                    )
+        elif name in ("bytearray", "bytes") and len(node.args) == 1:
+            size = self._int(node.args[0])
+            if size is not None and size > 0:
+                cost.allocate(size, f"{name}({_count(size)}) at line {node.lineno}")
+        elif name in ("math.factorial", "factorial") and len(node.args) == 1:
+            n = self._int(node.args[0])
+            if n is not None and n > 1:
+                bits = math.lgamma(min(n, _CAP) + 1) / math.log(2) if n < _CAP else _CAP
+                cost.allocate(bits / 8, f"factorial({_count(n)}) at line {node.lineno}")
+                cost.cpu = cost.cpu.plus(_Amount(min(n, _CAP)))
+        elif name == "pow" and len(node.args) == 2:
+            self._power(node.args[0], node.args[1], node.lineno, cost)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "add", "insert"):
+            cost.growth = cost.growth.plus(_Amount(_POINTER_BYTES))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "extend" and node.args:
+            size = _literal_size(node.args[0])
+            cost.growth = cost.growth.plus(_Amount(size))
+        return cost
+
+    def _binop(self, node: ast.BinOp, cost: _Cost) -> None:
+        if isinstance(node.op, ast.Mult):
+            for sequence, count in ((node.left, node.right), (node.right, node.left)):
+                size = _literal_size(sequence)
+                if not size:
+                    continue
+                times = self._int(count)
+                if times is not None and times > 0:
+                    total = min(size * times, _CAP)
+                    cost.allocate(
+                        total, f"a sequence repeated {_count(times)} times at line {node.lineno}"
+                    )
+                    cost.cpu = cost.cpu.plus(_Amount(min(times, _CAP)))
+                return
+        elif isinstance(node.op, ast.Pow):
+            self._power(node.left, node.right, node.lineno, cost)
+        elif isinstance(node.op, ast.LShift):
+            shift = self._int(node.right)
+            if shift is not None and shift > 64:
+                cost.allocate(
+                    shift / 8, f"a left shift by {_count(shift)} bits at line {node.lineno}"
+                )
+
+    def _power(self, base_node: ast.expr, exponent_node: ast.expr, line: int, cost: _Cost) -> None:
+        base = self._int(base_node)
+        exponent = self._int(exponent_node)
+        if base is None or exponent is None or abs(base) < 2 or exponent <= 64:
+            return
+        bits = _CAP if math.isinf(exponent) else exponent * math.log2(min(abs(base), _CAP))
+        cost.allocate(bits / 8, f"a power with {_count(bits)} bits at line {line}")
+
+    def _function_cost(self, function: _Function) -> _Cost:
+        if function.cost is not None:
+            return function.cost
+        name = function.node.name
+        if function.in_progress:
+            unconditional = not any(isinstance(n, _BRANCHING) for n in ast.walk(function.node))
+            if unconditional:
+                return _Cost(
+                    cpu=_Amount(0.0, BoundKind.UNBOUNDED, f"{name}() calls itself unconditionally")
+                )
+            return _Cost(cpu=_Amount(0.0, BoundKind.UNKNOWN, f"{name}() is recursive"))
+        function.in_progress = True
+        saved = self.env
+        self.env = {k: v for k, v in saved.items() if k not in _parameter_names(function.node)}
+        try:
+            function.cost = self._block(function.node.body)
+        finally:
+            self.env = saved
+            function.in_progress = False
+        return function.cost
+
+    # ---------------------------------------------------------------------------------------
+    # Constants: trip counts and integer values (as floats: inf when beyond float range)
+
+    def _trips(self, node: ast.expr) -> _Amount:
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return _Amount(float(len(node.elts)))
+        if isinstance(node, ast.Dict):
+            return _Amount(float(len(node.keys)))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+            return _Amount(float(len(node.value)))
+        unknown = _Amount(
+            0.0, BoundKind.UNKNOWN, f"the length of the iterable at line {node.lineno}"
+        )
+        if not isinstance(node, ast.Call):
+            return unknown
+        name = _dotted(node.func)
+        args = node.args
+        if name == "range" and 1 <= len(args) <= 3 and not node.keywords:
+            values = [self._int(a) for a in args]
+            if any(v is None for v in values):
+                return unknown
+            numbers = [v for v in values if v is not None]
+            if len(numbers) == 1:
+                start, stop, step = 0.0, numbers[0], 1.0
+            else:
+                start, stop = numbers[0], numbers[1]
+                step = numbers[2] if len(numbers) == 3 else 1.0
+            if step == 0 or math.isnan(stop - start):
+                return unknown
+            trips = math.ceil((stop - start) / step) if math.isfinite(stop - start) else math.inf
+            return _Amount(min(max(float(trips), 0.0), _CAP))
+        if name in ("enumerate", "reversed", "sorted", "list", "tuple", "iter") and len(args) == 1:
+            return self._trips(args[0])
+        if name == "zip" and args:
+            counts = [self._trips(a) for a in args]
+            known = [c for c in counts if c.kind is BoundKind.KNOWN]
+            return min(known, key=lambda c: c.value) if len(known) == len(counts) else unknown
+        if name in ("itertools.count", "count", "itertools.cycle", "cycle"):
+            return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
+        if name in ("itertools.repeat", "repeat") and len(args) == 1 and not node.keywords:
+            return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
+        if name in ("iter",) and len(args) == 2:
+            return _Amount(0.0, BoundKind.UNKNOWN, f"a sentinel iterator at line {node.lineno}")
+        if name in ("itertools.product", "product") and args:
+            product = _ONE
+            for arg in args:
+                product = product.times(self._trips(arg))
+            for keyword in node.keywords:
+                repeat = self._int(keyword.value) if keyword.arg == "repeat" else None
+                if repeat is None:
+                    return unknown
+                power = _arithmetic(ast.Pow(), product.value, repeat)
+                capped = _CAP if power is None else min(power, _CAP)
+                product = _Amount(capped, product.kind, product.reason)
+            return product
+        return unknown
+
+    def _int(self, node: ast.expr, depth: int = 0) -> float | None:
+        if depth > 50:
+            return None
+        if isinstance(node, ast.Constant):
+            if type(node.value) is int:
+                return _as_float(node.value)
+            return None
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self._int(node.operand, depth + 1)
+            return None if inner is None else -inner
+        if (
+            isinstance(node, ast.Call)
+            and _dotted(node.func) in ("int", "len")
+            and len(node.args) == 1
+        ):
+            if _dotted(node.func) == "len":
+                size = self._trips(node.args[0])
+                return size.value if size.kind is BoundKind.KNOWN else None
+            return self._int(node.args[0], depth + 1)
+        if not isinstance(node, ast.BinOp):
+            return None
+        left = self._int(node.left, depth + 1)
+        right = self._int(node.right, depth + 1)
+        if left is None or right is None:
+            return None
+        return _arithmetic(node.op, left, right)
+
+
+def _arithmetic(op: ast.operator, left: float, right: float) -> float | None:
+    try:
+        if isinstance(op, ast.Add):
+            return left + right
+        if isinstance(op, ast.Sub):
+            return left - right
+        if isinstance(op, ast.Mult):
+            return left * right
+        if isinstance(op, ast.FloorDiv) and right != 0:
+            return math.floor(left / right) if math.isfinite(left / right) else left / right
+        if isinstance(op, ast.Pow):
+            if right < 0:
+                return None
+            if abs(left) < 2:
+                return left**right if math.isfinite(right) else (0.0 if abs(left) < 1 else 1.0)
+            log10 = right * math.log10(abs(left))
+            if log10 > 300:
+                return math.inf
+            return float(abs(left) ** right) * (1 if left > 0 or right % 2 == 0 else -1)
+        if isinstance(op, ast.LShift) and right >= 0:
+            return math.inf if right > 1000 else left * 2.0**right
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return math.inf
+    return None
+
+
+def _as_float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _count(value: float) -> str:
+    if math.isinf(value) or value >= _CAP:
+        return "more than 1e300"
+    return f"{value:.3g}" if value >= 1e6 else f"{value:g}"
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _literal_size(node: ast.expr) -> float:
+    """Bytes a literal sequence occupies when repeated: characters, or pointers for lists."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+        return float(len(node.value))
+    if isinstance(node, ast.List | ast.Tuple):
+        return float(len(node.elts) * _POINTER_BYTES)
+    return 0.0
+
+
+def _constant_truth(node: ast.expr) -> bool | None:
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    return None
+
+
+def _exits_early(body: list[ast.stmt]) -> bool:
+    """Whether a loop body holds a reachable break, return, raise or exit call for this loop."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Break | ast.Return | ast.Raise):
+            return True
+        if isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS:
+            return True
+        if isinstance(node, ast.If) and _constant_truth(node.test) is False:
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            # A break inside a nested loop ends only that loop; return/raise still count.
+            stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Return | ast.Raise))
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _parameter_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    args = node.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    for extra in (args.vararg, args.kwarg):
+        if extra is not None:
+            names.add(extra.arg)
+    return names

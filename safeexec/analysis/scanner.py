@@ -29,13 +29,9 @@ from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanConte
 from safeexec.model import Bound, BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
 from safeexec.policy.schema import Policy, Rule, RuleStatus
-from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
+from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON, SYNTAX_NODE_TYPES
 
-__all__ = ["ESTIMATOR_CRASHED_PREFIX", "scan"]
-
-# The estimator marks a bound it could not compute because it crashed with this reason prefix;
-# the scanner turns such a bound into an SX900 deny (fail closed).
-ESTIMATOR_CRASHED_PREFIX = "estimator crashed"
+__all__ = ["scan"]
 
 _DEFAULT_TIME_BUDGET_SECONDS = 2.0
 _CLOCK_EVERY_NODES = 512
@@ -372,7 +368,7 @@ class _Scanner:
     def _check_estimate(self, estimate: Estimate) -> None:
         for metric in ("cpu", "memory", "output", "tool_calls"):
             bound: Bound = getattr(estimate, metric)
-            if bound.reason.startswith(ESTIMATOR_CRASHED_PREFIX):
+            if bound.reason.startswith(ESTIMATOR_CRASHED_REASON):
                 self.findings.append(engine_finding(CHECK_CRASHED, f"{bound.reason}; denying"))
                 return
         for rule in self.rules.estimates:

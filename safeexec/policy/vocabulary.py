@@ -13,6 +13,7 @@ __all__ = [
     "ENGINE_RULE_IDS",
     "ESTIMATE_BOUNDS",
     "ESTIMATE_METRICS",
+    "ESTIMATOR_CRASHED_REASON",
     "MATCH_FIELDS",
     "MATCH_PLACEHOLDERS",
     "SYNTAX_NODE_TYPES",
@@ -182,3 +183,8 @@ ENGINE_RULE_IDS = frozenset(
 def reserved_rule_id(rule_id: str) -> bool:
     """Whether ``rule_id`` belongs to the engine (SX0xx parse, SX510/SX520, SX9xx)."""
     return rule_id in ENGINE_RULE_IDS or rule_id.startswith(("SX0", "SX9"))
+
+
+# The reason prefix of a bound the estimator could not compute because it crashed; the scanner
+# turns such a bound into an SX900 deny (fail closed).
+ESTIMATOR_CRASHED_REASON = "estimator crashed"
