@@ -1,0 +1,105 @@
+"""``safeexec run``: feed model replies (files or stdin) through one :class:`Session`, in order.
+
+Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
+4 timeout / limit exceeded / killed. With several inputs the worst (highest) code wins.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from safeexec.errors import SafeExecError
+from safeexec.model import ExecStatus, Outcome
+from safeexec.session import Session
+
+__all__ = ["exit_code", "run"]
+
+EXIT_OK = 0
+EXIT_RAISED = 1
+EXIT_USAGE = 2
+EXIT_DENIED = 3
+EXIT_LIMIT = 4
+
+_STATUS_EXIT = {
+    ExecStatus.OK: EXIT_OK,
+    ExecStatus.ERROR: EXIT_RAISED,
+    ExecStatus.DENIED_AT_RUNTIME: EXIT_DENIED,
+    ExecStatus.TIMEOUT: EXIT_LIMIT,
+    ExecStatus.LIMIT_EXCEEDED: EXIT_LIMIT,
+    ExecStatus.KILLED: EXIT_LIMIT,
+}
+
+
+def exit_code(outcome: Outcome) -> int:
+    """The process exit code one outcome stands for."""
+    if outcome.result is None:
+        return EXIT_DENIED
+    return _STATUS_EXIT[outcome.result.status]
+
+
+def run(
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(help="Files holding model replies, run in order; '-' or none reads stdin."),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="Backend: native, restricted, fake (default: the policy's)."),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Policy pack name or path to a pack or .toml file.")
+    ] = "default",
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print one Outcome JSON object per action, per line.")
+    ] = False,
+    workdir: Annotated[
+        Path | None, typer.Option("--workdir", help="Working directory for the code.")
+    ] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-dir", help="Where audit.jsonl and blobs/ live (default ./.safeexec)."
+        ),
+    ] = None,
+) -> None:
+    """Run the code in model replies under a policy, in one session (state carries over)."""
+    try:
+        replies = [(name, _read(name)) for name in (files or ["-"])]
+        code = EXIT_OK
+        with Session(policy=policy, mode=mode, workdir=workdir, state_dir=state_dir) as session:
+            for name, text in replies:
+                outcome = session.run(text)
+                code = max(code, exit_code(outcome))
+                if json_output:
+                    typer.echo(json.dumps(outcome.to_json()))
+                else:
+                    if len(replies) > 1:
+                        typer.echo(f"==> {name}: {outcome.decision.verdict.value} <==")
+                    typer.echo(outcome.observation.text)
+    except SafeExecError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
+    raise typer.Exit(code)
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    path = Path(name)
+    if not path.is_file():
+        _fail(f"no such file: {name!r}; pass files holding model replies, or '-' for stdin")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(f"file {name!r} is not UTF-8 text ({exc.reason} at byte {exc.start})")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"safeexec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)

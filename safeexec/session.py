@@ -1,0 +1,481 @@
+"""The composition root: ``Session.run(text) -> Outcome`` wires the pure steps to backends, a log.
+
+One call is one agent step: extract → combine → parse → scan + estimate → decide → (approve) →
+backend run → observe → charge the budget → audit. A session owns its double budget, its audit log
+and blob store (under ``state_dir``, default ``./.safeexec``) and one backend session per mode,
+opened lazily and kept, so state carries over between steps like a notebook kernel.
+
+Every outcome, denials included, is audited before ``run`` returns or raises. "Policy said no" is
+an :class:`~safeexec.model.Outcome` with a deny decision; an exhausted budget is a deny finding
+(``SX510``), never an exception. A backend that cannot be had raises ``BackendUnavailable``;
+anything else a backend raises is a bug and surfaces as ``InternalError`` (the session survives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from safeexec.analysis import scan
+from safeexec.audit import AuditLog, build_event
+from safeexec.backends.base import Backend, BackendSession, ToolGateway
+from safeexec.blobs import BlobStore
+from safeexec.decide import decide, order_findings
+from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError, SafeExecError
+from safeexec.estimate import estimate
+from safeexec.extract import combine, extract
+from safeexec.model import (
+    Action,
+    ActionSource,
+    Budget,
+    Decision,
+    Enforcement,
+    Estimate,
+    ExecRequest,
+    ExecResult,
+    Finding,
+    Observation,
+    Outcome,
+    Severity,
+    Verdict,
+)
+from safeexec.observe import observe
+from safeexec.parse import ParseFailure, parse
+from safeexec.policy.loader import load_policy
+from safeexec.policy.schema import Policy
+
+__all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
+
+Approver = Callable[[Decision, Action], bool]
+"""Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
+
+DEFAULT_STATE_DIR = Path(".safeexec")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStatistics:
+    """Counters of one session since it was opened."""
+
+    session_id: str
+    steps: int
+    verdicts: Mapping[str, int]
+    statuses: Mapping[str, int]
+    approvals_granted: int
+    approvals_refused: int
+    internal_errors: int
+    cpu_seconds: float
+    tool_calls: int
+    budget: Budget
+    open_backends: tuple[str, ...]
+    audit_path: Path
+    audit_events: int
+
+
+def default_backend(name: str) -> Backend:
+    """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had."""
+    # Imported here so that a missing optional piece fails only the mode that needs it.
+    try:
+        if name == "native":
+            from safeexec.backends.native import NativeBackend
+
+            return NativeBackend()
+        if name == "restricted":
+            from safeexec.backends.restricted import RestrictedBackend
+
+            return RestrictedBackend()
+        if name == "fake":
+            from safeexec.backends.fake import FakeBackend, not_executed
+
+            return FakeBackend(not_executed)
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"backend name={name!r} cannot be loaded here: {exc}; "
+            "install the missing piece or choose another mode"
+        ) from exc
+    raise BackendUnavailable(
+        f"no backend named name={name!r}; choose one of 'native', 'restricted', 'fake' "
+        "or pass backends={...} to Session"
+    )
+
+
+class Session:
+    """One agent's run of steps under one policy, budget, audit log and set of backend sessions.
+
+    ``policy`` is a :class:`Policy` or a pack name/path for :func:`load_policy`. ``mode`` is the
+    backend to ask for (``None``: the policy's default). ``backends`` maps mode names to backends
+    (``None``: the built-in ones, made on first use). ``approver`` answers ``needs_approval``
+    decisions (without one they are denied). ``clock`` must return aware datetimes.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Policy | str | Path = "default",
+        mode: str | None = None,
+        workdir: Path | None = None,
+        state_dir: Path | None = None,
+        backends: Mapping[str, Backend] | None = None,
+        approver: Approver | None = None,
+        clock: Callable[[], datetime] | None = None,
+        session_id: str | None = None,
+        audit_fsync: bool = False,
+    ) -> None:
+        self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
+        self.mode = mode
+        self.session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
+        self.state_dir = Path(state_dir) if state_dir is not None else DEFAULT_STATE_DIR
+        self.workdir = (
+            Path(workdir) if workdir is not None else self.state_dir / "work" / self.session_id
+        )
+        self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
+        self._use_default_backends = backends is None
+        self._owned: set[str] = set()
+        self._approver = approver
+        self._clock = clock or _utc_now
+        self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
+        self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
+        budget = self.policy.budget
+        self._budget = Budget(
+            steps_left=budget.steps,
+            cpu_seconds_left=budget.cpu_seconds,
+            tool_calls_left=budget.tool_calls,
+        )
+        self._open: dict[str, BackendSession] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+        self._verdicts: Counter[str] = Counter()
+        self._statuses: Counter[str] = Counter()
+        self._approvals = Counter[bool]()
+        self._internal_errors = 0
+        self._cpu_seconds = 0.0
+        self._tool_calls = 0
+
+    # ---------------------------------------------------------------------------------------
+    # Public face
+
+    @property
+    def budget(self) -> Budget:
+        """What is left of the session's steps, CPU seconds and tool calls."""
+        return self._budget
+
+    def run(self, text: str) -> Outcome:
+        """Run the code in one model reply (one reply = one action = one step)."""
+        with self._lock:
+            started = self._now()
+            try:
+                action = combine(extract(text))
+            except Exception as exc:  # a crashed extractor must not let anything run
+                return self._step(
+                    _no_code_action(),
+                    started,
+                    crashed=_check_crashed("extract", exc),
+                )
+            if action is None:
+                return self._step(_no_code_action(), started, crashed=_NO_CODE)
+            return self._step(action, started)
+
+    def run_action(self, action: Action) -> Outcome:
+        """Run one already-extracted action (one step)."""
+        with self._lock:
+            return self._step(action, self._now())
+
+    async def arun(self, text: str) -> Outcome:
+        """:meth:`run` in a worker thread, for asyncio harnesses."""
+        return await asyncio.to_thread(self.run, text)
+
+    def statistics(self) -> SessionStatistics:
+        with self._lock:
+            return SessionStatistics(
+                session_id=self.session_id,
+                steps=sum(self._verdicts.values()),
+                verdicts=dict(self._verdicts),
+                statuses=dict(self._statuses),
+                approvals_granted=self._approvals[True],
+                approvals_refused=self._approvals[False],
+                internal_errors=self._internal_errors,
+                cpu_seconds=self._cpu_seconds,
+                tool_calls=self._tool_calls,
+                budget=self._budget,
+                open_backends=tuple(sorted(self._open)),
+                audit_path=self.audit.path,
+                audit_events=self.audit.statistics().events_written,
+            )
+
+    def close(self) -> None:
+        """Close every backend session (killing their process trees) and the audit log."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            failures: list[BaseException] = []
+            for mode in sorted(self._open):
+                try:
+                    self._open.pop(mode).close()
+                except Exception as exc:
+                    failures.append(exc)
+            self._open.clear()
+            for mode in sorted(self._owned):
+                # Backends this session made (e.g. the native template process) die with it.
+                close = getattr(self._backends.pop(mode), "close", None)
+                if callable(close):
+                    try:
+                        close()
+                    except Exception as exc:
+                        failures.append(exc)
+            self.audit.close()
+            if failures:
+                raise InternalError(
+                    f"closing {len(failures)} backend(s) or session(s) failed: {failures[0]!r}"
+                ) from failures[0]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------------------------------
+    # Capabilities (tools). Helper H5 adds ``Session.grant(...)`` and the ToolGateway wiring here;
+    # every backend session receives its gateway from this one method.
+
+    def _tool_gateway(self, mode: str) -> ToolGateway | None:
+        """The gateway through which sandboxed code in ``mode`` reaches host tools (none yet)."""
+        del mode
+        return None
+
+    # ---------------------------------------------------------------------------------------
+    # One step
+
+    def _step(
+        self, action: Action, started: datetime, *, crashed: Finding | None = None
+    ) -> Outcome:
+        if self._closed:
+            raise ConfigurationError(
+                f"session session_id={self.session_id!r} is closed; open a new Session"
+            )
+        findings: tuple[Finding, ...]
+        estimated: Estimate | None
+        if crashed is not None:
+            findings, estimated = (crashed,), None
+        else:
+            findings, estimated = self._check(action)
+        decision = decide(
+            findings=findings,
+            estimate=estimated,
+            policy=self.policy,
+            budget=self._budget,
+            backend=self.mode,
+        )
+        decision = self._approve(decision, action)
+        result: ExecResult | None = None
+        failure: SafeExecError | None = None
+        if decision.verdict is not Verdict.DENY:
+            try:
+                result = self._execute(decision, action)
+            except (BackendUnavailable, ConfigurationError) as exc:
+                failure = exc
+                decision = _fail_closed(decision, "SX901", "backend-unavailable", exc)
+            except Exception as exc:
+                failure = InternalError(
+                    f"backend={decision.backend!r} failed running action_id="
+                    f"{action.action_id!r}: {exc!r}; the session was reset and the step denied"
+                )
+                failure.__cause__ = exc
+                decision = _fail_closed(decision, "SX902", "backend-crashed", exc)
+                self._discard(decision.backend)
+        try:
+            observation = observe(
+                decision=decision, result=result, blobs=self.blobs, config=self.policy.observe
+            )
+        except Exception as exc:
+            observation = Observation(
+                text="safeexec could not render this step's output (internal error)",
+                truncated=False,
+            )
+            failure = failure or InternalError(f"observe failed: {exc!r}")
+        outcome = self._record(action, decision, result, observation, started)
+        if failure is not None:
+            if isinstance(failure, InternalError):
+                self._internal_errors += 1
+            raise failure
+        return outcome
+
+    def _check(self, action: Action) -> tuple[tuple[Finding, ...], Estimate | None]:
+        """Parse, scan and estimate; any crash becomes an SX900 deny finding (fail closed)."""
+        try:
+            parsed = parse(action)
+            if isinstance(parsed, ParseFailure):
+                return (parsed.finding,), None
+            estimated = estimate(parsed)
+            return scan(parsed, self.policy, estimate=estimated), estimated
+        except Exception as exc:
+            return (_check_crashed("check", exc),), None
+
+    def _approve(self, decision: Decision, action: Action) -> Decision:
+        if decision.verdict is not Verdict.NEEDS_APPROVAL:
+            return decision
+        granted = False
+        if self._approver is not None:
+            try:
+                granted = self._approver(decision, action) is True
+            except Exception:  # a crashing approver approves nothing
+                granted = False
+        self._approvals[granted] += 1
+        # An approved action keeps its needs_approval verdict in the log (and runs); a refused
+        # one is denied.
+        return decision if granted else dataclasses.replace(decision, verdict=Verdict.DENY)
+
+    def _execute(self, decision: Decision, action: Action) -> ExecResult:
+        session = self._backend_session(decision)
+        request = ExecRequest(action_id=action.action_id, code=action.code, limits=decision.limits)
+        result = session.run(request)
+        if not isinstance(result, ExecResult):
+            raise TypeError(f"backend returned {type(result).__name__}, not ExecResult")
+        return result
+
+    def _backend_session(self, decision: Decision) -> BackendSession:
+        mode = decision.backend
+        if mode in self._open:
+            return self._open[mode]
+        backend = self._backend(mode)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        session = backend.open(
+            workdir=self.workdir,
+            limits=decision.limits,
+            blobs=self.blobs,
+            tools=self._tool_gateway(mode),
+            require=frozenset(self.policy.backends.require),
+            imports=self.policy.imports.allow,
+            env=self._sandbox_env(),
+        )
+        self._open[mode] = session
+        return session
+
+    def _backend(self, mode: str) -> Backend:
+        if mode not in self._backends:
+            if not self._use_default_backends:
+                raise BackendUnavailable(
+                    f"no backend for mode={mode!r} among backends={sorted(self._backends)}; "
+                    "pass one in backends={...}"
+                )
+            self._backends[mode] = default_backend(mode)
+            self._owned.add(mode)
+        return self._backends[mode]
+
+    def _discard(self, mode: str) -> None:
+        session = self._open.pop(mode, None)
+        if session is not None:
+            # Already failing closed; the next step opens a fresh session.
+            with contextlib.suppress(Exception):
+                session.close()
+
+    def _sandbox_env(self) -> dict[str, str]:
+        names = self.policy.sandbox.env_passthrough
+        return {name: os.environ[name] for name in names if name in os.environ}
+
+    def _record(
+        self,
+        action: Action,
+        decision: Decision,
+        result: ExecResult | None,
+        observation: Observation,
+        started: datetime,
+    ) -> Outcome:
+        usage = result.usage if result is not None else None
+        cpu = usage.cpu_seconds if usage is not None else 0.0
+        calls = usage.tool_calls if usage is not None else 0
+        self._budget = self._budget.charge(steps=1, cpu_seconds=cpu, tool_calls=calls)
+        self._verdicts[decision.verdict.value] += 1
+        if result is not None:
+            self._statuses[result.status.value] += 1
+        self._cpu_seconds += cpu
+        self._tool_calls += calls
+        finished = self._now()
+        event = build_event(
+            action=action,
+            decision=decision,
+            result=result,
+            session_id=self.session_id,
+            timestamp=started,
+            duration_ms=(finished - started).total_seconds() * 1000.0,
+            budget=self._budget,
+        )
+        written = self.audit.write(event)
+        return Outcome(
+            action=action,
+            decision=decision,
+            result=result,
+            observation=observation,
+            event=written,
+        )
+
+    def _now(self) -> datetime:
+        moment = self._clock()
+        if moment.tzinfo is None:
+            raise ConfigurationError(
+                f"clock returned a naive datetime {moment!r}; return datetime.now(UTC) or similar"
+            )
+        return moment
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _no_code_action() -> Action:
+    return Action.create("", source=ActionSource.RAW)
+
+
+_NO_CODE = Finding(
+    rule="SX006",
+    name="no-code",
+    message=(
+        "no code was found in the reply; put the code to run in a fenced block (```python ... ```)"
+    ),
+    severity=Severity.LOW,
+    enforcement=Enforcement.DENY,
+)
+
+
+def _check_crashed(stage: str, exc: BaseException) -> Finding:
+    return Finding(
+        rule="SX900",
+        name="check-crashed",
+        message=f"the {stage} step crashed ({type(exc).__name__}); denying (fail closed)",
+        severity=Severity.CRITICAL,
+        enforcement=Enforcement.DENY,
+        evidence=repr(exc)[:500],
+    )
+
+
+def _fail_closed(decision: Decision, rule: str, name: str, exc: BaseException) -> Decision:
+    """The decision as audited when the backend could not run an allowed action."""
+    finding = Finding(
+        rule=rule,
+        name=name,
+        message=f"backend={decision.backend!r} could not run the action: {exc}",
+        severity=Severity.CRITICAL,
+        enforcement=Enforcement.DENY,
+        evidence=type(exc).__name__,
+    )
+    return dataclasses.replace(
+        decision,
+        verdict=Verdict.DENY,
+        findings=order_findings((*decision.findings, finding)),
+    )
