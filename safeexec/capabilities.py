@@ -374,6 +374,24 @@ def _validate(schema: Mapping[str, JSONValue], value: object, where: str) -> obj
     raise _Refusal(f"{where}: unsupported schema")  # pragma: no cover - schemas come from _schema
 
 
+def _bind(name: str, order: tuple[str, ...], arguments: JSONValue) -> dict[str, JSONValue]:
+    """Bind the wire shape ``{"args": [...], "kwargs": {...}}`` to named parameters."""
+    if type(arguments) is not dict or set(arguments) - {"args", "kwargs"}:
+        raise _Refusal(f"{name}: arguments must be {{'args': [...], 'kwargs': {{...}}}}")
+    args = arguments.get("args", [])
+    kwargs = arguments.get("kwargs", {})
+    if type(args) is not list or type(kwargs) is not dict:
+        raise _Refusal(f"{name}: arguments must be {{'args': [...], 'kwargs': {{...}}}}")
+    if len(args) > len(order):
+        raise _Refusal(f"{name}() takes at most {len(order)} positional arguments")
+    bound: dict[str, JSONValue] = dict(zip(order, args, strict=False))
+    for key, value in kwargs.items():
+        if key in bound:
+            raise _Refusal(f"{name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    return bound
+
+
 def is_forbidden_address(address: str) -> bool:
     """True for addresses a network tool must never reach: loopback, private, link-local,
     multicast, reserved, unspecified (and anything that does not parse as an IP address)."""
@@ -667,7 +685,10 @@ class CapabilitySet:
         return {"calls": self._calls, "refusals": self._refusals, "granted": len(self._by_name)}
 
     def invoke(self, name: str, arguments: JSONValue) -> ToolReply:
-        """Check and run one call coming out of a sandbox; refusals and failures are replies."""
+        """Check and run one call coming out of a sandbox; refusals and failures are replies.
+
+        ``arguments`` is ``{"args": [...], "kwargs": {...}}``, bound to the tool's parameters here.
+        """
         capability = self._by_name.get(name) if type(name) is str else None
         if capability is None:
             return self._refuse(str(name)[:100], "", f"tool {str(name)[:100]!r} was not granted")
@@ -734,11 +755,10 @@ class CapabilitySet:
         self, capability: Capability, arguments: JSONValue
     ) -> tuple[dict[str, object], JSONValue]:
         spec = capability.spec
-        if type(arguments) is not dict:
-            raise _Refusal(f"{spec.name}: arguments must be an object of named parameters")
         properties = spec.parameters["properties"]
         required = spec.parameters["required"]
         assert isinstance(properties, dict) and isinstance(required, list)
+        arguments = _bind(spec.name, tuple(properties), arguments)
         unknown = sorted(set(arguments) - set(properties))
         if unknown:
             raise _Refusal(f"{spec.name}: unknown parameter(s) {unknown}")
@@ -796,24 +816,17 @@ def tool_function(
 ) -> Callable[..., JSONValue]:
     """The plain function sandboxed code calls for one tool.
 
-    Positional arguments bind to parameters in schema order; every argument must be JSON data of
-    exact types (``TypeError`` otherwise) and is copied before it leaves. A refusal or tool failure
-    raises :class:`ToolError` with the host's message.
+    Arguments travel as ``{"args": [...], "kwargs": {...}}`` (the gateway binds them to parameters
+    in schema order); each must be JSON data of exact types (``TypeError`` otherwise) and is copied
+    before it leaves. A refusal or tool failure raises :class:`ToolError` with the host's message.
     """
     name = descriptor.name
-    properties = descriptor.parameters.get("properties", {})
-    order = tuple(properties) if isinstance(properties, dict) else ()
 
     def call(*args: object, **kwargs: object) -> JSONValue:
-        if len(args) > len(order):
-            raise TypeError(f"{name}() takes at most {len(order)} positional arguments")
-        arguments: dict[str, JSONValue] = {}
-        for key, value in zip(order, args, strict=False):
-            arguments[key] = to_plain(value, where=f"{name}({key}=...)")
-        for key, value in kwargs.items():
-            if key in arguments:
-                raise TypeError(f"{name}() got multiple values for argument {key!r}")
-            arguments[key] = to_plain(value, where=f"{name}({key}=...)")
+        arguments: JSONValue = {
+            "args": to_plain(list(args), where=f"{name}() arguments"),
+            "kwargs": to_plain(dict(kwargs), where=f"{name}() arguments"),
+        }
         reply = invoke(name, arguments)
         if not reply.ok:
             raise ToolError(reply.error)
