@@ -251,13 +251,17 @@ class Session:
         self.close()
 
     # ---------------------------------------------------------------------------------------
-    # Capabilities (tools). Helper H5 adds ``Session.grant(...)`` and the ToolGateway wiring here;
-    # every backend session receives its gateway from this one method.
+    # Capabilities (tools). ``Session.grant(...)`` and the ToolGateway wiring belong here: every
+    # backend session receives its gateway from ``_tool_gateway`` and the estimator learns the
+    # granted tool names from it, so granting tools means changing only this section.
 
-    def _tool_gateway(self, mode: str) -> ToolGateway | None:
-        """The gateway through which sandboxed code in ``mode`` reaches host tools (none yet)."""
-        del mode
+    def _tool_gateway(self) -> ToolGateway | None:
+        """The gateway through which sandboxed code reaches host tools (none are granted yet)."""
         return None
+
+    def _tool_names(self) -> tuple[str, ...]:
+        gateway = self._tool_gateway()
+        return () if gateway is None else tuple(tool.name for tool in gateway.describe())
 
     # ---------------------------------------------------------------------------------------
     # One step
@@ -322,7 +326,7 @@ class Session:
             parsed = parse(action)
             if isinstance(parsed, ParseFailure):
                 return (parsed.finding,), None
-            estimated = estimate(parsed)
+            estimated = estimate(parsed, tool_names=self._tool_names())
             return scan(parsed, self.policy, estimate=estimated), estimated
         except Exception as exc:
             return (_check_crashed("check", exc),), None
@@ -359,7 +363,7 @@ class Session:
             workdir=self.workdir,
             limits=decision.limits,
             blobs=self.blobs,
-            tools=self._tool_gateway(mode),
+            tools=self._tool_gateway(),
             require=frozenset(self.policy.backends.require),
             imports=self.policy.imports.allow,
             env=self._sandbox_env(),
