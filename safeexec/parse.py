@@ -7,8 +7,9 @@ Callers must run ``Parsed.code``, never ``Action.code``.
 
 Rules (all severity ``high``, enforcement ``deny``):
 
-- ``SX001 syntax-error`` — CPython rejects the code (including null bytes); the message is
-  CPython's, the evidence is the offending line with a caret under the column.
+- ``SX001 syntax-error`` — CPython rejects the code, in its parser or its compiler (``return``
+  outside a function, null bytes); the message is CPython's, the evidence is the offending line
+  with a caret under the column.
 - ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``.
 - ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it (or the identifier
   normalisation could not be proven faithful); the checker cannot see what would run.
@@ -119,6 +120,9 @@ def parse(
     too_deep = _too_deep(action, code, tree, max_nesting)
     if too_deep is not None:
         return too_deep
+    rejected = _compiler_rejects(action, code, tree)
+    if rejected is not None:
+        return rejected
     if not code.isascii():
         normalised = _normalise_identifiers(action, code, tree)
         if isinstance(normalised, ParseFailure):
@@ -184,6 +188,37 @@ def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
         )
     except Exception as exc:
         return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailure | None:
+    """Errors CPython only raises after parsing (``return`` outside a function, bad ``nonlocal``).
+
+    Compiling does not run anything; the code object is discarded. Its error columns are UTF-8
+    byte offsets, unlike the parser's, so they are converted to characters.
+    """
+    try:
+        compile(tree, "<action>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = _char_column(code, line, (exc.offset or 1) - 1)
+        end_line = exc.end_lineno or line
+        end_column = _char_column(code, end_line, (exc.end_offset or 1) - 1)
+        return _fail(
+            action,
+            _SYNTAX_ERROR,
+            exc.msg or "invalid syntax",
+            span=_span(code, line, column, end_line, end_column),
+            evidence=_caret(code, line, column, end_line, end_column),
+        )
+    except (RecursionError, MemoryError):
+        return _fail(
+            action,
+            _TOO_DEEP,
+            "the code is nested too deeply for the Python compiler; split it into named steps",
+        )
+    except Exception as exc:
+        return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+    return None
 
 
 def _too_deep(action: Action, code: str, tree: ast.Module, limit: int) -> ParseFailure | None:
