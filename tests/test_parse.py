@@ -1,0 +1,337 @@
+from __future__ import annotations
+
+import ast
+import json
+import warnings
+
+import hypothesmith
+import libcst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from safeexec.model import Action, Enforcement, Severity, Span
+from safeexec.parse import ParseFailure, Parsed, parse
+
+
+def _parsed(code: str) -> Parsed:
+    result = parse(Action.create(code))
+    assert isinstance(result, Parsed), result
+    return result
+
+
+def _failure(code: str, rule: str, **options: int) -> ParseFailure:
+    result = parse(Action.create(code), **options)
+    assert isinstance(result, ParseFailure), f"expected {rule}, got a Parsed"
+    assert result.finding.rule == rule, result.finding
+    assert result.finding.severity is Severity.HIGH
+    assert result.finding.enforcement is Enforcement.DENY
+    # Findings travel to the audit log and to the model: they must always encode as UTF-8 JSON.
+    json.dumps(result.finding.to_json(), ensure_ascii=False).encode("utf-8")
+    return result
+
+
+def _names(module: libcst.Module) -> set[str]:
+    names: set[str] = set()
+    stack: list[libcst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, libcst.Name):
+            names.add(node.value)
+        stack.extend(node.children)
+    return names
+
+
+def test_valid_code_gives_both_trees_of_the_exact_text() -> None:
+    action = Action.create("import math\nprint(math.sqrt(2))\n")
+    result = parse(action)
+    assert isinstance(result, Parsed)
+    assert result.action is action
+    assert result.code == action.code
+    assert result.module.code == result.code
+    assert isinstance(result.tree, ast.Module)
+    assert ast.dump(result.tree) == ast.dump(ast.parse(action.code))
+
+
+def test_empty_source_parses_to_an_empty_module() -> None:
+    assert _parsed("").tree.body == []
+
+
+def test_syntax_error_points_at_the_offending_column_with_a_caret() -> None:
+    finding = _failure("x = (1,\n  2 +)\n", "SX001").finding
+    assert finding.name == "syntax-error"
+    assert finding.message == "invalid syntax"
+    assert finding.span == Span(start_line=2, start_column=6, end_line=2, end_column=6)
+    assert finding.evidence == "  2 +)\n     ^"
+
+
+def test_indentation_error_reports_cpythons_message_and_the_line() -> None:
+    finding = _failure("if ready:\npass\n", "SX001").finding
+    assert finding.message == "expected an indented block after 'if' statement on line 1"
+    assert finding.span is not None
+    assert (finding.span.start_line, finding.span.start_column) == (2, 1)
+    assert finding.evidence.splitlines() == ["pass", "^^^^"]
+
+
+def test_syntax_error_columns_count_characters_not_bytes() -> None:
+    finding = _failure('é = "é" +\n', "SX001").finding
+    assert finding.span is not None
+    assert finding.span.start_column == 10
+    assert finding.evidence == 'é = "é" +\n         ^'
+
+
+def test_caret_keeps_tabs_so_it_lines_up_under_the_column() -> None:
+    finding = _failure("def f():\n\treturn (1 +)\n", "SX001").finding
+    line, caret = finding.evidence.split("\n")
+    assert line == "\treturn (1 +)"
+    assert finding.span is not None
+    assert caret.startswith("\t")
+    assert caret.index("^") == finding.span.start_column - 1
+    assert line[caret.index("^")] == ")"
+
+
+def test_compiler_stage_errors_are_syntax_errors_too() -> None:
+    finding = _failure("x = 1\nreturn x\n", "SX001").finding
+    assert finding.message == "'return' outside function"
+    assert finding.span is not None
+    assert (finding.span.start_line, finding.span.start_column) == (2, 1)
+
+
+def test_compiler_error_columns_are_converted_from_bytes_to_characters() -> None:
+    finding = _failure("é = 1; return 2\n", "SX001").finding
+    assert finding.span is not None
+    assert finding.span.start_column == 8
+    assert finding.evidence == "é = 1; return 2\n       ^^^^^^^^"
+
+
+def test_long_line_evidence_is_a_window_around_the_column() -> None:
+    finding = _failure("x = 1; " * 2000 + "y = (\n", "SX001").finding
+    line, caret = finding.evidence.split("\n")
+    assert len(line) < 200
+    assert line.startswith("…")
+    assert line[len(caret) - 1] == "("
+
+
+def test_null_byte_is_a_syntax_error_shown_visibly() -> None:
+    finding = _failure("x = 1\ny = 'a\0b'\n", "SX001").finding
+    assert "null bytes" in finding.message
+    assert finding.span == Span(start_line=2, start_column=7, end_line=2, end_column=7)
+    assert finding.evidence == "y = 'a␀b'\n      ^"
+
+
+def test_lone_surrogate_is_an_encoding_finding_not_a_crash() -> None:
+    finding = _failure("x = 1\nname = '\ud800'\n", "SX005").finding
+    assert finding.name == "invalid-encoding"
+    assert "U+D800" in finding.message
+    assert finding.span is not None
+    assert (finding.span.start_line, finding.span.start_column) == (2, 9)
+    assert "\ud800" not in finding.evidence
+
+
+def test_undecodable_utf8_byte_is_named_in_the_finding() -> None:
+    code = b"x = '\xff'\n".decode("utf-8", "surrogateescape")
+    finding = _failure(code, "SX005").finding
+    assert "0xFF" in finding.message
+
+
+def test_foreign_coding_cookie_is_refused() -> None:
+    finding = _failure("# -*- coding: latin-1 -*-\nx = 'é'\n", "SX005").finding
+    assert "latin-1" in finding.message
+    assert finding.span is not None
+    assert finding.span.start_line == 1
+
+
+def test_coding_cookie_on_the_second_line_is_refused() -> None:
+    _failure("#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nx = 1\n", "SX005")
+
+
+@pytest.mark.parametrize(
+    "cookie", ["# -*- coding: utf-8 -*-", "# coding=UTF8", "# vim: set fileencoding=utf_8 :"]
+)
+def test_utf8_coding_cookie_is_accepted(cookie: str) -> None:
+    _parsed(f"{cookie}\nx = 1\n")
+
+
+def test_crlf_and_lone_cr_are_normalised_to_the_text_that_runs() -> None:
+    parsed = _parsed('x = 1\r\ntext = """a\r\nb\rc"""\ry = 2\r\n')
+    assert parsed.code == 'x = 1\ntext = """a\nb\nc"""\ny = 2\n'
+    assert ast.dump(parsed.tree) == ast.dump(
+        ast.parse('x = 1\r\ntext = """a\r\nb\rc"""\ry = 2\r\n')
+    )
+
+
+def test_crlf_does_not_shift_finding_positions() -> None:
+    finding = _failure("x = 1\r\ny = (\r\n", "SX001").finding
+    assert finding.span is not None
+    assert finding.span.start_line == 2
+
+
+def test_leading_bom_is_stripped_from_the_text_that_runs() -> None:
+    parsed = _parsed("\ufeffx = 1\n")
+    assert parsed.code == "x = 1\n"
+
+
+def test_fullwidth_identifiers_are_checked_as_the_names_cpython_binds() -> None:
+    parsed = _parsed("ｅｘｅｃ('print(1)')\nimport ｏｓ\nｏｓ.ｓｙｓｔｅｍ('true')\n")
+    assert parsed.code == "exec('print(1)')\nimport os\nos.system('true')\n"
+    assert {"exec", "os", "system"} <= _names(parsed.module)
+    assert not any(not name.isascii() for name in _names(parsed.module))
+
+
+def test_ligature_identifier_is_normalised() -> None:
+    assert _parsed("ﬁle = 1\n").code == "file = 1\n"
+
+
+def test_non_ascii_inside_strings_and_comments_is_left_alone() -> None:
+    code = "x = 'ｅｘｅｃ'  # ｅｘｅｃ\nnaïve = 1\n"
+    assert _parsed(code).code == code
+
+
+def test_identifier_that_normalises_to_a_keyword_is_refused() -> None:
+    _failure("ｉｆ = 1\n", "SX003")
+
+
+def test_unnormalised_identifier_inside_an_fstring_is_refused() -> None:
+    finding = _failure("x = 1\nprint(f'{ｘ}')\n", "SX003").finding
+    assert "ｘ" in finding.message
+
+
+def test_too_many_nested_parentheses_is_cpythons_syntax_error_without_crashing() -> None:
+    # libcst's native parser segfaults on ~1,500 nested parentheses; it must never see them.
+    finding = _failure("(" * 1500 + ")" * 1500, "SX001").finding
+    assert finding.message == "too many nested parentheses"
+    assert len(finding.evidence) < 400
+
+
+def test_hundred_thousand_nested_parentheses_do_not_crash_or_hang() -> None:
+    _failure("x = " + "(" * 100_000 + ")" * 100_000 + "\n", "SX001")
+
+
+def test_unclosed_hundred_thousand_brackets_do_not_crash() -> None:
+    _failure("[" * 100_000, "SX001")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "+".join(["a"] * 300),
+        "-" * 1000 + "a",
+        "a" + ".b" * 1000,
+        "f" + "()" * 1000,
+        "a if b else " * 500 + "c",
+        "lambda: " * 500 + "a",
+    ],
+    ids=["additions", "unary", "attributes", "calls", "ternaries", "lambdas"],
+)
+def test_nesting_cpython_accepts_but_beyond_the_limit_is_refused(code: str) -> None:
+    ast.parse(code)  # CPython itself accepts these
+    finding = _failure(code, "SX004").finding
+    assert finding.name == "nesting-too-deep"
+    assert "200" in finding.message
+
+
+def test_nesting_beyond_cpythons_own_stack_is_refused() -> None:
+    _failure("+".join(["a"] * 5000), "SX004")
+
+
+def test_nesting_limit_is_a_parameter() -> None:
+    code = "x = " + "[" * 60 + "]" * 60 + "\n"
+    assert isinstance(parse(Action.create(code)), Parsed)
+    _failure(code, "SX004", max_nesting=50)
+
+
+def test_parser_mismatch_is_refused() -> None:
+    # CPython accepts 5,000 adjacent string literals; libcst's parser gives up.
+    code = "x = " + " ".join(['"a"'] * 5000) + "\n"
+    ast.parse(code)
+    finding = _failure(code, "SX003").finding
+    assert finding.name == "parser-mismatch"
+    assert "libcst" in finding.message
+
+
+def test_two_megabyte_input_is_refused_without_parsing() -> None:
+    finding = _failure("x = 1\n" * 350_000, "SX002").finding
+    assert finding.name == "input-too-large"
+    assert "2,100,000" in finding.message
+
+
+def test_size_limit_counts_utf8_bytes() -> None:
+    code = "s = '" + "é" * 600 + "'\n"
+    _failure(code, "SX002", max_source_bytes=1000)
+    assert isinstance(parse(Action.create(code), max_source_bytes=2000), Parsed)
+
+
+def test_parse_uses_no_state_between_calls() -> None:
+    first = _parsed("x = 1\n")
+    _failure("x = (\n", "SX001")
+    assert ast.dump(_parsed("x = 1\n").tree) == ast.dump(first.tree)
+
+
+_ANY_CHARACTER = st.characters(exclude_categories=())
+_PYTHONISH = st.sampled_from(
+    [
+        *"()[]{}+-*/%@=:;,.'\"#\\ \t\n\r\f\0abcxyzé0123456789",
+        *("ｅ", "ﬁ", "\ud800", "\udcff", "\ufeff", "if ", "def ", "lambda ", "f'", '"""'),
+        "# coding: latin-1\n",
+    ]
+)
+    + [
+        "ｅ",
+        "ﬁ",
+        "\ud800",
+        "\udcff",
+        "\ufeff",
+        "if ",
+        "def ",
+        "lambda ",
+        "f'",
+        '"""',
+        "# coding: latin-1\n",
+    ]
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=_ANY_CHARACTER))
+def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
+    result = parse(Action.create(text))
+    assert isinstance(result, Parsed | ParseFailure)
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_PYTHONISH, max_size=60).map("".join))
+def test_parse_never_raises_on_python_like_text(text: str) -> None:
+    result = parse(Action.create(text))
+    if isinstance(result, ParseFailure):
+        json.dumps(result.finding.to_json(), ensure_ascii=False).encode("utf-8")
+    else:
+        assert result.module.code == result.code
+
+
+def _cpython_accepts(code: str) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(code, "<generated>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hypothesmith.from_grammar(), st.data())
+def test_parse_agrees_with_cpython_compile_on_generated_programs(
+    program: str, data: st.DataObject
+) -> None:
+    # A generated program, or the same program with one character removed (mostly invalid).
+    if program and data.draw(st.booleans(), label="mutate"):
+        cut = data.draw(st.integers(0, len(program) - 1), label="cut")
+        program = program[:cut] + program[cut + 1 :]
+    result = parse(Action.create(program))
+    if _cpython_accepts(program):
+        assert isinstance(result, Parsed) or result.finding.rule == "SX004", result
+    else:
+        assert isinstance(result, ParseFailure)
+        assert result.finding.rule in {"SX001", "SX004", "SX005"}, result.finding
