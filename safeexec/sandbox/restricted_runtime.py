@@ -36,9 +36,11 @@ import threading
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, ClassVar, Protocol
 
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
+
+from safeexec.capabilities import ToolError
 
 __all__ = [
     "DENIED_ATTRIBUTES",
@@ -51,6 +53,7 @@ __all__ = [
     "RestrictedExecutor",
     "SafeexecTransformer",
     "SandboxExit",
+    "TextSink",
 ]
 
 # Public-looking attribute names that lead somewhere dangerous on objects the code did not create:
@@ -248,6 +251,12 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "difflib": _names("SequenceMatcher get_close_matches unified_diff ndiff"),
     "pprint": frozenset({"pformat", "pprint"}),
 }
+
+
+class TextSink(Protocol):
+    """Where ``print`` output goes: anything with ``write(str)``."""
+
+    def write(self, text: str, /) -> int: ...
 
 
 class GuardError(Exception):
@@ -695,7 +704,7 @@ class PrintCollector:
     """``print`` for sandboxed code: writes to the run's sink and keeps at most ``cap_bytes`` of
     text for RestrictedPython's ``printed`` name."""
 
-    def __init__(self, sink: TextIO, *, cap_bytes: int) -> None:
+    def __init__(self, sink: TextSink, *, cap_bytes: int) -> None:
         self._sink = sink
         self._cap = cap_bytes
         self._kept: list[str] = []
@@ -757,13 +766,13 @@ class RestrictedExecutor:
         workdir: Path | None = None,
         count_operations: bool = False,
         output_bytes: int = 1024 * 1024,
-        sink: TextIO | None = None,
+        sink: TextSink | None = None,
     ) -> None:
         self._imports = tuple(imports)
         self._workdir = None if workdir is None else Path(workdir).resolve()
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
         self._output_bytes = output_bytes
-        self._sink: TextIO = sink if sink is not None else _SinkProxy()  # type: ignore[assignment]
+        self._sink: TextSink = sink if sink is not None else _SinkProxy()
         self._tools: dict[str, Callable[..., object]] = {}
         self._budget = _closed_budget()
         self.guards = Guards()
@@ -785,7 +794,7 @@ class RestrictedExecutor:
         self._tools = dict(tools)
         self._namespace.update(self._tools)
 
-    def set_sink(self, sink: TextIO) -> None:
+    def set_sink(self, sink: TextSink) -> None:
         """Send ``print`` output of later cells to ``sink`` instead of ``sys.stdout``."""
         self._sink = sink
 
@@ -879,6 +888,7 @@ class RestrictedExecutor:
                 "__build_class__": guards.build_class,
                 "__import__": self._import,
                 "GuardError": GuardError,
+                "ToolError": ToolError,
             }
         )
         if self._workdir is not None:

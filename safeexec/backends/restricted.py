@@ -1,0 +1,395 @@
+"""The ``restricted`` mode: RestrictedPython with guards, allowlisted imports and capabilities.
+
+By default the restricted runtime runs **inside the confined native worker**
+(``NativeBackend(executor="restricted")``): RestrictedPython's history of escapes says it must never
+be the only wall, so the OS layers (namespaces, Landlock, seccomp, rlimits, SIGKILL on overrun)
+stay underneath it.
+
+``RestrictedBackend(in_process=True)`` runs the code in the host process instead, for hosts that
+cannot fork and for the ablation. It is **weaker**, plainly:
+
+* the only wall is the restricted runtime itself (a RestrictedPython or guard bug is a host
+  compromise);
+* CPU and wall time are bounded by an operation budget compiled into every loop, comprehension
+  and call, stopped by a watchdog thread at the deadline; C-level work that runs no Python code
+  (``sum(range(10**12))``, ``"x" * 10**10``, a huge ``sorted``) cannot be interrupted;
+* memory is not bounded at all, and no confinement layer can be required (``require`` raises
+  ``BackendUnavailable``);
+* output is capped as it is written; tools and files work as in the worker (``open`` is confined
+  beneath the workdir by path checks only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import linecache
+import mimetypes
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from safeexec.backends.base import BackendSession, ToolGateway
+from safeexec.backends.native import NativeBackend
+from safeexec.blobs import BlobStore
+from safeexec.capabilities import ToolReply, tool_function
+from safeexec.codec import JSONValue
+from safeexec.errors import BackendUnavailable
+from safeexec.model import (
+    Artifact,
+    ExecRequest,
+    ExecResult,
+    ExecStatus,
+    ExecutionEvent,
+    LimitHit,
+    Limits,
+    ToolRefused,
+    Usage,
+)
+from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+
+__all__ = ["InProcessRestrictedSession", "RestrictedBackend"]
+
+_WATCHDOG_SECONDS = 0.005
+_MESSAGE_CHARS = 2000
+_ARTIFACT_MAX_FILES = 64
+_ARTIFACT_MAX_BYTES = 16 * 1024 * 1024
+
+
+class RestrictedBackend:
+    """Restricted Python; inside the confined worker unless ``in_process=True`` (weaker).
+
+    ``operations_per_cpu_second`` sizes the in-process operation budget (a backstop behind the
+    CPU-time watchdog).
+    """
+
+    name: ClassVar[str] = "restricted"
+
+    def __init__(
+        self,
+        *,
+        in_process: bool = False,
+        native: NativeBackend | None = None,
+        operations_per_cpu_second: int = 100_000_000,
+    ) -> None:
+        self.in_process = in_process
+        self.operations_per_cpu_second = operations_per_cpu_second
+        self._native = native
+        self._lock = threading.Lock()
+
+    def _native_backend(self) -> NativeBackend:
+        with self._lock:
+            if self._native is None:
+                self._native = NativeBackend(executor="restricted")
+            return self._native
+
+    def open(
+        self,
+        *,
+        workdir: Path | None = None,
+        limits: Limits,
+        blobs: BlobStore,
+        tools: ToolGateway | None = None,
+        require: frozenset[str] = frozenset(),
+        imports: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> BackendSession:
+        """Open a session; in-process sessions refuse any ``require``d confinement layer."""
+        if not self.in_process:
+            return self._native_backend().open(
+                workdir=workdir,
+                limits=limits,
+                blobs=blobs,
+                tools=tools,
+                require=require,
+                imports=imports,
+                env=env,
+            )
+        if require:
+            raise BackendUnavailable(
+                f"in-process restricted mode provides no confinement layers, but "
+                f"require={sorted(require)!r}; use RestrictedBackend() (in the worker) instead"
+            )
+        return InProcessRestrictedSession(
+            workdir=workdir,
+            blobs=blobs,
+            tools=tools,
+            imports=tuple(imports),
+            operations_per_cpu_second=self.operations_per_cpu_second,
+            limits=limits,
+        )
+
+
+class _CappedText(io.TextIOBase):
+    """A text sink that keeps at most ``cap`` UTF-8 bytes and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._parts: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.kept
+
+    def write(self, text: str) -> int:
+        data = str(text).encode("utf-8", "backslashreplace")
+        self.total += len(data)
+        room = self._cap - self.kept
+        if room > 0:
+            piece = data[:room]
+            self._parts.append(piece)
+            self.kept += len(piece)
+        return len(text)
+
+    def value(self) -> bytes:
+        return b"".join(self._parts)
+
+
+class _Watchdog:
+    """Stops the run's budget when the executing thread overruns its CPU or wall time."""
+
+    def __init__(self, budget: OperationBudget, limits: Limits) -> None:
+        self._budget = budget
+        self._limits = limits
+        self._done = threading.Event()
+        self._clock = time.pthread_getcpuclockid(threading.get_ident())
+        self.cpu_start = time.clock_gettime(self._clock)
+        self.wall_start = time.monotonic()
+        self._thread = threading.Thread(target=self._watch, name="safeexec-watchdog", daemon=True)
+
+    def cpu_seconds(self) -> float:
+        return time.clock_gettime(self._clock) - self.cpu_start
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(_WATCHDOG_SECONDS):
+            if time.monotonic() - self.wall_start >= self._limits.wall_seconds:
+                self._budget.stop("wall_seconds")
+            elif self.cpu_seconds() >= self._limits.cpu_seconds:
+                self._budget.stop("cpu_seconds")
+
+
+class InProcessRestrictedSession:
+    """A restricted session in the host process (see the module docstring for what it lacks)."""
+
+    def __init__(
+        self,
+        *,
+        workdir: Path | None,
+        blobs: BlobStore,
+        tools: ToolGateway | None,
+        imports: tuple[str, ...],
+        operations_per_cpu_second: int,
+        limits: Limits,
+    ) -> None:
+        self._owns_workdir = workdir is None
+        self.workdir = Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.blobs = blobs
+        self.limits = limits
+        self._tools = tools
+        self._rate = operations_per_cpu_second
+        self._cell = 0
+        self._closed = False
+        self._lock = threading.Lock()
+        self._events: list[ExecutionEvent] = []
+        self._tool_calls = 0
+        self._budget: OperationBudget | None = None
+        self._executor = RestrictedExecutor(
+            imports=imports,
+            workdir=self.workdir,
+            count_operations=True,
+            output_bytes=limits.output_bytes,
+        )
+        if tools is not None:
+            self._executor.bind_tools(
+                {d.name: tool_function(d, self._invoke) for d in tools.describe()}
+            )
+
+    def _invoke(self, name: str, arguments: JSONValue) -> ToolReply:
+        budget = self._budget
+        if budget is None or budget.exhausted:
+            reply = ToolReply(
+                ok=False,
+                error="the run was stopped; no more tool calls",
+                event=ToolRefused(tool=name, capability_id="", reason="run stopped"),
+            )
+        elif self._tools is None:  # pragma: no cover - no proxies are bound without a gateway
+            reply = ToolReply(ok=False, error=f"no tool named {name!r} is granted")
+        else:
+            self._tool_calls += 1
+            try:
+                reply = self._tools.invoke(name, arguments)
+            except Exception as exc:  # a gateway must not raise; fail closed for the code
+                reply = ToolReply(ok=False, error=f"tool {name!r} failed: {type(exc).__name__}")
+        if reply.event is not None:
+            self._events.append(reply.event)
+        return reply
+
+    def run(self, request: ExecRequest) -> ExecResult:
+        with self._lock:
+            if self._closed:
+                raise BackendUnavailable("this restricted session is closed; open a new one")
+            return self._run(request)
+
+    def _run(self, request: ExecRequest) -> ExecResult:
+        limits = request.limits
+        self._cell += 1
+        filename = f"<cell-{self._cell}>"
+        stdout, stderr = _CappedText(limits.output_bytes), _CappedText(limits.output_bytes)
+        self._executor.set_sink(stdout)
+        self._events, self._tool_calls = [], 0
+        budget = OperationBudget(max(1, int(limits.cpu_seconds * self._rate)))
+        self._budget = budget
+        before = _scan(self.workdir)
+        error: BaseException | None = None
+        linecache.cache[filename] = (
+            len(request.code),
+            None,
+            request.code.splitlines(True),
+            filename,
+        )
+        try:
+            with _Watchdog(budget, limits) as watchdog:
+                try:
+                    shown = self._executor.execute(request.code, filename=filename, budget=budget)
+                    if shown is not None:
+                        stdout.write(shown + "\n")
+                except Exception as exc:
+                    error = exc
+            if error is not None and not budget.exhausted:
+                stderr.write(_format_error(error))
+        finally:
+            linecache.cache.pop(filename, None)
+            self._budget = None
+        status, exit_code, message = self._settle(budget, error, limits)
+        if stdout.truncated or stderr.truncated:
+            self._events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
+        return ExecResult(
+            status=status,
+            exit_code=exit_code,
+            stdout=self.blobs.put(stdout.value()),
+            stderr=self.blobs.put(stderr.value()),
+            truncated=stdout.truncated or stderr.truncated,
+            artifacts=self._artifacts(before),
+            events=tuple(self._events),
+            usage=Usage(
+                cpu_seconds=round(watchdog.cpu_seconds(), 3),
+                wall_seconds=round(time.monotonic() - watchdog.wall_start, 6),
+                output_bytes=stdout.total + stderr.total,
+                tool_calls=self._tool_calls,
+            ),
+            message=message,
+        )
+
+    def _settle(
+        self, budget: OperationBudget, error: BaseException | None, limits: Limits
+    ) -> tuple[ExecStatus, int | None, str]:
+        reason = budget.reason()
+        if reason == "wall_seconds":
+            self._events.append(LimitHit(limit="wall_seconds", value=limits.wall_seconds))
+            return ExecStatus.TIMEOUT, None, f"wall timeout after {limits.wall_seconds:g} s"
+        if reason in ("cpu_seconds", "operations"):
+            self._events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
+            detail = "" if reason == "cpu_seconds" else " (operation budget)"
+            return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{detail}"
+        if error is None:
+            return ExecStatus.OK, 0, ""
+        kind = type(error).__name__
+        text = _safe_str(error)
+        if isinstance(error, MemoryError):
+            self._events.append(LimitHit(limit="memory_bytes", value=float(limits.memory_bytes)))
+            return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
+        return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
+
+    def _artifacts(self, before: Mapping[str, tuple[int, int]]) -> tuple[Artifact, ...]:
+        out: list[Artifact] = []
+        total = 0
+        for name, state in sorted(_scan(self.workdir).items()):
+            if before.get(name) == state or len(out) >= _ARTIFACT_MAX_FILES:
+                continue
+            if total + state[0] > _ARTIFACT_MAX_BYTES:
+                continue
+            with contextlib.suppress(OSError):
+                fd = os.open(self.workdir / name, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as fh:
+                    data = fh.read(state[0] + 1)
+                total += len(data)
+                media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+                out.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
+        return tuple(out)
+
+    def reset(self) -> None:
+        self._executor.reset()
+        if self._tools is not None:
+            self._executor.bind_tools(
+                {d.name: tool_function(d, self._invoke) for d in self._tools.describe()}
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._executor.reset()
+            if self._owns_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _scan(root: Path) -> dict[str, tuple[int, int]]:
+    """Regular files beneath ``root`` (links not followed): relative name → (size, mtime_ns)."""
+    found: dict[str, tuple[int, int]] = {}
+    for directory, subdirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode):
+                    found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+        if len(found) > 10_000:
+            break
+        subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
+    return found
+
+
+def _safe_str(error: BaseException) -> str:
+    try:
+        return str(error)[:_MESSAGE_CHARS]
+    except Exception:
+        return "<unprintable>"
+
+
+def _format_error(error: BaseException) -> str:
+    """The traceback of user frames only (``<cell-N>``), or just the exception line."""
+    try:
+        info = traceback.TracebackException.from_exception(error)
+        pending: list[traceback.TracebackException | None] = [info]
+        seen: set[int] = set()
+        while pending:
+            current = pending.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            current.stack = traceback.StackSummary.from_list(
+                [f for f in current.stack if f.filename.startswith("<cell-")]
+            )
+            pending += [current.__cause__, current.__context__]
+        return "".join(info.format())
+    except Exception:
+        return f"{type(error).__name__}: <traceback unavailable>\n"
