@@ -418,7 +418,6 @@ class _Estimator:
                     cost.allocate(
                         total, f"a sequence repeated {_count(times)} times at line {node.lineno}"
                     )
-                    cost.cpu = cost.cpu.plus(_Amount(min(times, _CAP)))
                 return
         elif isinstance(node.op, ast.Pow):
             self._power(node.left, node.right, node.lineno, cost)

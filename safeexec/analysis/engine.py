@@ -27,7 +27,7 @@ CHECK_CRASHED = Rule(
 )
 
 UNKNOWN_SYNTAX = Rule(
-    id="SX901",
+    id="SX910",
     name="unknown-syntax",
     severity=Severity.CRITICAL,
     enforcement=Enforcement.DENY,

@@ -4,7 +4,7 @@ The traversal is iterative (no recursion limit to exhaust) over ``Parsed.tree``,
 that CPython will compile (the parse step has already checked that libcst and ``ast`` agree). It
 tracks import aliases itself, so ``from os import system as s; s()`` and ``import os as o;
 o.system()`` both resolve to ``os.system`` without a whole-tree metadata pass. Node types the
-engine does not know are denied (SX901); a check that raises, an internal error or a scan past its
+engine does not know are denied (SX910); a check that raises, an internal error or a scan past its
 time budget is an SX900 deny finding. ``scan`` itself never raises.
 """
 
@@ -378,10 +378,9 @@ class _Scanner:
             if match.bound:
                 fires = bound.kind.value == match.bound
             else:
-                fires = bound.kind is BoundKind.UNBOUNDED or (
-                    bound.value is not None
-                    and match.above is not None
-                    and bound.value > match.above
+                # Unbounded bounds have no value: `bound = "unbounded"` rules report them.
+                fires = (
+                    bound.value is not None and match.above is not None and bound.value > match.above
                 )
             if fires:
                 fields = {
@@ -390,7 +389,7 @@ class _Scanner:
                     if bound.kind is not BoundKind.UNBOUNDED
                     else "unbounded",
                     "above": _number(match.above),
-                    "reason": bound.reason or bound.kind.value,
+                    "reason": bound.reason or "from constant bounds",
                 }
                 self._emit(
                     (rule,), None, fields, f"{match.metric}: {bound.kind.value} {fields['value']}"

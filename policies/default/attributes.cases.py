@@ -1,0 +1,102 @@
+# Attribute and introspection rules of the default pack.
+
+# case: the classic subclass walk
+classes = ().__class__.__base__.__subclasses__()  # expect: SX401
+
+# case: function globals to builtins
+def f():
+    pass
+b = f.__globals__["__builtins__"]  # expect: SX401
+
+# case: ordinary dunder use is fine
+class Account:
+    def __init__(self, owner):
+        super().__init__()  # ok: SX401
+        self.owner = owner
+    def __repr__(self):
+        return f"Account({self.owner!r})"
+print(Account.__name__, Account.__doc__)  # ok: SX401
+if __name__ == "__main__":  # ok: SX404
+    print(repr(Account("ann")))
+
+# case: str.format attribute fields walk attributes too
+"{0.__class__.__base__}".format(1)  # expect: SX401
+"{0.__init__.__globals__}".format(print)  # expect: SX401
+"{x.__class__}".format_map({"x": 1})  # expect: SX401
+str.format("{0.__class__}", 1)  # expect: SX401
+("{0._" + "_class__}").format(1)  # expect: SX401
+"{0.real}, {0:>10}".format(1)  # ok: SX401
+
+# case: f-strings with format specs and conversions are ordinary expressions
+x = 3.14159
+print(f"{x:.2f} {x!r:>10} {x:{'>'}{10}}")  # ok: SX401
+f"{x.__class__}"  # expect: SX401
+f"{x:{x.__class__}}"  # expect: SX401
+
+# case: string subscripts of namespace-like objects
+def g():
+    pass
+g.__globals__  # expect: SX401
+d = {}
+d["__builtins__"]  # expect: SX401
+d["key"]  # ok: SX401
+
+# case: generator and frame walks
+gen = (i for i in range(3))
+frame = gen.gi_frame  # expect: SX402
+caller = frame.f_back  # expect: SX402
+caller.f_globals  # expect: SX402
+
+# case: traceback and coroutine frames
+try:
+    1 / 0
+except ZeroDivisionError as exc:
+    tb = exc.__traceback__  # expect: SX401
+    tb.tb_frame  # expect: SX402
+async def co():
+    pass
+c = co()
+c.cr_frame  # expect: SX402
+
+# case: attribute names that merely look alike are fine
+class Frame:
+    back = None
+    globals_ = None
+frame = Frame()
+print(frame.back, frame.globals_)  # ok: SX402
+
+# case: re-exported modules and private names of allowed modules
+import random, json, pathlib, typing
+random._os  # expect: SX403
+json.decoder  # ok: SX403
+pathlib.os  # expect: SX403
+typing.sys  # expect: SX403
+json.__loader__  # expect: SX401, SX403
+print(json.__name__, random.random())  # ok: SX403
+
+# case: re-exports through a bound module alias
+import pathlib
+p = pathlib
+p.os  # expect: SX403
+from pathlib import Path
+Path("x").exists()  # ok: SX403
+
+# case: the builtins namespace by name
+__builtins__  # expect: SX404
+b = __builtins__["eval"]  # expect: SX404
+__loader__.load_module("os")  # expect: SX404
+__spec__  # expect: SX404
+print(__name__)  # ok: SX404
+
+# case: decorators, defaults and walrus reach attributes too
+def deco(fn):
+    return fn
+@deco
+def h(x=().__class__):  # expect: SX401
+    return x
+if (cls := ().__class__):  # expect: SX401
+    pass
+
+# case: nested comprehensions and lambdas
+subs = [c for c in [b for b in ().__class__.__bases__]]  # expect: SX401
+pick = lambda o: o.__class__  # expect: SX401

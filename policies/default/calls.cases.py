@@ -1,0 +1,95 @@
+# Call and builtin rules of the default pack.
+
+# case: code execution builtins
+eval("1 + 1")  # expect: SX301
+exec("x = 1")  # expect: SX301
+compile("1", "<s>", "eval")  # expect: SX301
+breakpoint()  # expect: SX301
+
+# case: references count, not only calls: aliases, walrus, lambdas, defaults, decorators
+run = eval  # expect: SX301
+(f := exec)  # expect: SX301
+g = lambda s: eval(s)  # expect: SX301
+def h(code, runner=exec):  # expect: SX301
+    return runner(code)
+@eval  # expect: SX301
+def k():
+    pass
+
+# case: builtins module spelled out
+import builtins  # expect: SX201, SX202
+builtins.eval("1")  # expect: SX301
+
+# case: ordinary calls with similar names are fine
+import re  # ok: SX301
+pattern = re.compile(r"\d+")  # ok: SX301, SX304
+text = "a = 1".format()  # ok: SX301
+values = sorted([3, 1, 2], key=lambda v: -v)  # ok: SX301
+print(pattern.findall("a1b22"), text, values)  # ok: SX302
+
+# case: namespace dictionaries
+g = globals()  # expect: SX302
+b = globals()["__builtins__"]  # expect: SX302, SX401
+l = locals()  # expect: SX302
+v = vars(object)  # expect: SX302
+def f():
+    return vars()["x"]  # expect: SX302
+
+# case: getattr with literal names is checked like attribute access
+class Point:
+    x = 1
+p = Point()
+print(getattr(p, "x"))  # ok: SX303, SX401
+setattr(p, "y", 2)  # ok: SX303
+getattr(p, "__class__")  # expect: SX401
+# ok: SX303
+
+# case: getattr with obfuscated but foldable names
+getattr((), "__cla" + "ss__")  # expect: SX401
+getattr((), "".join(["__", "class", "__"]))  # expect: SX401
+getattr((), "__ssalc__"[::-1])  # expect: SX401
+getattr((), f"{'__cl'}ass__")  # expect: SX401
+getattr((), "%s%s" % ("__cla", "ss__"))  # expect: SX401
+getattr((), "{}{}".format("__cla", "ss__"))  # expect: SX401
+getattr((), chr(95) * 2 + "class" + chr(95) * 2)  # expect: SX401
+
+# case: getattr with names that cannot be folded
+import json  # ok: SX303
+data = json.loads('{"a": "__class__"}')
+getattr((), data["a"])  # expect: SX303
+name = input()
+hasattr(object, name)  # expect: SX303
+import operator
+operator.attrgetter(name)(object)  # expect: SX303
+getattr(object, *["__class__"])  # expect: SX303
+
+# case: process and network calls reached through re-exports
+import pathlib  # ok: SX201
+pathlib.os.system("id")  # expect: SX304, SX403
+
+# case: process calls by alias
+from os import system as run  # expect: SX201, SX202
+run("id")  # expect: SX304
+import os as o  # expect: SX201, SX202
+o.popen("id")  # expect: SX304
+o.execv("/bin/sh", ["sh"])  # expect: SX304
+
+# case: subprocess by string import
+__import__("subprocess").run(["id"])  # expect: SX201, SX202, SX301, SX304
+
+# case: files in the working directory are fine
+from pathlib import Path
+with open("data.txt", "w") as handle:  # ok: SX305
+    handle.write("hello")
+print(Path("data.txt").read_text())  # ok: SX305
+print(open("sub/dir/file.csv").read())  # ok: SX305
+Path("out") / "result.json"  # ok: SX305
+
+# case: files outside the working directory
+open("/etc/passwd").read()  # expect: SX305
+open("../../etc/shadow")  # expect: SX305
+open("~/.ssh/id_rsa")  # expect: SX305
+from pathlib import Path
+Path("/root").iterdir()  # expect: SX305
+open("/et" + "c/passwd")  # expect: SX305
+open(file="/etc/hosts")  # expect: SX305

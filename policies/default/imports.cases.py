@@ -1,0 +1,61 @@
+# Import rules of the default pack. Each `# case:` is checked as its own program.
+
+# case: future imports come first and are allowed
+from __future__ import annotations  # ok: SX201
+
+# case: stdlib computation modules are allowed
+import math  # ok: SX201, SX202
+import json, re, collections  # ok: SX201
+from itertools import chain, groupby  # ok: SX201
+from collections.abc import Mapping  # ok: SX201
+import statistics as st  # ok: SX201
+from dataclasses import dataclass, field  # ok: SX201
+
+# case: plain process and network modules
+import subprocess  # expect: SX201, SX202
+import socket  # expect: SX201, SX202
+import urllib.request  # expect: SX201, SX202
+import ctypes.util  # expect: SX201, SX202
+
+# case: aliases and from-imports are still the same modules
+import os as o  # expect: SX201, SX202
+from os import path as p  # expect: SX201, SX202
+from importlib import import_module  # expect: SX201, SX202
+import numpy as np  # expect: SX201
+# ok: SX202
+
+# case: relative imports are never covered by the allowlist
+from . import secrets_module  # expect: SX201
+from .. import parent  # expect: SX201
+
+# case: star import of a denied module
+from os import *  # expect: SX201, SX202
+
+# case: import by string literal is checked like an import statement
+m = __import__("os")  # expect: SX201, SX202, SX301
+q = __import__("json")  # expect: SX301
+# ok: SX201
+
+# case: string-built import names are folded and checked
+m = __import__("o" + "s")  # expect: SX201, SX202, SX301
+n = __import__("".join(["sub", "process"]))  # expect: SX201, SX202, SX301
+k = __import__("ptx"[::-1] .replace("x", "y"))  # expect: SX201, SX301
+
+# case: a name bound once to a string folds too
+name = "sock" + "et"
+mod = __import__(name)  # expect: SX201, SX202, SX301
+
+# case: import names that cannot be folded are dynamic imports
+import json  # ok: SX204
+config = json.loads('{"m": "os"}')
+mod = __import__(config["m"])  # expect: SX204, SX301
+again = __import__(config["m"].strip())  # expect: SX204, SX301
+
+# case: importlib by alias
+import importlib as il  # expect: SX201, SX202
+il.import_module("o" + "s")  # expect: SX201, SX202
+
+# case: a rebinding defeats folding, so the import is dynamic
+name = "json"
+name += "x"
+mod = __import__(name)  # expect: SX204, SX301

@@ -1,0 +1,83 @@
+"""The static gate as one pure call: parse → estimate → scan → decide, without running anything.
+
+This is what ``safeexec check`` and the policy-test runner call; it never raises for any input
+(a crash anywhere becomes an SX900 deny finding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from safeexec.analysis import scan
+from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
+from safeexec.decide import decide
+from safeexec.estimate import estimate
+from safeexec.model import Action, Budget, Decision, Estimate, Finding
+from safeexec.parse import Parsed, ParseFailure, parse
+from safeexec.policy.schema import Policy
+
+__all__ = ["GateResult", "check", "fresh_budget"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class GateResult:
+    """The decision on one action and what it was made from (``parsed`` None: it did not parse)."""
+
+    action: Action
+    parsed: Parsed | None
+    estimate: Estimate | None
+    decision: Decision
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.decision.findings
+
+
+def fresh_budget(policy: Policy) -> Budget:
+    """The budget a new session under ``policy`` starts with."""
+    return Budget(
+        steps_left=policy.budget.steps,
+        cpu_seconds_left=policy.budget.cpu_seconds,
+        tool_calls_left=policy.budget.tool_calls,
+    )
+
+
+def check(
+    action: Action | str,
+    policy: Policy,
+    *,
+    budget: Budget | None = None,
+    backend: str | None = None,
+    tool_names: Collection[str] | None = None,
+) -> GateResult:
+    """Decide on ``action`` (or code text) under ``policy`` without running it.
+
+    ``budget`` defaults to a fresh session's, ``backend`` to the policy's default and
+    ``tool_names`` to the tools the policy lets a session be granted.
+    """
+    if isinstance(action, str):
+        action = Action.create(action)
+    if tool_names is None:
+        tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
+    parsed: Parsed | None = None
+    estimated: Estimate | None = None
+    findings: tuple[Finding, ...]
+    try:
+        outcome = parse(action)
+        if isinstance(outcome, ParseFailure):
+            findings = (outcome.finding,)
+        else:
+            parsed = outcome
+            estimated = estimate(parsed, tool_names=tool_names)
+            findings = scan(parsed, policy, estimate=estimated)
+    except Exception as exc:
+        findings = (engine_finding(CHECK_CRASHED, f"the check crashed ({type(exc).__name__})"),)
+    decision = decide(
+        findings=findings,
+        estimate=estimated,
+        policy=policy,
+        budget=budget if budget is not None else fresh_budget(policy),
+        backend=backend,
+    )
+    return GateResult(action=action, parsed=parsed, estimate=estimated, decision=decision)
