@@ -19,7 +19,7 @@ plain function the code calls.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import inspect
 import ipaddress
 import json
@@ -139,17 +139,23 @@ def _plain(value: object, where: str, depth: int) -> JSONValue:
     raise TypeError(f"{where}: a {kind.__name__} cannot cross the tool boundary (JSON data only)")
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: JSONValue) -> str:
     """Sorted, compact JSON: what argument and result digests are computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 # -- tool specs --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class ToolSpec:
-    """A host function offered as a tool: its schema, its effects, and how to confine it."""
+    """A host function offered as a tool: its schema, its effects, and how to confine it.
+
+    Specs compare and hash by identity: two decorations of one function are two tools.
+    """
 
     name: str
     description: str
@@ -551,13 +557,16 @@ class Capability(metaclass=_NoPublicConstructor):
         while node is not None:
             chain.append(node)
             node = node._parent
-        with contextlib.ExitStack() as stack:
-            for cap in chain:
-                stack.enter_context(cap._lock)
+        for cap in chain:
+            cap._lock.acquire()
+        try:
             if any(c.max_calls is not None and c._calls >= c.max_calls for c in chain):
                 return False
             for cap in chain:
                 object.__setattr__(cap, "_calls", cap._calls + 1)
+        finally:
+            for cap in chain:
+                cap._lock.release()
         return True
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
@@ -609,6 +618,7 @@ def _path_within(inner: str, outer: str) -> bool:
     return inner_path == outer_path or outer_path in inner_path.parents or str(outer_path) == "."
 
 
+@functools.lru_cache(maxsize=4096)
 def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
     properties = spec.parameters.get("properties")
     if name is None or not isinstance(properties, dict):
@@ -772,7 +782,7 @@ class CapabilitySet:
             assert isinstance(schema, dict)
             where = f"{spec.name}({key}=...)"
             value = _validate(schema, raw, where)
-            plain[key] = to_plain(value, where=where)
+            plain[key] = typing.cast(JSONValue, value)  # _validate built a fresh plain value
             fmt = _parameter_format(spec, key)
             if value is not None and fmt == "path":
                 assert spec.root is not None and isinstance(value, str)
