@@ -152,6 +152,11 @@ def _dynamic_attribute_name(ctx: ScanContext) -> Iterator[CheckHit]:
         )
         if unknown:
             yield CheckHit(node=site.node, fields={"function": callee}, evidence=callee)
+    # Passing getattr around (`g = getattr`, `partial(getattr, obj)`) hides the later call's name.
+    callees = {id(site.node.func) for site in ctx.calls}
+    for node, qualified in ctx.references:
+        if qualified in ATTRIBUTE_FUNCTIONS and id(node) not in callees:
+            yield CheckHit(node=node, fields={"function": qualified}, evidence=qualified)
 
 
 @_register("dynamic-import")

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from safeexec.model import Enforcement, Finding, Severity
-from safeexec.policy.schema import Rule
+from safeexec.policy.schema import MatchKind, Rule, RuleMatch
 
-__all__ = ["CHECK_CRASHED", "ENGINE_RULES", "UNKNOWN_SYNTAX", "engine_finding"]
+__all__ = [
+    "CHECK_CRASHED",
+    "ENGINE_RULES",
+    "IMPORT_NOT_ALLOWED",
+    "UNKNOWN_SYNTAX",
+    "engine_finding",
+]
 
 CHECK_CRASHED = Rule(
     id="SX900",
@@ -44,7 +50,27 @@ UNKNOWN_SYNTAX = Rule(
     source="engine",
 )
 
-ENGINE_RULES: tuple[Rule, ...] = (CHECK_CRASHED, UNKNOWN_SYNTAX)
+IMPORT_NOT_ALLOWED = Rule(
+    id="SX911",
+    name="import-not-allowed",
+    severity=Severity.HIGH,
+    enforcement=Enforcement.DENY,
+    message="import of `{module}` is outside the policy's [imports] allowlist",
+    description=(
+        "Enforces the policy's `[imports]` allow and deny lists when no rule of the policy does "
+        "(a policy without an `import` rule still has an import gate)."
+    ),
+    rationale=(
+        "The `[imports]` section is a promise; a policy that declares it but forgets the rule "
+        "that enforces it must not fail open."
+    ),
+    example="With an empty policy, `import os` is denied.",
+    bypasses=(),
+    match=RuleMatch(kind=MatchKind.IMPORT),
+    source="engine",
+)
+
+ENGINE_RULES: tuple[Rule, ...] = (CHECK_CRASHED, UNKNOWN_SYNTAX, IMPORT_NOT_ALLOWED)
 
 
 def engine_finding(rule: Rule, detail: str) -> Finding:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache
 
+from safeexec.analysis.engine import IMPORT_NOT_ALLOWED
 from safeexec.policy.schema import MatchKind, Policy, Rule
 
 __all__ = ["CompiledRules", "NameTable", "compile_rules", "module_matches"]
@@ -84,6 +85,10 @@ def _compile(policy: Policy) -> CompiledRules:
                 compiled.nodes.setdefault(name, []).append(rule)
         elif match.kind is MatchKind.ESTIMATE:
             compiled.estimates.append(rule)
+    if not any(
+        r.match is not None and not (r.match.allow or r.match.deny) for r in compiled.imports
+    ):
+        compiled.imports.append(IMPORT_NOT_ALLOWED)
     return compiled
 
 

@@ -102,7 +102,7 @@ class _Scanner:
         folder = StringFolder(self._string_bindings())
         self._module_bindings()
         call_sites = self._resolve_calls(folder)
-        attribute_sites = self._resolve_references()
+        attribute_sites, references = self._resolve_references()
         self._check_subscripts(folder)
         self._run_checks(
             ScanContext(
@@ -110,6 +110,7 @@ class _Scanner:
                 tree=self.parsed.tree,
                 calls=tuple(call_sites),
                 attributes=tuple(attribute_sites),
+                references=tuple(references),
                 folder=folder,
             )
         )
@@ -277,9 +278,10 @@ class _Scanner:
         self._resolved[key] = result
         return result
 
-    def _resolve_references(self) -> list[AttributeSite]:
+    def _resolve_references(self) -> tuple[list[AttributeSite], list[tuple[ast.expr, str]]]:
         call_rules = self.rules.calls
         sites: list[AttributeSite] = []
+        references: list[tuple[ast.expr, str]] = []
         for index, node in enumerate(self.references):
             if index % _CLOCK_EVERY_NODES == 0 and self.clock() > self.deadline:
                 raise _ScanTimeout
@@ -293,15 +295,18 @@ class _Scanner:
                         rooted=base is not None and base[1],
                     )
                 )
-            if resolved is None or not call_rules:
+            if resolved is None:
                 continue
             qualified = resolved[0]
+            references.append((node, qualified))
+            if not call_rules:
+                continue
             for candidate in _suffixes(qualified):
                 rules = call_rules.lookup(candidate)
                 if rules:
                     self._emit(rules, node, {"name": qualified}, qualified)
                     break
-        return sites
+        return sites, references
 
     def _resolve_calls(self, folder: StringFolder) -> list[CallSite]:
         sites: list[CallSite] = []
@@ -380,7 +385,9 @@ class _Scanner:
             else:
                 # Unbounded bounds have no value: `bound = "unbounded"` rules report them.
                 fires = (
-                    bound.value is not None and match.above is not None and bound.value > match.above
+                    bound.value is not None
+                    and match.above is not None
+                    and bound.value > match.above
                 )
             if fires:
                 fields = {

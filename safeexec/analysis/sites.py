@@ -47,6 +47,9 @@ class ScanContext:
     tree: ast.Module
     calls: tuple[CallSite, ...]
     attributes: tuple[AttributeSite, ...]
+    references: tuple[
+        tuple[ast.expr, str], ...
+    ]  # every resolved name read, with its qualified name
     folder: StringFolder
 
 

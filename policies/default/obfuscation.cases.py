@@ -1,0 +1,53 @@
+# Obfuscated variants of the classic escapes, and the known misses (todo-expect), written down openly.
+
+# case: getattr passed around instead of called
+import functools, operator
+g = getattr  # expect: SX303
+g((), "__class__")
+peek = functools.partial(getattr, ())  # expect: SX303
+peek("__class__")
+
+# case: vars()/globals() lookups of names
+vars()["__builtins__"]  # expect: SX302, SX401
+globals().get("__builtins__")  # expect: SX302
+
+# case: the subclass walk spread over helper functions and a walrus
+def base(o):
+    return o.__class__.__base__  # expect: SX401
+def subs(c):
+    return c.__subclasses__()  # expect: SX401
+if (found := [c for c in subs(base(())) if c.__name__ == "Popen"]):
+    found[0](["id"])
+
+# case: attribute names folded through a name bound once
+part = "__cl"
+name = part + "ass__"
+getattr((), name)  # expect: SX401
+
+# case: format fields in a template bound to a name
+template = "{0.__class__}"
+template.format(1)  # expect: SX401
+
+# case: a format template read from data cannot be folded
+import json
+template = json.loads('"{0.__class__}"')
+template.format(1)  # todo-expect: SX401
+
+# case: a tool reached through an alias
+shell = run_shell
+shell(command="id")  # todo-expect: SX601
+
+# case: climbing out of the workdir through Path methods
+from pathlib import Path
+Path(".").resolve().parent.parent.joinpath("etc", "passwd").read_text()  # todo-expect: SX305
+
+# case: type() three-argument class creation is ordinary syntax
+Klass = type("Klass", (), {"x": 1})  # ok: SX301, SX401
+print(Klass.x)
+
+# case: lambdas and nested comprehensions in defaults and decorators
+def register(fn=lambda: [[c for c in k.__subclasses__()] for k in [object]]):  # expect: SX401
+    return fn
+@register
+def nothing():
+    return None
