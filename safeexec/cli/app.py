@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from safeexec import __version__
+from safeexec.cli.check import check, explain
+from safeexec.cli.policy import policy_app
 
 app = typer.Typer(
     name="safeexec",
@@ -24,6 +26,11 @@ def _root() -> None:
 def version() -> None:
     """Print the safeexec version."""
     typer.echo(__version__)
+
+
+app.command("check")(check)
+app.command("explain")(explain)
+app.add_typer(policy_app, name="policy")
 
 
 def main() -> None:

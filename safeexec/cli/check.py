@@ -1,0 +1,244 @@
+"""``safeexec check`` and ``safeexec explain``: the static gate on code files, and rule docs.
+
+``check`` exit codes (as ``run``): 0 every input is allowed, 3 any is denied or needs approval,
+2 a usage or policy error. Output: ruff-style text with a caret, JSON, or SARIF 2.1.0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from safeexec import __version__
+from safeexec.analysis.engine import ENGINE_RULES
+from safeexec.errors import PolicyError
+from safeexec.gate import GateResult
+from safeexec.gate import check as gate_check
+from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
+from safeexec.policy.docs import render_rule
+from safeexec.policy.loader import load_policy
+from safeexec.policy.schema import Policy, Rule
+
+__all__ = ["check", "explain", "render_sarif", "render_text"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_DENIED = 3
+
+_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {
+    Enforcement.DENY: "error",
+    Enforcement.APPROVE: "warning",
+    Enforcement.WARN: "warning",
+    Enforcement.AUDIT: "note",
+}
+_SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "3.0",
+    Severity.INFO: "1.0",
+}
+
+
+def check(
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(help="Python files to check; '-' or none reads stdin."),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Policy pack name or path to a pack or .toml file.")
+    ] = "default",
+    output_format: Annotated[
+        str, typer.Option("--format", help="Output format: text, json or sarif.")
+    ] = "text",
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="Backend to ask for (default: the policy's).")
+    ] = None,
+) -> None:
+    """Check code against a policy without running it."""
+    if output_format not in ("text", "json", "sarif"):
+        _fail(f"--format={output_format!r} is not one of text, json, sarif")
+    try:
+        loaded = load_policy(policy)
+    except PolicyError as exc:
+        _fail(str(exc))
+    results: list[tuple[str, GateResult]] = []
+    for name in files or ["-"]:
+        code = _read(name)
+        action = Action.create(code, action_id=f"check:{name}")
+        results.append((name, gate_check(action, loaded, backend=backend)))
+    if output_format == "json":
+        typer.echo(json.dumps(render_json(results), indent=2))
+    elif output_format == "sarif":
+        typer.echo(json.dumps(render_sarif(results, loaded), indent=2))
+    else:
+        typer.echo(render_text(results), nl=False)
+    denied = any(r.decision.verdict is not Verdict.ALLOW for _, r in results)
+    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+
+
+def explain(
+    rule_id: Annotated[str, typer.Argument(help="A rule id such as SX201, or a rule name.")],
+    policy: Annotated[
+        str, typer.Option("--policy", help="Policy pack whose rules to search.")
+    ] = "default",
+) -> None:
+    """Print a rule's documentation: what it does, why it is bad, an example, known bypasses."""
+    try:
+        loaded = load_policy(policy)
+    except PolicyError as exc:
+        _fail(str(exc))
+    rules = {r.id: r for r in (*ENGINE_RULES, *loaded.rules)}
+    wanted = rule_id.strip()
+    rule = rules.get(wanted.upper()) or next(
+        (r for r in rules.values() if r.name == wanted.lower()), None
+    )
+    if rule is None:
+        known = ", ".join(sorted(rules))
+        _fail(f"no rule {rule_id!r} in policy {loaded.info.id!r}; known rules: {known}")
+    typer.echo(render_rule(rule, policy_id=loaded.info.id))
+
+
+# ---------------------------------------------------------------------------------------------
+# Renderers
+
+
+def render_text(results: list[tuple[str, GateResult]]) -> str:
+    """ruff-style lines ``file:line:col: SX201 message`` with the source line and a caret."""
+    out: list[str] = []
+    for name, result in results:
+        lines = result.action.code.split("\n")
+        for finding in result.decision.findings:
+            line, column = _position(finding)
+            tag = "" if finding.enforcement is Enforcement.DENY else f" [{finding.enforcement}]"
+            out.append(f"{name}:{line}:{column}: {finding.rule} {finding.message}{tag}")
+            if finding.span is not None and 1 <= line <= len(lines):
+                source = lines[line - 1]
+                width = 1
+                if finding.span.end_line == line:
+                    width = max(1, finding.span.end_column - column + 1)
+                gutter = " " * len(str(line))
+                out.append(f"  {line} | {source}")
+                out.append(f"  {gutter} | {' ' * (column - 1)}{'^' * min(width, 200)}")
+        verdict = result.decision.verdict.value
+        count = len(result.decision.findings)
+        out.append(f"{name}: {verdict} ({count} finding{'s' if count != 1 else ''})")
+    return "\n".join(out) + "\n"
+
+
+def render_json(results: list[tuple[str, GateResult]]) -> list[object]:
+    """One object per input: the file name and its full Decision as JSON."""
+    return [{"file": name, "decision": result.decision.to_json()} for name, result in results]
+
+
+def render_sarif(results: list[tuple[str, GateResult]], policy: Policy) -> dict[str, object]:
+    """A SARIF 2.1.0 log that GitHub code scanning accepts (one run, rules with help text)."""
+    known = {r.id: r for r in (*ENGINE_RULES, *policy.rules)}
+    rule_index: dict[str, int] = {}
+    rules: list[dict[str, object]] = []
+    sarif_results: list[dict[str, object]] = []
+    for name, result in results:
+        for finding in result.decision.findings:
+            if finding.rule not in rule_index:
+                rule_index[finding.rule] = len(rules)
+                rules.append(_sarif_rule(finding, known.get(finding.rule)))
+            line, column = _position(finding)
+            region: dict[str, int] = {"startLine": line, "startColumn": column}
+            if finding.span is not None:
+                region["endLine"] = finding.span.end_line
+                region["endColumn"] = finding.span.end_column + 1  # SARIF end is exclusive
+            fingerprint = hashlib.sha256(
+                f"{finding.rule}:{finding.evidence}:{result.action.code_sha256}".encode()
+            ).hexdigest()[:32]
+            sarif_results.append(
+                {
+                    "ruleId": finding.rule,
+                    "ruleIndex": rule_index[finding.rule],
+                    "level": _LEVEL[finding.enforcement],
+                    "message": {"text": finding.message},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": _uri(name), "uriBaseId": "%SRCROOT%"},
+                                "region": region,
+                            }
+                        }
+                    ],
+                    "partialFingerprints": {"safeexecFinding/v1": fingerprint},
+                }
+            )
+    return {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "safeexec",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/safeexec/safeexec",
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "properties": {"policyId": policy.info.id, "policyDigest": policy.digest},
+                "results": sarif_results,
+            }
+        ],
+    }
+
+
+def _sarif_rule(finding: Finding, rule: Rule | None) -> dict[str, object]:
+    description = (rule.description if rule else "") or finding.name
+    help_text = render_rule(rule) if rule is not None else finding.name
+    return {
+        "id": finding.rule,
+        "name": "".join(part.capitalize() for part in finding.name.split("-")),
+        "shortDescription": {"text": finding.name},
+        "fullDescription": {"text": description},
+        "help": {"text": help_text, "markdown": help_text},
+        "defaultConfiguration": {"level": _LEVEL[finding.enforcement]},
+        "properties": {
+            "tags": ["security", "safeexec"],
+            "security-severity": _SECURITY_SEVERITY[finding.severity],
+            "precision": "high",
+        },
+    }
+
+
+def _position(finding: Finding) -> tuple[int, int]:
+    if finding.span is None:
+        return 1, 1
+    return finding.span.start_line, finding.span.start_column
+
+
+def _uri(name: str) -> str:
+    if name == "-":
+        return "stdin"
+    return Path(name).as_posix().removeprefix("./")
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    path = Path(name)
+    if not path.is_file():
+        _fail(f"no such file: {name!r}; pass Python files, or '-' for stdin")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(f"file {name!r} is not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        _fail(f"cannot read {name!r}: {exc.strerror or exc}")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"safeexec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)

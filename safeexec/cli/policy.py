@@ -1,0 +1,92 @@
+"""``safeexec policy test|lint|docs``: the policy author's everyday commands.
+
+Exit codes: 0 clean, 1 tests or lint failed, 2 a usage or policy error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from safeexec.analysis.engine import ENGINE_RULES
+from safeexec.errors import PolicyError
+from safeexec.policy.docs import write_rule_docs
+from safeexec.policy.lint import lint_policy
+from safeexec.policy.loader import load_policy
+from safeexec.policy.packs import shipped_packs
+from safeexec.testing.runner import run_pack_tests
+
+__all__ = ["policy_app"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+policy_app = typer.Typer(
+    name="policy",
+    help="Test, lint and document policy packs.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@policy_app.command("test")
+def test(
+    packs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Pack names or directories (default: every shipped pack)."),
+    ] = None,
+) -> None:
+    """Run each pack's *.cases.py and *.test.toml tests."""
+    failed = False
+    for pack in packs or list(shipped_packs()):
+        report = run_pack_tests(pack)
+        for failure in report.failures:
+            typer.echo(str(failure))
+        status = "ok" if report.ok else f"FAILED ({len(report.failures)})"
+        typer.echo(
+            f"{pack}: {report.cases} cases, {report.annotations} annotations, "
+            f"{report.todos} known misses (todo-expect): {status}"
+        )
+        failed = failed or not report.ok
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@policy_app.command("lint")
+def lint(
+    packs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Pack names, directories or .toml files (default: shipped packs)."),
+    ] = None,
+) -> None:
+    """Load each pack (schema errors exit 2) and flag documentation gaps and contradictions."""
+    failed = False
+    for pack in packs or list(shipped_packs()):
+        try:
+            policy = load_policy(pack)
+        except PolicyError as exc:
+            typer.echo(f"safeexec: error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        issues = lint_policy(policy)
+        for issue in issues:
+            typer.echo(str(issue))
+        typer.echo(f"{pack}: {len(policy.rules)} rules, {len(issues)} issue(s)")
+        failed = failed or bool(issues)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@policy_app.command("docs")
+def docs(
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the pages into.")],
+    policy: Annotated[str, typer.Option("--policy", help="Policy pack to document.")] = "default",
+) -> None:
+    """Write one Markdown page per rule (and an index) for a pack, engine rules included."""
+    try:
+        loaded = load_policy(policy)
+    except PolicyError as exc:
+        typer.echo(f"safeexec: error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    written = write_rule_docs(loaded, out, extra=ENGINE_RULES)
+    typer.echo(f"wrote {len(written)} pages to {out}")
