@@ -66,6 +66,7 @@ _READ_CHUNK = 1 << 16
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
 _STARTUP_SECONDS = 30.0
 _CPU_POLL_SECONDS = 0.05
+_WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
 _KILL_WAIT_SECONDS = 5.0
 _TMP_DIR = ".tmp"  # the session's TMPDIR inside its workdir; never reported as artifacts
 _UID_BASE = 1_600_000_000  # unprivileged identities for sessions of a root host
@@ -289,6 +290,7 @@ class NativeBackend:
         preload: tuple[str, ...] = (),
         python: str | None = None,
         artifact_limits: ArtifactLimits | None = None,
+        disk_bytes: int = 1024 * 1024 * 1024,
     ) -> None:
         if executor not in _EXECUTORS:
             raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
@@ -296,7 +298,11 @@ class NativeBackend:
         self.preload = tuple(preload)
         self.python = python or sys.executable
         self.artifact_limits = artifact_limits or ArtifactLimits()
+        self.disk_bytes = disk_bytes
         self._template: _Template | None = None
+        self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
+        self._watchdog: threading.Thread | None = None
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._ids = _IdentityPool()
         self._supported = supported_layers()
@@ -317,6 +323,14 @@ class NativeBackend:
                 )
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_template, [self._template])
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(
+                    target=_watch_idle_sessions,
+                    args=(weakref.ref(self), self._stopping),
+                    name="safeexec-native-watchdog",
+                    daemon=True,
+                )
+                self._watchdog.start()
             return self._template
 
     def start(self) -> None:
@@ -386,11 +400,26 @@ class NativeBackend:
 
     def close(self) -> None:
         """Stop the template process (open sessions keep running until closed)."""
+        self._stopping.set()
         with self._lock:
             if self._template is not None:
                 self._template.close()
                 self._template = None
             self._finalizer.detach()
+
+
+def _watch_idle_sessions(
+    backend_ref: weakref.ref[NativeBackend], stopping: threading.Event
+) -> None:
+    """Between calls, kill sessions whose leftover processes burn CPU or fill the disk."""
+    while not stopping.wait(_WATCH_SECONDS):
+        backend = backend_ref()
+        if backend is None:
+            return
+        sessions = list(backend._sessions)
+        del backend
+        for session in sessions:
+            session._watch_idle()
 
 
 def _close_template(holder: list[_Template | None]) -> None:
@@ -465,9 +494,10 @@ class _FileState:
     size: int
     mtime_ns: int
     ctime_ns: int
+    blocks: int
 
 
-def _scan(root: str, limits: ArtifactLimits) -> dict[str, _FileState]:
+def _scan(root: str, limits: ArtifactLimits, *, skip_tmp: bool = True) -> dict[str, _FileState]:
     """Regular files beneath ``root`` (no symlinks followed), bounded in depth and count."""
     found: dict[str, _FileState] = {}
     budget = [limits.max_entries_scanned]
@@ -476,7 +506,7 @@ def _scan(root: str, limits: ArtifactLimits) -> dict[str, _FileState]:
     except OSError:
         return found
     try:
-        _scan_dir(fd, "", 0, limits, found, budget)
+        _scan_dir(fd, "", 0, limits, found, budget, skip_tmp)
     finally:
         os.close(fd)
     return found
@@ -489,6 +519,7 @@ def _scan_dir(
     limits: ArtifactLimits,
     found: dict[str, _FileState],
     budget: list[int],
+    skip_tmp: bool,
 ) -> None:
     try:
         entries = list(os.scandir(fd))
@@ -498,7 +529,7 @@ def _scan_dir(
         budget[0] -= 1
         if budget[0] < 0:
             return
-        if not prefix and entry.name == _TMP_DIR:
+        if skip_tmp and not prefix and entry.name == _TMP_DIR:
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -506,7 +537,7 @@ def _scan_dir(
             continue
         if stat.S_ISREG(info.st_mode):
             found[prefix + entry.name] = _FileState(
-                info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+                info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_blocks
             )
         elif stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
             try:
@@ -518,9 +549,16 @@ def _scan_dir(
             except OSError:
                 continue
             try:
-                _scan_dir(child, f"{prefix}{entry.name}/", depth + 1, limits, found, budget)
+                _scan_dir(
+                    child, f"{prefix}{entry.name}/", depth + 1, limits, found, budget, skip_tmp
+                )
             finally:
                 os.close(child)
+
+
+def _disk_usage(root: str, limits: ArtifactLimits) -> int:
+    """Bytes of disk the regular files beneath ``root`` occupy (a bounded scan)."""
+    return sum(state.blocks * 512 for state in _scan(root, limits, skip_tmp=False).values())
 
 
 def _split_relative(name: str) -> tuple[str, ...]:
@@ -713,11 +751,17 @@ class NativeSession:
             self._uid = backend._ids.acquire()
             self._give_workdir_to(self._uid)
         self._worker: _Worker | None = None
+        self._idle_cpu_base = 0.0
+        self._idle_cpu_seen = 0.0
+        # Between calls, leftover processes may use as much CPU as the last call was allowed.
+        self._idle_cpu_budget = limits.cpu_seconds
+        self._lost_reason = ""
         try:
             self._worker = self._start_worker()
         except BaseException:
             self.close()
             raise
+        backend._sessions.add(self)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -746,6 +790,9 @@ class NativeSession:
             if restarted and self._lost_state:
                 self._lost_state = False
                 note = "session restarted; state from before was lost"
+                if self._lost_reason:
+                    note += f" ({self._lost_reason})"
+                    self._lost_reason = ""
                 result = _replace(
                     result,
                     state_lost=True,
@@ -789,6 +836,40 @@ class NativeSession:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+    def process_ids(self) -> list[int]:
+        """Host pids of every process in the session's pid namespace (empty when none runs)."""
+        worker = self._worker
+        if worker is None or not worker.pidns:
+            return []
+        return _processes_in_pid_namespace(worker.pidns)
+
+    def _watch_idle(self) -> None:
+        """Called by the backend's watchdog: between calls, enforce CPU and disk budgets."""
+        if not self._lock.acquire(blocking=False):
+            return  # a call is running and watches itself
+        try:
+            worker = self._worker
+            if worker is None or self._closed:
+                return
+            cpu = _process_cpu_seconds(worker.pid)
+            reason = ""
+            if cpu - self._idle_cpu_base > self._idle_cpu_budget:
+                reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
+            elif cpu > self._idle_cpu_seen and (
+                _disk_usage(str(self.workdir), self._backend.artifact_limits)
+                > self._backend.disk_bytes
+            ):
+                reason = (
+                    f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes"
+                )
+            self._idle_cpu_seen = cpu
+            if reason:
+                self._kill(worker)
+                self._discard(worker)
+                self._lost_reason = f"killed while idle: {reason}"
+        finally:
+            self._lock.release()
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
@@ -973,7 +1054,10 @@ class NativeSession:
                 worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
             )
         wall = time.monotonic() - started
-        cpu = max(0.0, _process_cpu_seconds(worker.pid) - cpu_start)
+        cpu_end = _process_cpu_seconds(worker.pid)
+        self._idle_cpu_base = self._idle_cpu_seen = cpu_end
+        self._idle_cpu_budget = limits.cpu_seconds
+        cpu = max(0.0, cpu_end - cpu_start)
         rss = _peak_rss_bytes(worker.pid)
         status, exit_code, message = self._settle(worker, call, limits, wall)
         if call.stdout.truncated or call.stderr.truncated:
@@ -1037,6 +1121,10 @@ class NativeSession:
                     next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
                     if _process_cpu_seconds(worker.pid) - cpu_start > cpu_limit:
                         call.killed_for = "cpu"
+                        break
+                    usage = _disk_usage(str(self.workdir), self._backend.artifact_limits)
+                    if usage > self._backend.disk_bytes:
+                        call.killed_for = "disk"
                         break
         finally:
             selector.close()
@@ -1165,6 +1253,14 @@ class NativeSession:
             if call.killed_for == "cpu":
                 call.events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
                 return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{tail}"
+            if call.killed_for == "disk":
+                budget = self._backend.disk_bytes
+                call.events.append(LimitHit(limit="disk_bytes", value=float(budget)))
+                return (
+                    ExecStatus.LIMIT_EXCEEDED,
+                    None,
+                    f"killed: the workdir grew past its disk budget of {budget} bytes{tail}",
+                )
             return ExecStatus.KILLED, None, "killed: the worker broke the channel protocol"
         status = template.exit_status(worker.pid, timeout=2.0)
         self._kill(worker)

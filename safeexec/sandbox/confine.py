@@ -27,6 +27,9 @@ __all__ = ["Confinement", "SessionConfig", "confine", "enter_namespaces"]
 # enforced from outside by the host, which kills the whole tree.
 SESSION_CPU_FACTOR = 100
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+# A bounded main-thread stack: runaway C recursion then faults fast instead of eating memory.
+_STACK_BYTES = 16 * 1024 * 1024
+_DEVICES_READ_WRITE = ("/dev/null", "/dev/zero")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +164,7 @@ def _set_rlimits(config: SessionConfig, confinement: Confinement) -> None:
         resource.RLIMIT_NOFILE: config.max_open_files,
         resource.RLIMIT_NPROC: config.max_processes,
         resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_STACK: _STACK_BYTES,
         resource.RLIMIT_MEMLOCK: 0,
     }
     try:
@@ -237,7 +241,9 @@ def _no_new_privs(confinement: Confinement) -> None:
 
 def _landlock(config: SessionConfig, confinement: Confinement) -> None:
     try:
-        result = landlock.restrict(read_only=config.read_only, read_write=(config.workdir,))
+        result = landlock.restrict(
+            read_only=config.read_only, read_write=(config.workdir, *_DEVICES_READ_WRITE)
+        )
     except OSError as exc:
         reason = f"landlock: {exc.strerror or exc}"
         for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):

@@ -76,7 +76,9 @@ def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
         from safeexec.sandbox.restricted_runtime import RestrictedExecutor
 
-        executor: Executor = RestrictedExecutor(imports=config.imports)
+        executor: Executor = RestrictedExecutor(
+            imports=config.imports, workdir=Path(config.workdir)
+        )
         return executor
     return PythonExecutor()
 
@@ -91,11 +93,14 @@ def _session(
     confinement = Confinement()
     as_root = os.geteuid() == 0
     in_namespaces = enter_namespaces(confinement, as_root=as_root)
+    # The session process may only speak after this process has announced it.
+    announced_read, announced_write = os.pipe()
     child = os.fork() if in_namespaces else 0
     if child:
         pidfd = os.pidfd_open(child)
         pidns = os.stat(f"/proc/{child}/ns/pid").st_ino
         send_frame_with_fds(channel, {"op": "started", "pid": child, "pidns": pidns}, [pidfd])
+        os.write(announced_write, b".")
         os._exit(0)
     if not in_namespaces:
         pidns = os.stat("/proc/self/ns/pid").st_ino
@@ -104,6 +109,8 @@ def _session(
             {"op": "started", "pid": os.getpid(), "pidns": pidns},
             [os.pidfd_open(os.getpid())],
         )
+        os.write(announced_write, b".")
+    os.close(announced_write)
     config = SessionConfig.from_message(request, read_only=read_only)
     executor = _make_executor(config)
     confine(
@@ -112,6 +119,8 @@ def _session(
         confinement,
         own_mount_namespace=in_namespaces and as_root,
     )
+    os.read(announced_read, 1)
+    os.close(announced_read)
     send_frame(channel, {"op": "hello", "layers": confinement.layers})
     worker.serve(
         channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from safeexec.model import ExecStatus
+
+if TYPE_CHECKING:
+    from conftest import Sandbox
+
+
+def test_one_huge_file_stops_at_the_file_size_limit(sandbox: Sandbox) -> None:
+    code = """
+with open('big.bin', 'wb') as fh:
+    while True:
+        fh.write(b'x' * (1 << 20))
+"""
+    ran = sandbox.run(code, wall_seconds=20.0)
+    assert ran.result.status is ExecStatus.ERROR
+    assert "File too large" in ran.result.message
+    assert (sandbox.session.workdir / "big.bin").stat().st_size <= 64 * 1024 * 1024
+    sandbox.assert_usable()
+
+
+def test_many_files_stop_at_the_disk_budget(sandbox: Sandbox) -> None:
+    budget = sandbox.session._backend.disk_bytes
+    code = """
+import os
+block = os.urandom(1 << 20)
+n = 0
+while True:
+    with open(f'fill-{n}.bin', 'wb') as fh:
+        for _ in range(32):
+            fh.write(block)
+    n += 1
+"""
+    ran = sandbox.run(code, wall_seconds=60.0, cpu_seconds=60.0)
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED, ran.result.message
+    assert "disk budget" in ran.result.message
+    used = sum(p.stat().st_size for p in sandbox.session.workdir.glob("fill-*"))
+    assert budget < used < budget + 1024 * 1024 * 1024  # stopped within one poll interval
+    sandbox.run("import glob, os\nfor p in glob.glob('fill-*'): os.remove(p)")
+    sandbox.assert_usable()
+
+
+def test_filling_the_disk_from_the_background_is_stopped_while_idle(sandbox: Sandbox) -> None:
+    code = """
+import os
+if os.fork() == 0:
+    block = os.urandom(1 << 20)
+    n = 0
+    while True:
+        with open(f'.tmp/bg-{n}.bin', 'wb') as fh:
+            for _ in range(32):
+                fh.write(block)
+        n += 1
+"""
+    ran = sandbox.run(code)
+    assert ran.result.status is ExecStatus.OK, ran.text
+    import time
+
+    deadline = time.monotonic() + 60
+    while sandbox.session.process_ids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sandbox.session.process_ids() == []
+    ran = sandbox.run("print('back')")
+    assert ran.result.state_lost and "disk budget" in ran.result.message
+    sandbox.run("import glob, os\nfor p in glob.glob('.tmp/bg-*'): os.remove(p)")
+    sandbox.assert_usable()

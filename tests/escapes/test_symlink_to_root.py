@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from safeexec.errors import ConfigurationError
+from safeexec.model import ExecStatus
+
+if TYPE_CHECKING:
+    from conftest import Sandbox
+
+
+def test_a_symlink_to_root_opens_nothing_outside(sandbox: Sandbox) -> None:
+    secret = sandbox.canaries.secret_file
+    code = f"""
+import os
+
+os.symlink('/', 'root')
+os.symlink({str(secret)!r}, 'secret-link')
+out = []
+for path in ['root/etc/shadow', 'root/etc/passwd', 'secret-link', 'root' + {str(secret)!r}]:
+    try:
+        out.append((path, open(path).read()[:50]))
+    except OSError as exc:
+        out.append((path, type(exc).__name__))
+print(out)
+"""
+    ran = sandbox.run(code)
+    assert ran.result.status is ExecStatus.OK, ran.text
+    assert "root:" not in ran.stdout
+    assert ran.result.artifacts == ()  # links are never collected
+    sandbox.assert_usable()
+
+
+def test_the_host_does_not_follow_links_planted_in_the_workdir(sandbox: Sandbox) -> None:
+    secret = sandbox.canaries.secret_file
+    sandbox.run(f"import os; os.symlink({str(secret)!r}, 'planted'); os.symlink('/etc', 'etc')")
+    with pytest.raises(ConfigurationError):
+        sandbox.session.download("planted")
+    with pytest.raises(ConfigurationError):
+        sandbox.session.download("etc/passwd")
+    with pytest.raises(OSError):
+        sandbox.session.upload("planted", b"overwrite through the link")
+    with pytest.raises(OSError):
+        sandbox.session.upload("etc/evil", b"write through a linked dir")
+    assert secret.read_text() == sandbox.canaries.secret
+
+
+def test_a_hard_link_is_not_collected(sandbox: Sandbox) -> None:
+    ran = sandbox.run("import os; open('a','w').write('x'); os.link('a', 'b')")
+    assert ran.result.status is ExecStatus.OK, ran.text
+    assert ran.result.artifacts == ()
