@@ -250,6 +250,23 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "unicodedata": _names("category name lookup normalize numeric decimal digit"),
     "difflib": _names("SequenceMatcher get_close_matches unified_diff ndiff"),
     "pprint": frozenset({"pformat", "pprint"}),
+    "contextlib": _names("contextmanager suppress closing nullcontext ExitStack"),
+    "abc": _names("ABC abstractmethod"),
+    "calendar": _names(
+        "monthrange isleap leapdays weekday monthcalendar month_name month_abbr day_name "
+        "day_abbr MONDAY TUESDAY WEDNESDAY THURSDAY FRIDAY SATURDAY SUNDAY"
+    ),
+    "html": _names("escape unescape"),
+    "numbers": _names("Number Complex Real Rational Integral"),
+    "graphlib": _names("TopologicalSorter CycleError"),
+    "secrets": _names("token_hex token_urlsafe token_bytes choice randbelow compare_digest"),
+    "struct": _names("pack unpack calcsize iter_unpack error"),
+    "zlib": _names("crc32 adler32 compress decompress error"),
+    "binascii": _names("hexlify unhexlify crc32 b2a_hex a2b_hex Error"),
+    "colorsys": _names("rgb_to_hsv hsv_to_rgb rgb_to_hls hls_to_rgb rgb_to_yiq yiq_to_rgb"),
+    "reprlib": _names("repr Repr"),
+    "zoneinfo": _names("ZoneInfo ZoneInfoNotFoundError"),
+    "__future__": _names("annotations"),
 }
 
 
@@ -687,11 +704,13 @@ class Guards:
         return func(*args, **kwargs)
 
     @staticmethod
-    def safe_type(obj: object) -> type:
+    def safe_type(*args: object) -> type:
         """One-argument ``type``; never hands out a metaclass (which could build classes)."""
-        if isinstance(obj, type):
+        if len(args) != 1:
+            raise GuardError("type() takes exactly one argument in restricted mode")
+        if isinstance(args[0], type):
             raise GuardError("type() of a class is not available in restricted mode")
-        return type(obj)
+        return type(args[0])
 
     @staticmethod
     def safe_dir(*obj: object) -> list[str]:
@@ -877,6 +896,7 @@ class RestrictedExecutor:
 
     def _builtins(self, guards: Guards) -> dict[str, object]:
         table: dict[str, object] = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
+        table.update(_BUILTIN_EXCEPTIONS)
         table.update(
             {
                 "getattr": guards.safe_getattr,
@@ -1055,11 +1075,10 @@ _SAFE_BUILTIN_NAMES = _names(
     "enumerate filter float format frozenset hash hex id int isinstance issubclass iter len list "
     "map max min next object oct ord pow property range repr reversed round set slice sorted "
     "staticmethod str sum super tuple zip True False None NotImplemented Ellipsis "
-    "ArithmeticError AssertionError AttributeError BaseException BufferError EOFError Exception "
-    "FileExistsError FileNotFoundError FloatingPointError GeneratorExit ImportError IndexError "
-    "IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError NotADirectoryError "
-    "NotImplementedError OSError OverflowError PermissionError RecursionError ReferenceError "
-    "RuntimeError StopIteration SystemExit TimeoutError TypeError UnicodeDecodeError "
-    "UnicodeEncodeError UnicodeError ValueError ZeroDivisionError ArithmeticError Warning "
-    "UserWarning DeprecationWarning"
 )
+
+_BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
