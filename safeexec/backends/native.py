@@ -57,7 +57,13 @@ from safeexec.sandbox.channel import (
     recv_frame_with_fds,
     send_frame_with_fds,
 )
-from safeexec.sandbox.layers import DEFAULT_REQUIRED, Layer, LayerStatus, parse_layer_report
+from safeexec.sandbox.layers import (
+    ALWAYS_REQUIRED,
+    DEFAULT_REQUIRED,
+    Layer,
+    LayerStatus,
+    parse_layer_report,
+)
 
 __all__ = ["ArtifactLimits", "NativeBackend", "NativeSession", "supported_layers"]
 
@@ -396,7 +402,7 @@ class NativeBackend:
                 f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
             )
         defaults = {layer for layer in DEFAULT_REQUIRED if self._supported[layer].active}
-        return frozenset({Layer(name) for name in require} | defaults)
+        return frozenset({Layer(name) for name in require} | defaults | ALWAYS_REQUIRED)
 
     def close(self) -> None:
         """Stop the template process (open sessions keep running until closed)."""

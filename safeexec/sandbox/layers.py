@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["DEFAULT_REQUIRED", "Layer", "LayerStatus", "parse_layer_report"]
+__all__ = ["ALWAYS_REQUIRED", "DEFAULT_REQUIRED", "Layer", "LayerStatus", "parse_layer_report"]
 
 
 class Layer(StrEnum):
@@ -31,6 +31,11 @@ class Layer(StrEnum):
 
 # Required by default wherever the kernel supports them (see NativeBackend.open).
 DEFAULT_REQUIRED = frozenset({Layer.SECCOMP, Layer.LANDLOCK})
+# Plain system calls that work on every Linux; if one fails, something is badly wrong, so the
+# session is refused rather than run with a hole.
+ALWAYS_REQUIRED = frozenset(
+    {Layer.SESSION, Layer.WORKDIR, Layer.ENV, Layer.RLIMITS, Layer.PRIVDROP, Layer.NO_NEW_PRIVS}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,285 @@
+"""The native backend: notebook semantics, artifacts, files, tools, restarts, layers, threads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from safeexec.backends.base import ToolDescriptor, ToolReply
+from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.blobs import BlobStore
+from safeexec.codec import JSONValue
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
+from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, ToolCalled
+from safeexec.sandbox.layers import Layer
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[NativeBackend]:
+    instance = NativeBackend()
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def blobs(tmp_path: Path) -> BlobStore:
+    return BlobStore(tmp_path / "blobs")
+
+
+@pytest.fixture
+def session(backend: NativeBackend, blobs: BlobStore, tmp_path: Path) -> Iterator[NativeSession]:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    opened = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
+    yield opened
+    opened.close()
+
+
+def run(session: NativeSession, code: str, **limits: float) -> ExecResult:
+    return session.run(ExecRequest(action_id="t", code=code, limits=Limits(**limits)))  # type: ignore[arg-type]
+
+
+def out(session: NativeSession, result: ExecResult) -> str:
+    return session.blobs.get(result.stdout).decode()
+
+
+def test_variables_imports_and_files_persist_across_calls(session: NativeSession) -> None:
+    run(session, "import math\nradius = 2\nopen('note.txt', 'w').write('kept')")
+    result = run(session, "print(round(math.pi * radius**2, 2), open('note.txt').read())")
+    assert result.status is ExecStatus.OK
+    assert out(session, result) == "12.57 kept\n"
+
+
+def test_the_value_of_a_final_expression_is_shown(session: NativeSession) -> None:
+    assert out(session, run(session, "x = 20\nx * 2 + 2")) == "42\n"
+    assert out(session, run(session, "None")) == ""
+    assert out(session, run(session, "y = 1")) == ""
+
+
+def test_a_traceback_shows_only_user_frames(session: NativeSession) -> None:
+    result = run(session, "def inner():\n    return 1 / 0\ninner()")
+    assert result.status is ExecStatus.ERROR
+    assert result.message == "ZeroDivisionError: division by zero"
+    stderr = session.blobs.get(result.stderr).decode()
+    assert 'File "<cell-1>", line 3' in stderr and "line 2, in inner" in stderr
+    assert "safeexec" not in stderr
+
+
+def test_a_syntax_error_is_an_error_result(session: NativeSession) -> None:
+    result = run(session, "def broken(:\n")
+    assert result.status is ExecStatus.ERROR
+    assert result.message.startswith("SyntaxError")
+
+
+def test_system_exit_ends_the_cell_not_the_session(session: NativeSession) -> None:
+    run(session, "kept = 1")
+    assert run(session, "raise SystemExit(3)").status is ExecStatus.ERROR
+    assert out(session, run(session, "kept")) == "1\n"
+
+
+def test_created_and_changed_files_are_artifacts(session: NativeSession) -> None:
+    first = run(session, "open('a.csv', 'w').write('x,y\\n1,2\\n'); open('b.txt','w').write('b')")
+    assert sorted(a.name for a in first.artifacts) == ["a.csv", "b.txt"]
+    csv = next(a for a in first.artifacts if a.name == "a.csv")
+    assert csv.media_type == "text/csv"
+    assert session.blobs.get(csv.blob) == b"x,y\n1,2\n"
+    unchanged = run(session, "open('b.txt', 'a').write('more')")
+    assert [a.name for a in unchanged.artifacts] == ["b.txt"]
+    assert run(session, "x = 1").artifacts == ()
+
+
+def test_files_in_the_temporary_directory_are_not_artifacts(session: NativeSession) -> None:
+    result = run(
+        session,
+        "import tempfile\nwith tempfile.NamedTemporaryFile(delete=False) as f:\n    f.write(b'x')",
+    )
+    assert result.status is ExecStatus.OK
+    assert result.artifacts == ()
+
+
+def test_upload_and_download_round_trip(session: NativeSession) -> None:
+    session.upload("data/input.json", json.dumps({"n": 5}).encode())
+    result = run(
+        session,
+        "import json\n"
+        "n = json.load(open('data/input.json'))['n']\n"
+        "open('out.txt','w').write(str(n * 2))",
+    )
+    assert result.status is ExecStatus.OK, session.blobs.get(result.stderr)
+    assert session.download("out.txt") == b"10"
+
+
+@pytest.mark.parametrize("name", ["../escape", "/etc/passwd", "", "a/../../b"])
+def test_upload_refuses_names_outside_the_workdir(session: NativeSession, name: str) -> None:
+    with pytest.raises(ConfigurationError):
+        session.upload(name, b"x")
+
+
+def test_reset_forgets_state_but_keeps_the_workdir(session: NativeSession) -> None:
+    run(session, "secret = 1\nopen('kept.txt', 'w').write('yes')")
+    first_pid = session.pid
+    session.reset()
+    assert session.pid != first_pid
+    result = run(session, "print(open('kept.txt').read())\nsecret")
+    assert out(session, result) == "yes\n"
+    assert result.message == "NameError: name 'secret' is not defined"
+    assert not result.state_lost  # an asked-for reset is not a loss
+
+
+def test_a_dead_worker_is_reported_and_the_next_call_says_state_was_lost(
+    session: NativeSession,
+) -> None:
+    run(session, "x = 1")
+    # The worker is pid 1 of its namespace, so it can only die of a real fault, not a kill().
+    died = run(session, "import ctypes; ctypes.string_at(0)")
+    assert died.status is ExecStatus.KILLED
+    assert died.message.startswith("killed by SIGSEGV")
+    assert died.state_lost
+    after = run(session, "print('fresh')")
+    assert after.status is ExecStatus.OK and after.state_lost
+    assert "state from before was lost" in after.message
+    assert run(session, "print('again')").state_lost is False
+
+
+def test_usage_is_measured_from_outside(session: NativeSession) -> None:
+    result = run(session, "total = 0\nfor i in range(3_000_000):\n    total += i")
+    assert result.usage.cpu_seconds > 0
+    assert result.usage.wall_seconds > 0
+    assert result.usage.max_rss_bytes > 1_000_000
+
+
+class _Calculator:
+    """A tiny gateway: one tool, ``add``, that records what it was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[JSONValue] = []
+
+    def describe(self) -> tuple[ToolDescriptor, ...]:
+        return (ToolDescriptor(name="add", description="add numbers"),)
+
+    def invoke(self, name: str, arguments: JSONValue) -> ToolReply:
+        self.calls.append(arguments)
+        assert isinstance(arguments, dict)
+        args, kwargs = arguments["args"], arguments["kwargs"]
+        assert isinstance(args, list) and isinstance(kwargs, dict)
+        if any(not isinstance(a, int) for a in [*args, *kwargs.values()]):
+            return ToolReply(ok=False, error="add takes integers")
+        value = sum(a for a in args if isinstance(a, int)) + sum(
+            v for v in kwargs.values() if isinstance(v, int)
+        )
+        event = ToolCalled(
+            tool=name, capability_id="cap-1", arguments_sha256="a", result_sha256="r"
+        )
+        return ToolReply(ok=True, value=value, event=event)
+
+
+def test_tools_are_called_in_the_host_through_proxies(
+    backend: NativeBackend, blobs: BlobStore, tmp_path: Path
+) -> None:
+    gateway = _Calculator()
+    with backend.open(workdir=tmp_path, limits=Limits(), blobs=blobs, tools=gateway) as session:
+        result = run(
+            session,
+            "print(add(1, 2, extra=3))\n"
+            "try:\n    add('x')\nexcept Exception as e:\n    print(type(e).__name__, e)",
+        )
+        assert out(session, result) == "6\nToolError add takes integers\n"
+        assert result.usage.tool_calls == 2
+        assert [e.kind for e in result.events] == ["tool_called"]
+        assert gateway.calls[0] == {"args": [1, 2], "kwargs": {"extra": 3}}
+        # Tools survive a reset; names the gateway did not grant do not exist.
+        session.reset()
+        assert out(session, run(session, "add(40, 2)")) == "42\n"
+        assert run(session, "subtract(1, 2)").message.startswith("NameError")
+
+
+def test_required_layers_are_checked(
+    backend: NativeBackend, blobs: BlobStore, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigurationError):
+        backend.open(workdir=tmp_path, limits=Limits(), blobs=blobs, require=frozenset({"magic"}))
+    with backend.open(
+        workdir=tmp_path,
+        limits=Limits(),
+        blobs=blobs,
+        require=frozenset(layer.value for layer in Layer),
+    ) as session:
+        assert all(status.active for status in session.layers.values()), session.layers
+
+
+def test_a_layer_that_cannot_apply_makes_open_fail_closed(blobs: BlobStore, tmp_path: Path) -> None:
+    # An impossible rlimit fails the rlimits layer, which is always required.
+    broken = NativeBackend()
+    try:
+        with pytest.raises(BackendUnavailable, match="rlimits"):
+            broken.open(
+                workdir=tmp_path,
+                limits=Limits(max_open_files=-5),
+                blobs=blobs,
+            )
+    finally:
+        broken.close()
+
+
+def test_closed_sessions_refuse_to_run(backend: NativeBackend, blobs: BlobStore) -> None:
+    session = backend.open(limits=Limits(), blobs=blobs)
+    workdir = session.workdir
+    session.close()
+    session.close()
+    assert not workdir.exists()  # a workdir the session made is removed with it
+    with pytest.raises(BackendError):
+        run(session, "1")
+
+
+def test_sessions_from_many_threads_are_isolated(backend: NativeBackend, blobs: BlobStore) -> None:
+    results: dict[int, str] = {}
+
+    def work(n: int) -> None:
+        with backend.open(limits=Limits(), blobs=blobs) as session:
+            run(session, f"value = {n}")
+            results[n] = out(session, run(session, "value * 10"))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {n: f"{n * 10}\n" for n in range(8)}
+
+
+def test_the_async_api_runs_sessions_concurrently(backend: NativeBackend, blobs: BlobStore) -> None:
+    async def one(n: int) -> str:
+        session = await backend.aopen(limits=Limits(), blobs=blobs)
+        try:
+            await session.arun(ExecRequest(action_id="a", code=f"v = {n}"))
+            result = await session.arun(
+                ExecRequest(action_id="a", code="import time; time.sleep(0.2); v")
+            )
+            return out(session, result)
+        finally:
+            await session.aclose()
+
+    async def main() -> list[str]:
+        return await asyncio.gather(*(one(n) for n in range(6)))
+
+    assert asyncio.run(main()) == [f"{n}\n" for n in range(6)]
+
+
+def test_the_host_never_imports_the_worker() -> None:
+    code = (
+        "import sys, safeexec.backends.native\n"
+        "print(sorted(m for m in sys.modules if m.startswith('safeexec.sandbox.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    names = eval(loaded.stdout)
+    assert "safeexec.sandbox.worker" not in names
+    assert "safeexec.sandbox.zygote" not in names
