@@ -14,18 +14,12 @@ from restricted_corpus import CORPUS, REFUSED, Snippet
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.policy.loader import load_policy
 from safeexec.sandbox.executor import PythonExecutor
 from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
 
-# The default policy pack's import allowlist (policies/default/00-policy.toml).
-IMPORTS = (
-    "abc", "array", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
-    "collections.abc", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime",
-    "decimal", "difflib", "enum", "fractions", "functools", "graphlib", "hashlib", "heapq",
-    "html", "io", "itertools", "json", "math", "numbers", "operator", "pathlib", "pprint",
-    "random", "re", "reprlib", "secrets", "statistics", "string", "struct", "textwrap", "time",
-    "typing", "unicodedata", "uuid", "zlib", "zoneinfo", "__future__",
-)  # fmt: skip
+# The default policy pack's import allowlist.
+IMPORTS = load_policy("default").imports.allow
 
 Observed = tuple[str, str]
 
