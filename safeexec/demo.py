@@ -86,8 +86,8 @@ while n >= 0:
 _PREFERRED_MODES = ("native", "restricted")
 
 
-def main() -> int:
-    """Run the demo; returns the process exit code."""
+def main(*, state_dir: Path | None = None) -> int:
+    """Run the demo (state in ``state_dir``, default a fresh temporary directory); exit code."""
     notes: list[str] = []
     policy = _default_policy(notes)
     mode = _best_mode(policy, notes)
@@ -98,7 +98,7 @@ def main() -> int:
                 policy.backends, allowed=(*policy.backends.allowed, mode), default=mode
             ),
         )
-    state_dir = Path(tempfile.mkdtemp(prefix="safeexec-demo-"))
+    state_dir = state_dir or Path(tempfile.mkdtemp(prefix="safeexec-demo-"))
     print(f"safeexec demo — policy {policy.info.id!r}, backend {mode!r}")
     for note in notes:
         print(f"  note: {note}")

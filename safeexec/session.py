@@ -27,21 +27,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from safeexec.analysis import scan
+from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.audit import AuditLog, build_event
 from safeexec.backends.base import Backend, BackendSession, ToolGateway
 from safeexec.blobs import BlobStore
 from safeexec.decide import decide, order_findings
 from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError, SafeExecError
-from safeexec.estimate import estimate
 from safeexec.extract import combine, extract
+from safeexec.gate import check
 from safeexec.model import (
     Action,
     ActionSource,
     Budget,
     Decision,
     Enforcement,
-    Estimate,
     ExecRequest,
     ExecResult,
     Finding,
@@ -51,7 +50,6 @@ from safeexec.model import (
     Verdict,
 )
 from safeexec.observe import observe
-from safeexec.parse import ParseFailure, parse
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 
@@ -273,19 +271,7 @@ class Session:
             raise ConfigurationError(
                 f"session session_id={self.session_id!r} is closed; open a new Session"
             )
-        findings: tuple[Finding, ...]
-        estimated: Estimate | None
-        if crashed is not None:
-            findings, estimated = (crashed,), None
-        else:
-            findings, estimated = self._check(action)
-        decision = decide(
-            findings=findings,
-            estimate=estimated,
-            policy=self.policy,
-            budget=self._budget,
-            backend=self.mode,
-        )
+        decision = self._decide(action, crashed)
         decision = self._approve(decision, action)
         result: ExecResult | None = None
         failure: SafeExecError | None = None
@@ -320,16 +306,26 @@ class Session:
             raise failure
         return outcome
 
-    def _check(self, action: Action) -> tuple[tuple[Finding, ...], Estimate | None]:
-        """Parse, scan and estimate; any crash becomes an SX900 deny finding (fail closed)."""
-        try:
-            parsed = parse(action)
-            if isinstance(parsed, ParseFailure):
-                return (parsed.finding,), None
-            estimated = estimate(parsed, tool_names=self._tool_names())
-            return scan(parsed, self.policy, estimate=estimated), estimated
-        except Exception as exc:
-            return (_check_crashed("check", exc),), None
+    def _decide(self, action: Action, crashed: Finding | None) -> Decision:
+        """The static gate (parse → estimate → scan → decide) under the budget left."""
+        if crashed is None:
+            try:
+                return check(
+                    action,
+                    self.policy,
+                    budget=self._budget,
+                    backend=self.mode,
+                    tool_names=self._tool_names(),
+                ).decision
+            except Exception as exc:  # the gate never raises; if it did, nothing runs
+                crashed = _check_crashed("gate", exc)
+        return decide(
+            findings=(crashed,),
+            estimate=None,
+            policy=self.policy,
+            budget=self._budget,
+            backend=self.mode,
+        )
 
     def _approve(self, decision: Decision, action: Action) -> Decision:
         if decision.verdict is not Verdict.NEEDS_APPROVAL:
@@ -458,13 +454,8 @@ _NO_CODE = Finding(
 
 
 def _check_crashed(stage: str, exc: BaseException) -> Finding:
-    return Finding(
-        rule="SX900",
-        name="check-crashed",
-        message=f"the {stage} step crashed ({type(exc).__name__}); denying (fail closed)",
-        severity=Severity.CRITICAL,
-        enforcement=Enforcement.DENY,
-        evidence=repr(exc)[:500],
+    return engine_finding(
+        CHECK_CRASHED, f"the {stage} step crashed ({type(exc).__name__}); denying (fail closed)"
     )
 
 
