@@ -1,9 +1,10 @@
 """Parse an action with libcst *and* ``ast``; any failure or disagreement is a typed value.
 
 :func:`parse` never raises for anything in ``Action.code``. It first derives the one text that is
-checked and will run (``Parsed.code``): newlines normalised to ``\\n``, a leading BOM stripped,
-and identifiers rewritten to their NFKC form, as CPython binds them (``ｅｘｅｃ`` *is* ``exec``).
-Callers must run ``Parsed.code``, never ``Action.code``.
+checked and will run (``Parsed.code``): newlines normalised to ``\\n``, a leading BOM and trailing
+whitespace stripped (the text ends in one newline), and identifiers rewritten to their NFKC form,
+as CPython binds them (``ｅｘｅｃ`` *is* ``exec``). Callers must run ``Parsed.code``, never
+``Action.code``.
 
 Rules (all severity ``high``, enforcement ``deny``):
 
@@ -11,8 +12,9 @@ Rules (all severity ``high``, enforcement ``deny``):
   outside a function, null bytes); the message is CPython's, the evidence is the offending line
   with a caret under the column.
 - ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``.
-- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it (or the identifier
-  normalisation could not be proven faithful); the checker cannot see what would run.
+- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it, does not reprint it
+  exactly, or the identifier normalisation could not be proven faithful; the checker cannot see
+  what would run.
 - ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting`` (measured on
   CPython's tree *before* libcst sees the code: libcst crashes or goes quadratic on deep nesting).
 - ``SX005 invalid-encoding`` — lone surrogates / undecodable bytes, or a PEP 263 coding cookie
@@ -94,6 +96,8 @@ def parse(
             action, code, _ENCODING, _surrogate_message(surrogate.group()), surrogate.start()
         )
     code = code.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+    # Trailing whitespace means nothing to CPython, and libcst mishandles it (drops comments).
+    code = code.rstrip(" \t\f\n") + "\n" if code.strip(" \t\f\n") else ""
     cookie = _foreign_cookie(code)
     if cookie is not None:
         line, name = cookie
@@ -150,6 +154,15 @@ def parse(
     except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
         return _fail(
             action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
+        )
+    if module.code != code and _significant_lines(module.code) != _significant_lines(code):
+        # A lossless tree reprints its source. libcst may drop blank lines (harmless) but also
+        # whitespace CPython gives meaning to (a form feed in an indent): that is a mismatch.
+        return _fail(
+            action,
+            _MISMATCH,
+            "the checker's parser (libcst) does not reproduce this source exactly; remove "
+            "unusual whitespace such as form feeds",
         )
     if not code.isascii():
         stray = _unnormalised_name(module)
@@ -295,6 +308,22 @@ def _unnormalised_name(module: libcst.Module) -> str | None:
             return node.value
         stack.extend(node.children)
     return None
+
+
+def _significant_lines(code: str) -> list[str]:
+    """The lines of ``code`` that mean something to CPython, for comparing libcst's reprint.
+
+    Blank lines, trailing whitespace and the comment lines at the very end go (libcst drops
+    indented comments there); a line holding a quote or backslash is never taken for a comment.
+    """
+    lines = [line.rstrip() for line in code.split("\n") if line.strip()]
+    while lines and _is_plain_comment(lines[-1]):
+        lines.pop()
+    return lines
+
+
+def _is_plain_comment(line: str) -> bool:
+    return line.lstrip().startswith("#") and not any(char in line for char in "'\"\\")
 
 
 def _foreign_cookie(code: str) -> tuple[int, str] | None:
