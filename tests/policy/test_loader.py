@@ -223,7 +223,8 @@ def test_extends_layers_over_a_shipped_pack_and_extend_allow_appends(tmp_path: P
     pack = _pack(
         tmp_path / "mine",
         {
-            "policy.toml": 'extends = "default"\n[policy]\nid = "mine"\n[imports]\nextend_allow = ["numpy.*"]\n'
+            "policy.toml": 'extends = "default"\n[policy]\nid = "mine"\n'
+            '[imports]\nextend_allow = ["numpy.*"]\n'
         },
     )
     policy = load_policy(pack)
@@ -264,7 +265,7 @@ def test_a_single_toml_file_is_a_policy(tmp_path: Path) -> None:
 
 
 def test_empty_directory_is_not_a_pack(tmp_path: Path) -> None:
-    with pytest.raises(PolicyError, match="no \\*.toml"):
+    with pytest.raises(PolicyError, match=r"no \*\.toml"):
         load_policy(tmp_path)
 
 
