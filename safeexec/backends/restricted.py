@@ -13,8 +13,10 @@ cannot fork and for the ablation. It is **weaker**, plainly:
 * CPU and wall time are bounded by an operation budget compiled into every loop, comprehension
   and call, stopped by a watchdog thread at the deadline; C-level work that runs no Python code
   (``sum(range(10**12))``, ``"x" * 10**10``, a huge ``sorted``) cannot be interrupted;
-* memory is not bounded at all, and no confinement layer can be required (``require`` raises
-  ``BackendUnavailable``);
+* memory is bounded only by watching the host process's virtual size grow during the run (other
+  threads' allocations count too, and one huge allocation is not stopped before it happens);
+  file sizes and disk use are not bounded; no confinement layer can be required (``require``
+  raises ``BackendUnavailable``);
 * output is capped as it is written; tools and files work as in the worker (``open`` is confined
   beneath the workdir by path checks only).
 """
@@ -61,6 +63,7 @@ _WATCHDOG_SECONDS = 0.005
 _MESSAGE_CHARS = 2000
 _ARTIFACT_MAX_FILES = 64
 _ARTIFACT_MAX_BYTES = 16 * 1024 * 1024
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 class RestrictedBackend:
@@ -82,6 +85,7 @@ class RestrictedBackend:
         self.in_process = in_process
         self.operations_per_cpu_second = operations_per_cpu_second
         self._native = native
+        self._owns_native = native is None
         self._lock = threading.Lock()
 
     def _native_backend(self) -> NativeBackend:
@@ -89,6 +93,20 @@ class RestrictedBackend:
             if self._native is None:
                 self._native = NativeBackend(executor="restricted")
             return self._native
+
+    def start(self) -> None:
+        """Start the worker template now (a no-op in-process)."""
+        if not self.in_process:
+            self._native_backend().start()
+
+    def close(self) -> None:
+        """Stop the worker template this backend started (one passed in is the caller's)."""
+        with self._lock:
+            if not self._owns_native:
+                return
+            native, self._native = self._native, None
+        if native is not None:
+            native.close()
 
     def open(
         self,
@@ -164,6 +182,7 @@ class _Watchdog:
         self._clock = time.pthread_getcpuclockid(threading.get_ident())
         self.cpu_start = time.clock_gettime(self._clock)
         self.wall_start = time.monotonic()
+        self._memory_start = _virtual_memory_bytes()
         self._thread = threading.Thread(target=self._watch, name="safeexec-watchdog", daemon=True)
 
     def cpu_seconds(self) -> float:
@@ -183,6 +202,8 @@ class _Watchdog:
                 self._budget.stop("wall_seconds")
             elif self.cpu_seconds() >= self._limits.cpu_seconds:
                 self._budget.stop("cpu_seconds")
+            elif _virtual_memory_bytes() - self._memory_start > self._limits.memory_bytes:
+                self._budget.stop("memory_bytes")
 
 
 class InProcessRestrictedSession:
@@ -309,6 +330,13 @@ class InProcessRestrictedSession:
             self._events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
             detail = "" if reason == "cpu_seconds" else " (operation budget)"
             return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{detail}"
+        if reason == "memory_bytes":
+            self._events.append(LimitHit(limit="memory_bytes", value=float(limits.memory_bytes)))
+            return (
+                ExecStatus.LIMIT_EXCEEDED,
+                None,
+                f"memory limit: the process grew by more than {limits.memory_bytes} bytes",
+            )
         if error is None:
             return ExecStatus.OK, 0, ""
         kind = type(error).__name__
@@ -366,6 +394,15 @@ def _scan(root: Path) -> dict[str, tuple[int, int]]:
             break
         subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
     return found
+
+
+def _virtual_memory_bytes() -> int:
+    """The host process's virtual size (what a run's growth is measured against)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[0]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _safe_str(error: BaseException) -> str:

@@ -21,13 +21,29 @@ from pathlib import Path
 
 import pytest
 
+# The restricted variants, the refusal rule and the restricted-only fixtures (hooks and fixtures
+# must be names in this module for pytest to find them).
+from restricted_support import (  # noqa: F401
+    AttackRefused,
+    InProcessRestrictedHarness,
+    pytest_runtest_makereport,
+    refused_by_restricted,
+    restricted_box,
+    worker_restricted_backend,
+)
+
 from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
 
 # A small disk budget keeps the disk-filling attacks cheap.
 BACKENDS: dict[str, Callable[[], NativeBackend]] = {
     "native": lambda: NativeBackend(disk_bytes=256 * 1024 * 1024),
+    "restricted": lambda: RestrictedBackend(  # type: ignore[dict-item,return-value]
+        native=NativeBackend(executor="restricted", disk_bytes=256 * 1024 * 1024)
+    ),
+    "restricted-in-process": InProcessRestrictedHarness,  # type: ignore[dict-item]
 }
 
 CANARY_ENV = "SAFEEXEC_CANARY_SECRET"
@@ -146,7 +162,7 @@ def canaries() -> Iterator[Canaries]:
         os.environ.pop(CANARY_ENV, None)
 
 
-@pytest.fixture(scope="session", params=["native"])
+@pytest.fixture(scope="session", params=list(BACKENDS))
 def backend(request: pytest.FixtureRequest, canaries: Canaries) -> Iterator[NativeBackend]:
     """Each backend under test; started after the canaries so the secret is in the host env."""
     instance = BACKENDS[request.param]()
@@ -169,10 +185,18 @@ class Ran:
 class Sandbox:
     """One session under attack, with helpers to run code and check the host afterwards."""
 
-    def __init__(self, session: NativeSession, blobs: BlobStore, canaries: Canaries) -> None:
+    def __init__(
+        self,
+        session: NativeSession,
+        blobs: BlobStore,
+        canaries: Canaries,
+        *,
+        restricted: bool = False,
+    ) -> None:
         self.session = session
         self.blobs = blobs
         self.canaries = canaries
+        self.restricted = restricted
 
     def run(self, code: str, **limits: float) -> Ran:
         request = ExecRequest(action_id="attack", code=code, limits=Limits(**limits))  # type: ignore[arg-type]
@@ -185,6 +209,9 @@ class Sandbox:
         assert not self.canaries.leaked(ran.text), f"canary secret leaked: {ran.text[:2000]}"
         for artifact in result.artifacts:
             assert not self.canaries.leaked(self.blobs.get(artifact.blob).decode("latin-1"))
+        if self.restricted and refused_by_restricted(result):
+            self.canaries.assert_intact()
+            raise AttackRefused(result.message)
         return ran
 
     def assert_usable(self) -> None:
@@ -202,7 +229,7 @@ def sandbox(backend: NativeBackend, canaries: Canaries, tmp_path: Path) -> Itera
     workdir.mkdir()
     session = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
     try:
-        yield Sandbox(session, blobs, canaries)
+        yield Sandbox(session, blobs, canaries, restricted=backend.name == "restricted")
     finally:
         session.close()
         canaries.assert_intact()
