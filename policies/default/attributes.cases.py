@@ -100,3 +100,10 @@ if (cls := ().__class__):  # expect: SX401
 # case: nested comprehensions and lambdas
 subs = [c for c in [b for b in ().__class__.__bases__]]  # expect: SX401
 pick = lambda o: o.__class__  # expect: SX401
+
+# case: code objects and closures
+def f():
+    return 1
+f.__code__  # expect: SX401
+f.__code__.co_consts  # expect: SX401, SX402
+f.__closure__  # expect: SX401

@@ -1,0 +1,144 @@
+"""The static resource estimator: bounds from constants, never by running or folding huge values."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+
+from safeexec.estimate import estimate
+from safeexec.model import Action, BoundKind, Estimate
+from safeexec.parse import Parsed, parse
+
+
+def _estimate(code: str, **kwargs: object) -> Estimate:
+    parsed = parse(Action.create(textwrap.dedent(code)))
+    assert isinstance(parsed, Parsed), parsed
+    return estimate(parsed, **kwargs)  # type: ignore[arg-type]
+
+
+def test_nested_constant_loops_multiply() -> None:
+    cpu = _estimate("for i in range(1000):\n    for j in range(10, 2010, 2):\n        x = i").cpu
+    assert cpu.kind is BoundKind.KNOWN
+    assert cpu.value is not None and 1_000_000 <= cpu.value < 10_000_000
+
+
+def test_names_bound_to_constants_feed_trip_counts() -> None:
+    cpu = _estimate("n = 10**4\nfor i in range(n * n):\n    pass").cpu
+    assert cpu.kind is BoundKind.KNOWN and cpu.value is not None and cpu.value >= 1e8
+
+
+def test_comprehensions_and_consumers_count_their_iterations() -> None:
+    cpu = _estimate("total = sum(a * b for a in range(1000) for b in range(1000))").cpu
+    assert cpu.value is not None and cpu.value >= 1e6
+    assert (_estimate("s = sum(range(10**9))").cpu.value or 0) >= 1e9
+
+
+def test_while_true_without_exit_is_unbounded_and_with_break_is_unknown() -> None:
+    endless = _estimate("while True:\n    x = 1").cpu
+    assert endless.kind is BoundKind.UNBOUNDED and "line 1" in endless.reason
+    exits = _estimate("while True:\n    if x:\n        break").cpu
+    assert exits.kind is BoundKind.UNKNOWN
+    dead_break = _estimate("while 1:\n    if False:\n        break").cpu
+    assert dead_break.kind is BoundKind.UNBOUNDED
+
+
+def test_a_break_in_a_nested_loop_does_not_end_the_outer_one() -> None:
+    cpu = _estimate("while True:\n    for i in range(3):\n        break").cpu
+    assert cpu.kind is BoundKind.UNBOUNDED
+
+
+def test_recursion_is_unknown_and_unconditional_recursion_unbounded() -> None:
+    assert _estimate("def f(n):\n    return f(n)\nf(1)").cpu.kind is BoundKind.UNBOUNDED
+    fib = "def f(n):\n    if n < 2:\n        return n\n    return f(n-1) + f(n-2)\nf(10)"
+    assert _estimate(fib).cpu.kind is BoundKind.UNKNOWN
+    mutual = "def a(n):\n    return b(n)\ndef b(n):\n    return a(n)\na(1)"
+    assert _estimate(mutual).cpu.kind is BoundKind.UNBOUNDED
+
+
+def test_uncalled_functions_and_methods_are_still_counted_once() -> None:
+    assert _estimate("def f():\n    while True:\n        pass").cpu.kind is BoundKind.UNBOUNDED
+    method = "class A:\n    def run(self):\n        while True:\n            pass"
+    assert _estimate(method).cpu.kind is BoundKind.UNBOUNDED
+
+
+def test_function_costs_multiply_at_call_sites_in_loops() -> None:
+    code = "def work():\n    for i in range(1000):\n        pass\nfor k in range(1000):\n    work()"
+    assert (_estimate(code).cpu.value or 0) >= 1e6
+
+
+def test_unknown_iterables_make_cpu_unknown_with_a_reason() -> None:
+    cpu = _estimate("for x in data:\n    print(x)").cpu
+    assert cpu.kind is BoundKind.UNKNOWN and "iterable" in cpu.reason
+
+
+def test_endless_iterators_are_unbounded() -> None:
+    assert _estimate("import itertools\nfor i in itertools.count():\n    pass").cpu.kind is (
+        BoundKind.UNBOUNDED
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "at_least"),
+    [
+        ("x = [0] * 10**9", 8e9),
+        ("x = 10**9 * [0, 0]", 16e9),
+        ("x = 'ab' * 10**9", 2e9),
+        ("x = bytearray(10**10)", 1e10),
+        ("x = 2 ** 10 ** 10", 1.25e9),
+        ("n = 10**12\nx = 10 ** n", 4e11),
+        ("import math\nmath.factorial(10**8)", 1e8),
+        ("x = 1 << 10**11", 1.25e10),
+        ("a = []\nfor i in range(10**9):\n    a.append(i)", 8e9),
+        ("s = ''\nfor i in range(10**9):\n    s += 'xy'", 2e9),
+        ("x = list(range(10**9))", 8e9),
+        ("x = [i for i in range(10**9)]", 8e9),
+    ],
+)
+def test_memory_bounds_from_constants(code: str, at_least: float) -> None:
+    memory = _estimate(code).memory
+    assert memory.kind is BoundKind.KNOWN
+    assert memory.value is not None and memory.value >= at_least, memory
+
+
+def test_towers_of_powers_are_sized_by_logarithms_and_capped() -> None:
+    memory = _estimate("x = 2 ** 10 ** 10 ** 10 ** 10").memory
+    assert memory.value is not None and math.isfinite(memory.value) and memory.value >= 1e100
+
+
+def test_output_counts_prints_in_loops() -> None:
+    output = _estimate("for i in range(1000):\n    print('hello')").output
+    assert output.kind is BoundKind.KNOWN and output.value == 6000
+
+
+def test_tool_calls_count_named_tools_only() -> None:
+    code = "for i in range(7):\n    search(q=i)\nother()"
+    assert _estimate(code, tool_names=("search",)).tool_calls.value == 7
+    assert _estimate(code).tool_calls.value == 0
+
+
+def test_ordinary_code_has_small_bounds() -> None:
+    bounds = _estimate(
+        """
+        import json
+        rows = [{"n": i, "sq": i * i} for i in range(100)]
+        print(json.dumps(rows[:3]))
+        """
+    )
+    assert bounds.memory.value is not None and bounds.memory.value < 1e6
+    assert bounds.cpu.value is not None and bounds.cpu.value < 1e5
+
+
+def test_bounds_are_json_numbers() -> None:
+    bounds = _estimate("x = 2 ** 10 ** 10 ** 10\nfor i in range(10**400):\n    pass")
+    assert Estimate.from_json(bounds.to_json()) == bounds
+
+
+def test_an_estimator_crash_is_an_unknown_bound_with_the_crash_reason() -> None:
+    parsed = parse(Action.create("x = 1"))
+    assert isinstance(parsed, Parsed)
+    parsed.tree.body[0] = None  # type: ignore[call-overload]
+    bounds = estimate(parsed)
+    assert bounds.cpu.kind is BoundKind.UNKNOWN
+    assert bounds.cpu.reason.startswith("estimator crashed")
