@@ -1,0 +1,401 @@
+"""Turn a decision and its execution result into the bounded text handed back to the model.
+
+:func:`observe` is deterministic and pure apart from reading the full output from the blob store.
+A denied (or unrun) action shows its findings ruff-style, each with its evidence and caret. A run
+shows a status line, events worth knowing, ``--- stdout ---`` / ``--- stderr ---`` sections and the
+artifacts. Output is cut head + tail with an explicit marker, every line is capped, tracebacks lose
+the frames that lead up to the user's code, and the whole text respects ``ObserveConfig``
+(``max_bytes`` of UTF-8, ``max_lines``, ``max_line_chars``). The full output stays reachable
+through ``stdout_ref`` / ``stderr_ref``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from safeexec.blobs import BlobStore
+from safeexec.errors import AuditError
+from safeexec.model import (
+    BlobRef,
+    Decision,
+    ExecResult,
+    ExecStatus,
+    ExecutionEvent,
+    Finding,
+    GuardDenied,
+    LimitHit,
+    Observation,
+    SyscallKilled,
+    ToolCalled,
+    ToolRefused,
+    Verdict,
+)
+from safeexec.policy.schema import ObserveConfig
+
+__all__ = ["observe"]
+
+# Output beyond this many bytes is not even decoded: its head and tail are, the middle is counted.
+_SCAN_BYTES = 4 * 1024 * 1024
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_TRACEBACK_START = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+')
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Stream:
+    """One output stream, prepared: its lines (capped) and what was already cut while reading."""
+
+    label: str
+    lines: tuple[str, ...]
+    capped: bool
+    original_bytes: tuple[int, ...]
+    cut_lines: int
+    cut_bytes: int
+
+
+def observe(
+    *, decision: Decision, result: ExecResult | None, blobs: BlobStore, config: ObserveConfig
+) -> Observation:
+    """The model's view of one step; ``truncated`` says whether anything was cut."""
+    if result is None or decision.verdict is Verdict.DENY:
+        head = _not_run_lines(decision)
+        text, truncated = _fit(head, (), config)
+        return Observation(text=text, truncated=truncated)
+    head = _run_head(result)
+    streams = (
+        _read_stream("stdout", result.stdout, blobs, config, trim_traceback=False),
+        _read_stream("stderr", result.stderr, blobs, config, trim_traceback=True),
+    )
+    tail = _artifact_lines(result)
+    text, truncated = _fit(head, streams, config, tail=tail)
+    return Observation(
+        text=text,
+        truncated=truncated or result.truncated,
+        stdout_ref=result.stdout.uri,
+        stderr_ref=result.stderr.uri,
+    )
+
+
+def _not_run_lines(decision: Decision) -> list[str]:
+    if decision.verdict is Verdict.DENY:
+        lines = ["[denied by policy: the code was not run]"]
+    elif decision.verdict is Verdict.NEEDS_APPROVAL:
+        lines = ["[needs approval: the code was not run]"]
+    else:
+        lines = ["[not run]"]
+    for finding in decision.findings:
+        lines.extend(_finding_lines(finding))
+    return lines
+
+
+def _finding_lines(finding: Finding) -> list[str]:
+    """``SX001 syntax-error (line 3, col 5): message`` and the evidence lines, indented."""
+    where = ""
+    if finding.span is not None:
+        where = f" (line {finding.span.start_line}, col {finding.span.start_column})"
+    lines = [f"{finding.rule} {finding.name}{where}: {_one_line(finding.message)}"]
+    if finding.evidence:
+        lines.extend("    " + _clean(line) for line in finding.evidence.split("\n"))
+    return lines
+
+
+def _run_head(result: ExecResult) -> list[str]:
+    lines = [_status_line(result)]
+    if result.state_lost:
+        lines.append("[session state was lost: names and imports from earlier steps are gone]")
+    lines.extend(line for event in result.events if (line := _event_line(event)))
+    if result.truncated:
+        lines.append("[the sandbox capped this output at its output limit]")
+    return lines
+
+
+def _status_line(result: ExecResult) -> str:
+    message = _one_line(result.message)
+    match result.status:
+        case ExecStatus.OK:
+            return "[ok]" if result.exit_code is None else f"[exit {result.exit_code}]"
+        case ExecStatus.ERROR:
+            return "[error]" if result.exit_code is None else f"[exit {result.exit_code}: error]"
+        case ExecStatus.TIMEOUT:
+            return f"[{message}]" if "timeout" in message else _labelled("timeout", message)
+        case ExecStatus.KILLED:
+            return f"[{message}]" if message.startswith("killed") else _labelled("killed", message)
+        case ExecStatus.LIMIT_EXCEEDED:
+            return _labelled("limit exceeded", message)
+        case ExecStatus.DENIED_AT_RUNTIME:
+            return _labelled("denied at runtime", message)
+    return _labelled(str(result.status), message)
+
+
+def _labelled(label: str, message: str) -> str:
+    return f"[{label}: {message}]" if message else f"[{label}]"
+
+
+def _event_line(event: ExecutionEvent) -> str:
+    match event:
+        case ToolRefused(tool=tool, reason=reason):
+            return f"[tool refused: {tool}: {_one_line(reason)}]"
+        case GuardDenied(guard=guard, detail=detail):
+            return f"[guard denied: {guard}: {_one_line(detail)}]"
+        case LimitHit(limit=limit, value=value):
+            return f"[limit hit: {limit} = {value:g}]"
+        case SyscallKilled(signal=number, syscall=syscall):
+            return f"[killed by signal {number}{f' in {syscall}' if syscall else ''}]"
+        case ToolCalled():
+            return ""
+    return ""
+
+
+def _artifact_lines(result: ExecResult) -> list[str]:
+    if not result.artifacts:
+        return []
+    lines = ["--- artifacts ---"]
+    lines.extend(
+        f"{_clean(artifact.name)} ({artifact.blob.size:,} bytes, {artifact.media_type})"
+        for artifact in result.artifacts
+    )
+    return lines
+
+
+def _read_stream(
+    label: str, ref: BlobRef, blobs: BlobStore, config: ObserveConfig, *, trim_traceback: bool
+) -> _Stream:
+    try:
+        data = blobs.get(ref)
+    except (KeyError, AuditError, OSError, ValueError) as exc:
+        note = "missing" if isinstance(exc, KeyError) else "unreadable"
+        line = f"[{label} {note}: {ref.uri}]"
+        return _Stream(
+            label=label,
+            lines=(line,),
+            capped=False,
+            original_bytes=(_size(line),),
+            cut_lines=0,
+            cut_bytes=0,
+        )
+    cut_lines = cut_bytes = 0
+    if len(data) > 2 * _SCAN_BYTES:
+        # Cut at line ends, so that the counts are exact and no character is split.
+        head_end = data.rfind(b"\n", 0, _SCAN_BYTES) + 1 or _SCAN_BYTES
+        tail_start = data.find(b"\n", len(data) - _SCAN_BYTES) + 1 or len(data) - _SCAN_BYTES
+        cut_bytes = tail_start - head_end
+        cut_lines = data.count(b"\n", head_end, tail_start)
+        head, rest = _decode(data[:head_end]), _decode(data[tail_start:])
+        text = head + rest if head.endswith("\n") else head + "\n" + rest
+    else:
+        text = _decode(data)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if trim_traceback:
+        lines = _trim_tracebacks(lines)
+    return _Stream(
+        label=label,
+        lines=tuple(_cap_line(line, config.max_line_chars) for line in lines),
+        capped=any(len(line) > config.max_line_chars for line in lines),
+        original_bytes=tuple(_size(line) for line in lines),
+        cut_lines=cut_lines,
+        cut_bytes=cut_bytes,
+    )
+
+
+def _decode(data: bytes) -> str:
+    """Text as a terminal would leave it: CRLF as LF, a carriage return overwrites, no escapes."""
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    text = _ANSI_ESCAPE.sub("", text)
+    if "\r" in text:
+        text = "\n".join(_after_last_carriage_return(line) for line in text.split("\n"))
+    return _CONTROL.sub("\ufffd", text)
+
+
+def _after_last_carriage_return(line: str) -> str:
+    parts = [part for part in line.split("\r") if part]
+    return parts[-1] if parts else ""
+
+
+def _trim_tracebacks(lines: list[str]) -> list[str]:
+    """Drop traceback frames leading up to the user's code, and safeexec's frames anywhere."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        out.append(line)
+        if line != _TRACEBACK_START:
+            continue
+        frames: list[tuple[str, list[str]]] = []
+        while index < len(lines) and lines[index].startswith("  "):
+            match = _FRAME.match(lines[index])
+            if match is not None:
+                frames.append((match.group("file"), [lines[index]]))
+            elif frames:
+                frames[-1][1].append(lines[index])
+            else:
+                out.append(lines[index])
+            index += 1
+        first_user = next((i for i, (file, _) in enumerate(frames) if _is_user_file(file)), None)
+        kept = frames[first_user:] if first_user is not None else []
+        for file, frame_lines in kept:
+            if not _is_safeexec_file(file):
+                out.extend(frame_lines)
+    return out
+
+
+def _is_user_file(file: str) -> bool:
+    """Code the model wrote: ``<cell-3>``, ``<action>``, ``<string>`` (not ``<frozen ...>``)."""
+    return file.startswith("<") and file.endswith(">") and not file.startswith("<frozen")
+
+
+def _is_safeexec_file(file: str) -> bool:
+    return "/safeexec/" in file.replace("\\", "/")
+
+
+def _cap_line(line: str, max_chars: int) -> str:
+    """Keep a long line's head and tail around a marker saying how many characters were cut."""
+    if len(line) <= max_chars:
+        return line
+    marker = f" … [{len(line) - max_chars:,} chars cut] … "
+    room = max_chars - len(marker)
+    if room < 2:
+        return line[:max_chars]
+    marker = f" … [{len(line) - room:,} chars cut] … "
+    room = max(0, max_chars - len(marker))
+    head = (room + 1) // 2
+    return line[:head] + marker + line[len(line) - (room - head) :]
+
+
+def _fit(
+    head: list[str],
+    streams: tuple[_Stream, ...],
+    config: ObserveConfig,
+    *,
+    tail: list[str] | tuple[str, ...] = (),
+) -> tuple[str, bool]:
+    """Lay out head, streams and tail within the budgets; ``(text, anything_cut)``."""
+    max_lines = max(1, config.max_lines)
+    max_bytes = max(1, config.max_bytes)
+    fixed = [_cap_line(line, config.max_line_chars) for line in head]
+    tail_lines = [_cap_line(line, config.max_line_chars) for line in tail]
+    present = [stream for stream in streams if stream.lines or stream.cut_lines]
+    if streams and not present:
+        fixed.append("(no output)")
+    headers = [f"--- {stream.label} ---" for stream in present]
+    used_lines = len(fixed) + len(tail_lines) + len(headers)
+    used_bytes = sum(_size(line) for line in (*fixed, *tail_lines, *headers))
+    budgets = _share(
+        [(len(s.lines), sum(_size(line) for line in s.lines)) for s in present],
+        lines=max_lines - used_lines,
+        size=max_bytes - used_bytes,
+    )
+    body: list[str] = list(fixed)
+    cut = any(len(line) > config.max_line_chars for line in (*head, *tail))
+    cut = cut or any(stream.capped for stream in present)
+    for stream, header, (line_budget, byte_budget) in zip(present, headers, budgets, strict=True):
+        body.append(header)
+        kept, stream_cut = _head_and_tail(stream, line_budget, byte_budget, config)
+        body.extend(kept)
+        cut = cut or stream_cut
+    body.extend(tail_lines)
+    text, hard_cut = _hard_limit(body, max_lines=max_lines, max_bytes=max_bytes, config=config)
+    return text, cut or hard_cut
+
+
+def _share(needs: list[tuple[int, int]], *, lines: int, size: int) -> list[tuple[int, int]]:
+    """Split the line and byte budgets between streams; what one does not need, another gets."""
+    line_shares = _split([need[0] for need in needs], lines)
+    byte_shares = _split([need[1] for need in needs], size)
+    return list(zip(line_shares, byte_shares, strict=True))
+
+
+def _split(needs: list[int], budget: int) -> list[int]:
+    shares = [0] * len(needs)
+    remaining = max(0, budget)
+    pending = sorted(range(len(needs)), key=lambda i: needs[i])
+    while pending:
+        fair = remaining // len(pending)
+        index = pending.pop(0)
+        shares[index] = min(needs[index], fair) if pending else remaining
+        remaining -= shares[index]
+    return shares
+
+
+def _head_and_tail(
+    stream: _Stream, line_budget: int, byte_budget: int, config: ObserveConfig
+) -> tuple[list[str], bool]:
+    """The stream's first and last lines within budget, with a marker for what was cut."""
+    lines = stream.lines
+    total_bytes = sum(_size(line) for line in lines)
+    if not stream.cut_lines and len(lines) <= line_budget and total_bytes <= byte_budget:
+        return list(lines), False
+    everything = sum(stream.original_bytes) + stream.cut_bytes
+    marker_room = _size(_marker(len(lines) + stream.cut_lines, everything))
+    lines_left = max(0, line_budget - 1)
+    bytes_left = max(0, byte_budget - marker_room)
+    first: list[str] = []
+    last: list[str] = []
+    front, back = 0, len(lines) - 1
+    take_front = True
+    stalled = 0
+    # Alternate head and tail, one line at a time, until a budget or the stream runs out.
+    while front <= back and lines_left > 0 and stalled < 2:
+        index = front if take_front else back
+        cost = _size(lines[index])
+        if cost <= bytes_left:
+            (first if take_front else last).append(lines[index])
+            bytes_left -= cost
+            lines_left -= 1
+            if take_front:
+                front += 1
+            else:
+                back -= 1
+            stalled = 0
+        else:
+            stalled += 1
+        take_front = not take_front
+    cut_lines = back + 1 - front + stream.cut_lines
+    cut_bytes = sum(stream.original_bytes[front : back + 1]) + stream.cut_bytes
+    marker = _cap_line(_marker(cut_lines, cut_bytes), config.max_line_chars)
+    return [*first, marker, *reversed(last)], True
+
+
+def _marker(lines: int, size: int) -> str:
+    return f"[... {lines:,} lines ({size:,} bytes) cut ...]"
+
+
+def _hard_limit(
+    lines: list[str], *, max_lines: int, max_bytes: int, config: ObserveConfig
+) -> tuple[str, bool]:
+    """The last guard: whatever the layout did, the text fits ``max_lines`` and ``max_bytes``."""
+    cut = False
+    if len(lines) > max_lines:
+        more = len(lines) - max_lines + 1
+        lines = [
+            *lines[: max_lines - 1],
+            _cap_line(f"[... {more:,} more lines cut]", config.max_line_chars),
+        ]
+        cut = True
+    text = "\n".join(lines)
+    if len(text.encode("utf-8")) > max_bytes:
+        marker = "\n[... cut]"
+        room = max(0, max_bytes - len(marker))
+        text = text.encode("utf-8")[:room].decode("utf-8", "ignore")
+        text = text + marker if room else text
+        if len(text.encode("utf-8")) > max_bytes:
+            text = text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+        cut = True
+    return text, cut
+
+
+def _size(line: str) -> int:
+    """UTF-8 bytes of a line plus its newline."""
+    return len(line.encode("utf-8")) + 1
+
+
+def _one_line(text: str) -> str:
+    return _clean(text.strip().split("\n", 1)[0])
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub("\ufffd", _ANSI_ESCAPE.sub("", text.replace("\r", "")))
