@@ -7,6 +7,7 @@ import typer
 from safeexec import __version__
 from safeexec.cli.check import check, explain
 from safeexec.cli.policy import policy_app
+from safeexec.cli.run import run
 
 app = typer.Typer(
     name="safeexec",
@@ -28,6 +29,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
+app.command("run")(run)
 app.command("check")(check)
 app.command("explain")(explain)
 app.add_typer(policy_app, name="policy")
