@@ -127,7 +127,10 @@ def parse(
     rejected = _compiler_rejects(action, code, tree)
     if rejected is not None:
         return rejected
-    if not code.isascii():
+    # An NFKC-normal text has only NFKC-normal identifiers (each starts at a starter), so the
+    # token rewrite and the check of libcst's names are needed only when the text is not.
+    needs_normalising = not code.isascii() and not unicodedata.is_normalized("NFKC", code)
+    if needs_normalising:
         normalised = _normalise_identifiers(action, code, tree)
         if isinstance(normalised, ParseFailure):
             return normalised
@@ -164,7 +167,7 @@ def parse(
             "the checker's parser (libcst) does not reproduce this source exactly; remove "
             "unusual whitespace such as form feeds",
         )
-    if not code.isascii():
+    if needs_normalising:
         stray = _unnormalised_name(module)
         if stray is not None:
             return _fail(

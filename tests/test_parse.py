@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import json
+import unicodedata
 import warnings
 
 import hypothesmith
@@ -187,6 +188,11 @@ def test_non_ascii_inside_strings_and_comments_is_left_alone() -> None:
     assert _parsed(code).code == code
 
 
+def test_text_already_in_nfkc_is_kept_as_is() -> None:
+    code = "température = 21  # °C\nprint(f'{température} °C')\n"
+    assert _parsed(code).code == code
+
+
 def test_identifier_that_normalises_to_a_keyword_is_refused() -> None:
     _failure("ｉｆ = 1\n", "SX003")
 
@@ -293,7 +299,8 @@ _ANY_CHARACTER = st.characters(exclude_categories=())
 _PYTHONISH = st.sampled_from(
     [
         *"()[]{}+-*/%@=:;,.'\"#\\ \t\n\r\f\0abcxyzé0123456789",
-        *("ｅ", "ﬁ", "\ud800", "\udcff", "\ufeff", "if ", "def ", "lambda ", "f'", '"""'),
+        *("ｅ", "ﬁ", "ª", "µ", "\u0301", "\u2163", "\ud800", "\udcff", "\ufeff"),
+        *("if ", "def ", "lambda ", "f'", '"""'),
         "# coding: latin-1\n",
     ]
 )
@@ -315,6 +322,7 @@ def test_parse_never_raises_on_python_like_text(text: str) -> None:
         json.dumps(result.finding.to_json(), ensure_ascii=False).encode("utf-8")
     else:
         assert ast.dump(result.tree) == ast.dump(ast.parse(result.code))
+        assert all(unicodedata.is_normalized("NFKC", name) for name in _names(result.module))
 
 
 def _cpython_accepts(code: str) -> bool:
