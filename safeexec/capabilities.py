@@ -267,13 +267,6 @@ def _build_spec(
         raise CapabilityError(
             f"tool {tool_name!r}: scope_parameter={scope_parameter!r} is not a parameter"
         )
-    if Effect.NETWORK in effect_set and not any(
-        isinstance(p, dict) and p.get("format") == "uri" for p in properties.values()
-    ):
-        raise CapabilityError(
-            f"tool {tool_name!r} has the network effect but no Url parameter; "
-            "annotate the address parameter with safeexec.capabilities.Url"
-        )
     parameters: dict[str, JSONValue] = {
         "type": "object",
         "properties": properties,
@@ -807,9 +800,12 @@ class CapabilitySet:
             if any(value == r or r in value.parents for r in roots):
                 return
         elif fmt == "uri" and isinstance(value, str):
-            host = urllib.parse.urlsplit(value).hostname or ""
-            if host in capability.scope:
-                return
+            # An entry is a host name, a scheme ("https"), or a URL prefix ("https://api.x/v1/").
+            parts = urllib.parse.urlsplit(value)
+            for entry in capability.scope:
+                prefix = "://" in entry and value.startswith(entry.rstrip("/") + "/")
+                if entry in (parts.hostname, parts.scheme) or prefix or value == entry:
+                    return
         elif value is not None and str(value) in capability.scope:
             return
         raise _Refusal(

@@ -20,7 +20,7 @@ import os
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,8 +31,15 @@ from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.audit import AuditLog, build_event
 from safeexec.backends.base import Backend, BackendSession, ToolGateway
 from safeexec.blobs import BlobStore
+from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
-from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError, SafeExecError
+from safeexec.errors import (
+    BackendUnavailable,
+    CapabilityError,
+    ConfigurationError,
+    InternalError,
+    SafeExecError,
+)
 from safeexec.extract import combine, extract
 from safeexec.gate import check
 from safeexec.model import (
@@ -113,7 +120,8 @@ class Session:
     ``policy`` is a :class:`Policy` or a pack name/path for :func:`load_policy`. ``mode`` is the
     backend to ask for (``None``: the policy's default). ``backends`` maps mode names to backends
     (``None``: the built-in ones, made on first use). ``approver`` answers ``needs_approval``
-    decisions (without one they are denied). ``clock`` must return aware datetimes.
+    decisions (without one they are denied); ``tool_approver`` answers tool calls whose grant
+    requires approval (without one they are refused). ``clock`` must return aware datetimes.
     """
 
     def __init__(
@@ -125,6 +133,7 @@ class Session:
         state_dir: Path | None = None,
         backends: Mapping[str, Backend] | None = None,
         approver: Approver | None = None,
+        tool_approver: Callable[[ApprovalRequest], bool] | None = None,
         clock: Callable[[], datetime] | None = None,
         session_id: str | None = None,
         audit_fsync: bool = False,
@@ -140,6 +149,7 @@ class Session:
         self._use_default_backends = backends is None
         self._owned: set[str] = set()
         self._approver = approver
+        self._capabilities = CapabilitySet(approve=tool_approver)
         self._clock = clock or _utc_now
         self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
         self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
@@ -253,9 +263,61 @@ class Session:
     # backend session receives its gateway from ``_tool_gateway`` and the estimator learns the
     # granted tool names from it, so granting tools means changing only this section.
 
+    def grant(
+        self,
+        tool: ToolSpec | Capability,
+        *,
+        max_calls: int | None = None,
+        scope: Iterable[str] | None = None,
+        requires_approval: bool | None = None,
+    ) -> Capability:
+        """Grant a tool (a ``@tool`` spec, or a token to narrow) to this session's code.
+
+        The policy's ``[capabilities.<tool>]`` decides: a tool it does not list, or lists as not
+        grantable, raises ``CapabilityError``; its ``max_calls`` caps the grant, its ``scopes``
+        bound the scope and its ``requires_approval`` cannot be switched off. Grant tools before
+        the first ``run`` of a mode (its sandbox learns the tool names when it starts).
+        """
+        name = tool.tool if isinstance(tool, Capability) else getattr(tool, "name", None)
+        config = next((c for c in self.policy.capabilities if c.tool == name), None)
+        if config is None or not config.grantable:
+            why = "lists no [capabilities] entry for it" if config is None else "marks it"
+            raise CapabilityError(
+                f"tool name={name!r} is not grantable: policy {self.policy.info.id!r} {why}"
+                f"{' not grantable' if config is not None else ''}; add or change "
+                f"[capabilities.{name}] in the policy to grant it"
+            )
+        if self._open:
+            raise ConfigurationError(
+                f"cannot grant tool name={name!r} after the sandbox of mode(s) "
+                f"{sorted(self._open)} started; grant tools before the first run"
+            )
+        caps = [n for n in (config.max_calls, max_calls) if n is not None]
+        if isinstance(tool, Capability) and tool.remaining_calls is not None:
+            caps.append(tool.remaining_calls)
+        limit = min(caps) if caps else None
+        granted_scope = None if scope is None else frozenset(scope)
+        if config.scopes:
+            allowed = frozenset(config.scopes)
+            if granted_scope is not None and not granted_scope <= allowed:
+                raise CapabilityError(
+                    f"scope={sorted(granted_scope)!r} for tool {name!r} exceeds the policy's "
+                    f"scopes={sorted(allowed)!r}; ask for a subset"
+                )
+            granted_scope = granted_scope or allowed
+        if isinstance(tool, Capability) and tool.scope is not None and granted_scope is not None:
+            granted_scope = granted_scope & tool.scope
+        with self._lock:
+            return self._capabilities.grant(
+                tool,
+                max_calls=limit,
+                scope=granted_scope,
+                requires_approval=config.requires_approval or bool(requires_approval),
+            )
+
     def _tool_gateway(self) -> ToolGateway | None:
-        """The gateway through which sandboxed code reaches host tools (none are granted yet)."""
-        return None
+        """The gateway through which sandboxed code reaches host tools (``None``: none granted)."""
+        return self._capabilities if self._capabilities.describe() else None
 
     def _tool_names(self) -> tuple[str, ...]:
         gateway = self._tool_gateway()

@@ -91,17 +91,12 @@ def test_tool_refuses_open_or_unannotated_signatures() -> None:
             tool(func)
 
 
-def test_tool_with_path_needs_root_and_network_needs_url() -> None:
+def test_tool_with_path_needs_root_and_effects_are_a_closed_set() -> None:
     def read(path: Path) -> str:
-        return ""
-
-    def fetch(address: str) -> str:
         return ""
 
     with pytest.raises(CapabilityError, match="root"):
         tool(read)
-    with pytest.raises(CapabilityError, match="Url"):
-        tool(fetch, effects=["network"])
     with pytest.raises(CapabilityError, match="effects"):
         tool(read, effects=["teleport"], root="/tmp")
 
