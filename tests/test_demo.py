@@ -11,6 +11,7 @@ from safeexec.demo import REPLIES, main
 from safeexec.model import ExecStatus, Verdict
 
 
+@pytest.mark.slow
 def test_the_demo_runs_every_reply_and_audits_each_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
