@@ -871,7 +871,7 @@ class NativeSession:
                 )
             self._idle_cpu_seen = cpu
             if reason:
-                self._kill(worker)
+                self._kill(worker, verify=True)
                 self._discard(worker)
                 self._lost_reason = f"killed while idle: {reason}"
         finally:
@@ -1024,15 +1024,16 @@ class NativeSession:
                 template.exit_status(worker.pid, timeout=0.5)
             worker.close_fds()
 
-    def _kill(self, worker: _Worker) -> list[int]:
-        """SIGKILL the worker (its pid namespace dies with it) and check nothing survives."""
+    def _kill(self, worker: _Worker, *, verify: bool = False) -> list[int]:
+        """SIGKILL the worker, whose pid namespace dies with it; ``verify`` checks that nothing
+        survived (and kills what did), at the price of a scan of /proc."""
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
         poller = selectors.DefaultSelector()
         poller.register(worker.pidfd, selectors.EVENT_READ)
         poller.select(_KILL_WAIT_SECONDS)
         poller.close()
-        survivors = _processes_in_pid_namespace(worker.pidns) if worker.pidns else []
+        survivors = _processes_in_pid_namespace(worker.pidns) if verify and worker.pidns else []
         for pid in survivors:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -1245,7 +1246,7 @@ class NativeSession:
             return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
         template = self._backend._get_template()
         if call.killed_for:
-            survivors = self._kill(worker)
+            survivors = self._kill(worker, verify=True)
             template.exit_status(worker.pid, timeout=1.0)
             self._discard(worker)
             tail = f"; killed {len(survivors)} leftover processes" if survivors else ""

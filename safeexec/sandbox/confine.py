@@ -16,12 +16,16 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import pyseccomp
-
-from safeexec.sandbox import landlock, namespaces, privileges
+from safeexec.sandbox import landlock, namespaces, privileges, seccomp
 from safeexec.sandbox.layers import Layer
 
-__all__ = ["Confinement", "SessionConfig", "confine", "enter_namespaces"]
+__all__ = [
+    "Confinement",
+    "SessionConfig",
+    "confine",
+    "enter_template_namespaces",
+    "reachable_by_others",
+]
 
 # Per-process lifetime CPU backstop, as a multiple of the per-call limit; per-call CPU time is
 # enforced from outside by the host, which kills the whole tree.
@@ -83,30 +87,44 @@ class Confinement:
         self.layers[layer.value] = {"active": active, "detail": detail}
 
 
-def enter_namespaces(confinement: Confinement, *, as_root: bool) -> bool:
-    """Unshare network, IPC and pid namespaces (with a user namespace when not root)."""
-    flags = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWIPC | namespaces.CLONE_NEWPID
-    flags |= namespaces.CLONE_NEWNS if as_root else namespaces.CLONE_NEWUSER
+def enter_template_namespaces(read_only: tuple[str, ...]) -> dict[str, object]:
+    """Once, in the template: an empty network namespace that all its sessions share, and a pid
+    namespace whose first child (the real template) can make a fresh pid namespace per session.
+
+    Not root: a user namespace first (mapping our own ids), which also gives the template the
+    capabilities to create per-session pid and IPC namespaces. Root: a private mount namespace
+    in which runtime paths under directories an unprivileged uid cannot traverse (``/root``) are
+    re-exposed read-only, so sessions can drop to an unprivileged uid. Returns the netns status.
+    """
+    as_root = os.geteuid() == 0
     uid, gid = os.getuid(), os.getgid()
+    flags = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWPID
+    flags |= namespaces.CLONE_NEWNS if as_root else namespaces.CLONE_NEWUSER
     try:
         namespaces.unshare(flags)
-        if not as_root:
+        if as_root:
+            namespaces.make_root_private()
+            _expose_hidden_paths(tuple((p, True) for p in read_only if os.path.isdir(p)))
+        else:
             namespaces.map_current_ids(uid, gid)
     except OSError as exc:
-        reason = f"unshare refused: {exc.strerror or exc}"
-        for layer in (Layer.NETNS, Layer.IPCNS, Layer.PIDNS):
-            confinement.mark(layer, False, reason)
-        return False
-    via = "" if as_root else " (inside an unprivileged user namespace)"
-    confinement.mark(Layer.NETNS, True, "no interfaces up, only a down loopback" + via)
-    confinement.mark(Layer.IPCNS, True, "private System V IPC and POSIX queues" + via)
-    confinement.mark(Layer.PIDNS, True, "worker is pid 1; its death kills the tree" + via)
-    return True
+        return {"active": False, "detail": f"unshare refused: {exc.strerror or exc}"}
+    via = "" if as_root else ", inside an unprivileged user namespace"
+    return {"active": True, "detail": f"an empty network namespace, loopback down{via}"}
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether an unprivileged uid could walk to ``path`` (every ancestor world-searchable)."""
+    parts = os.path.abspath(path).split(os.sep)[1:]
+    return all(
+        _traversable_by_others(os.sep + os.sep.join(parts[:depth]))
+        for depth in range(1, len(parts))
+    ) and os.path.isdir(path)
 
 
 def confine(
     config: SessionConfig,
-    seccomp_filter: pyseccomp.SyscallFilter,
+    seccomp_program: bytes,
     confinement: Confinement,
     *,
     own_mount_namespace: bool,
@@ -119,7 +137,7 @@ def confine(
     _drop_privileges(config, confinement, own_mount_namespace=own_mount_namespace)
     _no_new_privs(confinement)
     _landlock(config, confinement)
-    _seccomp(seccomp_filter, confinement)
+    _seccomp(seccomp_program, confinement)
 
 
 def _new_session(confinement: Confinement) -> None:
@@ -215,14 +233,31 @@ def _expose_hidden_paths(paths: tuple[tuple[str, bool], ...]) -> None:
             os.close(fd)
 
 
+def _expose_workdir(path: str) -> None:
+    """In a mount namespace of its own, make the workdir reachable after the uid drop."""
+    namespaces.unshare(namespaces.CLONE_NEWNS)
+    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    parts = os.path.abspath(path).split(os.sep)[1:]
+    for depth in range(1, len(parts)):
+        ancestor = os.sep + os.sep.join(parts[:depth])
+        if not os.path.isdir(ancestor):
+            break  # inside a tmpfs the template mounted to cover a private directory
+        if not _traversable_by_others(ancestor):
+            namespaces.mount_tmpfs(ancestor)
+            break
+    os.makedirs(path, mode=0o755, exist_ok=True)
+    namespaces.mount_bind(fd, path, read_only=False)
+    os.close(fd)
+    os.chdir(path)
+
+
 def _drop_privileges(
     config: SessionConfig, confinement: Confinement, *, own_mount_namespace: bool
 ) -> None:
     try:
         if config.uid is not None and config.gid is not None:
             if own_mount_namespace:
-                needed = [(p, True) for p in config.read_only if os.path.isdir(p)]
-                _expose_hidden_paths((*needed, (config.workdir, False)))
+                _expose_workdir(config.workdir)
             privileges.drop_to(config.uid, config.gid)
         privileges.drop_capabilities()
     except OSError as exc:
@@ -260,9 +295,9 @@ def _landlock(config: SessionConfig, confinement: Confinement) -> None:
     )
 
 
-def _seccomp(seccomp_filter: pyseccomp.SyscallFilter, confinement: Confinement) -> None:
+def _seccomp(program: bytes, confinement: Confinement) -> None:
     try:
-        seccomp_filter.load()
+        seccomp.load_compiled(program)
     except OSError as exc:
         confinement.mark(Layer.SECCOMP, False, f"seccomp_load: {exc.strerror or exc}")
         return

@@ -21,6 +21,7 @@ __all__ = [
     "map_current_ids",
     "mount_bind",
     "mount_tmpfs",
+    "setns",
     "unshare",
 ]
 
@@ -49,6 +50,10 @@ libc.mount.argtypes = [
 
 def unshare(flags: int) -> None:
     check(libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    check(libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
 
 
 def map_current_ids(uid: int, gid: int) -> None:

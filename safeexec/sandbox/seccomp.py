@@ -8,12 +8,20 @@ syscall made through a foreign ABI (i386 ``int 0x80``, x32), which would bypass 
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import os
 import socket
 
 import pyseccomp
 
-__all__ = ["KILLED_SYSCALLS", "build_filter"]
+from safeexec.sandbox.syscalls import check, libc
+
+__all__ = ["KILLED_SYSCALLS", "build_filter", "compile_filter", "load_compiled"]
+
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_INSTRUCTION_BYTES = 8
 
 # No legitimate cell needs these; using one is an attack, so the process dies (SIGSYS).
 KILLED_SYSCALLS = (
@@ -109,3 +117,39 @@ def build_filter() -> pyseccomp.SyscallFilter:
         rules.add_rule(eperm, "ioctl", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, request))
     rules.add_rule(eperm, "personality", pyseccomp.Arg(0, pyseccomp.NE, 0))
     return rules
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def compile_filter() -> bytes:
+    """The filter as classic BPF (generated once by libseccomp, loaded many times)."""
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(write_end, "wb", closefd=True) as sink:
+            build_filter().export_bpf(sink)
+        chunks = []
+        while chunk := os.read(read_end, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(read_end)
+
+
+def load_compiled(program: bytes) -> None:
+    """Install a compiled filter on the calling thread; needs no_new_privs. Raises OSError."""
+    if not program or len(program) % _INSTRUCTION_BYTES:
+        raise OSError(22, "not a BPF program")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len=len(program) // _INSTRUCTION_BYTES, filter=ctypes.addressof(buffer))
+    check(
+        libc.prctl(
+            ctypes.c_int(_PR_SET_SECCOMP),
+            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+            ctypes.byref(prog),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
+        "prctl(PR_SET_SECCOMP)",
+    )

@@ -18,6 +18,9 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+# One exception class for refused or failed tool calls in every mode, so sandboxed code can
+# ``except ToolError`` whether it runs here or in-process.
+from safeexec.capabilities import ToolError
 from safeexec.sandbox.channel import recv_frame, send_frame
 from safeexec.sandbox.executor import Executor
 
@@ -26,10 +29,6 @@ __all__ = ["ToolError", "serve"]
 _SANDBOX_DIR = os.path.dirname(os.path.abspath(__file__))
 _MESSAGE_CHARS = 2000
 FIGURES_DIR = "figures"
-
-
-class ToolError(Exception):
-    """A host tool refused or failed the call; the message is all the sandbox learns."""
 
 
 class _ToolChannel:
@@ -41,6 +40,8 @@ class _ToolChannel:
 
     def proxy(self, name: str) -> Callable[..., object]:
         def call_tool(*args: object, **kwargs: object) -> object:
+            _check_plain(args, depth=0)
+            _check_plain(kwargs, depth=0)
             with self._lock:
                 send_frame(
                     self._channel,
@@ -53,6 +54,33 @@ class _ToolChannel:
 
         call_tool.__name__ = call_tool.__qualname__ = name
         return call_tool
+
+
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+_MAX_DEPTH = 64
+
+
+def _check_plain(value: object, *, depth: int) -> None:
+    """Only exact JSON types may cross to the host: no subclasses, whose methods are user code."""
+    kind = type(value)
+    if depth > _MAX_DEPTH:
+        raise TypeError("tool arguments are nested too deeply to cross to the host")
+    if kind in _PLAIN_SCALARS:
+        return
+    if kind is list or kind is tuple:
+        for item in value:  # type: ignore[attr-defined]
+            _check_plain(item, depth=depth + 1)
+        return
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise TypeError(f"a {type(key).__name__} dict key cannot cross to the host")
+            _check_plain(item, depth=depth + 1)
+        return
+    raise TypeError(
+        f"a {kind.__name__} cannot cross to the host; pass plain str, int, float, bool, None, "
+        "list or dict values"
+    )
 
 
 def _is_user_frame(frame: traceback.FrameSummary) -> bool:

@@ -13,6 +13,7 @@ Run as ``python -I -m safeexec.sandbox.zygote <control-fd> <options-json>``.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -22,25 +23,35 @@ import socket
 import sys
 import sysconfig
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import safeexec
-from safeexec.sandbox import worker
+from safeexec.sandbox import namespaces, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
     recv_frame_with_fds,
     send_frame,
     send_frame_with_fds,
 )
-from safeexec.sandbox.confine import Confinement, SessionConfig, confine, enter_namespaces
+from safeexec.sandbox.confine import (
+    Confinement,
+    SessionConfig,
+    confine,
+    enter_template_namespaces,
+    reachable_by_others,
+)
 from safeexec.sandbox.executor import Executor, PythonExecutor
-from safeexec.sandbox.seccomp import build_filter
+from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.seccomp import compile_filter
 from safeexec.sandbox.syscalls import libc
 
 __all__ = ["main"]
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 _CHANNEL_FD = 3
+_ANNOUNCED_FD = 4
 # System locations the runtime needs besides the interpreter tree (loader cache, shared libraries).
 _SYSTEM_READ_ONLY = (
     "/etc/ld.so.cache",
@@ -83,71 +94,114 @@ def _make_executor(config: SessionConfig) -> Executor:
     return PythonExecutor()
 
 
-def _session(
-    request: dict[str, object], read_only: tuple[str, ...], seccomp_filter: object
-) -> None:
-    """In the forked child: enter namespaces, fork the session process, confine it, serve."""
+def _session(request: dict[str, object], template: _TemplateState, announced: int) -> None:
+    """In the forked session process: confine it and serve the host."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     channel = socket.socket(fileno=_CHANNEL_FD)
+    config = SessionConfig.from_message(request, read_only=template.read_only)
     confinement = Confinement()
-    as_root = os.geteuid() == 0
-    in_namespaces = enter_namespaces(confinement, as_root=as_root)
-    # The session process may only speak after this process has announced it.
-    announced_read, announced_write = os.pipe()
-    child = os.fork() if in_namespaces else 0
-    if child:
-        pidfd = os.pidfd_open(child)
-        pidns = os.stat(f"/proc/{child}/ns/pid").st_ino
-        send_frame_with_fds(channel, {"op": "started", "pid": child, "pidns": pidns}, [pidfd])
-        os.write(announced_write, b".")
-        os._exit(0)
-    if not in_namespaces:
-        pidns = os.stat("/proc/self/ns/pid").st_ino
-        send_frame_with_fds(
-            channel,
-            {"op": "started", "pid": os.getpid(), "pidns": pidns},
-            [os.pidfd_open(os.getpid())],
-        )
-        os.write(announced_write, b".")
-    os.close(announced_write)
-    config = SessionConfig.from_message(request, read_only=read_only)
+    confinement.layers[Layer.NETNS.value] = dict(template.netns)
+    confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
+    # As root the workdir may sit under a directory the session's uid cannot walk through
+    # (pytest's 0700 tmp dirs, /root); then the session re-exposes it in its own mount namespace.
+    own_mount = os.geteuid() == 0 and not reachable_by_others(config.workdir)
     executor = _make_executor(config)
     confine(
         config,
-        seccomp_filter,
+        template.seccomp_program,
         confinement,
-        own_mount_namespace=in_namespaces and as_root,
+        own_mount_namespace=own_mount,
     )
-    os.read(announced_read, 1)
-    os.close(announced_read)
+    # Speak only after the template has announced this process to the host.
+    os.read(announced, 1)
+    os.close(announced)
     send_frame(channel, {"op": "hello", "layers": confinement.layers})
     worker.serve(
         channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)
     )
 
 
-def _fork_session(
-    request: dict[str, object], fds: list[int], read_only: tuple[str, ...], seccomp_filter: object
-) -> int:
-    pid = os.fork()
-    if pid:
-        for fd in fds:
-            os.close(fd)
-        return pid
+@dataclass(slots=True, kw_only=True)
+class _TemplateState:
+    read_only: tuple[str, ...]
+    seccomp_program: bytes
+    netns: dict[str, object]
+    pidns_fd: int  # the template's own pid namespace, to return to after each session fork
+    sessions: dict[int, int] = field(default_factory=dict)  # our pid -> the host's pid
+    session_namespaces: dict[str, dict[str, object]]
+
+
+def _enter_session_namespaces(template: _TemplateState) -> bool:
+    """Make the next child pid 1 of a fresh pid namespace, in a fresh IPC namespace."""
+    if template.pidns_fd < 0:
+        return False
     try:
-        channel_fd, stdout_fd, stderr_fd = fds
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(stdout_fd, 1)
-        os.dup2(stderr_fd, 2)
-        os.dup2(channel_fd, _CHANNEL_FD)
-        os.closerange(_CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
-        _session(request, read_only, seccomp_filter)
-    except BaseException:
-        traceback.print_exc()
+        namespaces.unshare(namespaces.CLONE_NEWPID | namespaces.CLONE_NEWIPC)
+    except OSError as exc:
+        reason = {"active": False, "detail": f"unshare refused: {exc.strerror or exc}"}
+        template.session_namespaces = {Layer.PIDNS.value: reason, Layer.IPCNS.value: reason}
+        return False
+    template.session_namespaces = {
+        Layer.PIDNS.value: {"active": True, "detail": "worker is pid 1; its death kills the tree"},
+        Layer.IPCNS.value: {"active": True, "detail": "private System V IPC and message queues"},
+    }
+    return True
+
+
+def _host_pid(pidfd: int) -> int:
+    """The pid of a process as the host's /proc (and the host) sees it."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
+        for line in fh:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise OSError(2, "no Pid in pidfd fdinfo")
+
+
+def _fork_session(request: dict[str, object], fds: list[int], template: _TemplateState) -> int:
+    """Fork one session process (a single fork) and announce it to the host with a pidfd."""
+    in_namespaces = _enter_session_namespaces(template)
+    announced_read, announced_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            channel_fd, stdout_fd, stderr_fd = fds
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(stdout_fd, 1)
+            os.dup2(stderr_fd, 2)
+            os.dup2(channel_fd, _CHANNEL_FD)
+            os.dup2(announced_read, _ANNOUNCED_FD)
+            os.closerange(_ANNOUNCED_FD + 1, os.sysconf("SC_OPEN_MAX"))
+            _session(request, template, _ANNOUNCED_FD)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(70)
+    try:
+        if in_namespaces:
+            namespaces.setns(template.pidns_fd, namespaces.CLONE_NEWPID)
+        pidfd = os.pidfd_open(pid)
+        try:
+            # The template is itself in a pid namespace; the host needs the pid it sees.
+            host_pid = _host_pid(pidfd)
+            template.sessions[pid] = host_pid
+            channel = socket.socket(fileno=os.dup(fds[0]))
+            pidns = os.stat(f"/proc/{host_pid}/ns/pid").st_ino
+            started = {"op": "started", "pid": host_pid, "pidns": pidns}
+            send_frame_with_fds(channel, started, [pidfd])
+            channel.close()
+        finally:
+            os.close(pidfd)
+        os.write(announced_write, b".")
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+        if in_namespaces:
+            template.pidns_fd = -1  # cannot return to our own pid namespace: stop making new ones
     finally:
-        os._exit(70)
+        for fd in (*fds, announced_read, announced_write):
+            os.close(fd)
+    return pid
 
 
 def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -166,7 +220,7 @@ def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
     return loaded, failed
 
 
-def _reap(control: socket.socket, intermediates: set[int]) -> None:
+def _reap(control: socket.socket, template: _TemplateState) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -174,21 +228,25 @@ def _reap(control: socket.socket, intermediates: set[int]) -> None:
             return
         if pid == 0:
             return
-        if pid in intermediates:
-            intermediates.discard(pid)
-            continue
-        send_frame(control, {"op": "exit", "pid": pid, "status": status})
+        host_pid = template.sessions.pop(pid, None)
+        if host_pid is not None:
+            send_frame(control, {"op": "exit", "pid": host_pid, "status": status})
 
 
-def _kill_children() -> None:
-    me = os.getpid()
-    try:
-        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
-    except OSError:
-        return
-    for pid in children:
+def _kill_sessions(template: _TemplateState) -> None:
+    for pid in template.sessions:
         with contextlib.suppress(OSError):
-            os.kill(int(pid), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+
+
+def _become_pid_one(control: socket.socket) -> None:
+    """Fork into the pid namespace just made; the parent only waits and passes on the status."""
+    child = os.fork()
+    if child:
+        control.close()
+        _pid, status = os.waitpid(child, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def main() -> None:
@@ -198,13 +256,28 @@ def main() -> None:
     with contextlib.suppress(ImportError):
         importlib.import_module("safeexec.sandbox.restricted_runtime")
     read_only = runtime_read_only_paths()
-    seccomp_filter = build_filter()
+    netns = enter_template_namespaces(read_only)
+    pidns_fd = -1
+    refused = {"active": False, "detail": f"the template has no namespaces: {netns['detail']}"}
+    if netns["active"]:
+        _become_pid_one(control)
+        pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    template = _TemplateState(
+        read_only=read_only,
+        seccomp_program=compile_filter(),
+        netns=netns,
+        pidns_fd=pidns_fd,
+        session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},
+    )
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Everything imported so far is shared with every session; keep the collector from touching
+    # (and so copying) those pages in each child.
+    gc.collect()
+    gc.freeze()
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_write)
     send_frame(control, {"op": "ready", "pid": os.getpid(), "preloaded": loaded, "failed": failed})
-    intermediates: set[int] = set()
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
@@ -218,7 +291,7 @@ def main() -> None:
                                 break
                         except BlockingIOError:
                             break
-                    _reap(control, intermediates)
+                    _reap(control, template)
                     continue
                 try:
                     request, fds = recv_frame_with_fds(control)
@@ -230,9 +303,9 @@ def main() -> None:
                     for fd in fds:
                         os.close(fd)
                     continue
-                intermediates.add(_fork_session(request, fds, read_only, seccomp_filter))
+                _fork_session(request, fds, template)
     finally:
-        _kill_children()
+        _kill_sessions(template)
 
 
 if __name__ == "__main__":
