@@ -141,9 +141,12 @@ class Session:
         self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
         self.mode = mode
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        self.state_dir = Path(state_dir) if state_dir is not None else DEFAULT_STATE_DIR
+        # Absolute: the sandboxed worker runs in its own directory, where "./x" means nothing.
+        self.state_dir = Path(DEFAULT_STATE_DIR if state_dir is None else state_dir).absolute()
         self.workdir = (
-            Path(workdir) if workdir is not None else self.state_dir / "work" / self.session_id
+            Path(workdir).absolute()
+            if workdir is not None
+            else self.state_dir / "work" / self.session_id
         )
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None

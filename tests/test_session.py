@@ -482,6 +482,11 @@ def test_state_lives_under_dot_safeexec_by_default(
     monkeypatch.chdir(tmp_path)
     with Session(policy=POLICY, backends={"fake": fake}, session_id="s-x") as s:
         s.run(reply("pass\n"))
+    # Relative paths are pinned at construction: the worker runs in a directory of its own.
+    assert s.state_dir == tmp_path / ".safeexec"
+    assert fake.sessions[0].opened.workdir == tmp_path / ".safeexec" / "work" / "s-x"
+    with Session(policy=POLICY, backends={"fake": fake}, workdir=Path("wd")) as s:
+        assert s.workdir == tmp_path / "wd"
     assert (tmp_path / ".safeexec" / "audit.jsonl").is_file()
     assert (tmp_path / ".safeexec" / "blobs").is_dir()
     assert (tmp_path / ".safeexec" / "work" / "s-x").is_dir()
