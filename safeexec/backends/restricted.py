@@ -146,30 +146,40 @@ class RestrictedBackend:
 
 
 class _CappedText(io.TextIOBase):
-    """A text sink that keeps at most ``cap`` UTF-8 bytes and counts the rest."""
+    """A text sink keeping the first and last ``cap // 2`` UTF-8 bytes and counting the rest
+    (the same shape as the worker's capped pipes)."""
 
     def __init__(self, cap: int) -> None:
-        self._cap = cap
-        self._parts: list[bytes] = []
-        self.kept = 0
+        self.cap = max(0, cap)
+        self._head = bytearray()
+        self._tail = bytearray()
         self.total = 0
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.kept
+        return self.total > self.cap
 
     def write(self, text: str) -> int:
         data = str(text).encode("utf-8", "backslashreplace")
         self.total += len(data)
-        room = self._cap - self.kept
-        if room > 0:
-            piece = data[:room]
-            self._parts.append(piece)
-            self.kept += len(piece)
+        head_room = self.cap - self.cap // 2 - len(self._head)
+        if head_room > 0:
+            self._head += data[:head_room]
+            data = data[head_room:]
+        if data:
+            self._tail += data
+            keep = self.cap // 2
+            if len(self._tail) > 2 * keep + 65536:
+                del self._tail[: len(self._tail) - keep]
         return len(text)
 
     def value(self) -> bytes:
-        return b"".join(self._parts)
+        if not self.truncated:
+            return bytes(self._head + self._tail)
+        keep = self.cap // 2
+        tail = bytes(self._tail[len(self._tail) - keep :]) if keep else b""
+        omitted = self.total - len(self._head) - len(tail)
+        return bytes(self._head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
 
 
 class _Watchdog:
