@@ -31,6 +31,8 @@ _CONSUMERS = frozenset(
     {"sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all", "dict"}
 )
 _SEQUENCE_BUILDERS = {"list": _POINTER_BYTES, "tuple": _POINTER_BYTES, "sorted": _POINTER_BYTES}
+_LEAVES = frozenset({ast.Name, ast.Constant})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 _EXIT_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
 _BRANCHING = (
     ast.If,
@@ -73,6 +75,10 @@ class _Amount:
     reason: str = ""
 
     def plus(self, other: _Amount) -> _Amount:
+        if other is _ZERO:
+            return self
+        if self is _ZERO:
+            return other
         worse = self if _WORST[self.kind] >= _WORST[other.kind] else other
         return _Amount(min(self.value + other.value, _CAP), worse.kind, worse.reason)
 
@@ -109,6 +115,10 @@ class _Cost:
 
     def add(self, other: _Cost) -> None:
         self.cpu = self.cpu.plus(other.cpu)
+        if other.output is _ZERO and other.tools is _ZERO and other.growth is _ZERO:
+            if other.peak > self.peak:
+                self.allocate(other.peak, other.peak_reason)
+            return
         self.output = self.output.plus(other.output)
         self.tools = self.tools.plus(other.tools)
         self.growth = self.growth.plus(other.growth)
@@ -137,6 +147,9 @@ class _Cost:
             peak=max(self.peak, other.peak),
             peak_reason=self.peak_reason if self.peak >= other.peak else other.peak_reason,
         )
+
+
+_LEAF_COST = _Cost(cpu=_ONE)
 
 
 @dataclass(slots=True)
@@ -308,22 +321,32 @@ class _Estimator:
     # Expressions (iterative: expression trees can be deeper than the recursion limit)
 
     def _expr(self, root: ast.expr) -> _Cost:
+        if root.__class__ in _LEAVES:
+            return _LEAF_COST  # callers never mutate what _expr returns
         cost = _Cost()
         nodes = 0
         stack: list[ast.AST] = [root]
         while stack:
             node = stack.pop()
             nodes += 1
-            if isinstance(node, ast.Lambda):
-                continue  # its body runs only when called
-            if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-                cost.add(self._comprehension(node))
+            cls = node.__class__
+            if cls in _LEAVES:
                 continue
-            if isinstance(node, ast.Call):
-                cost.add(self._call(node))
-            elif isinstance(node, ast.BinOp):
-                self._binop(node, cost)
-            stack.extend(ast.iter_child_nodes(node))
+            if cls is ast.Lambda:
+                continue  # its body runs only when called
+            if cls in _COMPREHENSIONS:
+                cost.add(self._comprehension(node))  # type: ignore[arg-type]
+                continue
+            if cls is ast.Call:
+                self._call(node, cost)  # type: ignore[arg-type]
+            elif cls is ast.BinOp:
+                self._binop(node, cost)  # type: ignore[arg-type]
+            for field_name in cls._fields:
+                value = getattr(node, field_name, None)
+                if value.__class__ is list:
+                    stack.extend(v for v in value if isinstance(v, ast.AST))
+                elif isinstance(value, ast.expr | ast.keyword | ast.comprehension):
+                    stack.append(value)
         cost.cpu = cost.cpu.plus(_Amount(float(nodes)))
         return cost
 
@@ -357,11 +380,10 @@ class _Estimator:
                 )
         return cost
 
-    def _call(self, node: ast.Call) -> _Cost:
-        cost = _Cost()
+    def _call(self, node: ast.Call, cost: _Cost) -> None:
         name = _dotted(node.func)
         if name is None:
-            return cost
+            return
         function = self.functions.get(name)
         if function is not None:
             function.called = True
@@ -404,7 +426,6 @@ class _Estimator:
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "extend" and node.args:
             size = _literal_size(node.args[0])
             cost.growth = cost.growth.plus(_Amount(size))
-        return cost
 
     def _binop(self, node: ast.BinOp, cost: _Cost) -> None:
         if isinstance(node.op, ast.Mult):

@@ -20,6 +20,8 @@ class NameTable:
 
     exact: dict[str, list[Rule]] = field(default_factory=dict)
     patterns: list[tuple[re.Pattern[str], Rule]] = field(default_factory=list)
+    _any_pattern: re.Pattern[str] | None = None
+    _memo: dict[str, list[Rule]] = field(default_factory=dict)
 
     def add(self, names: Iterable[str], rule: Rule) -> None:
         for name in names:
@@ -27,11 +29,24 @@ class NameTable:
                 self.patterns.append((re.compile(translate(name)), rule))
             else:
                 self.exact.setdefault(name, []).append(rule)
+        self._any_pattern = (
+            re.compile("|".join(f"(?:{p.pattern})" for p, _ in self.patterns))
+            if self.patterns
+            else None
+        )
+        self._memo.clear()
 
     def lookup(self, name: str) -> list[Rule]:
+        """The rules whose names or patterns match ``name`` (memoised; the memo stays small)."""
+        found = self._memo.get(name)
+        if found is not None:
+            return found
         found = self.exact.get(name, [])
-        if self.patterns:
+        if self._any_pattern is not None and self._any_pattern.match(name):
             found = found + [rule for pattern, rule in self.patterns if pattern.match(name)]
+        if len(self._memo) > 4096:
+            self._memo.clear()
+        self._memo[name] = found
         return found
 
     def __bool__(self) -> bool:
