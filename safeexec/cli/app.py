@@ -6,6 +6,7 @@ import typer
 
 from safeexec import __version__
 from safeexec.cli.check import check, explain
+from safeexec.cli.doctor import doctor
 from safeexec.cli.policy import policy_app
 from safeexec.cli.run import run
 
@@ -32,6 +33,7 @@ def version() -> None:
 app.command("run")(run)
 app.command("check")(check)
 app.command("explain")(explain)
+app.command("doctor")(doctor)
 app.add_typer(policy_app, name="policy")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.backends.base import ToolDescriptor, ToolReply
-from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.backends.native import NativeBackend, NativeSession, diagnose
 from safeexec.blobs import BlobStore
 from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
@@ -283,3 +283,20 @@ def test_the_host_never_imports_the_worker() -> None:
     names = eval(loaded.stdout)
     assert "safeexec.sandbox.worker" not in names
     assert "safeexec.sandbox.zygote" not in names
+
+
+def test_doctor_proves_every_layer_on_this_machine(backend: NativeBackend) -> None:
+    report = diagnose(backend=backend)
+    failing = [c for c in report.checks if c.supported and not (c.active and c.proven)]
+    assert report.ok and not failing, failing
+
+
+def test_the_doctor_command_prints_a_json_report() -> None:
+    from typer.testing import CliRunner
+
+    from safeexec.cli.app import app
+
+    outcome = CliRunner().invoke(app, ["doctor", "--json"])
+    report = json.loads(outcome.stdout)
+    assert outcome.exit_code == (0 if report["ok"] else 1)
+    assert {row["layer"] for row in report["layers"]} == {layer.value for layer in Layer}
