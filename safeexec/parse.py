@@ -323,7 +323,7 @@ def _significant_lines(code: str) -> list[str]:
     """The lines of ``code`` that mean something to CPython, for comparing libcst's reprint.
 
     Blank lines, trailing whitespace and the comment lines at the very end go (libcst drops
-    indented comments there); a line holding a quote or backslash is never taken for a comment.
+    indented comments there); a line holding a quote is never taken for a comment.
     """
     lines = [line.rstrip() for line in code.split("\n") if line.strip()]
     while lines and _is_plain_comment(lines[-1]):
@@ -332,7 +332,9 @@ def _significant_lines(code: str) -> list[str]:
 
 
 def _is_plain_comment(line: str) -> bool:
-    return line.lstrip().startswith("#") and not any(char in line for char in "'\"\\")
+    # Read from the end: a quote-free line there cannot lie inside a string (no closing quote
+    # follows it), so a ``#`` line there is a comment.
+    return line.lstrip().startswith("#") and "'" not in line and '"' not in line
 
 
 def _foreign_cookie(code: str) -> tuple[int, str] | None:
