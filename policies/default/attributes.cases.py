@@ -107,3 +107,17 @@ def f():
 f.__code__  # expect: SX401
 f.__code__.co_consts  # expect: SX401, SX402
 f.__closure__  # expect: SX401
+
+# case: pattern matching reads attributes without an attribute node
+match ():
+    case object(__class__=cls):  # expect: SX401
+        print(cls)
+match 3:
+    case int(real=r):  # ok: SX401
+        print(r)
+
+# case: Formatter methods walk format fields too
+import string
+string.Formatter().vformat("{0.__class__}", (1,), {})  # expect: SX401
+string.Formatter().get_field("0.__class__.__base__", (1,), {})  # expect: SX401
+string.Formatter().format("{0.real}", 1)  # ok: SX401

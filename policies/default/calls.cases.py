@@ -93,3 +93,26 @@ from pathlib import Path
 Path("/root").iterdir()  # expect: SX305
 open("/et" + "c/passwd")  # expect: SX305
 open(file="/etc/hosts")  # expect: SX305
+
+# case: string annotations that are types are fine
+from typing import Optional, List
+def parse_rows(rows: "List[dict]", limit: "Optional[int]" = None) -> "list[str] | None":  # ok: SX308
+    return None
+count: "int" = 0  # ok: SX308
+
+# case: string annotations that hold code are evaluated by get_type_hints
+import functools, typing
+@functools.singledispatch
+def handle(x):
+    return x
+@handle.register
+def _(x: "__import__('os').system('id')"):  # expect: SX308
+    return x
+def g() -> "(lambda: 1)()":  # expect: SX308
+    pass
+alias = typing.List["[c for c in ().__class__.__base__.__subclasses__()]"]  # expect: SX308
+ref = typing.ForwardRef("exec('x')")  # expect: SX308
+plain = {"key (with) parens": 1}["key (with) parens"]  # ok: SX308
+
+# case: help starts a pager process
+help(print)  # expect: SX301

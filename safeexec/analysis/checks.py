@@ -320,4 +320,60 @@ def _range_trips(node: ast.expr) -> float:
     return math.inf
 
 
+_TYPE_EXPRESSION_NODES = (
+    ast.Expression,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.Constant,
+    ast.BinOp,
+    ast.BitOr,
+    ast.Load,
+)
+_FORWARD_REFERENCES = frozenset({"typing.ForwardRef", "typing.TypeVar", "typing.NewType"})
+
+
+def _string_is_code(text: str) -> bool:
+    """Whether a string that may be evaluated as a type holds more than a type expression."""
+    if len(text) > 2000:
+        return True
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False  # not an expression: evaluating it raises before running anything
+    for node in ast.walk(tree):
+        if not isinstance(node, _TYPE_EXPRESSION_NODES):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return True
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            return True
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.BitOr):
+            return True
+    return False
+
+
+@_register("string-annotation-code")
+def _string_annotation_code(ctx: ScanContext) -> Iterator[CheckHit]:
+    """String annotations and forward references that hold code, not a type."""
+    strings: list[ast.Constant] = []
+    for root in ctx.annotations:
+        strings.extend(
+            n for n in ast.walk(root) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        )
+    for site in ctx.calls:
+        if site.callee in _FORWARD_REFERENCES:
+            strings.extend(
+                a
+                for a in [*site.node.args, *(k.value for k in site.node.keywords)]
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
+    for node in strings:
+        if _string_is_code(str(node.value)):
+            text = clip_text(str(node.value))
+            yield CheckHit(node=node, fields={"annotation": text}, evidence=text)
+
+
 REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(_registry)

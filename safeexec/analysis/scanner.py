@@ -35,6 +35,8 @@ __all__ = ["scan"]
 
 _DEFAULT_TIME_BUDGET_SECONDS = 2.0
 _CLOCK_EVERY_NODES = 512
+_BUILTIN_GENERICS = frozenset({"list", "dict", "set", "frozenset", "tuple", "type"})
+_FORMAT_METHODS = frozenset({"format", "format_map", "vformat", "get_field"})
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FORMAT_FIELD = re.compile(r"\{([^{}!:]*)")
 
@@ -92,6 +94,7 @@ class _Scanner:
         self.references: list[ast.expr] = []
         self.calls: list[ast.Call] = []
         self.subscripts: list[ast.Subscript] = []
+        self.annotations: list[ast.expr] = []
         self.bindings: list[tuple[str, ast.expr]] = []
         self.store_counts: dict[str, int] = {}
         self._resolved: dict[int, tuple[str, bool] | None] = {}
@@ -111,6 +114,7 @@ class _Scanner:
                 calls=tuple(call_sites),
                 attributes=tuple(attribute_sites),
                 references=tuple(references),
+                annotations=tuple(self._annotation_roots()),
                 folder=folder,
             )
         )
@@ -164,15 +168,26 @@ class _Scanner:
             elif cls is ast.Import or cls is ast.ImportFrom:
                 self._import(node)  # type: ignore[arg-type]
             elif cls is ast.Assign or cls is ast.AnnAssign or cls is ast.NamedExpr:
+                if cls is ast.AnnAssign:
+                    self.annotations.append(node.annotation)  # type: ignore[attr-defined]
                 targets = node.targets if cls is ast.Assign else [node.target]  # type: ignore[attr-defined]
                 value = node.value  # type: ignore[attr-defined]
                 if value is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
                     self.bindings.append((targets[0].id, value))
             elif cls is ast.arg:
                 self._store(node.arg)  # type: ignore[attr-defined]
+                if node.annotation is not None:  # type: ignore[attr-defined]
+                    self.annotations.append(node.annotation)  # type: ignore[attr-defined]
+            elif cls is ast.MatchClass:
+                # `case object(__class__=c)` reads the attribute without an Attribute node.
+                for attr in node.kwd_attrs:  # type: ignore[attr-defined]
+                    self._attribute_event(node, attr)
             elif cls in _NAMED_BINDERS:
                 for name in _bound_names(node):
                     self._store(name)
+                returns = getattr(node, "returns", None)
+                if returns is not None:
+                    self.annotations.append(returns)
             for field_name in cls._fields:
                 if field_name == "ctx":
                     continue
@@ -328,17 +343,29 @@ class _Scanner:
                     if name is not None:
                         for part in name.split("."):
                             self._attribute_event(node, part)
-            elif isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "format",
-                "format_map",
-            ):
-                template = folder.fold(node.func.value)
-                if template is None and callee in ("str.format", "str.format_map") and node.args:
-                    template = folder.fold(node.args[0])
-                if template is not None:
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in _FORMAT_METHODS:
+                # The receiver or the first argument may be the template (str.format(t, ...),
+                # string.Formatter().vformat(t, ...)); get_field walks a bare field name.
+                for candidate in (node.func.value, *node.args[:1]):
+                    template = folder.fold(candidate)
+                    if template is None:
+                        continue
+                    if node.func.attr == "get_field":
+                        template = "{" + template + "}"
                     for attribute in _format_attributes(template):
                         self._attribute_event(node, attribute)
         return sites
+
+    def _annotation_roots(self) -> list[ast.expr]:
+        """Annotations, plus typing generics' arguments (get_type_hints evaluates their strings)."""
+        roots = list(self.annotations)
+        for node in self.subscripts:
+            resolved = self._resolve(node.value)
+            if resolved is not None and (
+                resolved[0].startswith("typing.") or resolved[0] in _BUILTIN_GENERICS
+            ):
+                roots.append(node.slice)
+        return roots
 
     def _check_subscripts(self, folder: StringFolder) -> None:
         for node in self.subscripts:

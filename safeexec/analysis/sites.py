@@ -47,9 +47,10 @@ class ScanContext:
     tree: ast.Module
     calls: tuple[CallSite, ...]
     attributes: tuple[AttributeSite, ...]
-    references: tuple[
-        tuple[ast.expr, str], ...
-    ]  # every resolved name read, with its qualified name
+    # Every resolved name read, with its qualified name.
+    references: tuple[tuple[ast.expr, str], ...]
+    # Annotations and the arguments of typing generics (strings there may be evaluated).
+    annotations: tuple[ast.expr, ...]
     folder: StringFolder
 
 

@@ -54,6 +54,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "tool-not-granted": frozenset({"tool"}),
         "tool-call-limit": frozenset({"tool", "calls", "max_calls"}),
         "tool-requires-approval": frozenset({"tool"}),
+        "string-annotation-code": frozenset({"annotation"}),
     }
 )
 

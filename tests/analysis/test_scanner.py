@@ -176,7 +176,9 @@ def test_each_check_fires_only_on_its_pattern() -> None:
         "tool-not-granted": ("run_shell(c='id')", "fetch_url(url='x')"),
         "tool-call-limit": ("while x:\n    fetch_url(url='x')", "fetch_url(url='x')"),
         "tool-requires-approval": ("send_email(to='a')", "fetch_url(url='x')"),
+        "string-annotation-code": ("def f(x: 'eval(1)'): pass", "def f(x: 'int'): pass"),
     }
+    assert set(cases) == set(CHECKS)
     rule_of = {r.check: r.id for r in DEFAULT.rules if r.check}
     for check, (bad, good) in cases.items():
         assert rule_of[check] in _rules(bad), check
