@@ -1,0 +1,192 @@
+"""Native mode benchmark: every figure is a ratio to a baseline measured in the same run.
+
+Run: ``python benchmarks/bench_native.py [--sessions-cap N] [--preload numpy,pandas]``.
+Targets (from the issue): open <= 0.25x a fresh ``python -S -I -c pass``; sustained opens/s
+>= 4x fresh-interpreter spawns/s; warm round-trip < 1 ms; a 200k-iteration loop within 1.1x
+of in-process ``exec``; an idle session <= 2 MB private memory (USS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.blobs import BlobStore
+from safeexec.errors import SafeExecError
+from safeexec.model import ExecRequest, ExecStatus, Limits
+
+LOOP = "total = 0\nfor i in range(200_000):\n    total += i\n"
+
+
+def median_seconds(action: Callable[[], object], *, repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def memory_kib(pid: int) -> tuple[int, int]:
+    """(PSS, USS) of a process in KiB, from smaps_rollup."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                fields[parts[0].rstrip(":")] = int(parts[1])
+    return fields["Pss"], fields["Private_Clean"] + fields["Private_Dirty"]
+
+
+def per_second(clients: int, total: int, one: Callable[[], object]) -> float:
+    per_client = max(1, total // clients)
+
+    def work() -> None:
+        for _ in range(per_client):
+            one()
+
+    threads = [threading.Thread(target=work) for _ in range(clients)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return per_client * clients / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sessions-cap", type=int, default=400)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--preload", default="")
+    args = parser.parse_args()
+    python = os.path.realpath(sys.executable)
+    fresh_cmd = [python, "-S", "-I", "-c", "pass"]
+    rows: list[tuple[str, str, str]] = []
+
+    scratch = Path(tempfile.mkdtemp(prefix="safeexec-bench-"))
+    blobs = BlobStore(scratch / "blobs")
+    preload = tuple(m for m in args.preload.split(",") if m)
+    backend = NativeBackend(preload=preload)
+    backend.start()
+    def open_session() -> NativeSession:
+        # A fresh private workdir per session, as when the caller gives none.
+        return backend.open(limits=Limits(), blobs=blobs)
+
+    open_session().close()  # warm up
+
+    # 1. Session open vs a fresh interpreter.
+    fresh = median_seconds(lambda: subprocess.run(fresh_cmd, check=True), repeat=args.repeat)
+    opened: list[NativeSession] = []
+    session_open = median_seconds(lambda: opened.append(open_session()), repeat=args.repeat)
+    for session in opened:
+        session.close()
+    rows.append(
+        (
+            "session open (fork + confinement)",
+            f"{session_open * 1e3:.2f} ms vs fresh `python -S -I -c pass` {fresh * 1e3:.2f} ms",
+            f"{session_open / fresh:.2f}x (target <= 0.25x)",
+        )
+    )
+
+    # 2. Warm round-trip and the loop, vs in-process exec.
+    session = open_session()
+    trivial = ExecRequest(action_id="bench", code="x = 1")
+    session.run(trivial)
+    warm = median_seconds(lambda: session.run(trivial), repeat=args.repeat * 10)
+    compiled_trivial = compile("x = 1", "<bench>", "exec")
+    in_process = median_seconds(lambda: exec(compiled_trivial, {}), repeat=args.repeat * 10)
+    rows.append(
+        (
+            "warm round-trip of `x = 1`",
+            f"{warm * 1e3:.3f} ms vs in-process exec {in_process * 1e6:.2f} us",
+            f"{warm / in_process:.0f}x (target < 1 ms absolute)",
+        )
+    )
+    loop_request = ExecRequest(action_id="bench", code=LOOP)
+    assert session.run(loop_request).status is ExecStatus.OK
+    sandboxed_loop = median_seconds(lambda: session.run(loop_request), repeat=args.repeat)
+    loop_code = compile(LOOP, "<bench>", "exec")
+    host_loop = median_seconds(lambda: exec(loop_code, {}), repeat=args.repeat)
+    rows.append(
+        (
+            "200k-iteration loop (incl. round-trip)",
+            f"{sandboxed_loop * 1e3:.2f} ms vs in-process exec {host_loop * 1e3:.2f} ms",
+            f"{sandboxed_loop / host_loop:.3f}x (target <= 1.1x)",
+        )
+    )
+
+    # 3. Memory of an idle session vs a fresh idle interpreter.
+    idle = open_session()
+    idle.run(trivial)
+    time.sleep(0.2)
+    pss, uss = memory_kib(idle.pid or 0)
+    sleeper = subprocess.Popen([python, "-S", "-I", "-c", "import time; time.sleep(60)"])
+    time.sleep(0.5)
+    fresh_pss, fresh_uss = memory_kib(sleeper.pid)
+    sleeper.kill()
+    sleeper.wait()
+    idle.close()
+    session.close()
+    rows.append(
+        (
+            "idle session memory (PSS / USS)",
+            f"{pss / 1024:.2f} / {uss / 1024:.2f} MiB vs fresh interpreter "
+            f"{fresh_pss / 1024:.2f} / {fresh_uss / 1024:.2f} MiB",
+            f"USS {uss / fresh_uss:.2f}x (target USS <= 2 MiB)",
+        )
+    )
+
+    # 4. How many idle sessions fit before any limit.
+    many: list[NativeSession] = []
+    stop_reason = f"stopped at the cap of {args.sessions_cap}"
+    try:
+        while len(many) < args.sessions_cap:
+            many.append(open_session())
+    except (SafeExecError, OSError) as exc:
+        stop_reason = f"limit hit: {type(exc).__name__}: {str(exc)[:80]}"
+    total_uss = sum(memory_kib(s.pid or 0)[1] for s in many if s.pid)
+    rows.append(
+        (
+            "concurrent idle sessions",
+            f"{len(many)} open ({stop_reason}); {total_uss / 1024:.0f} MiB private in total",
+            f"{total_uss / 1024 / max(1, len(many)):.2f} MiB USS each",
+        )
+    )
+    for s in many:
+        s.close()
+
+    # 5. Sustained opens per second, 1 and 8 clients, vs fresh spawns per second.
+    for clients in (1, 8):
+        spawned = per_second(clients, 32, lambda: subprocess.run(fresh_cmd, check=True))
+        kept: list[NativeSession] = []
+        opens = per_second(clients, 64, lambda kept=kept: kept.append(open_session()))
+        for s in kept:
+            s.close()
+        cycles = per_second(clients, 64, lambda: open_session().close())
+        rows.append(
+            (
+                f"opens/s with {clients} client(s)",
+                f"{opens:.0f} opens/s ({cycles:.0f} open+close/s) vs {spawned:.0f} fresh spawns/s",
+                f"{opens / spawned:.2f}x (target >= 4x)",
+            )
+        )
+
+    backend.close()
+    width = max(len(r[0]) for r in rows)
+    print(f"native backend benchmark (python {sys.version.split()[0]}, preload={preload or '-'})")
+    for name, measured, ratio in rows:
+        print(f"  {name:<{width}}  {ratio:<32}  {measured}")
+
+
+if __name__ == "__main__":
+    main()
