@@ -1,0 +1,33 @@
+"""The README's Python API example runs as written (native backend, default policy)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_python_api_example_runs_and_prints_what_its_comments_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = README.read_text()
+    section = text[text.index("## Python API") :]
+    match = re.search(r"^```python\n(.*?)^```$", section, re.S | re.M)
+    assert match is not None
+    example = match.group(1)
+    assert len(example.splitlines()) <= 10
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(example, str(README), "exec"), {})  # our own documentation, not model code
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "allow ok"
+    assert "285" in printed.getvalue()
+    assert "['SX201', 'SX202']" in lines
+    assert lines[-1] == "47 3"
+    assert (tmp_path / ".safeexec" / "audit.jsonl").is_file()
