@@ -364,3 +364,12 @@ def test_masking_is_idempotent_and_merges_earlier_masked_fields() -> None:
     )
     assert twice.masked_fields == ("findings[0].evidence", "findings[1].message")
     assert mask_event(once) is once
+
+
+def test_public_exports_are_pinned() -> None:
+    import safeexec.audit as audit
+
+    assert audit.__all__ == [
+        "DEFAULT_SECRET_PATTERNS", "MASK", "AuditLog", "AuditStatistics", "build_event",
+        "mask_event",
+    ]  # fmt: skip

@@ -195,3 +195,9 @@ def test_decision_does_not_depend_on_the_order_findings_arrive_in(
     approves = any(f.enforcement is Enforcement.APPROVE for f in findings)
     expected = Verdict.DENY if denies else Verdict.NEEDS_APPROVAL if approves else Verdict.ALLOW
     assert first.verdict is expected
+
+
+def test_public_exports_are_pinned() -> None:
+    import safeexec.decide as module
+
+    assert module.__all__ == ["decide", "order_findings"]

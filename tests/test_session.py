@@ -554,3 +554,7 @@ def test_a_configuration_error_from_open_reaches_the_caller_unchanged(tmp_path: 
             s.run(reply("pass\n"))
         (event,) = s.audit.read()
     assert [f.rule for f in event.findings] == ["SX901"]
+
+
+def test_public_exports_are_pinned() -> None:
+    assert session_module.__all__ == ["Approver", "Session", "SessionStatistics", "default_backend"]
