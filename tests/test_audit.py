@@ -373,3 +373,31 @@ def test_public_exports_are_pinned() -> None:
         "DEFAULT_SECRET_PATTERNS", "MASK", "AuditLog", "AuditStatistics", "build_event",
         "mask_event",
     ]  # fmt: skip
+
+
+def _append_from_another_process(path: str, prefix: str) -> None:
+    with AuditLog(Path(path)) as log:
+        for i in range(25):
+            log.write(
+                _event(action_id=f"{prefix}-{i}", findings=(_finding(evidence="y" * 50_000),))
+            )
+
+
+def test_processes_sharing_one_log_never_tear_each_others_lines(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = tmp_path / "audit.jsonl"
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_append_from_another_process, args=(str(path), f"p{n}"))
+        for n in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    events = AuditLog(path).read()
+    assert sorted(e.action_id for e in events) == sorted(
+        f"p{n}-{i}" for n in range(3) for i in range(25)
+    )
