@@ -61,6 +61,15 @@ def best_of(run: Callable[[], object], repeats: int) -> float:
     return min(times)
 
 
+def interleaved_best(runners: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best time of each runner, measured round-robin so load changes hit every column alike."""
+    best = dict.fromkeys(runners, float("inf"))
+    for _ in range(repeats):
+        for label, run in runners.items():
+            best[label] = min(best[label], best_of(run, 1))
+    return best
+
+
 def plain_exec(code: str) -> Callable[[], object]:
     def run() -> object:
         namespace: dict[str, object] = {"__builtins__": __builtins__}
@@ -114,7 +123,7 @@ def worker_runner(session: object) -> Callable[[str], Callable[[], object]]:
 
 
 def main() -> None:
-    repeats = 5
+    repeats = 7
     tmp = Path(tempfile.mkdtemp(prefix="bench-restricted-"))
     blobs = BlobStore(tmp / "blobs")
     smol = smolagents_runner()
@@ -141,19 +150,18 @@ def main() -> None:
     print("-" * len(header))
     ratios: dict[str, list[float]] = {c: [] for c in columns}
     for name, code in PROGRAMS.items():
-        base = best_of(plain_exec(code), repeats)
-        figures = {
-            "restricted in-process": best_of(restricted_in_process(code, counting=True), repeats),
-            "restricted in-process (no op budget)": best_of(
-                restricted_in_process(code, counting=False), repeats
-            ),
+        runners: dict[str, Callable[[], object]] = {
+            "plain exec": plain_exec(code),
+            "restricted in-process": restricted_in_process(code, counting=True),
+            "restricted in-process (no op budget)": restricted_in_process(code, counting=False),
         }
         for label, make in workers.items():
-            figures[label] = best_of(make(code), repeats)
+            runners[label] = make(code)
+        figures = interleaved_best(runners, repeats)
         if smol is not None:
-            figures["smolagents LocalPythonExecutor"] = best_of(
-                smol(code), 2 if "trivial" not in name else repeats
-            )
+            slow_repeats = repeats if "trivial" in name else 2
+            figures["smolagents LocalPythonExecutor"] = best_of(smol(code), slow_repeats)
+        base = figures["plain exec"]
         cells = []
         for column in columns:
             ratio = figures[column] / base

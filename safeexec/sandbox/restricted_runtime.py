@@ -584,6 +584,7 @@ class Guards:
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
         self._lock = threading.Lock()
+        self.write_guard = self._make_write_guard()
 
     # -- ownership ------------------------------------------------------------------------------
     def is_own(self, obj: object) -> bool:
@@ -594,7 +595,7 @@ class Guards:
         """Is ``obj`` a function compiled from the code (its globals hold these guards)?"""
         return (
             isinstance(obj, types.FunctionType)
-            and obj.__globals__.get("_write_") == self.write_guard
+            and obj.__globals__.get("_write_") is self.write_guard
         )
 
     def register_class(self, cls: object) -> object:
@@ -676,16 +677,25 @@ class Guards:
         return True
 
     # -- writes ------------------------------------------------------------------------------------
-    def write_guard(self, obj: object) -> object:
-        """``_write_``: attribute writes and deletes only on the code's own objects."""
-        if self.is_own(obj):
-            return obj
-        if self.is_own_function(obj):
-            return obj
-        raise GuardError(
-            f"cannot modify attributes of {type(obj).__name__!r}: "
-            "only objects of classes defined by the code can be changed"
-        )
+    def _make_write_guard(self) -> Callable[[object], object]:
+        """``_write_``: attribute writes and deletes only on the code's own objects.
+
+        A closure over the own-class set, so the common case (an instance of an own class) costs
+        one set lookup and no attribute access.
+        """
+        own = self.own_classes
+
+        def _write_(obj: object) -> object:
+            if type(obj) in own:
+                return obj
+            if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
+                return obj
+            raise GuardError(
+                f"cannot modify attributes of {type(obj).__name__!r}: "
+                "only objects of classes defined by the code can be changed"
+            )
+
+        return _write_
 
     def safe_setattr(self, obj: object, name: str, value: object) -> None:
         if type(name) is not str or (name.startswith("__") and name.endswith("__")):
