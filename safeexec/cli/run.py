@@ -67,7 +67,11 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run the code in model replies under a policy, in one session (state carries over)."""
+    """Run the code in model replies under a policy, in one session (state carries over).
+
+    Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
+    4 timeout, limit exceeded or killed (with several files, the worst).
+    """
     try:
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
