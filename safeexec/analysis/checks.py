@@ -282,22 +282,25 @@ def _count_calls(
                 scale = multiplier if field_name == "iter" else inner
                 nodes = value if isinstance(value, list) else [value]
                 for root in nodes:
+                    in_comprehension = _calls_in_comprehensions(root)
                     for node in ast.walk(root):
                         func = getattr(node, "func", None)
                         if isinstance(func, ast.Name) and func.id in tools:
-                            in_comprehension = _inside_comprehension(root, node)
-                            counts[func.id] = counts.get(func.id, 0.0) + (
-                                math.inf if in_comprehension else scale
-                            )
+                            repeat = math.inf if id(node) in in_comprehension else scale
+                            counts[func.id] = counts.get(func.id, 0.0) + repeat
                             first_site.setdefault(func.id, node)  # type: ignore[arg-type]
 
 
-def _inside_comprehension(root: ast.AST, target: ast.AST) -> bool:
-    return any(
-        isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp)
-        and any(n is target for n in ast.walk(node))
-        for node in ast.walk(root)
-    )
+def _calls_in_comprehensions(root: ast.AST) -> set[int]:
+    """Ids of the call nodes under any comprehension in ``root`` (one walk per comprehension)."""
+    inside: set[int] = set()
+    for node in ast.walk(root):
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            if id(node) in inside:
+                continue
+            for child in ast.walk(node):
+                inside.add(id(child))
+    return inside
 
 
 def _range_trips(node: ast.expr) -> float:

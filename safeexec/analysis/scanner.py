@@ -118,6 +118,8 @@ class _Scanner:
                 folder=folder,
             )
         )
+        if self.clock() > self.deadline:
+            raise _ScanTimeout
         if estimate is not None:
             self._check_estimate(estimate)
         self.findings.sort(

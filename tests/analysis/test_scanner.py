@@ -15,7 +15,7 @@ from safeexec.model import Action, Bound, Enforcement, Estimate
 from safeexec.parse import Parsed, parse
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.schema import Policy
-from safeexec.policy.vocabulary import CHECKS
+from safeexec.policy.vocabulary import CHECKS, SYNTAX_NODE_TYPES
 
 DEFAULT = load_policy("default")
 
@@ -183,3 +183,18 @@ def test_each_check_fires_only_on_its_pattern() -> None:
     for check, (bad, good) in cases.items():
         assert rule_of[check] in _rules(bad), check
         assert rule_of[check] not in _rules(good), check
+
+
+def test_the_grammar_gate_knows_every_concrete_node_type_of_this_interpreter() -> None:
+    deprecated = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite"}
+    deprecated |= {"Param", "AugLoad", "AugStore", "slice"}
+    concrete = {
+        name
+        for name in dir(ast)
+        if isinstance(getattr(ast, name), type)
+        and issubclass(getattr(ast, name), ast.AST)
+        and not getattr(ast, name).__subclasses__()
+        and name not in deprecated
+    }
+    assert concrete - {"Constant"} <= SYNTAX_NODE_TYPES
+    assert "Constant" in SYNTAX_NODE_TYPES
