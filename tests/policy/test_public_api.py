@@ -1,0 +1,17 @@
+"""The public names of the policy, analysis, estimate, gate and testing modules are pinned."""
+
+from __future__ import annotations
+
+import safeexec.analysis
+import safeexec.estimate
+import safeexec.gate
+import safeexec.policy
+import safeexec.testing
+
+
+def test_public_names_are_pinned() -> None:
+    assert safeexec.policy.__all__ == ["Policy", "load_policy", "shipped_packs"]
+    assert safeexec.analysis.__all__ == ["scan"]
+    assert safeexec.estimate.__all__ == ["estimate"]
+    assert safeexec.gate.__all__ == ["GateResult", "check", "fresh_budget"]
+    assert safeexec.testing.__all__ == ["CaseFailure", "PackReport", "run_pack_tests"]
