@@ -47,6 +47,7 @@ from safeexec.policy.vocabulary import (
     SYNTAX_NODE_TYPES,
     reserved_rule_id,
 )
+from safeexec.sandbox.layers import Layer
 
 __all__ = ["load_policy", "parse_policy_text"]
 
@@ -59,7 +60,7 @@ _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
 _NAME_PATTERN = re.compile(r"^[A-Za-z_*][A-Za-z0-9_.*]*$")
 _BACKENDS = ("native", "restricted", "dsl", "fake")
-_LAYERS = ("session", "workdir", "env", "rlimits", "netns", "landlock", "no_new_privs", "seccomp")
+_LAYERS = tuple(layer.value for layer in Layer)
 
 
 # --------------------------------------------------------------------------------------------
