@@ -300,3 +300,65 @@ def test_the_doctor_command_prints_a_json_report() -> None:
     report = json.loads(outcome.stdout)
     assert outcome.exit_code == (0 if report["ok"] else 1)
     assert {row["layer"] for row in report["layers"]} == {layer.value for layer in Layer}
+
+
+def _cli_run(cwd: Path, *files: str, options: tuple[str, ...] = ()) -> list[dict[str, object]]:
+    command = [sys.executable, "-c", "from safeexec.cli.app import main; main()"]
+    done = subprocess.run(
+        [*command, "run", "--mode", "native", "--json", *options, *files],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def test_cli_run_keeps_state_from_file_to_file_and_reports_artifacts(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 21\nwith open('made.txt', 'w') as f:\n    f.write('hi')\n")
+    (tmp_path / "b.py").write_text("print(x * 2)\n")
+    first, second = _cli_run(tmp_path, "a.py", "b.py")
+    for outcome in (first, second):
+        assert outcome["result"]["status"] == "ok"  # type: ignore[index]
+    assert [a["name"] for a in first["result"]["artifacts"]] == ["made.txt"]  # type: ignore[index]
+    assert "42" in second["observation"]["text"]  # type: ignore[index]
+
+
+def test_a_matplotlib_figure_becomes_a_png_artifact_through_the_cli(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the optional 'data' extra is not installed")
+    (tmp_path / "plot.py").write_text(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.title('squares')\n"
+    )
+    (outcome,) = _cli_run(tmp_path, "plot.py", options=("--policy", "data-analysis"))
+    artifacts = outcome["result"]["artifacts"]  # type: ignore[index]
+    assert outcome["result"]["status"] == "ok", outcome["observation"]  # type: ignore[index]
+    assert [(a["name"], a["media_type"]) for a in artifacts] == [
+        ("figures/cell-1-figure-1.png", "image/png")
+    ]
+
+
+def test_a_data_analysis_script_runs_and_saves_a_chart(
+    backend: NativeBackend, blobs: BlobStore, tmp_path: Path
+) -> None:
+    for module in ("numpy", "pandas", "matplotlib"):
+        pytest.importorskip(module, reason="the optional 'data' extra is not installed")
+    code = """
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+rng = np.random.default_rng(0)
+frame = pd.DataFrame({"group": rng.integers(0, 3, 300), "value": rng.normal(size=300)})
+summary = frame.groupby("group")["value"].agg(["count", "mean"])
+summary.to_csv("summary.csv")
+summary["mean"].plot(kind="bar")
+plt.savefig("means.png")
+print(int(summary["count"].sum()))
+"""
+    with backend.open(workdir=tmp_path, limits=Limits(), blobs=blobs) as session:
+        result = run(session, code, wall_seconds=120.0, cpu_seconds=120.0)
+        assert result.status is ExecStatus.OK, blobs.get(result.stderr)[-3000:]
+        assert out(session, result) == "300\n"
+        names = {a.name: a for a in result.artifacts}
+        assert {"summary.csv", "means.png"} <= set(names)
+        assert blobs.get(names["means.png"].blob).startswith(b"\x89PNG")
