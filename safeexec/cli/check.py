@@ -113,7 +113,9 @@ def render_text(results: list[tuple[str, GateResult]]) -> str:
     """ruff-style lines ``file:line:col: SX201 message`` with the source line and a caret."""
     out: list[str] = []
     for name, result in results:
-        lines = result.action.code.split("\n")
+        # Spans point into the code as checked (the parser normalises line ends and identifiers).
+        checked = result.parsed.code if result.parsed is not None else result.action.code
+        lines = checked.split("\n")
         for finding in result.decision.findings:
             line, column = _position(finding)
             tag = "" if finding.enforcement is Enforcement.DENY else f" [{finding.enforcement}]"
