@@ -185,7 +185,6 @@ def render_sarif(results: list[tuple[str, GateResult]], policy: Policy) -> dict[
                         "name": "safeexec",
                         "version": __version__,
                         "semanticVersion": __version__,
-                        "informationUri": "https://github.com/safeexec/safeexec",
                         "rules": rules,
                     }
                 },
