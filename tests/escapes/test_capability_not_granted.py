@@ -45,6 +45,8 @@ def test_a_policy_that_does_not_grant_a_tool_refuses_the_grant(tmp_path: Path) -
     from safeexec.errors import CapabilityError
     from safeexec.session import Session
 
-    with Session(policy="default", state_dir=tmp_path) as session:
-        with pytest.raises(CapabilityError, match="not grantable"):
-            session.grant(run_shell)
+    with (
+        Session(policy="default", state_dir=tmp_path) as session,
+        pytest.raises(CapabilityError, match="not grantable"),
+    ):
+        session.grant(run_shell)
