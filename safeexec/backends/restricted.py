@@ -18,7 +18,9 @@ cannot fork and for the ablation. It is **weaker**, plainly:
   file sizes and disk use are not bounded; no confinement layer can be required (``require``
   raises ``BackendUnavailable``);
 * output is capped as it is written; tools and files work as in the worker (``open`` is confined
-  beneath the workdir by path checks only).
+  beneath the workdir by path checks only); ``env`` is ignored (the code has no ``os.environ``);
+* sandbox objects live in the host process: they never cross into host code (tool arguments and
+  results are JSON-plain copies), but a RestrictedPython or guard bug here is a host compromise.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The restricted runtime: RestrictedPython, one ``Guards`` object, attribute-allowlisted imports.
 
-Sandboxed code is compiled with :func:`RestrictedPython.compile_restricted` through
-:class:`SafeexecTransformer`, which keeps RestrictedPython's default-deny grammar and closes its
-compatibility gaps where that is safe:
+Sandboxed code is transformed by :class:`SafeexecTransformer` (RestrictedPython's
+``RestrictingNodeTransformer``, the heart of ``compile_restricted``, compiled without inheriting
+``compile_restricted``'s ``from __future__ import annotations``), which keeps RestrictedPython's
+default-deny grammar and closes its compatibility gaps where that is safe:
 
 * attribute names are checked **at compile time**. A plain ``a.b`` whose name is public and not on
   the dangerous list compiles to a direct attribute load (no guard call: this is the fast path);
@@ -14,6 +15,11 @@ compatibility gaps where that is safe:
   fields), augmented assignment on subscripts and attributes, and ``nonlocal``;
 * ``import`` hands out :class:`ModuleView` wrappers with an explicit attribute allowlist, never a
   real module, and only for modules in both the policy allowlist and :data:`MODULE_ALLOWLISTS`.
+
+Item access, iteration, unpacking and in-place operators stay plain bytecode (RestrictedPython's
+``_getitem_``, ``_getiter_``, ``_unpack_sequence_`` and ``_inplacevar_`` hooks are not used): with
+attribute access checked, imports wrapped and no module-holding container reachable, those hooks
+would only re-check values the code can already hold, at a guard call per element.
 
 Nothing that reaches a module object through a public attribute is exposed (``tests/restricted``
 walks the reachable object graph to check that premise of the fast path). When
