@@ -42,3 +42,15 @@ table = [0] * 10**8
 
 # case: under the lower memory threshold  # ok: SX503
 table = [0] * 10**6
+
+# case: private and dunder attributes are refused as the restricted mode refuses them
+class Counter:
+    def __init__(self):
+        self._count = 0  # expect: SX406
+    def bump(self):
+        self.count = getattr(self, "count", 0) + 1  # ok: SX406
+        return self.count
+Counter().bump()
+x = ().__class__  # expect: SX401, SX406
+d = {"_key": 1}
+print(d["_key"])  # ok: SX406

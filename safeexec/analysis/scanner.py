@@ -370,10 +370,14 @@ class _Scanner:
         return roots
 
     def _check_subscripts(self, folder: StringFolder) -> None:
+        # A string key reaches an attribute only through a namespace dict (`f.__globals__[k]`,
+        # `vars(o)[k]`); match such keys against attribute names spelled out in full, not
+        # patterns, so that ordinary dict keys like "_id" stay ordinary.
+        exact = self.rules.attributes.exact
         for node in self.subscripts:
             key = folder.fold(node.slice) if not isinstance(node.slice, ast.Slice) else None
-            if key is not None:
-                self._attribute_event(node, key)
+            if key is not None and key in exact:
+                self._emit(exact[key], node, {"attribute": key}, key)
 
     def _attribute_event(self, node: ast.AST, attribute: str) -> None:
         if self.rules.attributes:
