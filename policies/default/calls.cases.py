@@ -116,3 +116,11 @@ plain = {"key (with) parens": 1}["key (with) parens"]  # ok: SX308
 
 # case: help starts a pager process
 help(print)  # expect: SX301
+
+# case: an absolute part replaces a pathlib path
+from pathlib import Path
+base = Path("data")
+(base / "/etc/passwd").read_text()  # expect: SX305
+base.joinpath("..", "..", "etc").iterdir()  # expect: SX305
+(base / "reports" / "2024.csv").exists()  # ok: SX305
+ratio = 10 / 4  # ok: SX305

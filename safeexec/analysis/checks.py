@@ -181,8 +181,29 @@ def _outside_workdir(path: str) -> bool:
 
 @_register("path-outside-workdir")
 def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
-    """A file function given a constant path that is absolute, home-relative or climbs with `..`."""
+    """A file function given a constant path that is absolute, home-relative or climbs with `..`.
+
+    Also ``Path(...) / "/etc"`` and ``.joinpath("/etc")``: an absolute part replaces the path.
+    """
+    for division in ctx.divisions:
+        part = ctx.folder.fold(division.right)
+        if part is not None and _outside_workdir(part):
+            yield CheckHit(
+                node=division,
+                fields={"path": clip_text(part), "function": "pathlib.Path.__truediv__"},
+                evidence=clip_text(part),
+            )
     for site in ctx.calls:
+        func = site.node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("joinpath", "with_name", "rename"):
+            for arg in site.node.args:
+                part = ctx.folder.fold(arg)
+                if part is not None and _outside_workdir(part):
+                    yield CheckHit(
+                        node=site.node,
+                        fields={"path": clip_text(part), "function": func.attr},
+                        evidence=clip_text(part),
+                    )
         if site.callee not in _PATH_FUNCTIONS:
             continue
         candidates = [

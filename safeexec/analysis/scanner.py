@@ -95,6 +95,7 @@ class _Scanner:
         self.calls: list[ast.Call] = []
         self.subscripts: list[ast.Subscript] = []
         self.annotations: list[ast.expr] = []
+        self.divisions: list[ast.BinOp] = []
         self.bindings: list[tuple[str, ast.expr]] = []
         self.store_counts: dict[str, int] = {}
         self._resolved: dict[int, tuple[str, bool] | None] = {}
@@ -115,6 +116,7 @@ class _Scanner:
                 attributes=tuple(attribute_sites),
                 references=tuple(references),
                 annotations=tuple(self._annotation_roots()),
+                divisions=tuple(self.divisions),
                 folder=folder,
             )
         )
@@ -167,6 +169,8 @@ class _Scanner:
                 self.calls.append(node)  # type: ignore[arg-type]
             elif cls is ast.Subscript:
                 self.subscripts.append(node)  # type: ignore[arg-type]
+            elif cls is ast.BinOp and node.op.__class__ is ast.Div:  # type: ignore[attr-defined]
+                self.divisions.append(node)  # type: ignore[arg-type]
             elif cls is ast.Import or cls is ast.ImportFrom:
                 self._import(node)  # type: ignore[arg-type]
             elif cls is ast.Assign or cls is ast.AnnAssign or cls is ast.NamedExpr:

@@ -51,6 +51,8 @@ class ScanContext:
     references: tuple[tuple[ast.expr, str], ...]
     # Annotations and the arguments of typing generics (strings there may be evaluated).
     annotations: tuple[ast.expr, ...]
+    # Every `a / b`: with a path on the left, an absolute right operand replaces the path.
+    divisions: tuple[ast.BinOp, ...]
     folder: StringFolder
 
 
