@@ -11,7 +11,10 @@ Rules (all severity ``high``, enforcement ``deny``):
 - ``SX001 syntax-error`` — CPython rejects the code, in its parser or its compiler (``return``
   outside a function, null bytes); the message is CPython's, the evidence is the offending line
   with a caret under the column.
-- ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``.
+- ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``, or checking
+  it would take too long: libcst's time follows the sum of the depths of the tree's nodes plus a
+  few units per line, and that *parse work* is capped by ``max_parse_work`` (a 600-line action
+  costs about 30,000; 1 MB of blank lines or hundreds of deeply nested lists cost millions).
 - ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it, does not reprint it
   exactly, or the identifier normalisation could not be proven faithful; the checker cannot see
   what would run.
@@ -71,6 +74,8 @@ _UNUSUAL = re.compile("[^\t\n\x20-\x7e]")
 # (stricter than CPython, which only looks at line 2 after a comment or blank line).
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _UTF8_NAMES = frozenset({"utf-8", "utf8"})
+# libcst spends about as long on a blank or comment line as on four units of node depth.
+_WORK_PER_LINE = 4
 _EVIDENCE_BEFORE = 80
 _EVIDENCE_AFTER = 80
 _LIBCST_CONFIG = libcst.PartialParserConfig(
@@ -79,9 +84,17 @@ _LIBCST_CONFIG = libcst.PartialParserConfig(
 
 
 def parse(
-    action: Action, *, max_source_bytes: int = 1_000_000, max_nesting: int = 200
+    action: Action,
+    *,
+    max_source_bytes: int = 1_000_000,
+    max_nesting: int = 200,
+    max_parse_work: int = 400_000,
 ) -> Parsed | ParseFailure:
-    """Parse ``action.code`` with CPython's parser and libcst; never raises for any input."""
+    """Parse ``action.code`` with CPython's parser and libcst; never raises for any input.
+
+    ``max_nesting`` bounds the depth of CPython's syntax tree and ``max_parse_work`` the work
+    libcst would do (see ``SX002``); both are measured before libcst sees the code.
+    """
     code = action.code
     if len(code) > max_source_bytes or _utf8_length(code) > max_source_bytes:
         size = _utf8_length(code)
@@ -122,9 +135,9 @@ def parse(
     if isinstance(tree_or_failure, ParseFailure):
         return tree_or_failure
     tree = tree_or_failure
-    too_deep = _too_deep(action, code, tree, max_nesting)
-    if too_deep is not None:
-        return too_deep
+    too_costly = _measure_tree(action, code, tree, max_nesting=max_nesting, max_work=max_parse_work)
+    if too_costly is not None:
+        return too_costly
     rejected = _compiler_rejects(action, code, tree)
     if rejected is not None:
         return rejected
@@ -159,11 +172,7 @@ def parse(
         return _fail(
             action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
         )
-    if (
-        _UNUSUAL.search(code) is not None
-        and module.code != code
-        and _significant_lines(module.code) != _significant_lines(code)
-    ):
+    if _UNUSUAL.search(code) is not None and not _reprints_faithfully(code, module.code, tree):
         # A lossless tree reprints its source. libcst may drop blank lines (harmless) but also
         # whitespace CPython gives meaning to (a form feed in an indent): that is a mismatch.
         # Reprinting costs a fifth of parsing, so plain printable ASCII is trusted to round-trip.
@@ -243,13 +252,25 @@ def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailu
     return None
 
 
-def _too_deep(action: Action, code: str, tree: ast.Module, limit: int) -> ParseFailure | None:
-    """Depth of CPython's tree, level by level without recursion; ``None`` when within ``limit``."""
+def _measure_tree(
+    action: Action, code: str, tree: ast.Module, *, max_nesting: int, max_work: int
+) -> ParseFailure | None:
+    """Walk CPython's tree level by level (no recursion), stopping at the first limit crossed."""
     level: list[ast.AST] = [tree]
     depth = 0
+    work = _WORK_PER_LINE * code.count("\n")
     while level:
         depth += 1
-        if depth > limit:
+        work += depth * len(level)
+        if work > max_work:
+            return _fail(
+                action,
+                _TOO_LARGE,
+                f"the code is too large to check: its parse work is above {max_work:,} "
+                "(max_parse_work, the sum of syntax-tree node depths plus "
+                f"{_WORK_PER_LINE} per line); send a smaller action",
+            )
+        if depth > max_nesting:
             where = next((n for n in level if hasattr(n, "lineno")), None)
             span = None
             if where is not None:
@@ -259,7 +280,7 @@ def _too_deep(action: Action, code: str, tree: ast.Module, limit: int) -> ParseF
             return _fail(
                 action,
                 _TOO_DEEP,
-                f"the syntax tree is nested more than {limit} levels deep "
+                f"the syntax tree is nested more than {max_nesting} levels deep "
                 "(max_nesting); split the expression into named intermediate steps",
                 span=span,
                 evidence="" if span is None else _caret(code, span.start_line, span.start_column),
@@ -319,22 +340,24 @@ def _unnormalised_name(module: libcst.Module) -> str | None:
     return None
 
 
-def _significant_lines(code: str) -> list[str]:
-    """The lines of ``code`` that mean something to CPython, for comparing libcst's reprint.
+def _reprints_faithfully(code: str, reprint: str, tree: ast.Module) -> bool:
+    """Does libcst's reprint hold every line that means something to CPython, unchanged?
 
-    Blank lines, trailing whitespace and the comment lines at the very end go (libcst drops
-    indented comments there); a line holding a quote is never taken for a comment.
+    Blank lines and trailing whitespace mean nothing, nor do the lines after CPython's last
+    statement (only comments can be there), which libcst is known to drop.
     """
-    lines = [line.rstrip() for line in code.split("\n") if line.strip()]
-    while lines and _is_plain_comment(lines[-1]):
-        lines.pop()
-    return lines
+    if reprint == code:
+        return True
+    last_line = tree.body[-1].end_lineno or 0 if tree.body else 0
+    meaningful = _nonblank(code.split("\n")[:last_line])
+    printed = _nonblank(reprint.split("\n"))
+    return printed[: len(meaningful)] == meaningful and all(
+        line.lstrip().startswith("#") for line in printed[len(meaningful) :]
+    )
 
 
-def _is_plain_comment(line: str) -> bool:
-    # Read from the end: a quote-free line there cannot lie inside a string (no closing quote
-    # follows it), so a ``#`` line there is a comment.
-    return line.lstrip().startswith("#") and "'" not in line and '"' not in line
+def _nonblank(lines: list[str]) -> list[str]:
+    return [line.rstrip() for line in lines if line.strip()]
 
 
 def _foreign_cookie(code: str) -> tuple[int, str] | None:

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import unicodedata
 import warnings
+from pathlib import Path
 
 import hypothesmith
 import libcst
@@ -246,6 +248,28 @@ def test_nesting_limit_is_a_parameter() -> None:
     _failure(code, "SX004", max_nesting=50)
 
 
+def test_many_blank_lines_are_too_much_work_for_the_checker() -> None:
+    finding = _failure("\n" * 900_000 + "x = 1\n", "SX002").finding
+    assert "max_parse_work" in finding.message
+
+
+def test_many_deeply_nested_literals_are_too_much_work_for_the_checker() -> None:
+    # Each is within max_nesting, but libcst's time grows with the square of the depth.
+    _failure(("x = " + "[" * 150 + "]" * 150 + "\n") * 300, "SX002")
+
+
+def test_parse_work_limit_is_a_parameter() -> None:
+    code = "x = 1\n" * 100
+    assert isinstance(parse(Action.create(code)), Parsed)
+    _failure(code, "SX002", max_parse_work=300)
+
+
+def test_a_large_real_module_is_within_the_default_limits() -> None:
+    code = Path(argparse.__file__).read_text(encoding="utf-8")
+    assert code.count("\n") > 2000
+    assert _parsed(code).code == code
+
+
 def test_parser_mismatch_is_refused() -> None:
     # CPython accepts 5,000 adjacent string literals; libcst's parser gives up.
     code = "x = " + " ".join(['"a"'] * 5000) + "\n"
@@ -264,8 +288,8 @@ def test_source_libcst_cannot_reprint_exactly_is_refused() -> None:
 
 @pytest.mark.parametrize(
     "code",
-    ["é = 1\n\n #\n", "é = 1\n #\n #\n", "é = 1\n\n #\n #\\\n"],
-    ids=["blank-line", "comments", "comment-with-backslash"],
+    ["é = 1\n\n #\n", "é = 1\n #\n #\n", "é = 1\n\n #\n #\\\n", "é = 1\n\n #'\x1f\n #\n"],
+    ids=["blank-line", "comments", "comment-with-backslash", "comment-with-quote"],
 )
 def test_blank_lines_and_final_comments_libcst_drops_are_not_a_mismatch(code: str) -> None:
     # Non-ASCII text, so the reprint comparison runs; libcst drops these harmless lines.
