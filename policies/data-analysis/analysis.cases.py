@@ -38,3 +38,13 @@ big = [0.0] * (2 * 10**8)
 
 # case: above the larger memory threshold  # expect: SX503
 huge = [0.0] * 10**10
+
+# case: figures are saved in the workdir
+import matplotlib.pyplot as plt
+plt.savefig("figures/plot.png")  # ok: SX305
+plt.savefig("/tmp/../etc/plot.png")  # expect: SX305
+
+# case: numpy pickles need a keyword the call rule cannot see
+import numpy as np
+np.load("arrays.npy", allow_pickle=True)  # todo-expect: SX307
+np.load("arrays.npy")  # ok: SX307

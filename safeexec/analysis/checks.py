@@ -74,6 +74,7 @@ _PATH_FUNCTIONS = frozenset(
         "pandas.read_json",
         "pandas.read_parquet",
         "pandas.read_excel",
+        "matplotlib.pyplot.savefig",
     }
 )
 
