@@ -31,6 +31,9 @@ _CONSUMERS = frozenset(
     {"sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all", "dict"}
 )
 _SEQUENCE_BUILDERS = {"list": _POINTER_BYTES, "tuple": _POINTER_BYTES, "sorted": _POINTER_BYTES}
+_ARRAY_CONSTRUCTORS = frozenset(
+    f"numpy.{f}" for f in ("zeros", "ones", "empty", "full", "arange", "random.rand", "eye")
+)
 _LEAVES = frozenset({ast.Name, ast.Constant})
 _COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 _EXIT_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
@@ -167,6 +170,7 @@ class _Estimator:
     functions: dict[str, _Function] = field(default_factory=dict)
     uncalled: list[_Function] = field(default_factory=list)
     env: dict[str, float] = field(default_factory=dict)
+    modules: dict[str, str] = field(default_factory=dict)  # import aliases: np -> numpy
 
     def run(self) -> Estimate:
         total = self._block(self.tree.body)
@@ -284,6 +288,14 @@ class _Estimator:
                     combined = combined.either(branch)
                 cost.add(combined.either(_Cost()))
             return cost
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            for alias in stmt.names:
+                if isinstance(stmt, ast.Import):
+                    bound = alias.asname or alias.name.partition(".")[0]
+                    self.modules[bound] = alias.name if alias.asname else bound
+                elif stmt.module and stmt.level == 0 and alias.name != "*":
+                    self.modules[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+            return cost
         if isinstance(stmt, ast.Assign):
             cost.add(self._expr(stmt.value))
             value = self._int(stmt.value)
@@ -384,6 +396,11 @@ class _Estimator:
         name = _dotted(node.func)
         if name is None:
             return
+        head, dot, rest = name.partition(".")
+        if head in self.modules:
+            name = self.modules[head] + dot + rest
+        if name in _ARRAY_CONSTRUCTORS and node.args:
+            self._array(node, name, cost)
         function = self.functions.get(name)
         if function is not None:
             function.called = True
@@ -426,6 +443,42 @@ class _Estimator:
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "extend" and node.args:
             size = _literal_size(node.args[0])
             cost.growth = cost.growth.plus(_Amount(size))
+
+    def _array(self, node: ast.Call, name: str, cost: _Cost) -> None:
+        """numpy constructors with constant sizes: 8 bytes per element (float64/int64)."""
+        values = [self._int(a) for a in node.args[:3]]
+        elements: float
+        if name == "numpy.arange":
+            if any(v is None for v in values):
+                return
+            numbers = [v for v in values if v is not None]
+            if len(numbers) == 1:
+                elements = numbers[0]
+            else:
+                step = numbers[2] if len(numbers) == 3 else 1.0
+                if step == 0:
+                    return
+                elements = (numbers[1] - numbers[0]) / step
+        elif name == "numpy.eye":
+            if values[0] is None:
+                return
+            elements = values[0] * values[0]
+        else:
+            shape = node.args[0]
+            dims: list[ast.expr] = list(node.args)
+            if name != "numpy.random.rand":
+                dims = list(shape.elts) if isinstance(shape, ast.Tuple | ast.List) else [shape]
+            elements = 1.0
+            for dim in dims:
+                size = self._int(dim)
+                if size is None:
+                    return
+                elements *= max(size, 0.0)
+        if elements > 0:
+            cost.allocate(
+                min(elements * _POINTER_BYTES, _CAP),
+                f"{name}() of {_count(elements)} elements at line {node.lineno}",
+            )
 
     def _binop(self, node: ast.BinOp, cost: _Cost) -> None:
         if isinstance(node.op, ast.Mult):

@@ -142,3 +142,10 @@ def test_an_estimator_crash_is_an_unknown_bound_with_the_crash_reason() -> None:
     bounds = estimate(parsed)
     assert bounds.cpu.kind is BoundKind.UNKNOWN
     assert bounds.cpu.reason.startswith("estimator crashed")
+
+
+def test_numpy_constructors_with_constant_shapes_are_sized_through_aliases() -> None:
+    memory = _estimate("import numpy as np\ngrid = np.zeros((10**5, 10**5))").memory
+    assert memory.value == 8e10 and "numpy.zeros" in memory.reason
+    assert _estimate("from numpy import arange\narange(10**9)").memory.value == 8e9
+    assert _estimate("import numpy as np\nnp.zeros(n)").memory.value == 0

@@ -48,3 +48,12 @@ plt.savefig("/tmp/../etc/plot.png")  # expect: SX305
 import numpy as np
 np.load("arrays.npy", allow_pickle=True)  # todo-expect: SX307
 np.load("arrays.npy")  # ok: SX307
+
+# case: a numpy array above the memory threshold  # expect: SX503
+import numpy as np
+grid = np.zeros((10**5, 10**5))
+
+# case: ordinary numpy arrays are fine  # ok: SX503
+import numpy as np
+grid = np.zeros((1000, 1000))
+axis = np.arange(0, 10, 0.5)
