@@ -51,3 +51,10 @@ def register(fn=lambda: [[c for c in k.__subclasses__()] for k in [object]]):  #
 @register
 def nothing():
     return None
+
+# case: module aliases through rebinding and attribute hops
+import pathlib
+p = pathlib
+p = pathlib
+shell = p.os  # expect: SX403
+shell.popen("id")  # expect: SX304

@@ -264,8 +264,10 @@ class _Scanner:
         return folder_bindings
 
     def _module_bindings(self) -> None:
+        # Over-approximate on purpose: a name ever bound to a module (or a module's attribute)
+        # resolves through it, however often it is rebound. Extra matches fail closed.
         for name, value in self.bindings:
-            if self.store_counts.get(name, 0) != 1 or name in self.aliases:
+            if name in self.aliases:
                 continue
             if isinstance(value, ast.Name | ast.Attribute):
                 resolved = self._resolve(value)
