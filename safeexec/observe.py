@@ -368,24 +368,26 @@ def _hard_limit(
     lines: list[str], *, max_lines: int, max_bytes: int, config: ObserveConfig
 ) -> tuple[str, bool]:
     """The last guard: whatever the layout did, the text fits ``max_lines`` and ``max_bytes``."""
-    cut = False
-    if len(lines) > max_lines:
-        more = len(lines) - max_lines + 1
-        lines = [
-            *lines[: max_lines - 1],
-            _cap_line(f"[... {more:,} more lines cut]", config.max_line_chars),
-        ]
-        cut = True
     text = "\n".join(lines)
-    if len(text.encode("utf-8")) > max_bytes:
-        marker = "\n[... cut]"
-        room = max(0, max_bytes - len(marker))
-        text = text.encode("utf-8")[:room].decode("utf-8", "ignore")
-        text = text + marker if room else text
-        if len(text.encode("utf-8")) > max_bytes:
-            text = text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
-        cut = True
-    return text, cut
+    if len(lines) <= max_lines and len(text.encode("utf-8")) <= max_bytes:
+        return text, False
+    marker = _cap_line("[... cut]", config.max_line_chars)
+    room = max_bytes - len(marker.encode("utf-8"))
+    kept: list[str] = []
+    for line in lines[: max_lines - 1]:
+        room -= _size(line)
+        if room < 0:
+            break
+        kept.append(line)
+    if not kept and lines and room + _size(lines[0]) > 1:
+        # Not even the first line fits whole: keep the part of it that does.
+        budget = room + _size(lines[0]) - 1
+        kept.append(lines[0].encode("utf-8")[:budget].decode("utf-8", "ignore"))
+    text = "\n".join([*kept, marker])
+    if max_lines == 1 or len(text.encode("utf-8")) > max_bytes:
+        # A budget too small for a marker line: the first line, cut to the byte budget.
+        text = (lines[0] if lines else "").encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+    return text, True
 
 
 def _size(line: str) -> int:

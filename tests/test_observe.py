@@ -396,6 +396,21 @@ def test_artifacts_are_listed_by_name_and_size(blobs: BlobStore) -> None:
     ]
 
 
+def test_too_many_artifacts_are_cut_at_the_end(blobs: BlobStore) -> None:
+    blob = blobs.put(b"x")
+    artifacts = tuple(
+        Artifact(name=f"file{i}.txt", media_type="text/plain", blob=blob) for i in range(500)
+    )
+    config = ObserveConfig(max_lines=20, max_bytes=4096, max_line_chars=200)
+    result = _result(blobs, stdout=b"ok\n", artifacts=artifacts)
+    observation = observe(decision=ALLOW, result=result, blobs=blobs, config=config)
+    lines = observation.text.split("\n")
+    assert len(lines) == 20
+    assert lines[:4] == ["[exit 0]", "--- stdout ---", "ok", "--- artifacts ---"]
+    assert lines[-1] == "[... cut]"
+    assert observation.truncated is True
+
+
 def test_terminal_control_output_is_cleaned(blobs: BlobStore) -> None:
     stdout = b"\x1b[31mred\x1b[0m\r\nprogress 10%\rprogress 100%\nbad \xff byte\x07\n"
     assert _text(blobs, _result(blobs, stdout=stdout)).split("\n")[2:] == [
