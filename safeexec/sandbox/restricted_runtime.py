@@ -399,7 +399,26 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             return call
         if name.startswith("__") and name.endswith("__"):
             self.error(node, f'"{name}": assigning or deleting dunder attributes is not allowed.')
-        write = ast.Call(func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[])
+        write: ast.expr = ast.Call(
+            func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[]
+        )
+        if isinstance(node.value, ast.Name):
+            # ``obj.x = v`` → ``(obj if _type_(obj) in _own_ else _write_(obj)).x = v``: the
+            # common case (an instance of an own class) checks inline, without a Python call.
+            target = node.value.id
+            write = ast.IfExp(
+                test=ast.Compare(
+                    left=ast.Call(
+                        func=ast.Name("_type_", ast.Load()),
+                        args=[ast.Name(target, ast.Load())],
+                        keywords=[],
+                    ),
+                    ops=[ast.In()],
+                    comparators=[ast.Name("_own_", ast.Load())],
+                ),
+                body=ast.Name(target, ast.Load()),
+                orelse=write,
+            )
         copy_locations(write, node.value)
         node.value = write
         return node
@@ -903,6 +922,8 @@ class RestrictedExecutor:
             "__name__": "__sandbox__",
             "_getattr_": guards.getattr_guard,
             "_write_": guards.write_guard,
+            "_type_": type,
+            "_own_": guards.own_classes,
             "_apply_": guards.apply,
             "_next_": next,
             "_budget_": self._budget.counter,
