@@ -58,3 +58,9 @@ p = pathlib
 p = pathlib
 shell = p.os  # expect: SX403
 shell.popen("id")  # expect: SX304
+
+# case: re-exports reached by getattr with a literal name
+import pathlib, json
+getattr(pathlib, "os")  # expect: SX403
+getattr(json, "o" + "s")  # expect: SX403
+getattr(json, "dumps")({"a": 1})  # ok: SX403

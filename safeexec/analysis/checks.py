@@ -155,7 +155,7 @@ def _dynamic_attribute_name(ctx: ScanContext) -> Iterator[CheckHit]:
             yield CheckHit(node=site.node, fields={"function": callee}, evidence=callee)
     # Passing getattr around (`g = getattr`, `partial(getattr, obj)`) hides the later call's name.
     callees = {id(site.node.func) for site in ctx.calls}
-    for node, qualified in ctx.references:
+    for node, qualified, _rooted in ctx.references:
         if qualified in ATTRIBUTE_FUNCTIONS and id(node) not in callees:
             yield CheckHit(node=node, fields={"function": qualified}, evidence=qualified)
 
@@ -229,6 +229,18 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             name = f"{site.base}.{site.node.attr}"
             yield CheckHit(
                 node=site.node, fields={"name": clip_text(name), "module": site.base}, evidence=name
+            )
+    # getattr(pathlib, "os") reaches the same attribute by name.
+    modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
+    for call in ctx.calls:
+        if call.callee not in ("getattr", "hasattr") or len(call.node.args) < 2:
+            continue
+        base = modules.get(id(call.node.args[0]))
+        attribute = ctx.folder.fold(call.node.args[1])
+        if base is not None and attribute is not None and reexport_hazard(attribute):
+            name = f"{base}.{attribute}"
+            yield CheckHit(
+                node=call.node, fields={"name": clip_text(name), "module": base}, evidence=name
             )
 
 

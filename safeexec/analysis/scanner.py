@@ -301,10 +301,12 @@ class _Scanner:
         self._resolved[key] = result
         return result
 
-    def _resolve_references(self) -> tuple[list[AttributeSite], list[tuple[ast.expr, str]]]:
+    def _resolve_references(
+        self,
+    ) -> tuple[list[AttributeSite], list[tuple[ast.expr, str, bool]]]:
         call_rules = self.rules.calls
         sites: list[AttributeSite] = []
-        references: list[tuple[ast.expr, str]] = []
+        references: list[tuple[ast.expr, str, bool]] = []
         for index, node in enumerate(self.references):
             if index % _CLOCK_EVERY_NODES == 0 and self.clock() > self.deadline:
                 raise _ScanTimeout
@@ -321,7 +323,7 @@ class _Scanner:
             if resolved is None:
                 continue
             qualified = resolved[0]
-            references.append((node, qualified))
+            references.append((node, qualified, resolved[1]))
             if not call_rules:
                 continue
             for candidate in _suffixes(qualified):

@@ -47,8 +47,8 @@ class ScanContext:
     tree: ast.Module
     calls: tuple[CallSite, ...]
     attributes: tuple[AttributeSite, ...]
-    # Every resolved name read, with its qualified name.
-    references: tuple[tuple[ast.expr, str], ...]
+    # Every resolved name read: the node, its qualified name, whether an import roots it.
+    references: tuple[tuple[ast.expr, str, bool], ...]
     # Annotations and the arguments of typing generics (strings there may be evaluated).
     annotations: tuple[ast.expr, ...]
     # Every `a / b`: with a path on the left, an absolute right operand replaces the path.
