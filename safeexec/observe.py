@@ -63,16 +63,20 @@ def observe(
         head = _not_run_lines(decision)
         text, truncated = _fit(head, (), config)
         return Observation(text=text, truncated=truncated)
-    head = _run_head(result)
+    # Events and artifacts are listed, but never so many that no output would fit.
+    listed = max(1, config.max_lines // 4)
+    head = _run_head(result, listed=listed)
     streams = (
         _read_stream("stdout", result.stdout, blobs, config, trim_traceback=False),
         _read_stream("stderr", result.stderr, blobs, config, trim_traceback=True),
     )
-    tail = _artifact_lines(result)
+    tail = _artifact_lines(result, listed=listed)
     text, truncated = _fit(head, streams, config, tail=tail)
+    listable_events = sum(1 for event in result.events if _event_line(event))
+    shortened = listable_events > listed or len(result.artifacts) > listed
     return Observation(
         text=text,
-        truncated=truncated or result.truncated,
+        truncated=truncated or shortened or result.truncated,
         stdout_ref=result.stdout.uri,
         stderr_ref=result.stderr.uri,
     )
@@ -101,11 +105,12 @@ def _finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def _run_head(result: ExecResult) -> list[str]:
+def _run_head(result: ExecResult, *, listed: int) -> list[str]:
     lines = [_status_line(result)]
     if result.state_lost:
         lines.append("[session state was lost: names and imports from earlier steps are gone]")
-    lines.extend(line for event in result.events if (line := _event_line(event)))
+    events = [line for event in result.events if (line := _event_line(event))]
+    lines.extend(_at_most(events, listed, "events"))
     if result.truncated:
         lines.append("[the sandbox capped this output at its output limit]")
     return lines
@@ -148,15 +153,20 @@ def _event_line(event: ExecutionEvent) -> str:
     return ""
 
 
-def _artifact_lines(result: ExecResult) -> list[str]:
+def _artifact_lines(result: ExecResult, *, listed: int) -> list[str]:
     if not result.artifacts:
         return []
-    lines = ["--- artifacts ---"]
-    lines.extend(
+    names = [
         f"{_clean(artifact.name)} ({artifact.blob.size:,} bytes, {artifact.media_type})"
         for artifact in result.artifacts
-    )
-    return lines
+    ]
+    return ["--- artifacts ---", *_at_most(names, listed, "artifacts")]
+
+
+def _at_most(lines: list[str], limit: int, what: str) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[: limit - 1], f"[... {len(lines) - limit + 1:,} more {what}]"]
 
 
 def _read_stream(
