@@ -161,7 +161,9 @@ def _userns_allowed() -> bool:
 class _Template:
     """Client of one zygote: spawns sessions and learns their exit statuses."""
 
-    def __init__(self, *, python: str, preload: tuple[str, ...], executor: str) -> None:
+    def __init__(
+        self, *, python: str, preload: tuple[str, ...], executor: str, pool_size: int
+    ) -> None:
         self._lock = threading.Lock()
         self._statuses: dict[int, int] = {}
         self._changed = threading.Condition()
@@ -176,7 +178,7 @@ class _Template:
             "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": _template_cache_dir(),
         }
-        options = {"preload": list(preload), "executor": executor}
+        options = {"preload": list(preload), "executor": executor, "pool_size": pool_size}
         self._process = subprocess.Popen(
             [
                 python,
@@ -284,7 +286,9 @@ class NativeBackend:
     """Factory of native sessions; owns one template process (started on first use).
 
     ``executor`` picks what runs cells inside the worker ("python" or "restricted");
-    ``preload`` names modules the template imports once (e.g. numpy) so sessions share them.
+    ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
+    ``pool_size`` session processes are kept forked ahead (not yet confined) so an open only
+    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold.
     """
 
     name: ClassVar[str] = "native"
@@ -297,6 +301,7 @@ class NativeBackend:
         python: str | None = None,
         artifact_limits: ArtifactLimits | None = None,
         disk_bytes: int = 1024 * 1024 * 1024,
+        pool_size: int = 2,
     ) -> None:
         if executor not in _EXECUTORS:
             raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
@@ -305,6 +310,7 @@ class NativeBackend:
         self.python = python or sys.executable
         self.artifact_limits = artifact_limits or ArtifactLimits()
         self.disk_bytes = disk_bytes
+        self.pool_size = pool_size
         self._template: _Template | None = None
         self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
         self._watchdog: threading.Thread | None = None
@@ -325,7 +331,10 @@ class NativeBackend:
                 if self._template is not None:
                     self._template.close()
                 self._template = _Template(
-                    python=self.python, preload=self.preload, executor=self.executor
+                    python=self.python,
+                    preload=self.preload,
+                    executor=self.executor,
+                    pool_size=self.pool_size,
                 )
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_template, [self._template])

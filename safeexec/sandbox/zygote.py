@@ -30,6 +30,7 @@ import safeexec
 from safeexec.sandbox import namespaces, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
+    encode_frame,
     recv_frame_with_fds,
     send_frame,
     send_frame_with_fds,
@@ -40,6 +41,7 @@ from safeexec.sandbox.confine import (
     confine,
     enter_template_namespaces,
     reachable_by_others,
+    rehearse_confinement,
 )
 from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.layers import Layer
@@ -51,7 +53,7 @@ __all__ = ["main"]
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _CHANNEL_FD = 3
-_ANNOUNCED_FD = 4
+_MEMBER_FD = 4
 # System locations the runtime needs besides the interpreter tree (loader cache, shared libraries).
 _SYSTEM_READ_ONLY = (
     "/etc/ld.so.cache",
@@ -94,10 +96,8 @@ def _make_executor(config: SessionConfig) -> Executor:
     return PythonExecutor()
 
 
-def _session(request: dict[str, object], template: _TemplateState, announced: int) -> None:
-    """In the forked session process: confine it and serve the host."""
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+def _session(request: dict[str, object], template: _TemplateState) -> None:
+    """In a claimed session process: confine it and serve the host."""
     channel = socket.socket(fileno=_CHANNEL_FD)
     config = SessionConfig.from_message(request, read_only=template.read_only)
     confinement = Confinement()
@@ -113,9 +113,6 @@ def _session(request: dict[str, object], template: _TemplateState, announced: in
         confinement,
         own_mount_namespace=own_mount,
     )
-    # Speak only after the template has announced this process to the host.
-    os.read(announced, 1)
-    os.close(announced)
     send_frame(channel, {"op": "hello", "layers": confinement.layers})
     worker.serve(
         channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)
@@ -158,50 +155,115 @@ def _host_pid(pidfd: int) -> int:
     raise OSError(2, "no Pid in pidfd fdinfo")
 
 
-def _fork_session(request: dict[str, object], fds: list[int], template: _TemplateState) -> int:
-    """Fork one session process (a single fork) and announce it to the host with a pidfd."""
+@dataclass(slots=True)
+class _Member:
+    """A forked, not yet confined session process waiting to be claimed (the warm pool)."""
+
+    pid: int  # in the template's pid namespace
+    host_pid: int
+    pidns: int
+    pidfd: int
+    sock: socket.socket
+
+
+def _fork_member(template: _TemplateState) -> _Member:
+    """Fork one session process, pid 1 of fresh pid and IPC namespaces; it waits for a claim."""
     in_namespaces = _enter_session_namespaces(template)
-    announced_read, announced_write = os.pipe()
+    ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:
         try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.dup2(theirs.fileno(), _MEMBER_FD)
+            os.closerange(_MEMBER_FD + 1, os.sysconf("SC_OPEN_MAX"))
+            member = socket.socket(fileno=_MEMBER_FD)
+            _rehearse(template)
+            request, fds = recv_frame_with_fds(member, max_fds=3)
             channel_fd, stdout_fd, stderr_fd = fds
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.dup2(stdout_fd, 1)
             os.dup2(stderr_fd, 2)
             os.dup2(channel_fd, _CHANNEL_FD)
-            os.dup2(announced_read, _ANNOUNCED_FD)
-            os.closerange(_ANNOUNCED_FD + 1, os.sysconf("SC_OPEN_MAX"))
-            _session(request, template, _ANNOUNCED_FD)
+            os.closerange(_CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
+            _session(request, template)
         except BaseException:
             traceback.print_exc()
         finally:
             os._exit(70)
+    theirs.close()
     try:
         if in_namespaces:
             namespaces.setns(template.pidns_fd, namespaces.CLONE_NEWPID)
         pidfd = os.pidfd_open(pid)
-        try:
-            # The template is itself in a pid namespace; the host needs the pid it sees.
-            host_pid = _host_pid(pidfd)
-            template.sessions[pid] = host_pid
-            channel = socket.socket(fileno=os.dup(fds[0]))
-            pidns = os.stat(f"/proc/{host_pid}/ns/pid").st_ino
-            started = {"op": "started", "pid": host_pid, "pidns": pidns}
-            send_frame_with_fds(channel, started, [pidfd])
-            channel.close()
-        finally:
-            os.close(pidfd)
-        os.write(announced_write, b".")
+        # The template is itself in a pid namespace; the host needs the pid it sees.
+        host_pid = _host_pid(pidfd)
+        pidns = os.stat(f"/proc/{host_pid}/ns/pid").st_ino
     except OSError:
         os.kill(pid, signal.SIGKILL)
+        ours.close()
         if in_namespaces:
             template.pidns_fd = -1  # cannot return to our own pid namespace: stop making new ones
+        raise
+    template.sessions[pid] = host_pid
+    return _Member(pid=pid, host_pid=host_pid, pidns=pidns, pidfd=pidfd, sock=ours)
+
+
+def _rehearse(template: _TemplateState) -> None:
+    """Walk the paths a session will take, without effects, while it still waits in the pool.
+
+    A forked process pays a copy-on-write fault the first time it writes to each shared page
+    (reference counts make reads into writes); taking those faults now keeps them off the
+    critical path of an open and of the first call.
+    """
+    sample = {
+        "workdir": "/nonexistent",
+        "env": {"PATH": "/usr/bin"},
+        "memory_bytes": 1,
+        "cpu_seconds": 1.0,
+        "file_size_bytes": 1,
+        "max_processes": 1,
+        "max_open_files": 1,
+        "uid": None,
+        "gid": None,
+        "tool_names": [],
+    }
+    config = SessionConfig.from_message(json.loads(json.dumps(sample)), read_only=())
+    confinement = Confinement()
+    for layer in Layer:
+        confinement.mark(layer, True, "rehearsal")
+    encode_frame({"op": "hello", "layers": confinement.layers})
+    reachable_by_others(config.workdir)
+    executor = PythonExecutor()
+    with contextlib.suppress(Exception):
+        executor.execute("_x = [i for i in range(3)]\n_x", filename="<rehearsal>")
+        executor.execute("1 / 0", filename="<rehearsal>")
+    rehearse_confinement()
+
+
+def _claim(member: _Member, request: dict[str, object], fds: list[int]) -> None:
+    """Announce ``member`` to the host on its channel, then hand it the host's descriptors."""
+    try:
+        channel = socket.socket(fileno=os.dup(fds[0]))
+        started = {"op": "started", "pid": member.host_pid, "pidns": member.pidns}
+        send_frame_with_fds(channel, started, [member.pidfd])
+        channel.close()
+        send_frame_with_fds(member.sock, request, fds)
+    except OSError:
+        os.kill(member.pid, signal.SIGKILL)
     finally:
-        for fd in (*fds, announced_read, announced_write):
+        for fd in (*fds, member.pidfd):
             os.close(fd)
-    return pid
+        member.sock.close()
+
+
+def _refill(pool: list[_Member], template: _TemplateState, size: int) -> None:
+    while len(pool) < size:
+        try:
+            pool.append(_fork_member(template))
+        except OSError:
+            return
 
 
 def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -220,7 +282,7 @@ def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
     return loaded, failed
 
 
-def _reap(control: socket.socket, template: _TemplateState) -> None:
+def _reap(control: socket.socket, template: _TemplateState, pool: list[_Member]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -228,6 +290,10 @@ def _reap(control: socket.socket, template: _TemplateState) -> None:
             return
         if pid == 0:
             return
+        for member in [m for m in pool if m.pid == pid]:  # died while waiting: never claimed
+            pool.remove(member)
+            os.close(member.pidfd)
+            member.sock.close()
         host_pid = template.sessions.pop(pid, None)
         if host_pid is not None:
             send_frame(control, {"op": "exit", "pid": host_pid, "status": status})
@@ -277,6 +343,9 @@ def main() -> None:
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_write)
+    pool_size = max(0, int(options.get("pool_size", 0)))
+    pool: list[_Member] = []
+    _refill(pool, template, pool_size)
     send_frame(control, {"op": "ready", "pid": os.getpid(), "preloaded": loaded, "failed": failed})
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
@@ -291,7 +360,8 @@ def main() -> None:
                                 break
                         except BlockingIOError:
                             break
-                    _reap(control, template)
+                    _reap(control, template, pool)
+                    _refill(pool, template, pool_size)
                     continue
                 try:
                     request, fds = recv_frame_with_fds(control)
@@ -303,7 +373,14 @@ def main() -> None:
                     for fd in fds:
                         os.close(fd)
                     continue
-                _fork_session(request, fds, template)
+                try:
+                    member = pool.pop(0) if pool else _fork_member(template)
+                except OSError:
+                    for fd in fds:
+                        os.close(fd)  # the host sees its channel close: the open fails
+                    continue
+                _claim(member, request, fds)
+                _refill(pool, template, pool_size)
     finally:
         _kill_sessions(template)
 
