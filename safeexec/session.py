@@ -182,6 +182,11 @@ class Session:
 
     def run(self, text: str) -> Outcome:
         """Run the code in one model reply (one reply = one action = one step)."""
+        if not isinstance(text, str):
+            raise ConfigurationError(
+                f"text must be the model's reply as str, got {type(text).__name__}; "
+                "decode bytes first"
+            )
         with self._lock:
             started = self._now()
             try:

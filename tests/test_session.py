@@ -558,3 +558,9 @@ def test_a_configuration_error_from_open_reaches_the_caller_unchanged(tmp_path: 
 
 def test_public_exports_are_pinned() -> None:
     assert session_module.__all__ == ["Approver", "Session", "SessionStatistics", "default_backend"]
+
+
+def test_a_reply_that_is_not_text_is_a_configuration_error(session: Session) -> None:
+    with pytest.raises(ConfigurationError, match="got bytes"):
+        session.run(b"```python\nx = 1\n```")  # type: ignore[arg-type]
+    assert session.audit.read() == ()
