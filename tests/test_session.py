@@ -564,3 +564,13 @@ def test_a_reply_that_is_not_text_is_a_configuration_error(session: Session) -> 
     with pytest.raises(ConfigurationError, match="got bytes"):
         session.run(b"```python\nx = 1\n```")  # type: ignore[arg-type]
     assert session.audit.read() == ()
+
+
+def test_a_backend_that_cannot_be_imported_is_unavailable_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "safeexec.backends.native", None)
+    with pytest.raises(BackendUnavailable, match=r"name='native' cannot be loaded here: .*native"):
+        default_backend("native")
