@@ -74,14 +74,17 @@ class _NoOp(ast.NodeVisitor):
     pass
 
 
-def _median_seconds(work: Callable[[], object], *, repeat: int) -> float:
-    work()  # warm caches (policy compilation, imports)
-    samples = []
+def _interleaved_medians(work: dict[str, Callable[[], object]], *, repeat: int) -> dict[str, float]:
+    """Median seconds of each piece of work, run round-robin so load changes hit all alike."""
+    for run in work.values():
+        run()  # warm caches (policy compilation, imports)
+    samples: dict[str, list[float]] = {name: [] for name in work}
     for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for name, run in work.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _bandit_scan(path: Path) -> Callable[[], object] | None:
@@ -123,18 +126,18 @@ def measure(lines: int, policy: Policy, workdir: Path) -> Row:
     assert check(action, policy).decision.allowed
     path = workdir / f"action_{lines}.py"
     path.write_text(code, encoding="utf-8")
+    work: dict[str, Callable[[], object]] = {
+        "ast_visit": lambda: _NoOp().visit(ast.parse(code)),
+        "libcst": lambda: libcst.parse_module(code),
+        "parse": lambda: parse(action),
+        "scan_estimate": lambda: scan(parsed, policy, estimate=estimate(parsed)),
+        "check": lambda: check(action, policy),
+    }
     bandit_run = _bandit_scan(path)
-    return Row(
-        lines=code.count("\n"),
-        ast_visit=_median_seconds(lambda: _NoOp().visit(ast.parse(code)), repeat=repeat),
-        libcst=_median_seconds(lambda: libcst.parse_module(code), repeat=repeat),
-        parse=_median_seconds(lambda: parse(action), repeat=repeat),
-        scan_estimate=_median_seconds(
-            lambda: scan(parsed, policy, estimate=estimate(parsed)), repeat=repeat
-        ),
-        check=_median_seconds(lambda: check(action, policy), repeat=repeat),
-        bandit=_median_seconds(bandit_run, repeat=repeat) if bandit_run else None,
-    )
+    if bandit_run is not None:
+        work["bandit"] = bandit_run
+    medians = _interleaved_medians(work, repeat=repeat)
+    return Row(lines=code.count("\n"), bandit=medians.pop("bandit", None), **medians)
 
 
 def main() -> int:
