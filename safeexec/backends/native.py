@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
@@ -513,7 +513,10 @@ class _FileState:
 
 
 def _scan(root: str, limits: ArtifactLimits, *, skip_tmp: bool = True) -> dict[str, _FileState]:
-    """Regular files beneath ``root`` (no symlinks followed), bounded in depth and count."""
+    """Regular files beneath ``root`` (no symlinks followed), bounded in depth and count.
+
+    When the bounds cut the scan short, the result holds the key ``_INCOMPLETE``.
+    """
     found: dict[str, _FileState] = {}
     budget = [limits.max_entries_scanned]
     try:
@@ -527,6 +530,9 @@ def _scan(root: str, limits: ArtifactLimits, *, skip_tmp: bool = True) -> dict[s
     return found
 
 
+_INCOMPLETE = "\0incomplete"  # no real file name contains NUL
+
+
 def _scan_dir(
     fd: int,
     prefix: str,
@@ -537,12 +543,27 @@ def _scan_dir(
     skip_tmp: bool,
 ) -> None:
     try:
-        entries = list(os.scandir(fd))
+        entries = os.scandir(fd)
     except OSError:
         return
-    for entry in entries:
+    with entries:
+        _scan_entries(entries, fd, prefix, depth, limits, found, budget, skip_tmp)
+
+
+def _scan_entries(
+    entries: Iterator[os.DirEntry[str]],
+    fd: int,
+    prefix: str,
+    depth: int,
+    limits: ArtifactLimits,
+    found: dict[str, _FileState],
+    budget: list[int],
+    skip_tmp: bool,
+) -> None:
+    for entry in entries:  # read lazily: a directory may hold millions of names
         budget[0] -= 1
         if budget[0] < 0:
+            found[_INCOMPLETE] = _FileState(0, 0, 0, 0, 0)
             return
         if skip_tmp and not prefix and entry.name == _TMP_DIR:
             continue
@@ -554,7 +575,9 @@ def _scan_dir(
             found[prefix + entry.name] = _FileState(
                 info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_blocks
             )
-        elif stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
+        elif stat.S_ISDIR(info.st_mode) and depth >= limits.max_depth:
+            found[_INCOMPLETE] = _FileState(0, 0, 0, 0, 0)
+        elif stat.S_ISDIR(info.st_mode):
             try:
                 child = os.open(
                     entry.name,
@@ -571,9 +594,13 @@ def _scan_dir(
                 os.close(child)
 
 
-def _disk_usage(root: str, limits: ArtifactLimits) -> int:
-    """Bytes of disk the regular files beneath ``root`` occupy (a bounded scan)."""
-    return sum(state.blocks * 512 for state in _scan(root, limits, skip_tmp=False).values())
+def _disk_usage(root: str, limits: ArtifactLimits) -> float:
+    """Bytes of disk the regular files beneath ``root`` occupy; infinite when the bounded scan
+    could not see everything (too many entries or too deep), which fails closed."""
+    found = _scan(root, limits, skip_tmp=False)
+    if _INCOMPLETE in found:
+        return float("inf")
+    return float(sum(state.blocks * 512 for state in found.values()))
 
 
 def _split_relative(name: str) -> tuple[str, ...]:
@@ -876,7 +903,8 @@ class NativeSession:
                 > self._backend.disk_bytes
             ):
                 reason = (
-                    f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes"
+                    f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes "
+                    f"or {self._backend.artifact_limits.max_entries_scanned} entries"
                 )
             self._idle_cpu_seen = cpu
             if reason:
@@ -1275,7 +1303,8 @@ class NativeSession:
                 return (
                     ExecStatus.LIMIT_EXCEEDED,
                     None,
-                    f"killed: the workdir grew past its disk budget of {budget} bytes{tail}",
+                    f"killed: the workdir grew past its disk budget of {budget} bytes or "
+                    f"{self._backend.artifact_limits.max_entries_scanned} entries{tail}",
                 )
             return ExecStatus.KILLED, None, "killed: the worker broke the channel protocol"
         status = template.exit_status(worker.pid, timeout=2.0)
@@ -1301,6 +1330,8 @@ class NativeSession:
         for name in sorted(after):
             if len(artifacts) >= limits.max_count:
                 break
+            if name == _INCOMPLETE:
+                continue
             if before.get(name) == after[name]:
                 continue
             data = _read_regular(str(self.workdir), name, limits.max_file_bytes)

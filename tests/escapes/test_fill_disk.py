@@ -66,3 +66,20 @@ if os.fork() == 0:
     assert ran.result.state_lost and "disk budget" in ran.result.message
     sandbox.run("import glob, os\nfor p in glob.glob('.tmp/bg-*'): os.remove(p)")
     sandbox.assert_usable()
+
+
+def test_millions_of_empty_files_are_stopped(sandbox: Sandbox) -> None:
+    code = """
+import os
+os.mkdir('many')
+n = 0
+while True:
+    open(f'many/{n}', 'w').close()
+    n += 1
+"""
+    ran = sandbox.run(code, wall_seconds=60.0, cpu_seconds=60.0)
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED, ran.result.message
+    assert "entries" in ran.result.message
+    sandbox.session.reset()
+    sandbox.run("import shutil; shutil.rmtree('many')")
+    sandbox.assert_usable()
