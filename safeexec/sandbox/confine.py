@@ -4,8 +4,9 @@ Called in the child forked from the template, before any user code exists in the
 Each layer either applies or records why it did not; the host decides (``require``) whether a
 session missing a layer may run. Order: session → workdir → environment → rlimits → (root: mount
 view, then drop to an unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
-Namespaces are entered earlier, by :func:`enter_namespaces`, because a pid namespace only applies
-to children of the process that creates it.
+Namespaces come first and from outside: the template enters one empty network namespace once
+(:func:`enter_template_namespaces`) and makes each session process pid 1 of fresh pid and IPC
+namespaces when it forks it, because a pid namespace only applies to children of its creator.
 """
 
 from __future__ import annotations
