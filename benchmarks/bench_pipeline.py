@@ -84,20 +84,24 @@ def make_reply(code: str) -> str:
     )
 
 
-def median_ms(function: Callable[[], object], *, repeats: int, budget_seconds: float) -> float:
-    """Median over ``repeats`` samples; each sample runs enough loops to last about 20 ms."""
-    start = time.perf_counter()
-    function()
-    once = max(time.perf_counter() - start, 1e-6)
-    loops = max(1, int(0.02 / once))
-    repeats = max(5, min(repeats, int(budget_seconds / (once * loops)) or 5))
-    samples = []
-    for _ in range(repeats):
+def interleaved_medians_ms(
+    stages: list[tuple[str, Callable[[], object]]], *, repeats: int
+) -> list[float]:
+    """Median ms per stage; the stages take turns in every round, so load hits them alike."""
+    loops = []
+    for _, function in stages:
         start = time.perf_counter()
-        for _ in range(loops):
-            function()
-        samples.append((time.perf_counter() - start) / loops)
-    return statistics.median(samples) * 1000
+        function()
+        once = max(time.perf_counter() - start, 1e-6)
+        loops.append(max(1, int(0.02 / once)))  # each sample lasts about 20 ms
+    samples: list[list[float]] = [[] for _ in stages]
+    for _ in range(repeats):
+        for index, (_, function) in enumerate(stages):
+            start = time.perf_counter()
+            for _ in range(loops[index]):
+                function()
+            samples[index].append((time.perf_counter() - start) / loops[index])
+    return [statistics.median(times) * 1000 for times in samples]
 
 
 def extract_and_parse(reply: str) -> Parsed:
@@ -122,11 +126,9 @@ def bench(lines: int) -> None:
         ("parse (libcst + ast + checks)", lambda: parse(action)),
         ("extract + parse", lambda: extract_and_parse(reply)),
     ]
-    baseline = 0.0
-    for name, function in stages:
-        ms = median_ms(function, repeats=31 if lines <= 100 else 15, budget_seconds=4.0)
-        baseline = baseline or ms
-        print(f"{real_lines:>6} L {name:<30} {ms:>10.3f} {ms / baseline:>11.1f}x")
+    medians = interleaved_medians_ms(stages, repeats=31 if lines <= 100 else 15)
+    for (name, _), ms in zip(stages, medians, strict=True):
+        print(f"{real_lines:>6} L {name:<30} {ms:>10.3f} {ms / medians[0]:>11.1f}x")
     print()
 
 
