@@ -23,7 +23,7 @@ from typing import Any
 from safeexec import codec
 from safeexec.errors import PolicyError
 from safeexec.model import Enforcement, Limits, Severity
-from safeexec.policy.packs import pack_files, packs_root
+from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import (
     BackendsConfig,
     BudgetConfig,
@@ -492,16 +492,17 @@ def _merge(base: _Raw, layer: _Raw) -> _Raw:
 
 def _resolve_pack(name_or_path: str | Path) -> tuple[Path, tuple[Path, ...]]:
     path = Path(name_or_path)
-    if isinstance(name_or_path, str) and _PACK_NAME.match(name_or_path) and not path.exists():
+    # A bare name is always a shipped pack, never a directory that happens to sit in the working
+    # directory (which would let a stray folder named "default" replace the shipped policy).
+    if isinstance(name_or_path, str) and _PACK_NAME.match(name_or_path):
         directory = packs_root() / name_or_path
         if not directory.is_dir():
-            from safeexec.policy.packs import shipped_packs
-
+            close = difflib.get_close_matches(name_or_path, shipped_packs(), n=1, cutoff=0.6)
             raise PolicyError(
-                f"no policy pack named name_or_path={name_or_path!r}",
-                hint=_did_you_mean(name_or_path, shipped_packs()).replace(
-                    "allowed keys", "shipped packs"
-                ),
+                f"no shipped policy pack named name_or_path={name_or_path!r}",
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + f"shipped packs: {', '.join(shipped_packs())}; "
+                + f"for a directory write ./{name_or_path}",
             )
         path = directory
     if path.is_dir():

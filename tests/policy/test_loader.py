@@ -281,3 +281,12 @@ def test_digest_depends_on_content_not_on_location(tmp_path: Path) -> None:
 
 def test_loading_twice_gives_equal_policies() -> None:
     assert load_policy("strict") == load_policy("strict")
+
+
+def test_a_bare_name_is_always_a_shipped_pack_never_a_local_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pack(tmp_path / "default", {"p.toml": '[policy]\nid = "impostor"\n'})
+    monkeypatch.chdir(tmp_path)
+    assert load_policy("default").info.id == "default"
+    assert load_policy("./default").info.id == "impostor"
