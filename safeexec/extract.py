@@ -10,9 +10,9 @@ gives an empty tuple. What counts as code, in order:
    A call whose arguments name a ``language`` other than Python is skipped.
 2. **Fenced blocks** — ```` ``` ```` or ``~~~`` fences (any indentation, CommonMark closing rule,
    an unterminated last fence runs to the end) tagged ``python``/``py``/``python3``/``py3``, or
-   untagged when the block parses as Python and is more than a bare name or literal.
-3. **Raw code** — no fences and no JSON: the whole reply, when it parses as Python and is more than
-   a bare name or literal (so "Done" or "42" is prose, not code).
+   untagged when the block parses as Python and does more than show names and literals.
+3. **Raw code** — no fences and no JSON: the whole reply, when it parses as Python and does more
+   than show names and literals (so "Done", "42", "[1, 2]" or "Answer: 42" are not code).
 
 :func:`combine` joins one reply's Python actions into the single action the session runs.
 """
@@ -192,19 +192,35 @@ def _load_json(text: str) -> object:
 
 
 def _looks_like_code(text: str) -> bool:
-    """True when ``text`` parses as Python and is more than bare names, literals or ``...``."""
+    """True when ``text`` parses as Python and does something: not only bare names and literals
+    (``42``, ``[1, 2]``, ``Done``) or annotations without a value (``Answer: 42``)."""
     if not text.strip():
         return False
     try:
         tree = ast.parse(text)
     except Exception:  # SyntaxError, null bytes, surrogates, recursion or stack limits
         return False
-    return any(
-        not (
-            isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Name | ast.Constant)
-        )
-        for statement in tree.body
-    )
+    return not all(_is_inert(statement) for statement in tree.body)
+
+
+def _is_inert(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.AnnAssign):
+        return statement.value is None and isinstance(statement.target, ast.Name)
+    if not isinstance(statement, ast.Expr):
+        return False
+    pending: list[ast.AST] = [statement.value]  # iterative: a literal may be deeply nested
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            pending.extend(node.elts)
+        elif isinstance(node, ast.Dict):
+            pending.extend(key for key in node.keys if key is not None)
+            pending.extend(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            pending.append(node.operand)
+        elif not isinstance(node, ast.Name | ast.Constant):
+            return False
+    return True
 
 
 def _tag(info: str) -> str:

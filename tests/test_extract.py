@@ -43,8 +43,16 @@ def test_bare_fence_is_code_only_when_it_parses_as_python() -> None:
     assert _codes(reply) == [(FENCED, "import os\nprint(os.getcwd())\n")]
 
 
-def test_bare_fence_holding_only_a_literal_is_output_not_code() -> None:
-    assert extract("The answer is\n```\n42\n```") == ()
+@pytest.mark.parametrize(
+    "output",
+    ["42", "[1, 2, 3]", "{'a': -1, 'b': (2.5, None)}", "True", "'text'", "[" * 150 + "]" * 150],
+)
+def test_bare_fence_holding_only_a_literal_is_output_not_code(output: str) -> None:
+    assert extract(f"The output is\n```\n{output}\n```") == ()
+
+
+def test_bare_fence_with_a_literal_and_a_call_is_code() -> None:
+    assert _codes("```\n[1, 2]\nprint(3)\n```") == [(FENCED, "[1, 2]\nprint(3)\n")]
 
 
 @pytest.mark.parametrize("tag", ["bash", "sh", "text", "console", "javascript", "json"])
@@ -195,7 +203,10 @@ def test_raw_reply_that_parses_as_python_is_an_action() -> None:
     assert _codes(code) == [(RAW, code)]
 
 
-@pytest.mark.parametrize("reply", ["", "   \n\t", "Done", "42", "Yes.", "I cannot do that.", "..."])
+@pytest.mark.parametrize(
+    "reply",
+    ["", "   \n\t", "Done", "42", "Yes.", "I cannot do that.", "...", "Answer: 42", "Status: done"],
+)
 def test_prose_empty_or_a_bare_name_is_not_code(reply: str) -> None:
     assert extract(reply) == ()
 
