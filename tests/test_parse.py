@@ -76,6 +76,13 @@ def test_indentation_error_reports_cpythons_message_and_the_line() -> None:
     assert finding.evidence.splitlines() == ["pass", "^^^^"]
 
 
+def test_tab_error_is_a_syntax_error() -> None:
+    finding = _failure("if x:\n\tpass\n        pass\n", "SX001").finding
+    assert finding.message == "inconsistent use of tabs and spaces in indentation"
+    assert finding.span is not None
+    assert finding.span.start_line == 3
+
+
 def test_syntax_error_columns_count_characters_not_bytes() -> None:
     finding = _failure('é = "é" +\n', "SX001").finding
     assert finding.span is not None
