@@ -499,7 +499,7 @@ def _resolve_pack(name_or_path: str | Path) -> tuple[Path, tuple[Path, ...]]:
         if not directory.is_dir():
             close = difflib.get_close_matches(name_or_path, shipped_packs(), n=1, cutoff=0.6)
             raise PolicyError(
-                f"no shipped policy pack named name_or_path={name_or_path!r}",
+                f"no policy pack named name_or_path={name_or_path!r} is shipped",
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + f"shipped packs: {', '.join(shipped_packs())}; "
                 + f"for a directory write ./{name_or_path}",
