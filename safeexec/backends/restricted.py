@@ -52,6 +52,7 @@ from safeexec.model import (
     ExecResult,
     ExecStatus,
     ExecutionEvent,
+    GuardDenied,
     LimitHit,
     Limits,
     ToolRefused,
@@ -311,6 +312,9 @@ class InProcessRestrictedSession:
         finally:
             linecache.cache.pop(filename, None)
             self._budget = None
+        self._events.extend(
+            GuardDenied(guard=guard, detail=detail) for guard, detail in self._executor.last_denials
+        )
         status, exit_code, message = self._settle(budget, error, limits)
         if stdout.truncated or stderr.truncated:
             self._events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))

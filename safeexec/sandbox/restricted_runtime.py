@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextvars
 import io
 import os
 import random
@@ -282,8 +283,26 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> int: ...
 
 
+# The refusals of the run in progress (``RestrictedExecutor.execute`` sets it): every refusal is
+# recorded for the audit log even when the code catches the error.
+_DENIALS: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "safeexec_restricted_denials", default=None
+)
+_MAX_DENIALS = 64
+
+
+def _record_denial(guard: str, detail: str) -> None:
+    denials = _DENIALS.get()
+    if denials is not None and len(denials) < _MAX_DENIALS:
+        denials.append((guard, detail[:300]))
+
+
 class GuardError(Exception):
     """Sandboxed code tried something the restricted runtime refuses (the message says what)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        _record_denial("guard", message)
 
 
 class SandboxExit(Exception):
@@ -833,6 +852,7 @@ class RestrictedExecutor:
         self._views: dict[str, ModuleView] = {}
         self._namespace: dict[str, object] = {}
         self._random = random.Random()
+        self.last_denials: tuple[tuple[str, str], ...] = ()
         self.reset()
 
     # -- the Executor protocol -------------------------------------------------------------------
@@ -859,6 +879,15 @@ class RestrictedExecutor:
 
         Refusals by the compiler raise ``SyntaxError`` naming every offending line.
         """
+        denials: list[tuple[str, str]] = []
+        token = _DENIALS.set(denials)
+        try:
+            return self._execute(code, filename, budget)
+        finally:
+            _DENIALS.reset(token)
+            self.last_denials = tuple(denials)
+
+    def _execute(self, code: str, filename: str, budget: OperationBudget | None) -> str | None:
         body, final = self._compile(code, filename)
         namespace = self._namespace
         namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
@@ -897,6 +926,8 @@ class RestrictedExecutor:
         body_code = self._compile_tree(tree, filename, "exec", errors)
         final_code = None if final is None else self._compile_tree(final, filename, "eval", errors)
         if errors or body_code is None:
+            for error in errors:
+                _record_denial("compile", error)
             raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
         return body_code, final_code
 
@@ -971,6 +1002,7 @@ class RestrictedExecutor:
         if level != 0:
             raise ImportError("relative imports are not available in restricted mode")
         if name not in MODULE_ALLOWLISTS or not self._import_allowed(name):
+            _record_denial("import", name)
             raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")
         view = self._view(name)
         if fromlist or "." not in name:

@@ -313,3 +313,43 @@ def test_open_is_confined_to_the_workdir(tmp_path: Path) -> None:
     assert executor.execute("open('a.txt', 'w').write('hi')", filename="<t>") == "2"
     with pytest.raises(NameError):
         RestrictedExecutor().execute("open('a.txt')", filename="<t>")
+
+
+def test_refusals_are_recorded_even_when_the_code_catches_them() -> None:
+    executor = RestrictedExecutor(imports=("math",))
+    code = """
+for attempt in ("import os", "().__class__.__bases__"):
+    pass
+try:
+    import os
+except ImportError:
+    pass
+try:
+    ().__class__.__bases__
+except Exception:
+    pass
+"""
+    executor.execute(code, filename="<t>")
+    assert [guard for guard, _ in executor.last_denials] == ["import", "guard"]
+    with pytest.raises(SyntaxError):
+        executor.execute("eval('1')", filename="<t>")
+    assert executor.last_denials[0][0] == "compile"
+
+
+def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
+    from safeexec.backends.restricted import RestrictedBackend
+    from safeexec.blobs import BlobStore
+    from safeexec.model import ExecRequest, GuardDenied, Limits
+
+    session = RestrictedBackend(in_process=True).open(
+        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".blobs")
+    )
+    try:
+        result = session.run(
+            ExecRequest(action_id="a", code="try:\n    len.__self__\nexcept Exception:\n    pass")
+        )
+    finally:
+        session.close()
+    assert result.status.value == "ok"
+    (event,) = result.events
+    assert isinstance(event, GuardDenied) and "__self__" in event.detail
