@@ -77,12 +77,10 @@ def runtime_read_only_paths() -> tuple[str, ...]:
     paths.append(os.path.dirname(os.path.abspath(safeexec.__file__)))
     paths.append(os.path.dirname(os.path.realpath(sys.executable)))
     paths += _SYSTEM_READ_ONLY
-    unique: list[str] = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.exists(real) and real not in unique:
-            unique.append(real)
-    return tuple(unique)
+    real = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+    # A rule on a directory covers everything beneath it: keep only the outermost paths.
+    outermost = [p for p in real if not any(p.startswith(q + os.sep) for q in real if q != p)]
+    return tuple(outermost)
 
 
 def _make_executor(config: SessionConfig) -> Executor:
