@@ -35,8 +35,10 @@ from safeexec.policy.schema import ObserveConfig
 
 __all__ = ["observe"]
 
-# Output beyond this many bytes is not even decoded: its head and tail are, the middle is counted.
+# Only the first and last lines of an output are decoded (as many as could be shown, plus room
+# for a traceback), each side within _SCAN_BYTES; the middle is only counted.
 _SCAN_BYTES = 4 * 1024 * 1024
+_TRACEBACK_LINES = 200
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _TRACEBACK_START = "Traceback (most recent call last):"
@@ -185,15 +187,14 @@ def _read_stream(
             cut_lines=0,
             cut_bytes=0,
         )
+    head_end, tail_start = _window(data, lines=config.max_lines + _TRACEBACK_LINES)
     cut_lines = cut_bytes = 0
-    if len(data) > 2 * _SCAN_BYTES:
-        # Cut at line ends, so that the counts are exact and no character is split.
-        head_end = data.rfind(b"\n", 0, _SCAN_BYTES) + 1 or _SCAN_BYTES
-        tail_start = data.find(b"\n", len(data) - _SCAN_BYTES) + 1 or len(data) - _SCAN_BYTES
+    if head_end < tail_start:
+        # Only the lines that can be shown are decoded; the middle is counted, exactly.
         cut_bytes = tail_start - head_end
         cut_lines = data.count(b"\n", head_end, tail_start)
         head, rest = _decode(data[:head_end]), _decode(data[tail_start:])
-        text = head + rest if head.endswith("\n") else head + "\n" + rest
+        text = head + rest if head.endswith("\n") or not head else head + "\n" + rest
     else:
         text = _decode(data)
     lines = text.split("\n")
@@ -209,6 +210,33 @@ def _read_stream(
         cut_lines=cut_lines,
         cut_bytes=cut_bytes,
     )
+
+
+def _window(data: bytes, *, lines: int) -> tuple[int, int]:
+    """Offsets after the first ``lines`` lines and before the last ``lines`` lines of ``data``.
+
+    Each side looks at most ``_SCAN_BYTES`` bytes; a line longer than that is split.
+    """
+    size = len(data)
+    limit = min(size, _SCAN_BYTES)
+    head_end = 0
+    for _ in range(lines):
+        newline = data.find(b"\n", head_end, limit)
+        if newline < 0:
+            head_end = limit if head_end == 0 or size <= _SCAN_BYTES else head_end
+            break
+        head_end = newline + 1
+    low = size - limit
+    tail_start = size
+    end = size - 1 if data.endswith(b"\n") else size
+    for _ in range(lines):
+        newline = data.rfind(b"\n", low, end)
+        if newline < 0:
+            tail_start = low if low == 0 or tail_start == size else tail_start
+            break
+        tail_start = end = newline
+        tail_start += 1
+    return head_end, tail_start
 
 
 def _decode(data: bytes) -> str:

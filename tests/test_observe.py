@@ -247,6 +247,34 @@ def test_output_beyond_the_scan_window_is_counted_not_decoded(blobs: BlobStore) 
     assert cut_bytes + shown_bytes == len(stdout)
 
 
+def test_many_short_lines_are_counted_exactly_without_decoding_them_all(blobs: BlobStore) -> None:
+    stdout = b"".join(b"%d\n" % i for i in range(300_000))
+    observation = observe(
+        decision=ALLOW, result=_result(blobs, stdout=stdout), blobs=blobs, config=ObserveConfig()
+    )
+    lines = observation.text.split("\n")[2:]
+    marker = next(line for line in lines if line.startswith("[... "))
+    shown = [line for line in lines if line != marker]
+    assert shown[0] == "0"
+    assert shown[-1] == "299999"
+    assert marker == (
+        f"[... {300_000 - len(shown):,} lines "
+        f"({len(stdout) - sum(len(line) + 1 for line in shown):,} bytes) cut ...]"
+    )
+
+
+def test_a_giant_line_beyond_the_scan_window_is_split_not_decoded_whole(blobs: BlobStore) -> None:
+    stdout = b"<" + b"g" * 9_000_000 + b">"
+    observation = observe(
+        decision=ALLOW, result=_result(blobs, stdout=stdout), blobs=blobs, config=ObserveConfig()
+    )
+    lines = observation.text.split("\n")
+    assert lines[2].startswith("<ggg")
+    assert lines[-1].endswith("ggg>")
+    assert len(observation.text.encode()) <= ObserveConfig().max_bytes
+    assert observation.truncated is True
+
+
 def test_streams_share_the_budget(blobs: BlobStore) -> None:
     many = "".join(f"{i}\n" for i in range(500)).encode()
     config = ObserveConfig(max_lines=40, max_bytes=4096, max_line_chars=100)
