@@ -691,6 +691,33 @@ def _peak_rss_bytes(pid: int) -> int:
     return 0
 
 
+def _is_pid_one_of_own_namespace(pid: int) -> bool:
+    """Whether ``pid`` is pid 1 of a pid namespace below ours (then its death kills its tree)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    levels = line.split()[1:]
+                    return len(levels) >= 2 and levels[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (a session without its own pid namespace)."""
+    found: list[int] = []
+    pending = [pid]
+    while pending and len(found) < 65536:
+        current = pending.pop()
+        found.append(current)
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as fh:
+                    pending += [int(child) for child in fh.read().split()]
+    return found
+
+
 def _processes_in_pid_namespace(inode: int) -> list[int]:
     survivors = []
     for entry in os.listdir("/proc"):
@@ -731,6 +758,7 @@ class _Worker:
     channel: socket.socket
     stdout: int
     stderr: int
+    private_pidns: bool = False  # checked by the host, not taken from the worker's word
     layers: dict[Layer, LayerStatus] = field(default_factory=dict)
     decoder: FrameDecoder = field(
         default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
@@ -882,8 +910,10 @@ class NativeSession:
     def process_ids(self) -> list[int]:
         """Host pids of every process in the session's pid namespace (empty when none runs)."""
         worker = self._worker
-        if worker is None or not worker.pidns:
+        if worker is None:
             return []
+        if not worker.private_pidns:
+            return _descendants(worker.pid)
         return _processes_in_pid_namespace(worker.pidns)
 
     def _watch_idle(self) -> None:
@@ -1038,6 +1068,7 @@ class NativeSession:
                 f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
             ) from exc
         host_end.settimeout(None)
+        worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         worker.layers = parse_layer_report(hello.get("layers"))
@@ -1064,13 +1095,25 @@ class NativeSession:
     def _kill(self, worker: _Worker, *, verify: bool = False) -> list[int]:
         """SIGKILL the worker, whose pid namespace dies with it; ``verify`` checks that nothing
         survived (and kills what did), at the price of a scan of /proc."""
+        if not worker.private_pidns:
+            # No namespace to take the tree down: stop everything below the worker first (so
+            # nothing forks away), then kill it all and the worker's process group.
+            tree = _descendants(worker.pid)
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in tree:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+            with contextlib.suppress(OSError):
+                os.killpg(worker.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
         poller = selectors.DefaultSelector()
         poller.register(worker.pidfd, selectors.EVENT_READ)
         poller.select(_KILL_WAIT_SECONDS)
         poller.close()
-        survivors = _processes_in_pid_namespace(worker.pidns) if verify and worker.pidns else []
+        survivors: list[int] = []
+        if verify and worker.private_pidns:
+            survivors = _processes_in_pid_namespace(worker.pidns)
         for pid in survivors:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

@@ -105,6 +105,8 @@ def _session(request: dict[str, object], template: _TemplateState) -> None:
     # (pytest's 0700 tmp dirs, /root); then the session re-exposes it in its own mount namespace.
     own_mount = os.geteuid() == 0 and not reachable_by_others(config.workdir)
     executor = _make_executor(config)
+    # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     confine(
         config,
         template.seccomp_program,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends import native
 from safeexec.backends.base import ToolDescriptor, ToolReply
 from safeexec.backends.native import NativeBackend, NativeSession, diagnose
 from safeexec.blobs import BlobStore
@@ -362,3 +363,32 @@ print(int(summary["count"].sum()))
         names = {a.name: a for a in result.artifacts}
         assert {"summary.csv", "means.png"} <= set(names)
         assert blobs.get(names["means.png"].blob).startswith(b"\x89PNG")
+
+
+def test_without_a_pid_namespace_the_host_still_kills_the_whole_tree(
+    backend: NativeBackend, blobs: BlobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pretend the kernel gave no pid namespace: the host must fall back to walking the tree.
+    monkeypatch.setattr(native, "_is_pid_one_of_own_namespace", lambda pid: False)
+    session = backend.open(limits=Limits(), blobs=blobs)
+    daemon = (
+        "import os, signal, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "        time.sleep(3600)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    assert run(session, daemon).status is ExecStatus.OK
+    pids = session.process_ids()
+    assert len(pids) == 2  # the worker and the re-parented daemon
+    timed_out = run(session, "while True: pass", wall_seconds=0.5)
+    assert timed_out.status is ExecStatus.TIMEOUT
+    session.close()
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
+        )
