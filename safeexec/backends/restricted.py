@@ -88,7 +88,6 @@ class RestrictedBackend:
         self.in_process = in_process
         self.operations_per_cpu_second = operations_per_cpu_second
         self._native = native
-        self._owns_native = native is None
         self._lock = threading.Lock()
 
     def _native_backend(self) -> NativeBackend:
@@ -103,11 +102,9 @@ class RestrictedBackend:
             self._native_backend().start()
 
     def close(self) -> None:
-        """Stop the worker template this backend started (one passed in is the caller's)."""
+        """Stop the worker template (open sessions keep running until closed)."""
         with self._lock:
-            if not self._owns_native:
-                return
-            native, self._native = self._native, None
+            native = self._native
         if native is not None:
             native.close()
 

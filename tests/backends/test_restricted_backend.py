@@ -1,0 +1,89 @@
+"""RestrictedBackend: in the worker by default; the in-process variant and what it refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from safeexec.backends.native import NativeBackend
+from safeexec.backends.restricted import RestrictedBackend
+from safeexec.blobs import BlobStore
+from safeexec.capabilities import CapabilitySet, tool
+from safeexec.errors import BackendUnavailable
+from safeexec.model import ExecRequest, ExecStatus, Limits
+
+
+def request(code: str, **limits: float) -> ExecRequest:
+    return ExecRequest(action_id="a", code=code, limits=Limits(**limits))  # type: ignore[arg-type]
+
+
+def test_the_default_runs_inside_the_confined_worker(tmp_path: Path) -> None:
+    backend = RestrictedBackend()
+    session = backend.open(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"))
+    try:
+        assert type(session).__module__ == "safeexec.backends.native"
+        result = session.run(request("x = 1\nx + 1"))
+        assert result.status is ExecStatus.OK
+    finally:
+        session.close()
+        backend.close()
+    assert isinstance(backend._native, NativeBackend) and backend._native.executor == "restricted"
+
+
+def test_in_process_refuses_required_confinement_layers(tmp_path: Path) -> None:
+    with pytest.raises(BackendUnavailable, match="no confinement layers"):
+        RestrictedBackend(in_process=True).open(
+            workdir=tmp_path,
+            limits=Limits(),
+            blobs=BlobStore(tmp_path / ".b"),
+            require=frozenset({"seccomp"}),
+        )
+
+
+def test_in_process_session_refuses_runs_after_close(tmp_path: Path) -> None:
+    session = RestrictedBackend(in_process=True).open(
+        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b")
+    )
+    session.close()
+    session.close()  # idempotent
+    with pytest.raises(BackendUnavailable):
+        session.run(request("1"))
+
+
+def test_in_process_memory_growth_is_a_limit(tmp_path: Path) -> None:
+    session = RestrictedBackend(in_process=True).open(
+        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b")
+    )
+    try:
+        code = "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))"
+        result = session.run(request(code, memory_bytes=64 * 1024 * 1024, wall_seconds=60.0))
+        assert result.status is ExecStatus.LIMIT_EXCEEDED, result.message
+        assert any(e.kind == "limit_hit" and e.limit == "memory_bytes" for e in result.events)
+        session.run(request("del chunks"))
+        assert session.run(request("'alive'")).status is ExecStatus.OK
+    finally:
+        session.close()
+
+
+def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path: Path) -> None:
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    caps = CapabilitySet()
+    caps.grant(ping)
+    session = RestrictedBackend(in_process=True).open(
+        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), tools=caps
+    )
+    try:
+        session.run(request("x = 1"))
+        session.reset()
+        result = session.run(request("ping()"))
+        assert result.status is ExecStatus.OK and result.usage.tool_calls == 1
+        stopped = session.run(request("while True:\n    pass", cpu_seconds=0.2))
+        assert stopped.status is ExecStatus.TIMEOUT
+        late = session.run(request("def f():\n    return ping()\nf()"))
+        assert late.status is ExecStatus.OK  # a fresh run has a fresh budget
+    finally:
+        session.close()
