@@ -222,20 +222,30 @@ def test_errors_are_one_line_on_stderr_with_exit_2(
 
 
 def test_the_installed_command_runs_in_a_real_subprocess(tmp_path: Path) -> None:
+    """End to end, nothing faked: the default policy, the native backend, a relative state dir."""
+    (tmp_path / "first.md").write_text(fenced("total = sum(range(10))\nprint(total)\n"))
     (tmp_path / "reply.md").write_text(SYNTAX_ERROR)
-    (tmp_path / "policy.toml").write_text(POLICY_TOML)
     script = Path(sys.executable).parent / "safeexec"
     program = [str(script)] if script.exists() else [sys.executable, "-c", RUN_MAIN]
-    command = [
-        *program, "run", "--json", "--policy", "policy.toml", "--state-dir", "state", "reply.md"
-    ]  # fmt: skip
+    command = [*program, "run", "--json", "--state-dir", "state", "first.md", "reply.md"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     done = subprocess.run(
         command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 3, done.stderr
     assert done.stderr == ""
-    outcome = json.loads(done.stdout)
-    assert outcome["decision"]["findings"][0]["rule"] == "SX001"
-    assert "^" in outcome["observation"]["text"]
-    assert AuditLog(tmp_path / "state" / "audit.jsonl").read()[0].to_json() == outcome["event"]
+    ran, denied = (json.loads(line) for line in done.stdout.splitlines())
+    assert ran["event"]["policy_id"] == "default"
+    assert ran["event"]["backend"] == "native"
+    assert (ran["result"]["status"], ran["result"]["exit_code"]) == ("ok", 0)
+    assert "45" in ran["observation"]["text"]
+    (finding,) = denied["decision"]["findings"]
+    assert finding["rule"] == "SX001"
+    assert (finding["span"]["start_line"], finding["span"]["start_column"]) == (2, 10)
+    assert "^" in denied["observation"]["text"]
+    assert denied["result"] is None
+    events = AuditLog(tmp_path / "state" / "audit.jsonl").read()
+    assert [e.to_json() for e in events] == [ran["event"], denied["event"]]
+    blobs = BlobStore(tmp_path / "state" / "blobs")
+    assert blobs.get(ran["event"]["stdout_ref"]) == b"45\n"
+    assert ran["event"]["stderr_ref"] in blobs
