@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,18 @@ def memory_kib(pid: int) -> tuple[int, int]:
             if len(parts) >= 2 and parts[1].isdigit():
                 fields[parts[0].rstrip(":")] = int(parts[1])
     return fields["Pss"], fields["Private_Clean"] + fields["Private_Dirty"]
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """utime + stime of one live process."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def per_second(clients: int, total: int, one: Callable[[], object]) -> float:
@@ -103,6 +116,32 @@ def main() -> None:
     back_to_back = median_seconds(lambda: opened.append(open_session()), repeat=args.repeat)
     for session in opened:
         session.close()
+    # CPU per open, summed over every process involved; unlike wall time it hardly depends on
+    # how busy the machine is.
+    before = children_cpu_seconds()
+    for _ in range(args.repeat):
+        subprocess.run(fresh_cmd, check=True)
+    fresh_cpu = (children_cpu_seconds() - before) / args.repeat
+    template_pid = int(backend.statistics()["template_pid"])
+    host_before, template_before = time.process_time(), cpu_seconds_of(template_pid)
+    counted = [open_session() for _ in range(args.repeat)]
+    session_cpu = sum(cpu_seconds_of(s.pid or 0) for s in counted)
+    open_cpu = (
+        time.process_time()
+        - host_before
+        + cpu_seconds_of(template_pid)
+        - template_before
+        + session_cpu
+    ) / args.repeat
+    for session in counted:
+        session.close()
+    rows.append(
+        (
+            "session open, CPU (host+template+session)",
+            f"{open_cpu * 1e3:.2f} ms CPU vs fresh interpreter {fresh_cpu * 1e3:.2f} ms CPU",
+            f"{open_cpu / fresh_cpu:.2f}x",
+        )
+    )
     for label, value in (("warm pool", pool_open), ("back to back", back_to_back)):
         rows.append(
             (

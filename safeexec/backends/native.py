@@ -206,7 +206,9 @@ class _Template:
                 f"the native template process did not start: {exc!r}; run `safeexec doctor`"
             ) from exc
         host_end.settimeout(None)
-        self.pid = self._process.pid
+        serving = ready.get("pid")
+        # The process that forks sessions (a child of the one we started, in its own pid ns).
+        self.pid = serving if isinstance(serving, int) else self._process.pid
         preloaded = ready.get("preloaded")
         self.preloaded = tuple(str(m) for m in preloaded) if isinstance(preloaded, list) else ()
         self._reader = threading.Thread(
@@ -351,6 +353,16 @@ class NativeBackend:
     def start(self) -> None:
         """Start the template now rather than on the first ``open``."""
         self._get_template()
+
+    def statistics(self) -> dict[str, int | str]:
+        """Live figures: the template's pid, open sessions, the pool size, preloaded modules."""
+        template = self._template
+        return {
+            "template_pid": template.pid if template is not None else 0,
+            "open_sessions": len(self._sessions),
+            "pool_size": self.pool_size,
+            "preloaded": ",".join(template.preloaded) if template is not None else "",
+        }
 
     def open(
         self,

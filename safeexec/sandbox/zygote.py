@@ -344,7 +344,13 @@ def main() -> None:
     pool_size = max(0, int(options.get("pool_size", 0)))
     pool: list[_Member] = []
     _refill(pool, template, pool_size)
-    send_frame(control, {"op": "ready", "pid": os.getpid(), "preloaded": loaded, "failed": failed})
+    ready = {
+        "op": "ready",
+        "pid": int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
+        "preloaded": loaded,
+        "failed": failed,
+    }
+    send_frame(control, ready)
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
