@@ -164,7 +164,7 @@ USER_DUNDERS = frozenset(
 )
 
 # Class-body names (not methods) the code may bind in its own classes.
-_CLASS_BODY_NAMES = frozenset({"__slots__", "__hash__", "__match_args__"})
+_CLASS_BODY_NAMES = frozenset({"__slots__", "__hash__"})
 # Read-only metadata that is a plain string on anything.
 _ANYWHERE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
 
@@ -559,6 +559,46 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_keyword(self, node: ast.keyword) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    # -- match statements (structural pattern matching) -----------------------------------------
+    # Class patterns read attributes with the interpreter's own getattr: keyword patterns name them
+    # (checked here like ``a.b``); positional ones come from ``__match_args__``, which the code
+    # cannot set (dataclass and namedtuple fields are never dunders).
+    def visit_Match(self, node: ast.Match) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSingleton(self, node: ast.MatchSingleton) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSequence(self, node: ast.MatchSequence) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> ast.AST:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> ast.AST:
+        self.check_name(node, node.rest)
+        return self.node_contents_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> ast.AST:
+        for name in node.kwd_attrs:
+            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+                self.error(node, f'class pattern keyword "{name}" is not allowed.')
+        return self.node_contents_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> ast.AST:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchOr(self, node: ast.MatchOr) -> ast.AST:
         return self.node_contents_visit(node)
 
 

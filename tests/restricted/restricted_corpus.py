@@ -578,6 +578,35 @@ counter = make_counter()
 [counter(), counter(), counter(5)]
 """,
     ),
+    _s(
+        "structural-pattern-matching",
+        "algorithms",
+        """
+from dataclasses import dataclass
+@dataclass
+class Point:
+    x: int
+    y: int
+def describe(obj):
+    match obj:
+        case Point(x=0, y=0):
+            return "origin"
+        case Point(x, y) if x == y:
+            return f"diagonal {x}"
+        case {"kind": "circle", "r": r, **rest}:
+            return f"circle {r} {rest}"
+        case [first, *others]:
+            return f"list {first} {others}"
+        case str() | bytes() as text:
+            return f"text {text!r}"
+        case None:
+            return "none"
+        case _:
+            return "other"
+values = (Point(0, 0), Point(2, 2), {"kind": "circle", "r": 1}, [1, 2], "hi", None, 4.5)
+[describe(v) for v in values]
+""",
+    ),
     # -- classes and dataclasses --
     _s(
         "dataclass-inventory",

@@ -130,6 +130,9 @@ class Err(Exception):
         ("x.__dict__ = {}", "dunder attributes"),
         ("class A(metaclass=type):\n    pass", "metaclass"),
         ("async def f():\n    pass", "AsyncFunctionDef"),
+        ("match 1:\n    case int(__class__=c):\n        pass", "class pattern keyword"),
+        ("match 1:\n    case int(real=_getattr_):\n        pass", "invalid variable name"),
+        ("class A:\n    __match_args__ = ('__reduce_ex__',)", "invalid variable name"),
     ],
 )
 def test_refused_at_compile_time(code: str, fragment: str) -> None:
