@@ -615,6 +615,23 @@ def _disk_usage(root: str, limits: ArtifactLimits) -> float:
     return float(sum(state.blocks * 512 for state in found.values()))
 
 
+def _chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits) -> None:
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False) and depth < limits.max_depth:
+                    child = os.open(
+                        entry.name,
+                        os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        dir_fd=dir_fd,
+                    )
+                    try:
+                        _chown_beneath(child, uid, depth=depth + 1, limits=limits)
+                    finally:
+                        os.close(child)
+
+
 def _split_relative(name: str) -> tuple[str, ...]:
     parts = PurePosixPath(name).parts
     if not parts or PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
@@ -625,9 +642,16 @@ def _split_relative(name: str) -> tuple[str, ...]:
 
 
 def _open_beneath(
-    root: str, name: str, flags: int, *, create_dirs: bool = False, mode: int = 0o644
+    root: str,
+    name: str,
+    flags: int,
+    *,
+    create_dirs: bool = False,
+    mode: int = 0o644,
+    owner: int | None = None,
 ) -> int:
-    """Open ``name`` beneath ``root``, refusing symlinks at every step."""
+    """Open ``name`` beneath ``root``, refusing symlinks at every step; directories it creates
+    are given to ``owner`` (a root host's session uid)."""
     parts = _split_relative(name)
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -635,6 +659,8 @@ def _open_beneath(
             if create_dirs:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=dir_fd)
+                    if owner is not None:
+                        os.chown(part, owner, owner, dir_fd=dir_fd, follow_symlinks=False)
             next_fd = os.open(
                 part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
             )
@@ -960,7 +986,11 @@ class NativeSession:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
         with self._lock:
             fd = _open_beneath(
-                str(self.workdir), name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, create_dirs=True
+                str(self.workdir),
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
+                create_dirs=True,
+                owner=self._uid,
             )
             try:
                 info = os.fstat(fd)
@@ -976,8 +1006,6 @@ class NativeSession:
                     os.fchown(fd, self._uid, self._uid)
             finally:
                 os.close(fd)
-            if self._uid is not None:
-                self._give_workdir_to(self._uid)
 
     def download(self, name: str) -> bytes:
         """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
@@ -992,14 +1020,17 @@ class NativeSession:
     # -- worker lifecycle ---------------------------------------------------------------------
 
     def _give_workdir_to(self, uid: int) -> None:
-        """As root, hand the workdir tree to the session's uid (never following symlinks)."""
+        """As root, hand the workdir tree to the session's uid.
+
+        Walks with directory descriptors opened ``O_NOFOLLOW``, so a directory swapped for a
+        symlink mid-walk cannot redirect a chown outside the workdir.
+        """
         os.chown(self.workdir, uid, uid, follow_symlinks=False)
-        for top, dirs, files in os.walk(self.workdir, followlinks=False):
-            for name in dirs + files:
-                try:
-                    os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
-                except OSError:
-                    continue
+        root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
+        finally:
+            os.close(root)
 
     def _session_env(self) -> dict[str, str]:
         tmp = str(self.workdir / _TMP_DIR)

@@ -392,3 +392,10 @@ def test_without_a_pid_namespace_the_host_still_kills_the_whole_tree(
             not Path(f"/proc/{pid}").exists()
             or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
         )
+
+
+def test_directories_made_by_an_upload_are_writable_by_the_code(session: NativeSession) -> None:
+    session.upload("nested/deeper/input.txt", b"in")
+    result = run(session, "open('nested/deeper/output.txt', 'w').write('out')")
+    assert result.status is ExecStatus.OK, session.blobs.get(result.stderr)
+    assert session.download("nested/deeper/output.txt") == b"out"
