@@ -28,6 +28,11 @@ out['unshare'] = libc.syscall(272, 0x40000000), ctypes.get_errno()       # unsha
 out['setuid0'] = libc.syscall(105, 0), ctypes.get_errno()                # setuid(0)
 out['io_uring'] = libc.syscall(425, 1, None), ctypes.get_errno()         # io_uring_setup
 out['mount'] = libc.syscall(165, b'none', b'/tmp', b'tmpfs', 0, None), ctypes.get_errno()
+out['personality'] = libc.syscall(135, 0x0040000), ctypes.get_errno()    # ADDR_NO_RANDOMIZE
+out['umount2'] = libc.syscall(166, b'/', 0), ctypes.get_errno()
+out['pivot_root'] = libc.syscall(155, b'.', b'.'), ctypes.get_errno()
+out['setns'] = libc.syscall(308, 0, 0), ctypes.get_errno()
+out['userfaultfd'] = libc.syscall(323, 0), ctypes.get_errno()
 print(out)
 """
     ran = sandbox.run(code)
@@ -38,8 +43,24 @@ print(out)
     sandbox.assert_usable()
 
 
-def test_a_killed_syscall_through_ctypes_is_reported_as_seccomp(sandbox: Sandbox) -> None:
-    ran = sandbox.run("import ctypes; ctypes.CDLL(None).syscall(321, 0, 0, 0)")  # bpf()
+KILLED = {
+    "bpf": 321,
+    "perf_event_open": 298,
+    "keyctl": 250,
+    "kexec_load": 246,
+    "init_module": 175,
+    "delete_module": 176,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "reboot": 169,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLED))
+def test_a_killed_syscall_through_ctypes_is_reported_as_seccomp(
+    sandbox: Sandbox, name: str
+) -> None:
+    ran = sandbox.run(f"import ctypes; ctypes.CDLL(None).syscall({KILLED[name]}, 0, 0, 0, 0)")
     assert ran.result.status is ExecStatus.KILLED
     assert "SIGSYS" in ran.result.message and "seccomp" in ran.result.message
     assert any(event.kind == "syscall_killed" for event in ran.result.events)
