@@ -341,13 +341,18 @@ class Session:
             raise ConfigurationError(
                 f"session session_id={self.session_id!r} is closed; open a new Session"
             )
-        decision = self._decide(action, crashed)
+        decision, checked = self._decide(action, crashed)
         decision = self._approve(decision, action)
         result: ExecResult | None = None
         failure: SafeExecError | None = None
-        if decision.verdict is not Verdict.DENY:
+        if decision.verdict is not Verdict.DENY and checked is None:
+            # Allowed yet nothing parsed: never run unchecked text (fail closed).
+            decision = _fail_closed(
+                decision, "SX900", "check-crashed", InternalError("no checked code to run")
+            )
+        if decision.verdict is not Verdict.DENY and checked is not None:
             try:
-                result = self._execute(decision, action)
+                result = self._execute(decision, action, checked)
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
                 decision = _fail_closed(decision, "SX901", "backend-unavailable", exc)
@@ -376,26 +381,32 @@ class Session:
             raise failure
         return outcome
 
-    def _decide(self, action: Action, crashed: Finding | None) -> Decision:
-        """The static gate (parse → estimate → scan → decide) under the budget left."""
+    def _decide(self, action: Action, crashed: Finding | None) -> tuple[Decision, str | None]:
+        """The static gate (parse → estimate → scan → decide) under the budget left.
+
+        Returns the decision and the exact text that was checked (``Parsed.code``, normalised by
+        the parser): that text, never ``Action.code``, is what runs.
+        """
         if crashed is None:
             try:
-                return check(
+                gate = check(
                     action,
                     self.policy,
                     budget=self._budget,
                     backend=self.mode,
                     tool_names=self._tool_names(),
-                ).decision
+                )
+                return gate.decision, None if gate.parsed is None else gate.parsed.code
             except Exception as exc:  # the gate never raises; if it did, nothing runs
                 crashed = _check_crashed("gate", exc)
-        return decide(
+        decision = decide(
             findings=(crashed,),
             estimate=None,
             policy=self.policy,
             budget=self._budget,
             backend=self.mode,
         )
+        return decision, None
 
     def _approve(self, decision: Decision, action: Action) -> Decision:
         if decision.verdict is not Verdict.NEEDS_APPROVAL:
@@ -411,9 +422,9 @@ class Session:
         # one is denied.
         return decision if granted else dataclasses.replace(decision, verdict=Verdict.DENY)
 
-    def _execute(self, decision: Decision, action: Action) -> ExecResult:
+    def _execute(self, decision: Decision, action: Action, checked: str) -> ExecResult:
         session = self._backend_session(decision)
-        request = ExecRequest(action_id=action.action_id, code=action.code, limits=decision.limits)
+        request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         result = session.run(request)
         if not isinstance(result, ExecResult):
             raise TypeError(f"backend returned {type(result).__name__}, not ExecResult")
@@ -467,6 +478,8 @@ class Session:
         observation: Observation,
         started: datetime,
     ) -> Outcome:
+        # The model's code itself, stored under its code_sha256, so every event can be replayed.
+        self.blobs.put(action.code.encode("utf-8", "surrogatepass"))
         usage = result.usage if result is not None else None
         cpu = usage.cpu_seconds if usage is not None else 0.0
         calls = usage.tool_calls if usage is not None else 0

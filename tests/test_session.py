@@ -574,3 +574,22 @@ def test_a_backend_that_cannot_be_imported_is_unavailable_with_the_reason(
     monkeypatch.setitem(sys.modules, "safeexec.backends.native", None)
     with pytest.raises(BackendUnavailable, match=r"name='native' cannot be loaded here: .*native"):
         default_backend("native")
+
+
+def test_the_backend_runs_the_checked_text_not_the_raw_action(
+    session: Session, fake: FakeBackend
+) -> None:
+    from safeexec.parse import parse
+
+    raw = Action.create("x = 1\r\nprint(x)   \r\n\r\n")
+    checked = parse(raw)
+    assert isinstance(checked, Parsed) and checked.code != raw.code
+    session.run_action(raw)
+    assert fake.calls[0].code == checked.code
+
+
+def test_every_events_code_is_in_the_blob_store_under_its_hash(session: Session) -> None:
+    outcomes = [session.run(reply("y = 2\n")), session.run(reply("def f(:\n")), session.run("none")]
+    for outcome in outcomes:
+        stored = session.blobs.get(f"blob://sha256:{outcome.event.code_sha256}")
+        assert stored.decode() == outcome.action.code
