@@ -35,6 +35,7 @@ import re
 import sys
 import tokenize
 import unicodedata
+import warnings
 from dataclasses import dataclass
 
 import libcst
@@ -110,8 +111,11 @@ def parse(
             action, code, _ENCODING, _surrogate_message(surrogate.group()), surrogate.start()
         )
     code = code.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
-    # Trailing whitespace means nothing to CPython, and libcst mishandles it (drops comments).
-    code = code.rstrip(" \t\f\n") + "\n" if code.strip(" \t\f\n") else ""
+    # Trailing whitespace means nothing to CPython (unless a backslash continues the last line),
+    # and libcst mishandles it (drops comments before it).
+    trimmed = code.rstrip(" \t\f\n")
+    if not trimmed.endswith("\\"):
+        code = trimmed + "\n" if trimmed else ""
     cookie = _foreign_cookie(code)
     if cookie is not None:
         line, name = cookie
@@ -131,24 +135,31 @@ def parse(
     if null >= 0:
         return _fail_at(action, code, _SYNTAX_ERROR, "source code cannot contain null bytes", null)
 
-    tree_or_failure = _cpython_parse(action, code)
-    if isinstance(tree_or_failure, ParseFailure):
-        return tree_or_failure
-    tree = tree_or_failure
-    too_costly = _measure_tree(action, code, tree, max_nesting=max_nesting, max_work=max_parse_work)
-    if too_costly is not None:
-        return too_costly
-    rejected = _compiler_rejects(action, code, tree)
-    if rejected is not None:
-        return rejected
-    # An NFKC-normal text has only NFKC-normal identifiers (each starts at a starter), so the
-    # token rewrite and the check of libcst's names are needed only when the text is not.
-    needs_normalising = not code.isascii() and not unicodedata.is_normalized("NFKC", code)
-    if needs_normalising:
-        normalised = _normalise_identifiers(action, code, tree)
-        if isinstance(normalised, ParseFailure):
-            return normalised
-        code, tree = normalised
+    # CPython's parser and compiler warn about some valid code (``'\d'``, ``x is 1``). Under a
+    # host's ``-W error`` those warnings would become syntax errors, so the verdict would depend
+    # on the host; they are ignored here, as the sandbox ignores them when it runs the code.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree_or_failure = _cpython_parse(action, code)
+        if isinstance(tree_or_failure, ParseFailure):
+            return tree_or_failure
+        tree = tree_or_failure
+        too_costly = _measure_tree(
+            action, code, tree, max_nesting=max_nesting, max_work=max_parse_work
+        )
+        if too_costly is not None:
+            return too_costly
+        rejected = _compiler_rejects(action, code, tree)
+        if rejected is not None:
+            return rejected
+        # An NFKC-normal text has only NFKC-normal identifiers (each starts at a starter), so
+        # the token rewrite and the check of libcst's names are needed only when it is not.
+        needs_normalising = not code.isascii() and not unicodedata.is_normalized("NFKC", code)
+        if needs_normalising:
+            normalised = _normalise_identifiers(action, code, tree)
+            if isinstance(normalised, ParseFailure):
+                return normalised
+            code, tree = normalised
 
     try:
         module = libcst.parse_module(code, _LIBCST_CONFIG)
