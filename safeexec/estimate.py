@@ -22,6 +22,7 @@ from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON
 
 __all__ = ["estimate"]
 
+_MAX_CALL_DEPTH = 40  # deeper static call chains are left unknown rather than followed
 _CAP = 1e300  # bounds are capped so they stay finite JSON numbers
 _POINTER_BYTES = 8
 _SET_ENTRY_BYTES = 32
@@ -171,6 +172,7 @@ class _Estimator:
     uncalled: list[_Function] = field(default_factory=list)
     env: dict[str, float] = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)  # import aliases: np -> numpy
+    call_depth: int = 0
 
     def run(self) -> Estimate:
         total = self._block(self.tree.body)
@@ -521,7 +523,12 @@ class _Estimator:
                     cpu=_Amount(0.0, BoundKind.UNBOUNDED, f"{name}() calls itself unconditionally")
                 )
             return _Cost(cpu=_Amount(0.0, BoundKind.UNKNOWN, f"{name}() is recursive"))
+        if self.call_depth >= _MAX_CALL_DEPTH:
+            return _Cost(
+                cpu=_Amount(0.0, BoundKind.UNKNOWN, f"the call chain through {name}() is too deep")
+            )
         function.in_progress = True
+        self.call_depth += 1
         saved = self.env
         self.env = {k: v for k, v in saved.items() if k not in _parameter_names(function.node)}
         try:
@@ -529,6 +536,7 @@ class _Estimator:
         finally:
             self.env = saved
             function.in_progress = False
+            self.call_depth -= 1
         return function.cost
 
     # ---------------------------------------------------------------------------------------

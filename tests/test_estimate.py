@@ -149,3 +149,9 @@ def test_numpy_constructors_with_constant_shapes_are_sized_through_aliases() -> 
     assert memory.value == 8e10 and "numpy.zeros" in memory.reason
     assert _estimate("from numpy import arange\narange(10**9)").memory.value == 8e9
     assert _estimate("import numpy as np\nnp.zeros(n)").memory.value == 0
+
+
+def test_deep_static_call_chains_are_unknown_not_a_crash() -> None:
+    chain = "\n".join(f"def f{i}():\n    return f{i + 1}()" for i in range(300))
+    cpu = _estimate(chain + "\ndef f300():\n    return 1\nf0()").cpu
+    assert cpu.kind is BoundKind.UNKNOWN and "too deep" in cpu.reason
