@@ -49,10 +49,12 @@ def memory_kib(pid: int) -> tuple[int, int]:
 
 
 def cpu_seconds_of(pid: int) -> float:
-    """utime + stime of one live process."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of one live process in ns precision (schedstat; /proc/pid/stat counts ticks)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+            total += int(fh.read().split()[0])
+    return total / 1e9
 
 
 def children_cpu_seconds() -> float:
