@@ -171,7 +171,9 @@ def _check_log(audit_path: Path, state_dir: Path, steps_left: int) -> int:
 
 
 def _refs(event: AuditEvent) -> list[str]:
-    return [ref for ref in (event.stdout_ref, event.stderr_ref) if ref is not None]
+    """The event's blobs: the code it checked, then whatever output it produced."""
+    outputs = [ref for ref in (event.stdout_ref, event.stderr_ref) if ref is not None]
+    return [f"blob://sha256:{event.code_sha256}", *outputs]
 
 
 def _intact(blobs: BlobStore, ref: str) -> bool:
