@@ -388,7 +388,7 @@ def _cpython_accepts(code: str) -> bool:
 
 
 @pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar(), st.data())
 def test_parse_agrees_with_cpython_compile_on_generated_programs(
     program: str, data: st.DataObject
