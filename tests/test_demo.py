@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from safeexec import demo
 from safeexec.audit import AuditLog
 from safeexec.demo import REPLIES, main
 from safeexec.model import ExecStatus, Verdict
+from safeexec.policy.loader import load_policy
+from safeexec.policy.schema import Policy
 
 
-@pytest.mark.slow
 def test_the_demo_runs_every_reply_and_audits_each_step(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    def default_with_a_short_cpu_limit(name: str) -> Policy:
+        policy = load_policy(name)
+        return dataclasses.replace(policy, limits=dataclasses.replace(policy.limits, cpu_seconds=1))
+
+    # The infinite loop would burn the default 10 CPU seconds; one shows the same thing.
+    monkeypatch.setattr(demo, "load_policy", default_with_a_short_cpu_limit)
     assert main(state_dir=tmp_path) == 0
     out = capsys.readouterr().out
     assert "policy 'default', backend 'native'" in out
