@@ -121,3 +121,9 @@ import string
 string.Formatter().vformat("{0.__class__}", (1,), {})  # expect: SX401
 string.Formatter().get_field("0.__class__.__base__", (1,), {})  # expect: SX401
 string.Formatter().format("{0.real}", 1)  # ok: SX401
+
+# case: templates computed at run time are recorded, not refused
+import json
+template = json.loads('"{0} and {1}"')
+print(template.format(1, 2))  # expect: SX407
+print("{} and {}".format(1, 2))  # ok: SX407

@@ -31,7 +31,7 @@ template.format(1)  # expect: SX401
 # case: a format template read from data cannot be folded
 import json
 template = json.loads('"{0.__class__}"')
-template.format(1)  # todo-expect: SX401
+template.format(1)  # todo-expect: SX401  # expect: SX407
 
 # case: a tool reached through an alias
 shell = run_shell

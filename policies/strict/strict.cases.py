@@ -54,3 +54,9 @@ Counter().bump()
 x = ().__class__  # expect: SX401, SX406
 d = {"_key": 1}
 print(d["_key"])  # ok: SX406
+
+# case: format templates the checker cannot read are refused
+import json
+template = json.loads('"{0}"')
+template.format(1)  # expect: SX407
+"{0:>4}".format(1)  # ok: SX407

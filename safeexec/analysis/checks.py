@@ -244,6 +244,28 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             )
 
 
+_FORMAT_CALLS = frozenset({"format", "format_map", "vformat", "get_field"})
+
+
+@_register("dynamic-format-template")
+def _dynamic_format_template(ctx: ScanContext) -> Iterator[CheckHit]:
+    """str.format-family calls whose template the engine cannot fold (field walks unchecked)."""
+    for site in ctx.calls:
+        func = site.node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _FORMAT_CALLS:
+            continue
+        # The template is the receiver ("...".format) or, for str.format(t, ...) and Formatter
+        # objects (Formatter().format(t, ...), f.vformat(t, ...)), the first argument.
+        takes_argument = (
+            func.attr in ("vformat", "get_field")
+            or site.callee in ("str.format", "str.format_map")
+            or isinstance(func.value, ast.Call)
+        )
+        template = (site.node.args[0] if site.node.args else None) if takes_argument else func.value
+        if template is None or ctx.folder.fold(template) is None:
+            yield CheckHit(node=site.node, fields={"method": func.attr}, evidence=func.attr)
+
+
 def _tool_calls(ctx: ScanContext) -> Iterator[tuple[str, ast.Call]]:
     tools = {c.tool for c in ctx.policy.capabilities}
     for site in ctx.calls:

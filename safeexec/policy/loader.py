@@ -548,8 +548,17 @@ def _load_raw(name_or_path: str | Path, chain: tuple[str, ...]) -> tuple[_Raw, t
             raise
         sources.extend(sources_base)
     for (data, ctx), file in zip(layers, files, strict=True):
+        earlier = {str(r["id"]): r for r in merged.get("rule", [])}
         for index, rule in enumerate(data.get("rule", [])):
             rule["__source__"] = f"{file}:{ctx.locator.line_of(f'/rule/{index}') or 1}"
+            replaced = earlier.get(str(rule["id"]))
+            if replaced is not None and replaced["name"] != rule["name"]:
+                raise ctx.fail(
+                    f"rule id {rule['id']} already names {replaced['name']!r} "
+                    f"(at {replaced['__source__']}); this rule would silently replace it",
+                    f"/rule/{index}/id",
+                    "pick an unused id, or keep the name to override that rule on purpose",
+                )
         merged = _merge(merged, data)
         sources.append(str(file))
     return merged, tuple(sources)

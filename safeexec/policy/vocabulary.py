@@ -55,6 +55,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "tool-call-limit": frozenset({"tool", "calls", "max_calls"}),
         "tool-requires-approval": frozenset({"tool"}),
         "string-annotation-code": frozenset({"annotation"}),
+        "dynamic-format-template": frozenset({"method"}),
     }
 )
 

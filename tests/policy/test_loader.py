@@ -290,3 +290,12 @@ def test_a_bare_name_is_always_a_shipped_pack_never_a_local_directory(
     monkeypatch.chdir(tmp_path)
     assert load_policy("default").info.id == "default"
     assert load_policy("./default").info.id == "impostor"
+
+
+def test_a_rule_reusing_an_id_under_another_name_is_refused(tmp_path: Path) -> None:
+    other = RULE.replace('"code-execution-builtin"', '"something-else"')
+    pack = _pack(tmp_path / "p", {"a.toml": RULE, "b.toml": other})
+    with pytest.raises(PolicyError) as info:
+        load_policy(pack)
+    assert info.value.pointer == "/rule/0/id" and "already names" in info.value.message
+    assert info.value.file is not None and info.value.file.endswith("b.toml")
