@@ -8,9 +8,10 @@ gives an empty tuple. What counts as code, in order:
    ``{"tool_calls": [{"function": {...}}]}``, Anthropic ``{"type": "tool_use", "input": {...}}``,
    a list of those, or a message ``{"content": [...]}`` (fenced blocks in its text parts count).
    A call whose arguments name a ``language`` other than Python is skipped.
-2. **Fenced blocks** — ```` ``` ```` or ``~~~`` fences (any indentation, CommonMark closing rule,
-   an unterminated last fence runs to the end) tagged ``python``/``py``/``python3``/``py3``, or
-   untagged when the block parses as Python and does more than show names and literals.
+2. **Fenced blocks** — ```` ``` ```` or ``~~~`` fences tagged ``python``/``py``/``python3``/``py3``,
+   or untagged when the block parses as Python and does more than show names and literals. Any
+   indentation; CommonMark's closing rule, and a backtick fence ending the last code line also
+   closes; an unterminated last fence runs to the end.
 3. **Raw code** — no fences and no JSON: the whole reply, when it parses as Python and does more
    than show names and literals (so "Done", "42", "[1, 2]" or "Answer: 42" are not code).
 
@@ -123,6 +124,10 @@ def _fenced_blocks(text: str) -> Iterator[_Block]:
                 and len(closing.group("fence")) >= len(fence)
                 and not closing.group("info").strip()
             ):
+                break
+            if fence[0] == "`" and line.rstrip().endswith(fence) and line.strip() != fence:
+                # Models often close a block on the last code line (``print(x)```).
+                body.append(_dedent(line.rstrip()[: -len(fence)], indent))
                 break
             body.append(_dedent(line, indent))
         yield _Block(info=info, code=_trim_blank_lines(body))

@@ -66,6 +66,13 @@ def test_unterminated_final_fence_runs_to_the_end() -> None:
     ]
 
 
+def test_fence_closed_at_the_end_of_the_last_code_line() -> None:
+    assert _codes("```python\nx = 1\nprint(x)```\nDone.\n```python\ny = 2\n```") == [
+        (FENCED, "x = 1\nprint(x)\n"),
+        (FENCED, "y = 2\n"),
+    ]
+
+
 def test_closing_fence_must_be_at_least_as_long_and_of_the_same_kind() -> None:
     reply = "````python\ns = '''\n```\n~~~\n'''\n````\n"
     assert _codes(reply) == [(FENCED, "s = '''\n```\n~~~\n'''\n")]
