@@ -593,3 +593,28 @@ def test_every_events_code_is_in_the_blob_store_under_its_hash(session: Session)
     for outcome in outcomes:
         stored = session.blobs.get(f"blob://sha256:{outcome.event.code_sha256}")
         assert stored.decode() == outcome.action.code
+
+
+GOLDEN = Path(__file__).parent / "golden" / "outcome_syntax_error.json"
+
+
+def test_a_denied_outcome_matches_the_golden_file(tmp_path: Path, fake: FakeBackend) -> None:
+    """Pins the whole JSON form of one step: action, decision, observation, audit event.
+
+    Regenerate after an intended change with ``SAFEEXEC_UPDATE_GOLDEN=1``.
+    """
+    import json
+    import os
+
+    with Session(
+        policy=POLICY, state_dir=tmp_path, backends={"fake": fake}, clock=TickingClock(),
+        session_id="s-golden",
+    ) as s:  # fmt: skip
+        outcome = s.run_action(Action.create("x = 1\nprint((x, 2)\n", action_id="a-golden"))
+    data = outcome.to_json()
+    assert isinstance(data, dict) and isinstance(data["event"], dict)
+    data["event"]["sandbox_image"] = "<interpreter>"  # differs between Python builds
+    data["event"]["sandbox_version"] = "<safeexec version>"
+    if os.environ.get("SAFEEXEC_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(data, indent=2) + "\n")
+    assert data == json.loads(GOLDEN.read_text())
