@@ -34,6 +34,7 @@ _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
 _JSON_TAGS = frozenset({"json", "jsonc", "json5"})
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_INFO_TAG = re.compile(r"[\s{.]*([\w+#-]+)")
 # Tool-call JSON is only ever a few levels deep; deeper structure is not searched.
 _MAX_JSON_DEPTH = 8
 
@@ -229,9 +230,9 @@ def _is_inert(statement: ast.stmt) -> bool:
 
 
 def _tag(info: str) -> str:
-    """The language tag of a fence's info string (``{.python title="x"}`` → ``python``)."""
-    words = info.strip().lstrip("{").split()
-    return words[0].lstrip(".").rstrip("}").lower() if words else ""
+    """The language tag of a fence's info string (``{.python title="x"}``, ``python:a.py``)."""
+    match = _INFO_TAG.match(info)
+    return match.group(1).lower() if match else ""
 
 
 def _dedent(line: str, indent: int) -> str:

@@ -86,6 +86,8 @@ def test_indented_fence_inside_a_list_item_is_dedented() -> None:
 def test_fence_info_with_attributes_still_names_the_language() -> None:
     assert _codes('```{.python title="a.py"}\nx = 1\n```') == [(FENCED, "x = 1\n")]
     assert _codes("```python title=a.py\nx = 1\n```") == [(FENCED, "x = 1\n")]
+    assert _codes("```python:src/a.py\nx = 1\n```") == [(FENCED, "x = 1\n")]
+    assert extract("```pythonic\nx = 1\n```") == ()
 
 
 def test_inline_triple_backticks_are_not_a_fence() -> None:
