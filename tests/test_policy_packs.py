@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import shipped_packs
 from safeexec.testing import run_pack_tests
 from safeexec.testing.runner import split_cases
@@ -167,3 +168,27 @@ def test_the_pytest_plugin_collects_packs(pytester: pytest.Pytester, tmp_path: P
     result = pytester.runpytest("-p", "safeexec.testing.pytest_plugin", "good", "bad")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*expected TM301 here*"])
+
+
+def test_shipped_rule_ids_sit_in_the_documented_range_of_their_kind() -> None:
+    by_check = {
+        "dynamic-import": "SX2",
+        "dynamic-attribute-name": "SX3",
+        "path-outside-workdir": "SX3",
+        "string-annotation-code": "SX3",
+        "module-reexport": "SX4",
+        "dynamic-format-template": "SX4",
+        "tool-not-granted": "SX6",
+        "tool-call-limit": "SX6",
+        "tool-requires-approval": "SX6",
+    }
+    by_kind = {"import": "SX2", "call": "SX3", "attribute": "SX4", "name": "SX4", "node": "SX4"}
+    by_kind["estimate"] = "SX5"
+    for pack in shipped_packs():
+        for rule in load_policy(pack).rules:
+            if rule.check is not None:
+                expected = by_check[rule.check]
+            else:
+                assert rule.match is not None
+                expected = by_kind[rule.match.kind.value]
+            assert rule.id.startswith(expected), (pack, rule.id, rule.name)
