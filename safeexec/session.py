@@ -122,6 +122,9 @@ class Session:
     (``None``: the built-in ones, made on first use). ``approver`` answers ``needs_approval``
     decisions (without one they are denied); ``tool_approver`` answers tool calls whose grant
     requires approval (without one they are refused). ``clock`` must return aware datetimes.
+    ``state_dir`` (default ``./.safeexec``) holds ``audit.jsonl``, ``blobs/`` and, unless
+    ``workdir`` is given, ``work/<session_id>/``; ``audit_fsync`` makes every audit line and blob
+    durable before the step returns. Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(
