@@ -692,12 +692,12 @@ def _constant_truth(node: ast.expr) -> bool | None:
 
 
 def _exits_early(body: list[ast.stmt]) -> bool:
-    """Whether a loop body holds a reachable break, return, raise or exit call for this loop."""
+    """Whether a loop body holds a reachable break, return, raise, yield or exit call."""
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Break | ast.Return | ast.Raise):
-            return True
+        if isinstance(node, ast.Break | ast.Return | ast.Raise | ast.Yield | ast.YieldFrom):
+            return True  # a yield suspends the loop: its consumer decides how long it runs
         if isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS:
             return True
         if isinstance(node, ast.If) and _constant_truth(node.test) is False:

@@ -84,3 +84,15 @@ for i in range(1000):
 # case: a few tool calls are fine  # ok: SX510
 for i in range(3):
     fetch_url(url="https://example.org")  # ok: SX602
+
+# case: endless generators are fine: the consumer decides  # ok: SX502
+import itertools
+def naturals():
+    n = 0
+    while True:
+        yield n
+        n += 1
+def evens():
+    for i in itertools.count():
+        yield 2 * i
+print(list(itertools.islice(naturals(), 5)), next(evens()))
