@@ -172,7 +172,7 @@ class _Estimator:
     uncalled: list[_Function] = field(default_factory=list)
     env: dict[str, float] = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)  # import aliases: np -> numpy
-    call_depth: int = 0
+    call_stack: list[_Function] = field(default_factory=list)
 
     def run(self) -> Estimate:
         total = self._block(self.tree.body)
@@ -517,18 +517,24 @@ class _Estimator:
             return function.cost
         name = function.node.name
         if function.in_progress:
-            unconditional = not any(isinstance(n, _BRANCHING) for n in ast.walk(function.node))
+            # The cycle is every function from the recursive one to the innermost call; it
+            # cannot stop only if none of them branches.
+            start = next(i for i, f in enumerate(self.call_stack) if f is function)
+            cycle = self.call_stack[start:]
+            unconditional = not any(
+                isinstance(n, _BRANCHING) for member in cycle for n in ast.walk(member.node)
+            )
             if unconditional:
                 return _Cost(
                     cpu=_Amount(0.0, BoundKind.UNBOUNDED, f"{name}() calls itself unconditionally")
                 )
             return _Cost(cpu=_Amount(0.0, BoundKind.UNKNOWN, f"{name}() is recursive"))
-        if self.call_depth >= _MAX_CALL_DEPTH:
+        if len(self.call_stack) >= _MAX_CALL_DEPTH:
             return _Cost(
                 cpu=_Amount(0.0, BoundKind.UNKNOWN, f"the call chain through {name}() is too deep")
             )
         function.in_progress = True
-        self.call_depth += 1
+        self.call_stack.append(function)
         saved = self.env
         self.env = {k: v for k, v in saved.items() if k not in _parameter_names(function.node)}
         try:
@@ -536,7 +542,7 @@ class _Estimator:
         finally:
             self.env = saved
             function.in_progress = False
-            self.call_depth -= 1
+            self.call_stack.pop()
         return function.cost
 
     # ---------------------------------------------------------------------------------------

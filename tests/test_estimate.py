@@ -155,3 +155,12 @@ def test_deep_static_call_chains_are_unknown_not_a_crash() -> None:
     chain = "\n".join(f"def f{i}():\n    return f{i + 1}()" for i in range(300))
     cpu = _estimate(chain + "\ndef f300():\n    return 1\nf0()").cpu
     assert cpu.kind is BoundKind.UNKNOWN and "too deep" in cpu.reason
+
+
+def test_mutual_recursion_that_branches_anywhere_in_the_cycle_is_only_unknown() -> None:
+    code = (
+        "def f(n):\n    return g(n)\n"
+        "def g(n):\n    if n == 0:\n        return 0\n    return f(n - 1)\n"
+        "f(3)"
+    )
+    assert _estimate(code).cpu.kind is BoundKind.UNKNOWN
