@@ -79,6 +79,8 @@ _UTF8_NAMES = frozenset({"utf-8", "utf8"})
 _WORK_PER_LINE = 4
 _EVIDENCE_BEFORE = 80
 _EVIDENCE_AFTER = 80
+# libcst's native parser reads its newest grammar whatever the config says; CPython's parser,
+# which runs first, is what holds the code to the running version's grammar.
 _LIBCST_CONFIG = libcst.PartialParserConfig(
     python_version=f"{sys.version_info.major}.{sys.version_info.minor}"
 )
