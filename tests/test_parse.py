@@ -3,6 +3,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import sys
 import unicodedata
 import warnings
 from pathlib import Path
@@ -98,6 +99,14 @@ def test_caret_keeps_tabs_so_it_lines_up_under_the_column() -> None:
     assert caret.startswith("\t")
     assert caret.index("^") == finding.span.start_column - 1
     assert line[caret.index("^")] == ")"
+
+
+def test_grammar_is_the_running_pythons_not_libcsts_newest() -> None:
+    code = "type Pair = tuple[int, int]\n"  # PEP 695, Python 3.12
+    if sys.version_info < (3, 12):
+        assert _failure(code, "SX001").finding.span is not None
+    else:
+        _parsed(code)
 
 
 def test_compiler_stage_errors_are_syntax_errors_too() -> None:
