@@ -50,6 +50,8 @@ _BRANCHING = (
     ast.BoolOp,
     ast.Raise,
     ast.Assert,
+    ast.Global,  # `global f; f = other; f()` rebinds the name: not a call to itself
+    ast.Nonlocal,
 )
 
 
@@ -173,6 +175,7 @@ class _Estimator:
     env: dict[str, float] = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)  # import aliases: np -> numpy
     call_stack: list[_Function] = field(default_factory=list)
+    handled_depth: int = 0  # how many enclosing try blocks have exception handlers
 
     def run(self) -> Estimate:
         total = self._block(self.tree.body)
@@ -228,7 +231,9 @@ class _Estimator:
             cost.add(self._expr(stmt.iter))
             trips = self._trips(stmt.iter)
             self._forget_targets(stmt.target)
-            if _exits_early(stmt.body):
+            if _exits_early(stmt.body) or (
+                self.handled_depth and trips.kind is BoundKind.UNBOUNDED
+            ):
                 trips = _Amount(
                     0.0, BoundKind.UNKNOWN, f"the loop at line {stmt.lineno} may end early"
                 )
@@ -244,7 +249,8 @@ class _Estimator:
                 return cost
             body = self._block(stmt.body)
             body.cpu = body.cpu.plus(_ONE)
-            if truth is True and not _exits_early(stmt.body):
+            exception_exit = self.handled_depth > 0 and _may_raise(stmt.body)
+            if truth is True and not exception_exit and not _exits_early(stmt.body):
                 trips = _Amount(
                     0.0,
                     BoundKind.UNBOUNDED,
@@ -268,7 +274,13 @@ class _Estimator:
                 cost.add(self._block(stmt.body).either(self._block(stmt.orelse)))
             return cost
         if isinstance(stmt, ast.Try | ast.TryStar):
-            cost.add(self._block(stmt.body))
+            # Inside a try with handlers an exception is a way out of a loop (`while True:
+            # it.pop()` ended by KeyError), so loops there are not provably endless.
+            self.handled_depth += bool(stmt.handlers)
+            try:
+                cost.add(self._block(stmt.body))
+            finally:
+                self.handled_depth -= bool(stmt.handlers)
             for handler in stmt.handlers:
                 cost.add(self._block(handler.body).either(_Cost()))
             cost.add(self._block(stmt.orelse).either(_Cost()))
@@ -535,12 +547,13 @@ class _Estimator:
             )
         function.in_progress = True
         self.call_stack.append(function)
-        saved = self.env
+        saved, saved_handled = self.env, self.handled_depth
+        self.handled_depth = 0  # a function's cost is memoised: it must not depend on the caller
         self.env = {k: v for k, v in saved.items() if k not in _parameter_names(function.node)}
         try:
             function.cost = self._block(function.node.body)
         finally:
-            self.env = saved
+            self.env, self.handled_depth = saved, saved_handled
             function.in_progress = False
             self.call_stack.pop()
         return function.cost
@@ -718,6 +731,19 @@ def _exits_early(body: list[ast.stmt]) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+_RAISING = (ast.Call, ast.Subscript, ast.Attribute, ast.Raise, ast.Assert, ast.Yield, ast.Await)
+
+
+def _may_raise(body: list[ast.stmt]) -> bool:
+    """Whether a loop body does anything that can raise (a call, an index, an attribute, …)."""
+    return any(
+        isinstance(node, _RAISING)
+        or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod))
+        for stmt in body
+        for node in ast.walk(stmt)
+    )
 
 
 def _parameter_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

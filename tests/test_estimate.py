@@ -164,3 +164,19 @@ def test_mutual_recursion_that_branches_anywhere_in_the_cycle_is_only_unknown() 
         "f(3)"
     )
     assert _estimate(code).cpu.kind is BoundKind.UNKNOWN
+
+
+def test_a_loop_ended_by_a_handled_exception_is_not_endless() -> None:
+    code = "items = [1]\ntry:\n    while True:\n        items.pop()\nexcept IndexError:\n    pass"
+    assert _estimate(code).cpu.kind is BoundKind.UNKNOWN
+    spin = "try:\n    while True:\n        x = 1\nexcept Exception:\n    pass"
+    assert _estimate(spin).cpu.kind is BoundKind.UNBOUNDED
+    in_function = (
+        "def spin():\n    while True:\n        pass\ntry:\n    spin()\nexcept Exception:\n    pass"
+    )
+    assert _estimate(in_function).cpu.kind is BoundKind.UNBOUNDED
+
+
+def test_a_function_rebinding_its_own_name_is_not_recursion() -> None:
+    code = "def pager(t):\n    global pager\n    pager = print\n    pager(t)\npager('x')"
+    assert _estimate(code).cpu.kind is not BoundKind.UNBOUNDED
