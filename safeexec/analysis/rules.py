@@ -6,7 +6,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import translate
-from functools import lru_cache
 
 from safeexec.analysis.engine import IMPORT_NOT_ALLOWED
 from safeexec.policy.schema import MatchKind, Policy, Rule
@@ -66,16 +65,20 @@ class CompiledRules:
 
 
 def compile_rules(policy: Policy) -> CompiledRules:
-    """Compile ``policy``'s rules (cached by digest: equal digests mean equal content)."""
+    """Compile ``policy``'s rules; cached per digest, re-checked against the policy itself."""
+    cached = _by_digest.get(policy.digest) if policy.digest else None
+    # A hand-made Policy may carry a stale digest (dataclasses.replace): compare to be sure.
+    if cached is not None and (cached.policy is policy or cached.policy == policy):
+        return cached
+    compiled = _compile(policy)
     if policy.digest:
-        return _compile_cached(policy.digest, policy)
-    return _compile(policy)
+        if len(_by_digest) >= 32:
+            _by_digest.clear()
+        _by_digest[policy.digest] = compiled
+    return compiled
 
 
-@lru_cache(maxsize=32)
-def _compile_cached(digest: str, policy: Policy) -> CompiledRules:
-    del digest
-    return _compile(policy)
+_by_digest: dict[str, CompiledRules] = {}
 
 
 def _compile(policy: Policy) -> CompiledRules:

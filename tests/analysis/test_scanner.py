@@ -199,3 +199,13 @@ def test_the_grammar_gate_knows_every_concrete_node_type_of_this_interpreter() -
     }
     assert concrete - {"Constant"} <= SYNTAX_NODE_TYPES
     assert "Constant" in SYNTAX_NODE_TYPES
+
+
+def test_a_policy_replaced_by_hand_is_not_served_stale_compiled_rules() -> None:
+    from dataclasses import replace
+
+    parsed = _parsed("eval('1')")
+    assert [f.rule for f in scan(parsed, DEFAULT)] == ["SX301"]
+    without_calls = replace(DEFAULT, rules=tuple(r for r in DEFAULT.rules if r.id != "SX301"))
+    assert without_calls.digest == DEFAULT.digest  # stale on purpose
+    assert [f.rule for f in scan(parsed, without_calls)] == []
