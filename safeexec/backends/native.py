@@ -75,8 +75,6 @@ _CPU_POLL_SECONDS = 0.05
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
 _KILL_WAIT_SECONDS = 5.0
 _TMP_DIR = ".tmp"  # the session's TMPDIR inside its workdir; never reported as artifacts
-_UID_BASE = 1_600_000_000  # unprivileged identities for sessions of a root host
-_UID_SPAN = 100_000_000
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SIGNAL_REASONS: dict[int, str] = {
     signal.SIGSYS: "seccomp",
@@ -318,7 +316,6 @@ class NativeBackend:
         self._watchdog: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._ids = _IdentityPool()
         self._supported = supported_layers()
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
@@ -453,28 +450,6 @@ def _close_template(holder: list[_Template | None]) -> None:
     template = holder[0]
     if template is not None:
         template.close()
-
-
-class _IdentityPool:
-    """Distinct unprivileged uids for concurrent sessions of a root host."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._next = 0
-        self._in_use: set[int] = set()
-
-    def acquire(self) -> int:
-        with self._lock:
-            while True:
-                uid = _UID_BASE + self._next % _UID_SPAN
-                self._next += 1
-                if uid not in self._in_use:
-                    self._in_use.add(uid)
-                    return uid
-
-    def release(self, uid: int) -> None:
-        with self._lock:
-            self._in_use.discard(uid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -854,10 +829,7 @@ class NativeSession:
         self._lock = threading.RLock()
         self._closed = False
         self._lost_state = False
-        self._uid: int | None = None
-        if os.geteuid() == 0:
-            self._uid = backend._ids.acquire()
-            self._give_workdir_to(self._uid)
+        self._uid: int | None = None  # a root host's sessions run as a uid of their own
         self._worker: _Worker | None = None
         self._idle_cpu_base = 0.0
         self._idle_cpu_seen = 0.0
@@ -931,8 +903,6 @@ class NativeSession:
                 return
             self._closed = True
             self._stop_worker()
-            if self._uid is not None:
-                self._backend._ids.release(self._uid)
             if self._owns_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -1060,8 +1030,6 @@ class NativeSession:
             "file_size_bytes": limits.file_size_bytes,
             "max_processes": limits.max_processes,
             "max_open_files": limits.max_open_files,
-            "uid": self._uid,
-            "gid": self._uid,
             "executor": self._backend.executor,
             "imports": list(self.imports),
             "tool_names": list(self._tool_names),
@@ -1076,7 +1044,7 @@ class NativeSession:
         pidfd = -1
         try:
             started, fds = recv_frame_with_fds(host_end, max_fds=1)
-            pid, pidns = started.get("pid"), started.get("pidns")
+            pid, pidns, uid = started.get("pid"), started.get("pidns"), started.get("uid")
             if started.get("op") != "started" or not isinstance(pid, int) or len(fds) != 1:
                 for fd in fds:
                     os.close(fd)
@@ -1112,6 +1080,11 @@ class NativeSession:
             ) from exc
         host_end.settimeout(None)
         worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
+        if os.geteuid() == 0 and isinstance(uid, int) and uid > 0:
+            # Chosen by the template from the worker's pid, so unique on this machine while the
+            # session lives; no user code runs before the first request, so this is in time.
+            self._uid = uid
+            self._give_workdir_to(uid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         worker.layers = parse_layer_report(hello.get("layers"))

@@ -54,6 +54,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _CHANNEL_FD = 3
 _MEMBER_FD = 4
+_UID_BASE = 1_600_000_000  # + a session's host pid: the unprivileged uid of a root host's session
 # System locations the runtime needs besides the interpreter tree (loader cache, shared libraries).
 _SYSTEM_READ_ONLY = (
     "/etc/ld.so.cache",
@@ -242,9 +243,18 @@ def _rehearse(template: _TemplateState) -> None:
 
 def _claim(member: _Member, request: dict[str, object], fds: list[int]) -> None:
     """Announce ``member`` to the host on its channel, then hand it the host's descriptors."""
+    started: dict[str, object] = {"op": "started", "pid": member.host_pid, "pidns": member.pidns}
+    if os.geteuid() == 0:
+        # The session's identity: unique on this machine for as long as its worker (and so
+        # everything in its pid namespace) lives, whatever other templates or hosts run.
+        request = {
+            **request,
+            "uid": _UID_BASE + member.host_pid,
+            "gid": _UID_BASE + member.host_pid,
+        }
+        started["uid"] = _UID_BASE + member.host_pid
     try:
         channel = socket.socket(fileno=os.dup(fds[0]))
-        started = {"op": "started", "pid": member.host_pid, "pidns": member.pidns}
         send_frame_with_fds(channel, started, [member.pidfd])
         channel.close()
         send_frame_with_fds(member.sock, request, fds)
