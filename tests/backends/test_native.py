@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -399,3 +400,18 @@ def test_directories_made_by_an_upload_are_writable_by_the_code(session: NativeS
     result = run(session, "open('nested/deeper/output.txt', 'w').write('out')")
     assert result.status is ExecStatus.OK, session.blobs.get(result.stderr)
     assert session.download("nested/deeper/output.txt") == b"out"
+
+
+def test_sessions_of_different_backends_never_share_a_uid(
+    backend: NativeBackend, blobs: BlobStore
+) -> None:
+    other = NativeBackend(pool_size=0)
+    try:
+        with (
+            backend.open(limits=Limits(), blobs=blobs) as one,
+            other.open(limits=Limits(), blobs=blobs) as two,
+        ):
+            uids = {out(s, run(s, "import os; os.getuid()")) for s in (one, two)}
+    finally:
+        other.close()
+    assert len(uids) == (2 if os.geteuid() == 0 else 1)
