@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -202,8 +203,6 @@ def test_the_grammar_gate_knows_every_concrete_node_type_of_this_interpreter() -
 
 
 def test_a_policy_replaced_by_hand_is_not_served_stale_compiled_rules() -> None:
-    from dataclasses import replace
-
     parsed = _parsed("eval('1')")
     assert [f.rule for f in scan(parsed, DEFAULT)] == ["SX301"]
     without_calls = replace(DEFAULT, rules=tuple(r for r in DEFAULT.rules if r.id != "SX301"))
