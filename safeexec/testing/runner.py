@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import pack_test_files, packs_root
 from safeexec.policy.schema import Policy
 
-__all__ = ["Annotation", "CaseFailure", "PackReport", "run_pack_tests", "split_cases"]
+__all__ = ["Annotation", "Case", "CaseFailure", "PackReport", "run_pack_tests", "split_cases"]
 
 _ANNOTATION = re.compile(r"#\s*(expect|ok|todo-expect):\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 _CASE_HEADER = re.compile(r"^\s*#\s*case:\s*(.*?)\s*(?:#.*)?$")
@@ -310,8 +309,3 @@ def _decision_case_problem(case: object) -> str | None:
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         return "rules must be a list of rule ids"
     return None
-
-
-def run_packs(packs: Iterable[str | Path]) -> list[PackReport]:
-    """Run the tests of several packs."""
-    return [run_pack_tests(p) for p in packs]
