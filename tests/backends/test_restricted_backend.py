@@ -87,3 +87,14 @@ def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path:
         assert late.status is ExecStatus.OK  # a fresh run has a fresh budget
     finally:
         session.close()
+
+
+def test_in_process_sleep_ends_at_the_wall_limit(tmp_path: Path) -> None:
+    session = RestrictedBackend(in_process=True).open(
+        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), imports=("time",)
+    )
+    try:
+        result = session.run(request("import time\ntime.sleep(3600)", wall_seconds=0.3))
+        assert result.status is ExecStatus.TIMEOUT and "wall timeout" in result.message
+    finally:
+        session.close()
