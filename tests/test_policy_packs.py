@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.gate import check
+from safeexec.model import Action
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import shipped_packs
 from safeexec.testing import run_pack_tests
@@ -192,3 +194,11 @@ def test_shipped_rule_ids_sit_in_the_documented_range_of_their_kind() -> None:
                 assert rule.match is not None
                 expected = by_kind[rule.match.kind.value]
             assert rule.id.startswith(expected), (pack, rule.id, rule.name)
+
+
+@pytest.mark.parametrize("pack", ["default", "strict", "data-analysis"])
+def test_every_rule_example_triggers_its_rule(pack: str) -> None:
+    policy = load_policy(pack)
+    for rule in policy.rules:
+        raised = {f.rule for f in check(Action.create(rule.example), policy).findings}
+        assert rule.id in raised, (rule.id, rule.example, raised)

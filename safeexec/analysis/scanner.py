@@ -330,7 +330,6 @@ class _Scanner:
                 rules = call_rules.lookup(candidate)
                 if rules:
                     self._emit(rules, node, {"name": qualified}, qualified)
-                    break
         return sites, references
 
     def _resolve_calls(self, folder: StringFolder) -> list[CallSite]:
