@@ -1200,7 +1200,7 @@ class NativeSession:
         selector.register(worker.stdout, selectors.EVENT_READ, call.stdout)
         selector.register(worker.stderr, selectors.EVENT_READ, call.stderr)
         selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
-        next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
+        next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
         try:
             while call.outcome is None and not call.died:
                 now = time.monotonic()
@@ -1225,10 +1225,15 @@ class NativeSession:
                     if _process_cpu_seconds(worker.pid) - cpu_start > cpu_limit:
                         call.killed_for = "cpu"
                         break
+                if time.monotonic() >= next_disk_check:
+                    scan_started = time.monotonic()
                     usage = _disk_usage(str(self.workdir), self._backend.artifact_limits)
                     if usage > self._backend.disk_bytes:
                         call.killed_for = "disk"
                         break
+                    # A big workdir is scanned less often: at most a tenth of the host's time.
+                    scanned_for = time.monotonic() - scan_started
+                    next_disk_check = time.monotonic() + max(_CPU_POLL_SECONDS, 10 * scanned_for)
         finally:
             selector.close()
             # Output written before the answer is already in the pipes; take it, bounded.
