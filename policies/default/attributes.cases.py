@@ -127,3 +127,8 @@ import json
 template = json.loads('"{0} and {1}"')
 print(template.format(1, 2))  # expect: SX407
 print("{} and {}".format(1, 2))  # ok: SX407
+
+# case: a format method taken without calling it still walks its template
+f = "{0.__class__}".format  # expect: SX401
+f(1)
+g = "{0} {1}".format  # ok: SX401, SX407

@@ -249,21 +249,31 @@ _FORMAT_CALLS = frozenset({"format", "format_map", "vformat", "get_field"})
 
 @_register("dynamic-format-template")
 def _dynamic_format_template(ctx: ScanContext) -> Iterator[CheckHit]:
-    """str.format-family calls whose template the engine cannot fold (field walks unchecked)."""
+    """str.format-family templates the engine cannot fold (their field walks go unchecked)."""
+    template_argument: set[int] = set()
     for site in ctx.calls:
         func = site.node.func
         if not isinstance(func, ast.Attribute) or func.attr not in _FORMAT_CALLS:
             continue
-        # The template is the receiver ("...".format) or, for str.format(t, ...) and Formatter
-        # objects (Formatter().format(t, ...), f.vformat(t, ...)), the first argument.
-        takes_argument = (
+        # str.format(t, ...), Formatter().format(t, ...), f.vformat(t, ...), f.get_field(t, ...)
+        if (
             func.attr in ("vformat", "get_field")
             or site.callee in ("str.format", "str.format_map")
             or isinstance(func.value, ast.Call)
-        )
-        template = (site.node.args[0] if site.node.args else None) if takes_argument else func.value
-        if template is None or ctx.folder.fold(template) is None:
-            yield CheckHit(node=site.node, fields={"method": func.attr}, evidence=func.attr)
+        ):
+            template_argument.add(id(func))
+            first = site.node.args[0] if site.node.args else None
+            if first is None or ctx.folder.fold(first) is None:
+                yield CheckHit(node=site.node, fields={"method": func.attr}, evidence=func.attr)
+    # template.format / template.format_map, called or only referenced (f = template.format).
+    for attribute in ctx.attributes:
+        node = attribute.node
+        if node.attr not in ("format", "format_map") or id(node) in template_argument:
+            continue
+        if attribute.base in ("str", "string.Formatter"):
+            continue
+        if ctx.folder.fold(node.value) is None:
+            yield CheckHit(node=node, fields={"method": node.attr}, evidence=node.attr)
 
 
 def _tool_calls(ctx: ScanContext) -> Iterator[tuple[str, ast.Call]]:

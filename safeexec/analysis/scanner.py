@@ -352,17 +352,27 @@ class _Scanner:
                     if name is not None:
                         for part in name.split("."):
                             self._attribute_event(node, part)
-            elif isinstance(node.func, ast.Attribute) and node.func.attr in _FORMAT_METHODS:
-                # The receiver or the first argument may be the template (str.format(t, ...),
-                # string.Formatter().vformat(t, ...)); get_field walks a bare field name.
-                for candidate in (node.func.value, *node.args[:1]):
-                    template = folder.fold(candidate)
-                    if template is None:
-                        continue
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in _FORMAT_METHODS
+                and node.args
+            ):
+                # str.format(t, ...) and Formatter().vformat(t, ...) take the template as the
+                # first argument (receivers are handled with every attribute reference);
+                # get_field walks a bare field name.
+                template = folder.fold(node.args[0])
+                if template is not None:
                     if node.func.attr == "get_field":
                         template = "{" + template + "}"
                     for attribute in _format_attributes(template):
                         self._attribute_event(node, attribute)
+        for reference in self.references:
+            # "...".format and "...".format_map, called or only referenced (f = t.format).
+            if isinstance(reference, ast.Attribute) and reference.attr in _FORMAT_METHODS:
+                template = folder.fold(reference.value)
+                if template is not None:
+                    for attribute in _format_attributes(template):
+                        self._attribute_event(reference, attribute)
         return sites
 
     def _annotation_roots(self) -> list[ast.expr]:
