@@ -190,6 +190,22 @@ def main() -> None:
     fresh_pss, fresh_uss = memory_kib(sleeper.pid)
     sleeper.kill()
     sleeper.wait()
+    if preload:
+        # What a session would cost without the template: a fresh interpreter importing the same.
+        imports = "; ".join(f"import {name}" for name in preload)
+        loaded = subprocess.Popen([python, "-I", "-c", f"{imports}; import time; time.sleep(60)"])
+        time.sleep(5)
+        loaded_pss, loaded_uss = memory_kib(loaded.pid)
+        loaded.kill()
+        loaded.wait()
+        rows.append(
+            (
+                "idle session vs interpreter importing preload",
+                f"session USS {uss / 1024:.2f} MiB vs {loaded_uss / 1024:.2f} MiB "
+                f"(PSS {loaded_pss / 1024:.2f} MiB) for `{imports}`",
+                f"USS {uss / loaded_uss:.3f}x",
+            )
+        )
     idle.close()
     session.close()
     rows.append(
