@@ -180,6 +180,7 @@ def test_shipped_rule_ids_sit_in_the_documented_range_of_their_kind() -> None:
         "string-annotation-code": "SX3",
         "module-reexport": "SX4",
         "dynamic-format-template": "SX4",
+        "module-mutation": "SX4",
         "tool-not-granted": "SX6",
         "tool-call-limit": "SX6",
         "tool-requires-approval": "SX6",

@@ -132,3 +132,17 @@ print("{} and {}".format(1, 2))  # ok: SX407
 f = "{0.__class__}".format  # expect: SX401
 f(1)
 g = "{0} {1}".format  # ok: SX401, SX407
+
+# case: mutating imported modules is recorded
+import math, json, datetime
+math.pi = 3  # expect: SX409
+del math.sqrt  # expect: SX409
+setattr(math, "tau", 6)  # expect: SX409
+json.JSONEncoder.item_separator = ";"  # expect: SX409
+datetime.date.today = None  # expect: SX409
+local = {"pi": math.pi}  # ok: SX409
+class Box:
+    pass
+box = Box()
+box.value = 1  # ok: SX409
+setattr(box, "other", 2)  # ok: SX409

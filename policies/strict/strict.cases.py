@@ -60,3 +60,24 @@ import json
 template = json.loads('"{0}"')
 template.format(1)  # expect: SX407
 "{0:>4}".format(1)  # ok: SX407
+
+# case: guard-shadowing names are refused wherever they are bound
+def f(*, _write_=None):  # expect: SX408
+    pass
+import math as _getattr_  # expect: SX408
+for _print_ in [1]:  # expect: SX408
+    pass
+try:
+    pass
+except Exception as _getitem_:  # expect: SX408
+    pass
+for _ in range(2):  # ok: SX408
+    pass
+class Point:
+    def __init__(self, x):  # ok: SX408
+        self.x = x
+
+# case: module mutation is refused in strict mode
+import math
+math.pi = 3  # expect: SX409
+value = math.pi  # ok: SX409

@@ -244,6 +244,23 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             )
 
 
+@_register("module-mutation")
+def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
+    """Assigning or deleting attributes of imported modules (and of what they export)."""
+    for site in ctx.attributes:
+        if site.rooted and site.base is not None and not isinstance(site.node.ctx, ast.Load):
+            name = f"{site.base}.{site.node.attr}"
+            yield CheckHit(node=site.node, fields={"name": clip_text(name)}, evidence=name)
+    modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
+    for call in ctx.calls:
+        if call.callee in ("setattr", "delattr") and call.node.args:
+            base = modules.get(id(call.node.args[0]))
+            if base is not None:
+                attribute = ctx.folder.fold(call.node.args[1]) if len(call.node.args) > 1 else None
+                name = f"{base}.{attribute or '?'}"
+                yield CheckHit(node=call.node, fields={"name": clip_text(name)}, evidence=name)
+
+
 _FORMAT_CALLS = frozenset({"format", "format_map", "vformat", "get_field"})
 
 

@@ -24,7 +24,7 @@ class NameTable:
 
     def add(self, names: Iterable[str], rule: Rule) -> None:
         for name in names:
-            if "*" in name:
+            if "*" in name or "?" in name:
                 self.patterns.append((re.compile(translate(name)), rule))
             else:
                 self.exact.setdefault(name, []).append(rule)

@@ -181,7 +181,7 @@ class _Scanner:
                 if value is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
                     self.bindings.append((targets[0].id, value))
             elif cls is ast.arg:
-                self._store(node.arg)  # type: ignore[attr-defined]
+                self._store(node.arg, node)  # type: ignore[attr-defined]
                 if node.annotation is not None:  # type: ignore[attr-defined]
                     self.annotations.append(node.annotation)  # type: ignore[attr-defined]
             elif cls is ast.MatchClass:
@@ -189,8 +189,10 @@ class _Scanner:
                 for attr in node.kwd_attrs:  # type: ignore[attr-defined]
                     self._attribute_event(node, attr)
             elif cls in _NAMED_BINDERS:
+                # Definitions (def/class names) are not variables: name rules skip them.
+                defines = cls in _DEFINITIONS
                 for name in _bound_names(node):
-                    self._store(name)
+                    self._store(name, None if defines else node)
                 returns = getattr(node, "returns", None)
                 if returns is not None:
                     self.annotations.append(returns)
@@ -205,9 +207,12 @@ class _Scanner:
                 elif isinstance(value, ast.AST):
                     stack.append(value)
 
-    def _store(self, name: str | None) -> None:
+    def _store(self, name: str | None, node: ast.AST | None = None) -> None:
+        """Count a binding of ``name``; ``node`` given: name rules see it too (a bound name)."""
         if name:
             self.store_counts[name] = self.store_counts.get(name, 0) + 1
+            if node is not None and self.rules.names:
+                self._emit(self.rules.names.lookup(name), node, {"name": name}, name)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -215,11 +220,11 @@ class _Scanner:
                 self._import_event(node, alias.name, ())
                 if alias.asname:
                     self.aliases[alias.asname] = alias.name
-                    self._store(alias.asname)
+                    self._store(alias.asname, node)
                 else:
                     root = alias.name.partition(".")[0]
                     self.aliases[root] = root
-                    self._store(root)
+                    self._store(root, node)
             return
         module = "." * node.level + (node.module or "")
         names = tuple(a.name for a in node.names if a.name != "*")
@@ -231,7 +236,7 @@ class _Scanner:
             self.aliases[bound] = (
                 f"{module}.{alias.name}" if node.level == 0 else f"{module}{alias.name}"
             )
-            self._store(bound)
+            self._store(bound, node)
 
     def _import_event(self, node: ast.AST, module: str, names: tuple[str, ...]) -> None:
         policy_imports = self.rules.policy.imports
@@ -530,6 +535,9 @@ _NAMED_BINDERS: tuple[type[ast.AST], ...] = (
     ast.MatchStar,
     ast.MatchMapping,
 )
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
 def _bound_names(node: ast.AST) -> list[str]:

@@ -58,7 +58,7 @@ _PACK_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _KEBAB = _PACK_NAME
 _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
-_NAME_PATTERN = re.compile(r"^[A-Za-z_*][A-Za-z0-9_.*]*$")
+_NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
 _BACKENDS = ("native", "restricted", "dsl", "fake")
 _LAYERS = tuple(layer.value for layer in Layer)
 
@@ -387,7 +387,7 @@ def _validate_match(match: object, pointer: str, ctx: _Context) -> frozenset[str
         elif kind in ("call", "attribute", "name"):
             _str_list(
                 lambda n: bool(_NAME_PATTERN.match(n)),
-                "a (dotted) name, optionally with * wildcards",
+                "a (dotted) name, optionally with * and ? wildcards",
             )(value, sub, ctx)
             if not value:
                 raise ctx.fail("names must not be empty", sub)

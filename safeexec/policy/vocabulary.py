@@ -56,6 +56,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "tool-requires-approval": frozenset({"tool"}),
         "string-annotation-code": frozenset({"annotation"}),
         "dynamic-format-template": frozenset({"method"}),
+        "module-mutation": frozenset({"name"}),
     }
 )
 
