@@ -863,6 +863,13 @@ class NativeSession:
             if self._closed:
                 raise BackendError("run() on a closed native session; open a new one")
             restarted = False
+            if self._worker is not None and _has_exited(self._worker.pidfd):
+                # It died between calls (e.g. the kernel's OOM killer): not this call's doing.
+                worker = self._worker
+                status = self._backend._get_template().exit_status(worker.pid, timeout=1.0)
+                self._kill(worker)
+                self._discard(worker)
+                self._lost_reason = f"the worker died between calls: {_describe_death(status)[0]}"
             if self._worker is None:
                 self._worker = self._start_worker()
                 restarted = True
@@ -1405,6 +1412,16 @@ class NativeSession:
             media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
             artifacts.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
         return tuple(artifacts)
+
+
+def _has_exited(pidfd: int) -> bool:
+    """A pidfd polls readable once its process has exited."""
+    poller = selectors.DefaultSelector()
+    try:
+        poller.register(pidfd, selectors.EVENT_READ)
+        return bool(poller.select(0))
+    finally:
+        poller.close()
 
 
 def _read_some(fd: int) -> bytes | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -415,3 +416,19 @@ def test_sessions_of_different_backends_never_share_a_uid(
     finally:
         other.close()
     assert len(uids) == (2 if os.geteuid() == 0 else 1)
+
+
+def test_a_worker_that_dies_between_calls_is_replaced_before_the_next(
+    session: NativeSession,
+) -> None:
+    run(session, "x = 1")
+    old = session.pid
+    assert old is not None
+    pidfd = os.pidfd_open(old)
+    os.kill(old, 9)  # as the kernel's OOM killer would
+    select.select([pidfd], [], [], 10)
+    os.close(pidfd)
+    result = run(session, "print('fresh')")
+    assert result.status is ExecStatus.OK
+    assert result.state_lost and "died between calls" in result.message
+    assert out(session, result) == "fresh\n"
