@@ -5,7 +5,7 @@ gives an empty tuple. What counts as code, in order:
 
 1. **Tool calls** — the whole reply (or a ```` ```json ```` block) is JSON carrying calls whose
    arguments hold ``code``: OpenAI ``{"name", "arguments"}`` (arguments a JSON string or object),
-   ``{"tool_calls": [{"function": {...}}]}``, Anthropic ``{"type": "tool_use", "input": {...}}``,
+   ``{"tool_calls": [{"function": {...}}]}`` (or legacy ``function_call``), Anthropic ``{"type": "tool_use", "input": {...}}``,
    a list of those, or a message ``{"content": [...]}`` (fenced blocks in its text parts count).
    A call whose arguments name a ``language`` other than Python is skipped.
 2. **Fenced blocks** — ```` ``` ```` or ``~~~`` fences tagged ``python``/``py``/``python3``/``py3``,
@@ -156,9 +156,10 @@ def _tool_call_actions(value: object, *, depth: int) -> Iterator[Action]:
     if value.get("type") == "text" and isinstance(value.get("text"), str):
         yield from _extract_text_block(value["text"])
         return
-    if isinstance(value.get("function"), dict):
-        yield from _tool_call_actions(value["function"], depth=depth + 1)
-        return
+    for key in ("function", "function_call"):  # a tool_calls entry; the legacy message field
+        if isinstance(value.get(key), dict):
+            yield from _tool_call_actions(value[key], depth=depth + 1)
+            return
     if "name" not in value:
         return
     arguments = value.get("arguments", value.get("input"))

@@ -139,6 +139,17 @@ def test_openai_tool_calls_message() -> None:
     assert _codes(reply) == [(TOOL, "a = 1"), (TOOL, "b = 2")]
 
 
+def test_legacy_openai_function_call_message() -> None:
+    reply = json.dumps(
+        {
+            "role": "assistant",
+            "content": None,
+            "function_call": {"name": "python", "arguments": '{"code": "v = 5"}'},
+        }
+    )
+    assert _codes(reply) == [(TOOL, "v = 5")]
+
+
 def test_anthropic_tool_use_block() -> None:
     reply = json.dumps(
         {"type": "tool_use", "id": "t1", "name": "python", "input": {"code": "y = 3"}}
