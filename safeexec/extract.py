@@ -5,8 +5,9 @@ gives an empty tuple. What counts as code, in order:
 
 1. **Tool calls** — the whole reply (or a ```` ```json ```` block) is JSON carrying calls whose
    arguments hold ``code``: OpenAI ``{"name", "arguments"}`` (arguments a JSON string or object),
-   ``{"tool_calls": [{"function": {...}}]}`` (or legacy ``function_call``), Anthropic ``{"type": "tool_use", "input": {...}}``,
-   a list of those, or a message ``{"content": [...]}`` (fenced blocks in its text parts count).
+   ``{"tool_calls": [{"function": {...}}]}`` (or legacy ``function_call``), Anthropic
+   ``{"type": "tool_use", "input": {...}}``, a list of those, or a message ``{"content": [...]}``
+   (fenced blocks in its text parts count).
    A call whose arguments name a ``language`` other than Python is skipped.
 2. **Fenced blocks** — ```` ``` ```` or ``~~~`` fences tagged ``python``/``py``/``python3``/``py3``,
    or untagged when the block parses as Python and does more than show names and literals. Any
