@@ -146,3 +146,13 @@ class Box:
 box = Box()
 box.value = 1  # ok: SX409
 setattr(box, "other", 2)  # ok: SX409
+
+# case: decorators that patch a library class or function in place
+import dataclasses, functools, json
+dataclasses.dataclass(json.JSONEncoder)  # expect: SX409
+functools.total_ordering(json.JSONDecoder)  # expect: SX409
+functools.wraps(len)(json.dumps)  # expect: SX409
+@dataclasses.dataclass  # ok: SX409
+class Row:
+    name: str
+wrapped = functools.wraps(len)(lambda x: 0)  # ok: SX409

@@ -244,6 +244,21 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             )
 
 
+_IN_PLACE_MUTATORS = frozenset(
+    {
+        "dataclasses.dataclass",
+        "functools.total_ordering",
+        "functools.update_wrapper",
+        "functools.singledispatchmethod",
+        "typing.final",
+        "typing.runtime_checkable",
+        "typing.no_type_check",
+        "abc.update_abstractmethods",
+        "enum.unique",
+    }
+)
+
+
 @_register("module-mutation")
 def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
     """Assigning or deleting attributes of imported modules (and of what they export)."""
@@ -252,7 +267,18 @@ def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
             name = f"{site.base}.{site.node.attr}"
             yield CheckHit(node=site.node, fields={"name": clip_text(name)}, evidence=name)
     modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
+    callees = {id(call.node): call.callee for call in ctx.calls}
     for call in ctx.calls:
+        # Decorators that change their argument in place: dataclass(json.JSONEncoder) patches
+        # the library class itself; wraps(f)(json.dumps) rewrites json.dumps' attributes.
+        func = call.node.func
+        mutator = call.callee in _IN_PLACE_MUTATORS or (
+            isinstance(func, ast.Call) and callees.get(id(func)) == "functools.wraps"
+        )
+        if mutator and call.node.args:
+            base = modules.get(id(call.node.args[0]))
+            if base is not None:
+                yield CheckHit(node=call.node, fields={"name": clip_text(base)}, evidence=base)
         if call.callee in ("setattr", "delattr") and call.node.args:
             base = modules.get(id(call.node.args[0]))
             if base is not None:
