@@ -792,6 +792,7 @@ class _CallState:
     tool_calls: int = 0
     outcome: dict[str, object] | None = None
     died: bool = False
+    cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
     killed_for: str = ""  # "wall" | "cpu" | "protocol"
 
 
@@ -1164,7 +1165,7 @@ class NativeSession:
                 worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
             )
         wall = time.monotonic() - started
-        cpu_end = _process_cpu_seconds(worker.pid)
+        cpu_end = max(_process_cpu_seconds(worker.pid), call.cpu_seen)
         self._idle_cpu_base = self._idle_cpu_seen = cpu_end
         self._idle_cpu_budget = limits.cpu_seconds
         cpu = max(0.0, cpu_end - cpu_start)
@@ -1229,7 +1230,8 @@ class NativeSession:
                             return
                 if time.monotonic() >= next_cpu_check:
                     next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
-                    if _process_cpu_seconds(worker.pid) - cpu_start > cpu_limit:
+                    call.cpu_seen = _process_cpu_seconds(worker.pid)
+                    if call.cpu_seen - cpu_start > cpu_limit:
                         call.killed_for = "cpu"
                         break
                 if time.monotonic() >= next_disk_check:
