@@ -15,7 +15,8 @@ Rules (all severity ``high``, enforcement ``deny``):
   it would take too long: libcst's time follows the sum of the depths of the tree's nodes plus a
   few units per line, and that *parse work* is capped by ``max_parse_work`` (a 600-line action
   costs about 30,000; 1 MB of blank lines or hundreds of deeply nested lists cost millions).
-- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it, does not reprint it
+- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it, sees a different
+  statement structure (every statement's kind and block depth are compared), does not reprint it
   exactly, or the identifier normalisation could not be proven faithful; the checker cannot see
   what would run.
 - ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting`` (measured on
@@ -195,6 +196,13 @@ def parse(
             "the checker's parser (libcst) does not reproduce this source exactly; remove "
             "unusual whitespace such as form feeds",
         )
+    if _ast_outline(tree) != _cst_outline(module):
+        return _fail(
+            action,
+            _MISMATCH,
+            "CPython and the checker's parser (libcst) see different statement structure in "
+            "this code; write its blocks and indentation more plainly",
+        )
     if needs_normalising:
         stray = _unnormalised_name(module)
         if stray is not None:
@@ -339,6 +347,63 @@ def _normalise_identifiers(
             "of the code; write identifiers in ASCII",
         )
     return normalised, renormalised_tree
+
+
+def _ast_outline(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every statement of CPython's tree, in source order, as (block depth, statement kind)."""
+    outline: list[tuple[int, str]] = []
+    pending: list[tuple[int, ast.stmt]] = [(0, statement) for statement in reversed(tree.body)]
+    while pending:
+        depth, node = pending.pop()
+        outline.append((depth, type(node).__name__))
+        blocks: list[list[ast.stmt]] = [getattr(node, "body", [])]
+        blocks += [handler.body for handler in getattr(node, "handlers", [])]
+        blocks += [getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+        blocks += [case.body for case in getattr(node, "cases", [])]
+        children = [child for block in blocks for child in block]
+        pending.extend((depth + 1, child) for child in reversed(children))
+    return outline
+
+
+def _cst_outline(module: libcst.Module) -> list[tuple[int, str]]:
+    """The same outline from libcst's tree (``elif`` is a nested ``If``, as in CPython's)."""
+    outline: list[tuple[int, str]] = []
+    pending: list[tuple[int, libcst.CSTNode]] = [
+        (0, statement) for statement in reversed(module.body)
+    ]
+    while pending:
+        depth, node = pending.pop()
+        if isinstance(node, libcst.SimpleStatementLine):
+            outline.extend((depth, _ast_name(small)) for small in node.body)
+            continue
+        if isinstance(node, libcst.BaseSmallStatement):
+            outline.append((depth, _ast_name(node)))
+            continue
+        asynchronous = getattr(node, "asynchronous", None) is not None
+        outline.append((depth, ("Async" if asynchronous else "") + type(node).__name__))
+        children: list[libcst.CSTNode] = []
+        body = getattr(node, "body", None)
+        if isinstance(body, libcst.BaseSuite):
+            children += body.body
+        for handler in getattr(node, "handlers", ()):
+            children += handler.body.body
+        orelse = getattr(node, "orelse", None)
+        if isinstance(orelse, libcst.If):
+            children.append(orelse)
+        elif isinstance(orelse, libcst.Else):
+            children += orelse.body.body
+        finalbody = getattr(node, "finalbody", None)
+        if isinstance(finalbody, libcst.Finally):
+            children += finalbody.body.body
+        for case in getattr(node, "cases", ()):
+            children += case.body.body
+        pending.extend((depth + 1, child) for child in reversed(children))
+    return outline
+
+
+def _ast_name(statement: libcst.BaseSmallStatement) -> str:
+    name = type(statement).__name__
+    return "Delete" if name == "Del" else name
 
 
 def _unnormalised_name(module: libcst.Module) -> str | None:

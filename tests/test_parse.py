@@ -325,6 +325,75 @@ def test_trailing_whitespace_is_trimmed_to_one_final_newline() -> None:
     assert parsed.module.code == parsed.code
 
 
+EVERY_STATEMENT_KIND = """\
+import os
+async def f():
+    async with a as b:
+        async for x in y:
+            del x
+    try:
+        pass
+    except* ValueError:
+        pass
+if a: b; c
+elif d:
+    pass
+else:
+    if e: pass
+for i in x: pass
+else: pass
+try:
+    x = 1
+except E as e:
+    raise
+else:
+    y: int = 2
+finally:
+    global g
+match p:
+    case 1: pass
+    case _:
+        assert x
+while 0:
+    break
+class C:
+    def m(self): return 1
+with a: z += 1
+"""
+
+
+def test_both_parsers_agree_on_the_structure_of_every_statement_kind() -> None:
+    _parsed(EVERY_STATEMENT_KIND)
+
+
+def test_different_statement_structure_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fault injection: a libcst that puts the last line inside the block, unlike CPython.
+    real = libcst.parse_module
+    monkeypatch.setattr(
+        libcst, "parse_module", lambda code, config: real("if a:\n    b\n    c\n", config)
+    )
+    finding = _failure("if a:\n    b\nc\n", "SX003").finding
+    assert "statement structure" in finding.message
+
+
+def test_a_crashing_libcst_is_a_finding_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(code: str, config: object) -> libcst.Module:
+        raise RuntimeError("native parser panicked")
+
+    monkeypatch.setattr(libcst, "parse_module", crash)
+    assert "panicked" in _failure("x = 1\n", "SX003").finding.message
+    monkeypatch.setattr(libcst, "parse_module", lambda code, config: [][1])
+    _failure("x = 1\n", "SX003")
+
+
+def test_libcst_running_out_of_stack_is_a_nesting_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    def overflow(code: str, config: object) -> libcst.Module:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(libcst, "parse_module", overflow)
+    _failure("x = 1\n", "SX004")
+
+
 def test_two_megabyte_input_is_refused_without_parsing() -> None:
     finding = _failure("x = 1\n" * 350_000, "SX002").finding
     assert finding.name == "input-too-large"
