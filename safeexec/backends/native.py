@@ -337,7 +337,8 @@ class NativeBackend:
                 )
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_template, [self._template])
-            if self._watchdog is None:
+            if self._watchdog is None or not self._watchdog.is_alive():
+                self._stopping = threading.Event()
                 self._watchdog = threading.Thread(
                     target=_watch_idle_sessions,
                     args=(weakref.ref(self), self._stopping),
@@ -910,6 +911,7 @@ class NativeSession:
             if self._closed:
                 return
             self._closed = True
+            self._backend._sessions.discard(self)
             self._stop_worker()
             if self._owns_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)

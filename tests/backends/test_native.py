@@ -432,3 +432,16 @@ def test_a_worker_that_dies_between_calls_is_replaced_before_the_next(
     assert result.status is ExecStatus.OK
     assert result.state_lost and "died between calls" in result.message
     assert out(session, result) == "fresh\n"
+
+
+def test_a_closed_backend_starts_again_on_the_next_open(blobs: BlobStore) -> None:
+    reused = NativeBackend(pool_size=0)
+    try:
+        with reused.open(limits=Limits(), blobs=blobs) as first:
+            assert run(first, "1").status is ExecStatus.OK
+        reused.close()
+        with reused.open(limits=Limits(), blobs=blobs) as second:
+            assert run(second, "2").status is ExecStatus.OK
+            assert reused.statistics()["open_sessions"] == 1
+    finally:
+        reused.close()
