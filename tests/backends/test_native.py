@@ -445,3 +445,16 @@ def test_a_closed_backend_starts_again_on_the_next_open(blobs: BlobStore) -> Non
             assert reused.statistics()["open_sessions"] == 1
     finally:
         reused.close()
+
+
+def test_only_the_environment_the_caller_passes_reaches_the_code(
+    backend: NativeBackend, blobs: BlobStore
+) -> None:
+    os.environ["SAFEEXEC_HOST_ONLY"] = "host secret"
+    try:
+        with backend.open(limits=Limits(), blobs=blobs, env={"PASSED": "yes"}) as session:
+            seen = out(session, run(session, "import os; sorted(os.environ)"))
+    finally:
+        del os.environ["SAFEEXEC_HOST_ONLY"]
+    names = eval(seen)
+    assert "PASSED" in names and "SAFEEXEC_HOST_ONLY" not in names
