@@ -186,6 +186,25 @@ def parse(
         return _fail(
             action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
         )
+    try:
+        return _cross_check(action, code, tree, module, needs_normalising=needs_normalising)
+    except (RecursionError, MemoryError):
+        return _fail(
+            action,
+            _TOO_DEEP,
+            "the checker ran out of stack on this code; split it into smaller, less nested "
+            "statements",
+        )
+    except Exception as exc:  # a bug in libcst or here: fail closed
+        return _fail(
+            action, _MISMATCH, f"the parsers' cross-check failed: {type(exc).__name__}: {exc}"
+        )
+
+
+def _cross_check(
+    action: Action, code: str, tree: ast.Module, module: libcst.Module, *, needs_normalising: bool
+) -> Parsed | ParseFailure:
+    """Both trees describe the same program: same reprint, same outline, normal names."""
     if _UNUSUAL.search(code) is not None and not _reprints_faithfully(code, module.code, tree):
         # A lossless tree reprints its source. libcst may drop blank lines (harmless) but also
         # whitespace CPython gives meaning to (a form feed in an indent): that is a mismatch.
