@@ -301,7 +301,7 @@ class NativeBackend:
         python: str | None = None,
         artifact_limits: ArtifactLimits | None = None,
         disk_bytes: int = 1024 * 1024 * 1024,
-        pool_size: int = 2,
+        pool_size: int = 4,
     ) -> None:
         if executor not in _EXECUTORS:
             raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")

@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import sysconfig
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _CHANNEL_FD = 3
 _MEMBER_FD = 4
+_REFILL_DELAY_SECONDS = 0.01
 _UID_BASE = 1_600_000_000  # + a session's host pid: the unprivileged uid of a root host's session
 # System locations the runtime needs besides the interpreter tree (loader cache, shared libraries).
 _SYSTEM_READ_ONLY = (
@@ -354,6 +356,7 @@ def main() -> None:
     pool_size = max(0, int(options.get("pool_size", 0)))
     pool: list[_Member] = []
     _refill(pool, template, pool_size)
+    refill_at: float | None = None
     ready = {
         "op": "ready",
         "pid": int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
@@ -366,7 +369,12 @@ def main() -> None:
     selector.register(wake_read, selectors.EVENT_READ)
     try:
         while True:
-            for key, _events in selector.select():
+            wait = None if refill_at is None else max(0.0, refill_at - time.monotonic())
+            events = selector.select(wait)
+            if refill_at is not None and time.monotonic() >= refill_at:
+                refill_at = None
+                _refill(pool, template, pool_size)
+            for key, _events in events:
                 if key.fd == wake_read:
                     while True:
                         try:
@@ -375,7 +383,7 @@ def main() -> None:
                         except BlockingIOError:
                             break
                     _reap(control, template, pool)
-                    _refill(pool, template, pool_size)
+                    refill_at = refill_at or time.monotonic() + _REFILL_DELAY_SECONDS
                     continue
                 try:
                     request, fds = recv_frame_with_fds(control)
@@ -394,7 +402,9 @@ def main() -> None:
                         os.close(fd)  # the host sees its channel close: the open fails
                     continue
                 _claim(member, request, fds)
-                _refill(pool, template, pool_size)
+                # Refill a little later: forking now would compete for the CPU with the
+                # session just claimed, which is confining itself on the open's critical path.
+                refill_at = time.monotonic() + _REFILL_DELAY_SECONDS
     finally:
         _kill_sessions(template)
 
