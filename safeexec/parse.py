@@ -182,6 +182,13 @@ def parse(
             "the checker's parser (libcst) ran out of stack; split the code into "
             "smaller, less nested statements",
         )
+    except libcst.CSTValidationError as exc:
+        return _fail(
+            action,
+            _MISMATCH,
+            f"CPython accepts this code but the checker's parser (libcst) does not: {exc}; "
+            "rewrite this construct more plainly",
+        )
     except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
         return _fail(
             action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
@@ -295,13 +302,18 @@ def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailu
 def _measure_tree(
     action: Action, code: str, tree: ast.Module, *, max_nesting: int, max_work: int
 ) -> ParseFailure | None:
-    """Walk CPython's tree level by level (no recursion), stopping at the first limit crossed."""
-    level: list[ast.AST] = [tree]
-    depth = 0
-    work = _WORK_PER_LINE * code.count("\n")
-    while level:
-        depth += 1
-        work += depth * len(level)
+    """Walk CPython's tree (no recursion), stopping at the first limit crossed.
+
+    A node's depth counts the nesting libcst builds where CPython's tree is flat: ``a and b and
+    c`` and adjacent string literals (``"a" "b" "c"``) are chains in libcst.
+    """
+    lines = _lines(code)
+    work = _WORK_PER_LINE * len(lines)
+    pending: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while pending:
+        node, depth = pending.pop()
+        depth += _flat_chain_length(node, lines)
+        work += depth
         if work > max_work:
             return _fail(
                 action,
@@ -311,12 +323,9 @@ def _measure_tree(
                 f"{_WORK_PER_LINE} per line); send a smaller action",
             )
         if depth > max_nesting:
-            where = next((n for n in level if hasattr(n, "lineno")), None)
             span = None
-            if where is not None:
-                line = where.lineno
-                column = _char_column(code, line, where.col_offset)  # type: ignore[attr-defined]
-                span = _point(code, line, column)
+            if isinstance(node, ast.expr | ast.stmt):
+                span = _point(code, node.lineno, _char_column(code, node.lineno, node.col_offset))
             return _fail(
                 action,
                 _TOO_DEEP,
@@ -325,8 +334,50 @@ def _measure_tree(
                 span=span,
                 evidence="" if span is None else _caret(code, span.start_line, span.start_column),
             )
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        if not isinstance(node, ast.JoinedStr):
+            # An f-string's parts carry the whole literal's position in 3.11: not walked.
+            pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        else:
+            pending.extend(
+                (child, depth + 1)
+                for child in ast.walk(node)
+                if isinstance(child, ast.FormattedValue)
+            )
     return None
+
+
+def _flat_chain_length(node: ast.AST, lines: list[str]) -> int:
+    """Extra levels libcst nests for a node CPython keeps flat (0 for most nodes)."""
+    if isinstance(node, ast.BoolOp):
+        return max(0, len(node.values) - 2)
+    if isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)
+    ):
+        segment = _segment(lines, node)
+        if "\n" not in segment and len(segment) < 64:
+            return 0  # too short to hold enough literals to matter
+        return max(0, _string_literal_count(segment) - 1)
+    return 0
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """The source text of ``node`` (ast's columns are UTF-8 byte offsets)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset or 0
+    if first == last:
+        return lines[first].encode("utf-8")[start:end].decode("utf-8", "replace")
+    head = lines[first].encode("utf-8")[start:].decode("utf-8", "replace")
+    tail = lines[last].encode("utf-8")[:end].decode("utf-8", "replace")
+    return "\n".join([head, *lines[first + 1 : last], tail])
+
+
+def _string_literal_count(segment: str) -> int:
+    """How many adjacent string literals make up ``segment`` (``"a" "b"`` is 2)."""
+    tokens = tokenize.generate_tokens(io.StringIO(f"({segment}\n)").readline)
+    try:
+        return sum(1 for token in tokens if token.type == tokenize.STRING)
+    except (tokenize.TokenError, SyntaxError):
+        return 1
 
 
 def _normalise_identifiers(

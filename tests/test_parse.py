@@ -286,13 +286,34 @@ def test_a_large_real_module_is_within_the_default_limits() -> None:
     assert _parsed(code).code == code
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 def test_parser_mismatch_is_refused() -> None:
-    # CPython accepts 5,000 adjacent string literals; libcst's parser gives up.
-    code = "x = " + " ".join(['"a"'] * 5000) + "\n"
-    ast.parse(code)
+    # CPython accepts a comparison glued to an awaited literal; libcst insists on a space.
+    code = "async def f(x):\n    return await 1in x\n"
+    compile(code, "<test>", "exec")
     finding = _failure(code, "SX003").finding
     assert finding.name == "parser-mismatch"
     assert "libcst" in finding.message
+    assert "space" in finding.message
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = " + " ".join(['"a"'] * 5000) + "\n",
+        "x = (\n" + "\n".join(["    'line'"] * 300) + "\n)\n",
+        "x = " + " and ".join(["a"] * 300) + "\n",
+    ],
+    ids=["5000-adjacent-strings", "300-strings-over-lines", "300-term-and"],
+)
+def test_chains_flat_in_cpython_but_nested_in_libcst_count_as_nesting(code: str) -> None:
+    ast.parse(code)
+    _failure(code, "SX004")
+
+
+def test_a_docstring_or_a_few_adjacent_strings_are_fine() -> None:
+    code = 'def f():\n    """Doc\n    string."""\n    return ("a"\n            "b" f"{1}")\n'
+    assert _parsed(code).code == code
 
 
 def test_source_libcst_cannot_reprint_exactly_is_refused() -> None:
