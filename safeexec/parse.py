@@ -186,7 +186,8 @@ def parse(
         return _fail(
             action,
             _MISMATCH,
-            f"CPython accepts this code but the checker's parser (libcst) does not: {exc}; "
+            f"CPython accepts this code but the checker's parser (libcst) does not: "
+            f"{str(exc).rstrip('.')}; "
             "rewrite this construct more plainly",
         )
     except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
