@@ -26,7 +26,6 @@ __all__ = [
     "confine",
     "enter_template_namespaces",
     "reachable_by_others",
-    "rehearse_confinement",
 ]
 
 # Per-process lifetime CPU backstop, as a multiple of the per-call limit; per-call CPU time is
@@ -140,15 +139,6 @@ def confine(
     _no_new_privs(confinement)
     _landlock(config, confinement)
     _seccomp(seccomp_program, confinement)
-
-
-def rehearse_confinement() -> None:
-    """Exercise the confinement code paths with no effect (see ``zygote._rehearse``)."""
-    landlock.rehearse()
-    seccomp.rehearse()
-    resource.getrlimit(resource.RLIMIT_AS)
-    with open("/proc/self/statm") as fh:
-        fh.read()
 
 
 def _new_session(confinement: Confinement) -> None:

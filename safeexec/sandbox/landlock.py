@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from safeexec.sandbox.syscalls import syscall
 
-__all__ = ["LandlockResult", "abi_version", "rehearse", "restrict"]
+__all__ = ["LandlockResult", "abi_version", "restrict"]
 
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
@@ -114,12 +114,6 @@ def restrict(*, read_only: Iterable[str], read_write: Iterable[str]) -> Landlock
     finally:
         os.close(ruleset)
     return LandlockResult(abi=abi, net=abi >= 4, scoped=abi >= 6)
-
-
-def rehearse() -> None:
-    """Build the structures :func:`restrict` uses, applying nothing."""
-    _RulesetAttr(handled_access_fs=_fs_rights(abi_version()), handled_access_net=0, scoped=0)
-    _PathBeneathAttr(allowed_access=READ_FILE, parent_fd=-1)
 
 
 def _add_path(ruleset: int, path: str, rights: int) -> None:

@@ -17,7 +17,7 @@ import pyseccomp
 
 from safeexec.sandbox.syscalls import check, libc
 
-__all__ = ["KILLED_SYSCALLS", "build_filter", "compile_filter", "load_compiled", "rehearse"]
+__all__ = ["KILLED_SYSCALLS", "build_filter", "compile_filter", "load_compiled"]
 
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -135,12 +135,6 @@ def compile_filter() -> bytes:
         return b"".join(chunks)
     finally:
         os.close(read_end)
-
-
-def rehearse() -> None:
-    """Build the structures :func:`load_compiled` uses, loading nothing."""
-    buffer = ctypes.create_string_buffer(b"\0" * _INSTRUCTION_BYTES)
-    _SockFprog(len=1, filter=ctypes.addressof(buffer))
 
 
 def load_compiled(program: bytes) -> None:

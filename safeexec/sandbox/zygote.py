@@ -31,7 +31,6 @@ import safeexec
 from safeexec.sandbox import namespaces, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
-    encode_frame,
     recv_frame_with_fds,
     send_frame,
     send_frame_with_fds,
@@ -42,7 +41,6 @@ from safeexec.sandbox.confine import (
     confine,
     enter_template_namespaces,
     reachable_by_others,
-    rehearse_confinement,
 )
 from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.layers import Layer
@@ -181,7 +179,6 @@ def _fork_member(template: _TemplateState) -> _Member:
             os.dup2(theirs.fileno(), _MEMBER_FD)
             os.closerange(_MEMBER_FD + 1, os.sysconf("SC_OPEN_MAX"))
             member = socket.socket(fileno=_MEMBER_FD)
-            _rehearse(template)
             request, fds = recv_frame_with_fds(member, max_fds=3)
             channel_fd, stdout_fd, stderr_fd = fds
             null = os.open(os.devnull, os.O_RDONLY)
@@ -211,36 +208,6 @@ def _fork_member(template: _TemplateState) -> _Member:
         raise
     template.sessions[pid] = host_pid
     return _Member(pid=pid, host_pid=host_pid, pidns=pidns, pidfd=pidfd, sock=ours)
-
-
-def _rehearse(template: _TemplateState) -> None:
-    """Walk the paths a session will take, without effects, while it still waits in the pool.
-
-    A forked process pays a copy-on-write fault the first time it writes to each shared page
-    (reference counts make reads into writes); taking those faults now keeps them off the
-    critical path of an open and of the first call.
-    """
-    sample = {
-        "workdir": "/nonexistent",
-        "env": {"PATH": "/usr/bin"},
-        "memory_bytes": 1,
-        "cpu_seconds": 1.0,
-        "file_size_bytes": 1,
-        "max_processes": 1,
-        "max_open_files": 1,
-        "uid": None,
-        "gid": None,
-        "tool_names": [],
-    }
-    config = SessionConfig.from_message(json.loads(json.dumps(sample)), read_only=())
-    confinement = Confinement()
-    for layer in Layer:
-        confinement.mark(layer, True, "rehearsal")
-    encode_frame({"op": "hello", "layers": confinement.layers})
-    reachable_by_others(config.workdir)
-    executor = PythonExecutor()
-    executor.execute("_x = [i for i in range(3)]\n_x", filename="<rehearsal>")
-    rehearse_confinement()
 
 
 def _claim(member: _Member, request: dict[str, object], fds: list[int]) -> None:
