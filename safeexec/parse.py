@@ -71,6 +71,7 @@ _TOO_DEEP = ("SX004", "nesting-too-deep")
 _ENCODING = ("SX005", "invalid-encoding")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CHAIN_TYPES = frozenset({ast.BoolOp, ast.Constant, ast.JoinedStr})
 _UNUSUAL = re.compile("[^\t\n\x20-\x7e]")
 # PEP 263, as CPython's tokenizer reads it; checked on the first two lines whatever line 1 holds
 # (stricter than CPython, which only looks at line 2 after a comment or blank line).
@@ -303,18 +304,30 @@ def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailu
 def _measure_tree(
     action: Action, code: str, tree: ast.Module, *, max_nesting: int, max_work: int
 ) -> ParseFailure | None:
-    """Walk CPython's tree (no recursion), stopping at the first limit crossed.
+    """Walk CPython's tree level by level (no recursion), stopping at the first limit crossed.
 
     A node's depth counts the nesting libcst builds where CPython's tree is flat: ``a and b and
-    c`` and adjacent string literals (``"a" "b" "c"``) are chains in libcst.
+    c`` and adjacent string literals (``"a" "b" "c"``) are chains in libcst. Such a node lifts
+    itself and everything below it (``lift``, by node id; rare, so the common path stays a
+    plain list comprehension).
     """
     lines = _lines(code)
     work = _WORK_PER_LINE * len(lines)
-    pending: list[tuple[ast.AST, int]] = [(tree, 1)]
-    while pending:
-        node, depth = pending.pop()
-        depth += _flat_chain_length(node, lines)
-        work += depth
+    lift: dict[int, int] = {}
+    inside_fstring: set[int] = set()
+    level: list[ast.AST] = [tree]
+    depth = 0
+    while level:
+        depth += 1
+        for node in level:
+            if type(node) in _CHAIN_TYPES and id(node) not in inside_fstring:
+                extra = _flat_chain_length(node, lines)
+                if extra:
+                    lift[id(node)] = lift.get(id(node), 0) + extra
+        lifted = [node for node in level if id(node) in lift] if lift else []
+        deepest = max(lifted, key=lambda node: lift[id(node)], default=None)
+        highest = depth + (lift[id(deepest)] if deepest is not None else 0)
+        work += depth * len(level) + sum(lift[id(node)] for node in lifted)
         if work > max_work:
             return _fail(
                 action,
@@ -323,10 +336,12 @@ def _measure_tree(
                 "(max_parse_work, the sum of syntax-tree node depths plus "
                 f"{_WORK_PER_LINE} per line); send a smaller action",
             )
-        if depth > max_nesting:
+        if highest > max_nesting:
+            where = deepest or next((n for n in level if isinstance(n, ast.expr | ast.stmt)), None)
             span = None
-            if isinstance(node, ast.expr | ast.stmt):
-                span = _point(code, node.lineno, _char_column(code, node.lineno, node.col_offset))
+            if isinstance(where, ast.expr | ast.stmt):
+                column = _char_column(code, where.lineno, where.col_offset)
+                span = _point(code, where.lineno, column)
             return _fail(
                 action,
                 _TOO_DEEP,
@@ -335,15 +350,14 @@ def _measure_tree(
                 span=span,
                 evidence="" if span is None else _caret(code, span.start_line, span.start_column),
             )
-        if not isinstance(node, ast.JoinedStr):
-            # An f-string's parts carry the whole literal's position in 3.11: not walked.
-            pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-        else:
-            pending.extend(
-                (child, depth + 1)
-                for child in ast.walk(node)
-                if isinstance(child, ast.FormattedValue)
-            )
+        for node in lifted:
+            for child in ast.iter_child_nodes(node):
+                lift[id(child)] = lift[id(node)]
+        for node in level:
+            if isinstance(node, ast.JoinedStr):
+                # An f-string's parts carry the whole literal's position (3.11): not re-counted.
+                inside_fstring.update(id(part) for part in node.values)
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
     return None
 
 
