@@ -72,6 +72,8 @@ def observe(
         _read_stream("stdout", result.stdout, blobs, config, trim_traceback=False),
         _read_stream("stderr", result.stderr, blobs, config, trim_traceback=True),
     )
+    if result.status is ExecStatus.ERROR and result.message and not streams[1].lines:
+        head.insert(1, _one_line(result.message))  # no traceback to say what went wrong
     tail = _artifact_lines(result, listed=listed)
     text, truncated = _fit(head, streams, config, tail=tail)
     listable_events = sum(1 for event in result.events if _event_line(event))

@@ -154,6 +154,21 @@ def test_status_line(
     assert _text(blobs, result).split("\n")[0] == line
 
 
+def test_error_without_a_traceback_shows_the_backends_message(blobs: BlobStore) -> None:
+    result = _result(
+        blobs, status=ExecStatus.ERROR, exit_code=3, message="worker exited with status 3"
+    )
+    assert _text(blobs, result).split("\n") == [
+        "[exit 3: error]",
+        "worker exited with status 3",
+        "(no output)",
+    ]
+    with_traceback = _result(
+        blobs, stderr=b"ValueError: x\n", status=ExecStatus.ERROR, exit_code=1, message="ValueError"
+    )
+    assert "ValueError" not in _text(blobs, with_traceback).split("\n")[1]
+
+
 def test_events_state_loss_and_sandbox_cap_are_reported(blobs: BlobStore) -> None:
     result = _result(
         blobs,
