@@ -19,8 +19,11 @@ Rules (all severity ``high``, enforcement ``deny``):
   statement structure (every statement's kind and block depth are compared), does not reprint it
   exactly, or the identifier normalisation could not be proven faithful; the checker cannot see
   what would run.
-- ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting`` (measured on
-  CPython's tree *before* libcst sees the code: libcst crashes or goes quadratic on deep nesting).
+- ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting``, measured on
+  CPython's tree *before* libcst sees the code (libcst segfaults on ~1,500 nested parentheses and
+  goes quadratic on deep nesting), counting the chains libcst nests where CPython's tree is flat
+  (``a and b and ...``, adjacent string literals); also when a parser or the checker runs out of
+  stack. CPython's own tokenizer stops at 200 nested brackets and 100 indentation levels.
 - ``SX005 invalid-encoding`` — lone surrogates / undecodable bytes, or a PEP 263 coding cookie
   other than ``utf-8``.
 
