@@ -244,9 +244,12 @@ class _Template:
     def alive(self) -> bool:
         return -1 not in self._statuses and self._process.poll() is None
 
-    def spawn(self, config: dict[str, object], fds: list[int]) -> None:
+    def spawn(self, fds: list[int]) -> None:
+        """Ask for a session on ``fds`` (channel, stdout, stderr). The session's config goes to
+        it over its own channel, never through the template: whatever the template reads stays
+        in its heap, which every later session inherits (a passed-through env secret would)."""
         with self._lock:
-            send_frame_with_fds(self._control, {"op": "spawn", **config}, fds)
+            send_frame_with_fds(self._control, {"op": "spawn"}, fds)
 
     def exit_status(self, pid: int, *, timeout: float) -> int | None:
         """The wait status of a finished session process, once the template has reaped it."""
@@ -1045,7 +1048,7 @@ class NativeSession:
             "tool_names": list(self._tool_names),
         }
         try:
-            template.spawn(config, [child_end.fileno(), out_write, err_write])
+            template.spawn([child_end.fileno(), out_write, err_write])
         finally:
             child_end.close()
             os.close(out_write)
@@ -1060,6 +1063,7 @@ class NativeSession:
                     os.close(fd)
                 raise BackendError(f"the template sent {started.get('op')!r} instead of 'started'")
             pidfd = fds[0]
+            host_end.sendall(encode_frame({"op": "config", **config}))
             worker = _Worker(
                 pid=pid,
                 pidfd=pidfd,

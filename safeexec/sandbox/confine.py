@@ -39,7 +39,7 @@ _DEVICES_READ_WRITE = ("/dev/null", "/dev/zero")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionConfig:
-    """What the host asks of one session (decoded from the template's spawn frame)."""
+    """What the host asks of one session (its config frame, sent on the session's channel)."""
 
     workdir: str
     env: Mapping[str, str]

@@ -31,6 +31,7 @@ import safeexec
 from safeexec.sandbox import namespaces, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
+    recv_frame,
     recv_frame_with_fds,
     send_frame,
     send_frame_with_fds,
@@ -95,9 +96,17 @@ def _make_executor(config: SessionConfig) -> Executor:
     return PythonExecutor()
 
 
-def _session(request: dict[str, object], template: _TemplateState) -> None:
-    """In a claimed session process: confine it and serve the host."""
+def _session(claim: dict[str, object], template: _TemplateState) -> None:
+    """In a claimed session process: read the host's config, confine, and serve the host.
+
+    The config (env, workdir, limits) comes straight from the host over the session's channel;
+    only the identity to take (``uid``/``gid``) comes from the template's claim.
+    """
     channel = socket.socket(fileno=_CHANNEL_FD)
+    request = recv_frame(channel)
+    if request.get("op") != "config":
+        raise ProtocolError(f"expected the host's 'config', got {request.get('op')!r}")
+    request = {**request, "uid": claim.get("uid"), "gid": claim.get("gid")}
     config = SessionConfig.from_message(request, read_only=template.read_only)
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
@@ -179,7 +188,7 @@ def _fork_member(template: _TemplateState) -> _Member:
             os.dup2(theirs.fileno(), _MEMBER_FD)
             os.closerange(_MEMBER_FD + 1, os.sysconf("SC_OPEN_MAX"))
             member = socket.socket(fileno=_MEMBER_FD)
-            request, fds = recv_frame_with_fds(member, max_fds=3)
+            claim, fds = recv_frame_with_fds(member, max_fds=3)
             channel_fd, stdout_fd, stderr_fd = fds
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
@@ -187,7 +196,7 @@ def _fork_member(template: _TemplateState) -> _Member:
             os.dup2(stderr_fd, 2)
             os.dup2(channel_fd, _CHANNEL_FD)
             os.closerange(_CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
-            _session(request, template)
+            _session(claim, template)
         except BaseException:
             traceback.print_exc()
         finally:
@@ -210,17 +219,14 @@ def _fork_member(template: _TemplateState) -> _Member:
     return _Member(pid=pid, host_pid=host_pid, pidns=pidns, pidfd=pidfd, sock=ours)
 
 
-def _claim(member: _Member, request: dict[str, object], fds: list[int]) -> None:
+def _claim(member: _Member, fds: list[int]) -> None:
     """Announce ``member`` to the host on its channel, then hand it the host's descriptors."""
     started: dict[str, object] = {"op": "started", "pid": member.host_pid, "pidns": member.pidns}
+    request: dict[str, object] = {"op": "claim"}
     if os.geteuid() == 0:
         # The session's identity: unique on this machine for as long as its worker (and so
         # everything in its pid namespace) lives, whatever other templates or hosts run.
-        request = {
-            **request,
-            "uid": _UID_BASE + member.host_pid,
-            "gid": _UID_BASE + member.host_pid,
-        }
+        request["uid"] = request["gid"] = _UID_BASE + member.host_pid
         started["uid"] = _UID_BASE + member.host_pid
     try:
         channel = socket.socket(fileno=os.dup(fds[0]))
@@ -368,7 +374,7 @@ def main() -> None:
                     for fd in fds:
                         os.close(fd)  # the host sees its channel close: the open fails
                     continue
-                _claim(member, request, fds)
+                _claim(member, fds)
                 # Refill a little later: forking now would compete for the CPU with the
                 # session just claimed, which is confining itself on the open's critical path.
                 refill_at = time.monotonic() + _REFILL_DELAY_SECONDS
