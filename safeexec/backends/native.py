@@ -595,11 +595,16 @@ def _disk_usage(root: str, limits: ArtifactLimits) -> float:
 
 
 def _chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits) -> None:
+    """Give the tree under ``dir_fd`` to ``uid``, except files with other hard links: their
+    inode is also reachable from outside the workdir, and chowning it would hand that over."""
     with os.scandir(dir_fd) as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
+                    continue
                 os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
-                if entry.is_dir(follow_symlinks=False) and depth < limits.max_depth:
+                if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
                     child = os.open(
                         entry.name,
                         os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
