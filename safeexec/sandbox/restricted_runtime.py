@@ -100,6 +100,9 @@ DENIED_ATTRIBUTES = frozenset(
         "im_self",
         "attrgetter",
         "methodcaller",
+        # ``ABCMeta.register`` changes a library ABC's registry for the whole process
+        # (``collections.abc.Mapping.register(list)``); own classes may still register.
+        "register",
     }
 )
 
@@ -718,7 +721,11 @@ class Guards:
             if name.startswith("__") and name.endswith("__"):
                 if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
                     return self._checked(getattr(obj, name))
-            elif name.startswith("_") or self._defined_by_code(obj, name):
+            elif (
+                name.startswith("_")
+                or self._defined_by_code(obj, name)
+                or (name == "register" and isinstance(obj, type))
+            ):
                 return self._checked(getattr(obj, name))
         elif name in USER_DUNDERS:
             if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
@@ -1263,7 +1270,21 @@ def _wrap_sleep(executor: RestrictedExecutor, sleep: Callable[[float], None]) ->
     return wrapped
 
 
+def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
+    """``TextWrapper`` with its class-level translation table made read-only.
+
+    The table is a dict every ``TextWrapper`` of the process shares; an item store on it
+    (``TextWrapper.unicode_whitespace_trans[32] = 88``) would change ``textwrap`` for the host.
+    The table is frozen on the class itself, not on a subclass: ``super()`` reaches base classes.
+    """
+    table = wrapper.__dict__.get("unicode_whitespace_trans")
+    if isinstance(table, dict):
+        wrapper.unicode_whitespace_trans = types.MappingProxyType(dict(table))  # type: ignore[attr-defined]
+    return wrapper
+
+
 _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
+    "textwrap.TextWrapper": _freeze_text_wrapper,
     "dataclasses.dataclass": _wrap_dataclass,
     "collections.namedtuple": _wrap_namedtuple,
     "pprint.pprint": _wrap_pprint,
