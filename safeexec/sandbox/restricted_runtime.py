@@ -478,7 +478,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         """``print`` uses the run's single ``_print`` global (set by the executor)."""
 
     # -- loops, calls, classes -----------------------------------------------------------------
-    def _tick(self, anchor: ast.expr | ast.stmt) -> ast.expr:
+    def _tick(self, anchor: ast.stmt | ast.expr | ast.excepthandler) -> ast.expr:
         tick = ast.Call(
             func=ast.Name("_next_", ast.Load()),
             args=[ast.Name("_budget_", ast.Load())],
@@ -487,7 +487,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         copy_locations(tick, anchor)
         return tick
 
-    def _tick_statement(self, anchor: ast.stmt) -> ast.stmt:
+    def _tick_statement(self, anchor: ast.stmt | ast.excepthandler) -> ast.stmt:
         stmt = ast.Expr(value=self._tick(anchor))
         copy_locations(stmt, anchor)
         return stmt
@@ -501,6 +501,22 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_While(self, node: ast.While) -> ast.AST:
         node = self.node_contents_visit(node)
         if self.count_operations:
+            node.body.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if self.count_operations and node.finalbody:
+            # A suspended generator runs its ``finally`` when the host collects it, after the
+            # run: the tick makes it raise there (the budget is closed) instead of running code.
+            node.finalbody.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        node = self.node_contents_visit(node)
+        self.check_name(node, node.name)
+        if self.count_operations:
+            # ``except GeneratorExit:`` runs at collection time too (see ``visit_Try``).
             node.body.insert(0, self._tick_statement(node))
         return node
 
