@@ -124,3 +124,20 @@ base = Path("data")
 base.joinpath("..", "..", "etc").iterdir()  # expect: SX305
 (base / "reports" / "2024.csv").exists()  # ok: SX305
 ratio = 10 / 4  # ok: SX305
+
+# case: other openers, spread arguments, later pathlib parts and the home directory
+import io, contextlib, pathlib
+io.FileIO("/etc/passwd").read()  # expect: SX305
+raw_open = io.FileIO
+raw_open("/etc/shadow")  # expect: SX305
+io.open_code("/etc/passwd")  # expect: SX305
+contextlib.chdir("/")  # expect: SX305
+pathlib.Path(*["/", "etc", "passwd"]).read_text()  # expect: SX305
+pathlib.Path("data", "/etc/passwd").read_text()  # expect: SX305
+open(**{"file": "/etc/passwd"})  # expect: SX305
+pathlib.Path.home().joinpath(".ssh", "id_rsa").read_text()  # expect: SX305
+io.FileIO("out.bin", "w").write(b"x")  # ok: SX305
+pathlib.Path("data", "x.csv").exists()  # ok: SX305
+pathlib.Path(*["data", "x.csv"]).exists()  # ok: SX305
+with contextlib.chdir("sub"):  # ok: SX305
+    pass

@@ -40,6 +40,11 @@ shell(command="id")  # todo-expect: SX601
 # case: climbing out of the workdir through Path methods
 from pathlib import Path
 Path(".").resolve().parent.parent.joinpath("etc", "passwd").read_text()  # todo-expect: SX305
+Path(Path.cwd().anchor, "etc", "passwd").read_text()  # todo-expect: SX305
+
+# case: a file class taken from a file object with type() opens any path
+raw_file_class = type(open("data.bin", "rb").raw)
+raw_file_class("/etc/passwd").read()  # todo-expect: SX305
 
 # case: type() three-argument class creation is ordinary syntax
 Klass = type("Klass", (), {"x": 1})  # ok: SX301, SX401

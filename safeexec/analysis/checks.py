@@ -60,6 +60,9 @@ _PATH_FUNCTIONS = frozenset(
     {
         "open",
         "io.open",
+        "io.open_code",
+        "io.FileIO",
+        "contextlib.chdir",
         "codecs.open",
         "os.open",
         "pathlib.Path",
@@ -180,6 +183,35 @@ def _outside_workdir(path: str) -> bool:
     return ".." in cleaned.split("/")
 
 
+_PATH_CONSTRUCTORS = frozenset(
+    {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
+)
+# Calls that return the home directory (what ``~`` means in a path).
+_HOME_FUNCTIONS = frozenset({"pathlib.Path.home", "pathlib.PosixPath.home"})
+
+
+def _spread_arguments(args: list[ast.expr]) -> list[ast.expr]:
+    """Positional arguments with ``*[...]``/``*(...)`` literals spread out."""
+    spread: list[ast.expr] = []
+    for arg in args:
+        if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.List | ast.Tuple):
+            spread.extend(arg.value.elts)
+        else:
+            spread.append(arg)
+    return spread
+
+
+def _spread_keywords(keywords: list[ast.keyword], name: str) -> list[ast.expr]:
+    """The value of ``name`` given through a ``**{...}`` dict literal."""
+    return [
+        value
+        for keyword in keywords
+        if keyword.arg is None and isinstance(keyword.value, ast.Dict)
+        for key, value in zip(keyword.value.keys, keyword.value.values, strict=True)
+        if isinstance(key, ast.Constant) and key.value == name
+    ]
+
+
 @_register("path-outside-workdir")
 def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
     """A file function given a constant path that is absolute, home-relative or climbs with `..`.
@@ -205,11 +237,19 @@ def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
                         fields={"path": clip_text(part), "function": func.attr},
                         evidence=clip_text(part),
                     )
+        if site.callee in _HOME_FUNCTIONS:
+            yield CheckHit(
+                node=site.node, fields={"path": "~", "function": site.callee}, evidence="~"
+            )
+            continue
         if site.callee not in _PATH_FUNCTIONS:
             continue
+        args = _spread_arguments(site.node.args)
+        # Every part of a pathlib constructor counts: an absolute later part replaces the path.
         candidates = [
-            *site.node.args[:1],
+            *(args if site.callee in _PATH_CONSTRUCTORS else args[:1]),
             *(k.value for k in site.node.keywords if k.arg == "file"),
+            *_spread_keywords(site.node.keywords, "file"),
         ]
         for arg in candidates:
             path = ctx.folder.fold(arg)
