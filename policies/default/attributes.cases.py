@@ -156,3 +156,19 @@ functools.wraps(len)(json.dumps)  # expect: SX409
 class Row:
     name: str
 wrapped = functools.wraps(len)(lambda x: 0)  # ok: SX409
+
+# case: item stores into shared library tables and registering into library ABCs
+import abc, collections, collections.abc, textwrap
+textwrap.TextWrapper.unicode_whitespace_trans[32] = 88  # expect: SX409
+table = textwrap.TextWrapper.unicode_whitespace_trans
+table[9] = 88  # expect: SX409
+collections.abc.Mapping.register(list)  # expect: SX409
+from numbers import Integral
+Integral.register(str)  # expect: SX409
+class Shape(abc.ABC):
+    pass
+Shape.register(int)  # ok: SX409
+counts = collections.Counter()
+counts.update("abc")  # ok: SX409
+scratch = {}
+scratch["x"] = 1  # ok: SX409

@@ -81,3 +81,5 @@ class Point:
 import math
 math.pi = 3  # expect: SX409
 value = math.pi  # ok: SX409
+import collections.abc
+collections.abc.Mapping.register(list)  # expect: SX409

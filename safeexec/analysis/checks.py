@@ -299,6 +299,15 @@ _IN_PLACE_MUTATORS = frozenset(
 )
 
 
+# Methods that change the container (or ABC registry) they are called on.
+_SHARED_STATE_MUTATORS = frozenset(
+    {
+        "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
+        "setdefault", "add", "discard", "sort", "reverse", "register",
+    }
+)  # fmt: skip
+
+
 @_register("module-mutation")
 def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
     """Assigning or deleting attributes of imported modules (and of what they export)."""
@@ -307,6 +316,21 @@ def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
             name = f"{site.base}.{site.node.attr}"
             yield CheckHit(node=site.node, fields={"name": clip_text(name)}, evidence=name)
     modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
+    # Item stores into what a module exports (``textwrap.TextWrapper.unicode_whitespace_trans[32]
+    # = 88``) and mutating methods called on it (``collections.abc.Mapping.register(list)``).
+    for node in ast.walk(ctx.tree):
+        target: ast.expr | None = None
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            target = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _SHARED_STATE_MUTATORS
+        ):
+            target = node.func.value
+        base = None if target is None else modules.get(id(target))
+        if base is not None:
+            yield CheckHit(node=node, fields={"name": clip_text(base)}, evidence=base)
     callees = {id(call.node): call.callee for call in ctx.calls}
     for call in ctx.calls:
         # Decorators that change their argument in place: dataclass(json.JSONEncoder) patches
