@@ -46,6 +46,7 @@ from safeexec.model import (
     LimitHit,
     Limits,
     SyscallKilled,
+    ToolRefused,
     Usage,
 )
 from safeexec.sandbox import landlock
@@ -70,6 +71,7 @@ __all__ = ["ArtifactLimits", "NativeBackend", "NativeSession", "supported_layers
 _EXECUTORS = ("python", "restricted")
 _READ_CHUNK = 1 << 16
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
+_MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
 _STARTUP_SECONDS = 30.0
 _CPU_POLL_SECONDS = 0.05
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
@@ -803,6 +805,17 @@ class _CallState:
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
     killed_for: str = ""  # "wall" | "cpu" | "protocol"
+    refusals: int = 0
+
+    def record(self, event: ExecutionEvent) -> None:
+        """Keep an event; refusals past the first ``_MAX_REFUSAL_EVENTS`` are only counted, so a
+        cell that hammers a refused tool cannot grow the host's memory and audit log per call.
+        Calls that ran are bounded by their grants and always kept."""
+        if isinstance(event, ToolRefused):
+            self.refusals += 1
+            if self.refusals > _MAX_REFUSAL_EVENTS:
+                return
+        self.events.append(event)
 
 
 class NativeSession:
@@ -1184,6 +1197,10 @@ class NativeSession:
         status, exit_code, message = self._settle(worker, call, limits, wall)
         if call.stdout.truncated or call.stderr.truncated:
             call.events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
+        if call.refusals > _MAX_REFUSAL_EVENTS:
+            call.events.append(
+                LimitHit(limit="tool_refusal_events", value=float(_MAX_REFUSAL_EVENTS))
+            )
         artifacts = self._collect_artifacts(before, artifact_limits)
         return ExecResult(
             status=status,
@@ -1287,7 +1304,7 @@ class NativeSession:
                 call.outcome = frame
             elif op == "tool":
                 self._answer_tool(worker, call, frame, deadline)
-                if call.killed_for:
+                if call.killed_for or call.died:
                     return
             else:
                 call.killed_for = "protocol"
@@ -1324,7 +1341,7 @@ class NativeSession:
                 answer = self.tools.invoke(name, payload)
                 reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
                 if answer.event is not None:
-                    call.events.append(answer.event)
+                    call.record(answer.event)
             except Exception as exc:  # a gateway must not raise; fail closed for the code
                 reply = {
                     "ok": False,
@@ -1344,8 +1361,10 @@ class NativeSession:
         try:
             worker.channel.settimeout(max(0.001, deadline - time.monotonic()))
             worker.channel.sendall(body)
-        except OSError:
+        except TimeoutError:
             call.killed_for = "wall"  # the code stopped reading its own replies
+        except OSError:
+            call.died = True  # the worker closed its end
 
     def _settle(
         self, worker: _Worker, call: _CallState, limits: Limits, wall: float
