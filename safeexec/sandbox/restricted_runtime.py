@@ -690,6 +690,11 @@ class Guards:
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
 
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
     # -- ownership ------------------------------------------------------------------------------
     def is_own(self, obj: object) -> bool:
         """Is ``obj`` an instance of a class the code defined, or such a class?"""
@@ -847,6 +852,11 @@ class PrintCollector:
         self._kept: list[str] = []
         self._kept_size = 0
 
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
     def _call_print(
         self,
         *objects: object,
@@ -918,6 +928,11 @@ class RestrictedExecutor:
         self._random = random.Random()
         self.last_denials: tuple[tuple[str, str], ...] = ()
         self.reset()
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
     # -- the Executor protocol -------------------------------------------------------------------
     def reset(self) -> None:
