@@ -1437,6 +1437,8 @@ class NativeSession:
                 continue
             if before.get(name) == after[name]:
                 continue
+            if not _is_utf8(name):
+                continue  # an artifact's name is text; undecodable bytes would crash its readers
             data = _read_regular(str(self.workdir), name, limits.max_file_bytes)
             if data is None or total + len(data) > limits.max_total_bytes:
                 continue
@@ -1444,6 +1446,15 @@ class NativeSession:
             media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
             artifacts.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
         return tuple(artifacts)
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a file name read from disk (surrogate-escaped) was valid UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _has_exited(pidfd: int) -> bool:
