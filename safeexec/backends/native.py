@@ -620,9 +620,14 @@ def _chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits)
 
 def _split_relative(name: str) -> tuple[str, ...]:
     parts = PurePosixPath(name).parts
-    if not parts or PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
+    if (
+        not parts
+        or "\0" in name
+        or PurePosixPath(name).is_absolute()
+        or any(p in ("..", ".") for p in parts)
+    ):
         raise ConfigurationError(
-            f"name={name!r} must be a relative path inside the workdir, without '..'"
+            f"name={name!r} must be a relative path inside the workdir, without '..' or NUL"
         )
     return parts
 
@@ -986,13 +991,19 @@ class NativeSession:
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
         with self._lock:
-            fd = _open_beneath(
-                str(self.workdir),
-                name,
-                os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
-                create_dirs=True,
-                owner=self._uid,
-            )
+            try:
+                fd = _open_beneath(
+                    str(self.workdir),
+                    name,
+                    os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
+                    create_dirs=True,
+                    owner=self._uid,
+                )
+            except OSError as exc:  # a symlink on the way (ELOOP, ENOTDIR), a FIFO (ENXIO)
+                raise ConfigurationError(
+                    f"name={name!r} cannot be written in the workdir ({exc.strerror}); "
+                    "something other than a plain file or directory is in the way"
+                ) from None
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
