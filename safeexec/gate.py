@@ -14,7 +14,7 @@ from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.decide import decide
 from safeexec.estimate import estimate
 from safeexec.model import Action, Budget, Decision, Estimate, Finding
-from safeexec.parse import Parsed, ParseFailure, parse
+from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
 from safeexec.policy.schema import Policy
 
 __all__ = ["GateResult", "check", "fresh_budget"]
@@ -64,13 +64,14 @@ def check(
     estimated: Estimate | None = None
     findings: tuple[Finding, ...]
     try:
-        outcome = parse(action)
-        if isinstance(outcome, ParseFailure):
-            findings = (outcome.finding,)
-        else:
-            parsed = outcome
-            estimated = estimate(parsed, tool_names=tool_names)
-            findings = scan(parsed, policy, estimate=estimated)
+        with gc_paused():  # parsing and scanning build acyclic trees; see gc_paused
+            outcome = parse(action)
+            if isinstance(outcome, ParseFailure):
+                findings = (outcome.finding,)
+            else:
+                parsed = outcome
+                estimated = estimate(parsed, tool_names=tool_names)
+                findings = scan(parsed, policy, estimate=estimated)
     except Exception as exc:
         findings = (engine_finding(CHECK_CRASHED, f"the check crashed ({type(exc).__name__})"),)
     decision = decide(

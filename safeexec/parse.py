@@ -34,19 +34,22 @@ accept it: the model needs the interpreter's own diagnosis, and the action is de
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import re
 import sys
 import tokenize
 import unicodedata
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import libcst
 
 from safeexec.model import Action, Enforcement, Finding, Severity, Span
 
-__all__ = ["ParseFailure", "Parsed", "parse"]
+__all__ = ["ParseFailure", "Parsed", "gc_paused", "parse"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -103,6 +106,37 @@ def parse(
     ``max_nesting`` bounds the depth of CPython's syntax tree and ``max_parse_work`` the work
     libcst would do (see ``SX002``); both are measured before libcst sees the code.
     """
+    with gc_paused():
+        return _parse(
+            action,
+            max_source_bytes=max_source_bytes,
+            max_nesting=max_nesting,
+            max_parse_work=max_parse_work,
+        )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a burst of allocations.
+
+    Parsing allocates tens of thousands of syntax-tree nodes, freed by reference counting (the
+    trees hold no cycles). The burst would otherwise trigger collections that traverse the
+    host's whole heap, each one longer the bigger the host; any cycles made meanwhile are
+    collected after the pause. Nested or concurrent pauses are safe: only a pause that found
+    the collector enabled turns it back on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse(
+    action: Action, *, max_source_bytes: int, max_nesting: int, max_parse_work: int
+) -> Parsed | ParseFailure:
     code = action.code
     if len(code) > max_source_bytes or _utf8_length(code) > max_source_bytes:
         size = _utf8_length(code)
@@ -322,11 +356,24 @@ def _measure_tree(
     depth = 0
     while level:
         depth += 1
+        following: list[ast.AST] = []
         for node in level:
-            if type(node) in _CHAIN_TYPES and id(node) not in inside_fstring:
-                extra = _flat_chain_length(node, lines)
-                if extra:
-                    lift[id(node)] = lift.get(id(node), 0) + extra
+            kind = type(node)
+            if kind in _CHAIN_TYPES:
+                if id(node) not in inside_fstring:
+                    extra = _flat_chain_length(node, lines)
+                    if extra:
+                        lift[id(node)] = lift.get(id(node), 0) + extra
+                if isinstance(node, ast.JoinedStr):
+                    # An f-string's parts carry the whole literal's position (3.11): not re-counted.
+                    inside_fstring.update(id(part) for part in node.values)
+            # ast.iter_child_nodes, inlined: this loop visits every node of the tree.
+            for field in kind._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, ast.AST):
+                    following.append(value)
+                elif isinstance(value, list):
+                    following += [item for item in value if isinstance(item, ast.AST)]
         lifted = [node for node in level if id(node) in lift] if lift else []
         deepest = max(lifted, key=lambda node: lift[id(node)], default=None)
         highest = depth + (lift[id(deepest)] if deepest is not None else 0)
@@ -356,11 +403,7 @@ def _measure_tree(
         for node in lifted:
             for child in ast.iter_child_nodes(node):
                 lift[id(child)] = lift[id(node)]
-        for node in level:
-            if isinstance(node, ast.JoinedStr):
-                # An f-string's parts carry the whole literal's position (3.11): not re-counted.
-                inside_fstring.update(id(part) for part in node.values)
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        level = following
     return None
 
 
@@ -371,6 +414,8 @@ def _flat_chain_length(node: ast.AST, lines: list[str]) -> int:
     if isinstance(node, ast.JoinedStr) or (
         isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)
     ):
+        if node.lineno == node.end_lineno and (node.end_col_offset or 0) - node.col_offset < 64:
+            return 0  # one line of under 64 bytes, so under 64 characters: see below
         segment = _segment(lines, node)
         if "\n" not in segment and len(segment) < 64:
             return 0  # too short to hold enough literals to matter

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import json
 import sys
 import unicodedata
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safeexec.model import Action, Enforcement, Severity, Span
-from safeexec.parse import Parsed, ParseFailure, parse
+from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
 
 
 def _parsed(code: str) -> Parsed:
@@ -502,3 +503,39 @@ def test_parse_agrees_with_cpython_compile_on_generated_programs(
     else:
         assert isinstance(result, ParseFailure)
         assert result.finding.rule in {"SX001", "SX004", "SX005"}, result.finding
+
+
+def test_the_garbage_collector_is_paused_while_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    real_parse_module = libcst.parse_module
+
+    def recording_parse_module(*args: object, **kwargs: object) -> libcst.Module:
+        seen.append(gc.isenabled())
+        return real_parse_module(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(libcst, "parse_module", recording_parse_module)
+    assert gc.isenabled()
+    assert isinstance(parse(Action.create("x = 1\n")), Parsed)
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "code", ["x = 1\n", "return 1\n", "x = (\n"], ids=["ok", "compile", "syntax"]
+)
+def test_parse_leaves_the_garbage_collector_as_it_found_it(code: str) -> None:
+    parse(Action.create(code))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse(Action.create(code))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_pause_turns_the_collector_back_on_after_an_exception() -> None:
+    with pytest.raises(ZeroDivisionError), gc_paused():
+        assert not gc.isenabled()
+        _ = 1 / 0
+    assert gc.isenabled()
