@@ -989,21 +989,18 @@ class NativeSession:
             self._lock.release()
 
     def upload(self, name: str, data: bytes) -> None:
-        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
+        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
+
+        A bad name or a non-file in the way raises ``ConfigurationError``; a symlink or FIFO in
+        the way, ``OSError``."""
         with self._lock:
-            try:
-                fd = _open_beneath(
-                    str(self.workdir),
-                    name,
-                    os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
-                    create_dirs=True,
-                    owner=self._uid,
-                )
-            except OSError as exc:  # a symlink on the way (ELOOP, ENOTDIR), a FIFO (ENXIO)
-                raise ConfigurationError(
-                    f"name={name!r} cannot be written in the workdir ({exc.strerror}); "
-                    "something other than a plain file or directory is in the way"
-                ) from None
+            fd = _open_beneath(
+                str(self.workdir),
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
+                create_dirs=True,
+                owner=self._uid,
+            )
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
