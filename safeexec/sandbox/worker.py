@@ -162,6 +162,7 @@ def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> dic
     filename = f"<cell-{cell}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     outcome: dict[str, object] = {"op": "done", "ok": True}
+    worker_pid = os.getpid()
     try:
         shown = executor.execute(code, filename=filename)
         if shown is not None:
@@ -172,6 +173,10 @@ def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> dic
         outcome = {"op": "done", "ok": False, "error": _describe(exc)}
     finally:
         _flush_streams()
+        if os.getpid() != worker_pid:
+            # A child the cell forked fell out of it (no os._exit): it holds a copy of the
+            # channel and must neither answer for the cell nor read the host's next request.
+            os._exit(0 if outcome.get("ok") else 1)
     _save_figures(workdir, cell)
     _reap_orphans()
     return outcome
