@@ -618,6 +618,62 @@ def _chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits)
                         os.close(child)
 
 
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _remove_tree(root: str) -> None:
+    """Remove ``root`` and everything beneath it, however deep, never following a symlink.
+
+    ``shutil.rmtree`` recurses once per level (a cell can nest thousands: RecursionError in the
+    host) and keeps a descriptor per level open. This walks down holding one descriptor, climbs
+    back through ``..`` checked against the inode it came from, and stops (leaving the rest)
+    at anything it cannot remove or that moved.
+    """
+    try:
+        fd = os.open(root, _DIRECTORY_FLAGS)
+    except OSError:
+        return
+    info = os.fstat(fd)
+    trail = [(info.st_dev, info.st_ino)]  # the inodes from root down to the current directory
+    names: list[str] = []
+    try:
+        while True:
+            child = _first_subdirectory_after_unlinking_files(fd)
+            if child is not None:
+                os.close(fd)
+                fd, name = child
+                info = os.fstat(fd)
+                trail.append((info.st_dev, info.st_ino))
+                names.append(name)
+                continue
+            if not names:
+                break
+            parent = os.open("..", _DIRECTORY_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            info = os.fstat(fd)
+            trail.pop()
+            if (info.st_dev, info.st_ino) != trail[-1]:
+                return  # the tree moved under us: remove nothing more
+            os.rmdir(names.pop(), dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)
+
+
+def _first_subdirectory_after_unlinking_files(dir_fd: int) -> tuple[int, str] | None:
+    """Unlink every non-directory in ``dir_fd``; return the first subdirectory, opened."""
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                return os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd), entry.name
+            os.unlink(entry.name, dir_fd=dir_fd)
+    return None
+
+
 def _split_relative(name: str) -> tuple[str, ...]:
     parts = PurePosixPath(name).parts
     if (
@@ -940,7 +996,7 @@ class NativeSession:
             self._backend._sessions.discard(self)
             self._stop_worker()
             if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+                _remove_tree(str(self.workdir))
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
