@@ -35,6 +35,7 @@ import ast
 import builtins
 import contextvars
 import io
+import operator
 import os
 import random
 import re
@@ -687,6 +688,9 @@ class Guards:
 
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
+        # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
+        # undo a wrapper (a counting executor hands out ``range`` as a function).
+        self.type_aliases: dict[type, object] = {}
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
 
@@ -735,7 +739,7 @@ class Guards:
         if name == "__class__":
             if isinstance(obj, type):
                 raise GuardError("__class__ of a class (its metaclass) is not accessible")
-            return type(obj)
+            return self.type_aliases.get(type(obj), type(obj))
         if name == "format" and type(obj) is str:
             return _safe_str_format(obj)
         if self.is_own(obj):
@@ -826,14 +830,13 @@ class Guards:
         """``_apply_``: calls written with ``*args``/``**kwargs`` (keywords must be strings)."""
         return func(*args, **kwargs)
 
-    @staticmethod
-    def safe_type(*args: object) -> type:
+    def safe_type(self, *args: object) -> object:
         """One-argument ``type``; never hands out a metaclass (which could build classes)."""
         if len(args) != 1:
             raise GuardError("type() takes exactly one argument in restricted mode")
         if isinstance(args[0], type):
             raise GuardError("type() of a class is not available in restricted mode")
-        return type(args[0])
+        return self.type_aliases.get(type(args[0]), type(args[0]))
 
     @staticmethod
     def safe_dir(*obj: object) -> list[str]:
@@ -897,6 +900,116 @@ def _view_value(value: object) -> object:
     return value
 
 
+# Above this many items a ``range`` is handed out as a :class:`_CountedRange` (counting only).
+_COUNTED_RANGE_ABOVE = 1 << 20
+_SECOND = operator.itemgetter(1)
+
+
+def _counted(executor: RestrictedExecutor, source: Iterable[object]) -> Iterator[object]:
+    """``source``'s items, one budget operation each, drawn at C speed.
+
+    ``zip`` pulls the budget's counter before the source, so when the counter runs dry (the
+    watchdog stopped the run) no item is lost and the consumer stops; an iterator carried into a
+    later run picks up that run's budget.
+    """
+    iterator = iter(source)
+    while True:
+        counter = executor._budget.counter
+        # A ``for`` loop, not ``yield from``: resuming after a plain ``yield`` checks the eval
+        # breaker, so the watchdog thread gets the GIL to stop the budget.
+        for item in map(_SECOND, zip(counter, iterator, strict=False)):  # noqa: UP028
+            yield item
+        if counter.__length_hint__() != 0:  # type: ignore[attr-defined]
+            return  # the source ended
+        if counter is executor._budget.counter:
+            raise RuntimeError("the operation budget is exhausted")
+
+
+class _CountedRange:
+    """A ``range`` too long for C-level consumers: iterating it draws from the budget.
+
+    ``type()`` and ``__class__`` answer the sandbox's ``range`` for it and for real ranges, so
+    code never holds the real class (whose instances C code iterates uncounted).
+    """
+
+    __slots__ = ("_executor", "_range")
+
+    def __init__(self, value: range, executor: RestrictedExecutor) -> None:
+        self._range = value
+        self._executor = executor
+
+    @property
+    def start(self) -> int:
+        return self._range.start
+
+    @property
+    def stop(self) -> int:
+        return self._range.stop
+
+    @property
+    def step(self) -> int:
+        return self._range.step
+
+    def __iter__(self) -> Iterator[object]:
+        return _counted(self._executor, self._range)
+
+    def __reversed__(self) -> Iterator[object]:
+        return _counted(self._executor, reversed(self._range))
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __bool__(self) -> bool:
+        return bool(self._range)
+
+    def __getitem__(self, index: int | slice) -> int | range | _CountedRange:
+        if isinstance(index, slice):
+            return self._executor._range_value(self._range[index])
+        return self._range[index]
+
+    def __contains__(self, value: object) -> bool:
+        if type(value) is int or type(value) is bool:
+            return value in self._range  # arithmetic, not a scan
+        return value in _counted(self._executor, self._range)
+
+    def count(self, value: object) -> int:
+        if type(value) is int or type(value) is bool:
+            return self._range.count(value)
+        return operator.countOf(_counted(self._executor, self._range), value)
+
+    def index(self, value: object) -> int:
+        if type(value) is int or type(value) is bool:
+            return self._range.index(value)
+        return operator.indexOf(_counted(self._executor, self._range), value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _CountedRange):
+            return self._range == other._range
+        if isinstance(other, range):
+            return self._range == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._range)
+
+    def __repr__(self) -> str:
+        return repr(self._range)
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        return (self._executor._range, (self.start, self.stop, self.step))
+
+
+def _counted_producer(executor: RestrictedExecutor, producer: Callable[..., Any]) -> object:
+    """An ``itertools`` producer that may be endless or combinatorial: its items count."""
+    if not executor._counting:
+        return producer
+
+    def counted(*args: object, **kwargs: object) -> Iterator[object]:
+        return _counted(executor, producer(*args, **kwargs))
+
+    return counted
+
+
 class RestrictedExecutor:
     """Runs cells of restricted Python in a persistent namespace (the ``Executor`` protocol).
 
@@ -918,6 +1031,7 @@ class RestrictedExecutor:
         self._imports = tuple(imports)
         self._workdir = None if workdir is None else Path(workdir).resolve()
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
+        self._counting = count_operations
         self._output_bytes = output_bytes
         self._sink: TextSink = sink if sink is not None else _SinkProxy()
         self._tools: dict[str, Callable[..., object]] = {}
@@ -1060,7 +1174,31 @@ class RestrictedExecutor:
         )
         if self._workdir is not None:
             table["open"] = self._open
+        if self._counting:
+            counted_range = self._range  # one bound method, so ``type(range(3)) is range``
+            table["range"] = counted_range
+            table["iter"] = self._iter
+            guards.type_aliases.update({range: counted_range, _CountedRange: counted_range})
         return table
+
+    # C-level consumers (``sum``, ``list``, ``x in it``, ``deque(it, maxlen=0)``) run no Python
+    # code between items, so no tick can stop them; what they consume is made to count instead.
+    def _range(self, *args: int) -> range | _CountedRange:
+        """``range``; one longer than ``_COUNTED_RANGE_ABOVE`` iterates through the budget."""
+        return self._range_value(range(*args))
+
+    def _range_value(self, value: range) -> range | _CountedRange:
+        try:
+            short = len(value) <= _COUNTED_RANGE_ABOVE
+        except OverflowError:
+            short = False
+        return value if short else _CountedRange(value, self)
+
+    def _iter(self, source: object, *sentinel: object) -> Iterator[object]:
+        """``iter``; ``iter(callable, sentinel)`` may never end, so it counts."""
+        if sentinel:
+            return _counted(self, iter(source, *sentinel))  # type: ignore[call-overload]
+        return iter(source)  # type: ignore[call-overload]
 
     def _import_allowed(self, name: str) -> bool:
         for entry in self._imports:
@@ -1315,6 +1453,18 @@ def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
 
 
 _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
+    **{
+        f"itertools.{name}": _counted_producer
+        for name in (
+            "count",
+            "cycle",
+            "repeat",
+            "product",
+            "permutations",
+            "combinations",
+            "combinations_with_replacement",
+        )
+    },
     "textwrap.TextWrapper": _freeze_text_wrapper,
     "dataclasses.dataclass": _wrap_dataclass,
     "collections.namedtuple": _wrap_namedtuple,
