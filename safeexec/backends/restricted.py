@@ -11,8 +11,10 @@ cannot fork and for the ablation. It is **weaker**, plainly:
 * the only wall is the restricted runtime itself (a RestrictedPython or guard bug is a host
   compromise);
 * CPU and wall time are bounded by an operation budget compiled into every loop, comprehension
-  and call, stopped by a watchdog thread at the deadline; C-level work that runs no Python code
-  (``sum(range(10**12))``, ``"x" * 10**10``, a huge ``sorted``) cannot be interrupted;
+  and call, stopped by a watchdog thread at the deadline; what C-level consumers iterate (long
+  ranges, endless ``itertools`` producers) counts too, but a single C operation that runs no
+  Python code (``"x" * 10**10``, ``math.factorial(10**8)``, a backtracking regular expression,
+  a huge ``sorted``) cannot be interrupted;
 * memory is bounded only by watching the host process's virtual size grow during the run (other
   threads' allocations count too, and one huge allocation is not stopped before it happens);
   file sizes and disk use are not bounded; no confinement layer can be required (``require``

@@ -24,9 +24,13 @@ would only re-check values the code can already hold, at a guard call per elemen
 Nothing that reaches a module object through a public attribute is exposed (``tests/restricted``
 walks the reachable object graph to check that premise of the fast path). When
 ``count_operations`` is on, every loop iteration, comprehension step and function call draws from
-an :class:`OperationBudget`, so ``while True: pass`` stops in-process; C-level work
-(``sum(range(10**12))``) is not interruptible that way, which is why the default home of this
-runtime is the confined worker.
+an :class:`OperationBudget`, so ``while True: pass`` stops in-process. C-level consumers
+(``sum``, ``list``, ``x in it``) run no Python code between items, so what they consume counts
+instead: long ranges, endless or combinatorial ``itertools`` producers and ``iter(callable,
+sentinel)`` draw one operation per item. Single C operations (``"x" * 10**10``,
+``math.factorial(10**8)``, big-integer arithmetic, a backtracking regular expression) and
+library code written in Python (``difflib``) still cannot be interrupted in-process, which is
+why the default home of this runtime is the confined worker.
 """
 
 from __future__ import annotations
