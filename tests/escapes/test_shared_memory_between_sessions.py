@@ -1,0 +1,72 @@
+"""Two sessions try to meet through shared memory: System V segments, /dev/shm, message queues.
+
+Sessions of one backend are siblings forked from one template. A key-addressed System V
+segment or a named POSIX object would be a channel between them (and to the host) that no file
+rule sees; each session has its own IPC namespace and no /dev/shm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from safeexec.backends.native import NativeBackend
+from safeexec.blobs import BlobStore
+from safeexec.model import ExecRequest, ExecStatus, Limits
+
+if TYPE_CHECKING:
+    from conftest import Sandbox
+
+KEY = 0x5AFE0001
+SYSV = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+def segment(flags):
+    shmid = libc.shmget({KEY}, 4096, flags)
+    return shmid, ctypes.get_errno()
+"""
+CREATE = (
+    SYSV
+    + """
+shmid, err = segment(0o1666)  # IPC_CREAT | 0666
+address = libc.shmat(shmid, None, 0)
+ctypes.memmove(address, b'from session A', 14)
+try:
+    open('/dev/shm/safeexec-meet', 'w').write('A')
+    print(shmid >= 0, 'dev-shm-open')
+except OSError as exc:
+    print(shmid >= 0, type(exc).__name__)
+"""
+)
+FIND = (
+    SYSV
+    + """
+shmid, err = segment(0)
+try:
+    print(shmid, err, open('/dev/shm/safeexec-meet').read())
+except OSError as exc:
+    print(shmid, err, type(exc).__name__)
+"""
+)
+
+
+def test_sessions_cannot_meet_through_shared_memory(
+    sandbox: Sandbox, backend: NativeBackend, tmp_path: Path
+) -> None:
+    ran = sandbox.run(CREATE)
+    assert ran.result.status is ExecStatus.OK, ran.text
+    assert ran.stdout.split() == ["True", "PermissionError"]  # a segment of its own; no /dev/shm
+    workdir = tmp_path / "other"
+    workdir.mkdir()
+    blobs = BlobStore(tmp_path / "blobs-other")
+    other = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
+    try:
+        result = other.run(ExecRequest(action_id="find", code=FIND, limits=Limits()))
+        assert result.status is ExecStatus.OK, result.message
+        shmid, err, dev_shm = blobs.get(result.stdout).decode().split()
+        assert (shmid, err) == ("-1", "2")  # ENOENT: the other session's segment is not here
+        assert dev_shm in ("PermissionError", "FileNotFoundError")  # A could not create it
+    finally:
+        other.close()
+    sandbox.assert_usable()
