@@ -3,7 +3,8 @@
 Every session is forked from one template process, so anything the template ever read (say an
 earlier session's ``env`` passthrough, decoded from its spawn request) sits in freed heap pages
 that each later session inherits. The host must send a session's config over the session's own
-channel, never through the template.
+channel, never through the template. The same scan looks for the host's own canary secret,
+which must never have reached the template at all.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.sbrk.restype = ctypes.c_void_p
 r, w = os.pipe()
 os.set_blocking(w, False)
-needle = {NEEDLE!r}.encode()
+needles = ({NEEDLE!r}.encode(), b"canary-")
 hits = set()
 def scan(low, high):
     address = low & ~4095
@@ -38,10 +39,11 @@ def scan(low, high):
         if libc.write(w, ctypes.c_void_p(address), 4096) > 0:
             os.read(r, 4096)
             page = ctypes.string_at(address, 4096)
-            at = page.find(needle)
-            while at >= 0:
-                hits.add(page[at:at + 64])
-                at = page.find(needle, at + 1)
+            for needle in needles:
+                at = page.find(needle)
+                while at >= 0:
+                    hits.add(page[at:at + 64])
+                    at = page.find(needle, at + 1)
         address += 4096
 top = libc.sbrk(0)
 scan(top - 64 * 1024 * 1024, top)
@@ -63,7 +65,7 @@ def test_a_session_cannot_read_an_earlier_sessions_env_from_the_template(
 ) -> None:
     ran = sandbox.run(SCAN, wall_seconds=60, cpu_seconds=60)  # restricted modes refuse ctypes
     assert ran.result.status is ExecStatus.OK, ran.text
-    _hits(ran.stdout)
+    assert sandbox.canaries.secret.encode() not in _hits(ran.stdout)
 
     secret = NEEDLE + secrets.token_hex(16)
     blobs = BlobStore(tmp_path / "blobs-victim")
@@ -89,6 +91,7 @@ def test_a_session_cannot_read_an_earlier_sessions_env_from_the_template(
             assert result.status is ExecStatus.OK, result.message
             found = _hits(attacker_blobs.get(result.stdout).decode())
             assert secret.encode() not in found, "another session's env secret was in memory"
+            assert sandbox.canaries.secret.encode() not in found, "the host's secret was in memory"
         finally:
             attacker.close()
     sandbox.assert_usable()
