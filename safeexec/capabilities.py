@@ -62,6 +62,10 @@ Url = NewType("Url", str)
 """Annotate a tool parameter with ``Url`` to have its host checked (network-effect tools)."""
 
 _MAX_DEPTH = 64
+# What one JSON-plain copy may hold: the copy runs in the host, where no budget interrupts it.
+_MAX_ITEMS = 1_000_000
+_MAX_TEXT_CHARS = 64 * 1024 * 1024
+_MAX_INT_BITS = 14_000  # about Python's 4300-digit limit on int-to-text conversion
 _MAX_ERROR_CHARS = 500
 
 
@@ -112,15 +116,29 @@ class ToolError(Exception):
 
 def to_plain(value: object, *, where: str = "value") -> JSONValue:
     """A fresh JSON-plain copy of ``value`` with exact types (``bool``/``int``/``float``/``str``,
-    lists, string-keyed dicts); tuples become lists; anything else raises ``TypeError``."""
-    return _plain(value, where, 0)
+    lists, string-keyed dicts); tuples become lists; anything else raises ``TypeError``.
+
+    At most ``_MAX_ITEMS`` values and ``_MAX_TEXT_CHARS`` characters of strings and keys
+    (``ValueError`` beyond), so a hostile value cannot keep the host copying.
+    """
+    return _plain(value, where, 0, [_MAX_ITEMS, _MAX_TEXT_CHARS])
 
 
-def _plain(value: object, where: str, depth: int) -> JSONValue:
+def _plain(value: object, where: str, depth: int, left: list[int]) -> JSONValue:
     if depth > _MAX_DEPTH:
         raise TypeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    left[0] -= 1
+    if left[0] < 0:
+        raise ValueError(f"{where}: more than {_MAX_ITEMS} values in one JSON value")
     kind = type(value)
-    if value is None or kind is bool or kind is int or kind is str:
+    if kind is str:
+        left[1] -= len(typing.cast(str, value))
+        if left[1] < 0:
+            raise ValueError(f"{where}: more than {_MAX_TEXT_CHARS} characters of text")
+        return typing.cast(str, value)
+    if kind is int and typing.cast(int, value).bit_length() > _MAX_INT_BITS:
+        raise ValueError(f"{where}: an integer of more than {_MAX_INT_BITS} bits has no JSON form")
+    if value is None or kind is bool or kind is int:
         return typing.cast(JSONValue, value)
     if kind is float:
         if not math.isfinite(typing.cast(float, value)):
@@ -128,13 +146,16 @@ def _plain(value: object, where: str, depth: int) -> JSONValue:
         return typing.cast(float, value)
     if kind is list or kind is tuple:
         items = typing.cast("list[object]", value)
-        return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(items)]
+        if len(items) > left[0]:
+            raise ValueError(f"{where}: more than {_MAX_ITEMS} values in one JSON value")
+        return [_plain(v, f"{where}[{i}]", depth + 1, left) for i, v in enumerate(items)]
     if kind is dict:
         out: dict[str, JSONValue] = {}
         for key, item in typing.cast("dict[object, object]", value).items():
             if type(key) is not str:
                 raise TypeError(f"{where}: dict keys must be str, got {type(key).__name__}")
-            out[key] = _plain(item, f"{where}[{key!r}]", depth + 1)
+            left[1] -= len(key)
+            out[key] = _plain(item, f"{where}[{key!r}]", depth + 1, left)
         return out
     raise TypeError(f"{where}: a {kind.__name__} cannot cross the tool boundary (JSON data only)")
 
