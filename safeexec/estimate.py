@@ -367,6 +367,8 @@ class _Estimator:
                 self._call(node, cost)  # type: ignore[arg-type]
             elif cls is ast.BinOp:
                 self._binop(node, cost)  # type: ignore[arg-type]
+            elif cls is ast.Compare:
+                self._membership(node, cost)  # type: ignore[arg-type]
             for field_name in cls._fields:
                 value = getattr(node, field_name, None)
                 if value.__class__ is list:
@@ -430,7 +432,9 @@ class _Estimator:
             cost.output = cost.output.plus(_Amount(printed))
         elif name in _CONSUMERS and len(node.args) == 1:
             trips = self._trips(node.args[0])
-            if isinstance(node.args[0], ast.Call) and _dotted(node.args[0].func) == "range":
+            # A producer call (``range``, ``itertools.repeat(x, n)``, ``itertools.count()``) is
+            # consumed in C: its whole length is work, and memory for the builders.
+            if isinstance(node.args[0], ast.Call) and trips.kind is not BoundKind.UNKNOWN:
                 cost.cpu = cost.cpu.plus(trips)
                 per_item = _SEQUENCE_BUILDERS.get(name) or (
                     _SET_ENTRY_BYTES if name in ("set", "frozenset") else 0
@@ -457,6 +461,17 @@ class _Estimator:
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "extend" and node.args:
             size = _literal_size(node.args[0])
             cost.growth = cost.growth.plus(_Amount(size))
+
+    def _membership(self, node: ast.Compare, cost: _Cost) -> None:
+        """``x in producer()`` scans the producer in C (a ``range`` answers arithmetically)."""
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if not isinstance(op, ast.In | ast.NotIn) or not isinstance(right, ast.Call):
+                continue
+            if _dotted(right.func) == "range":
+                continue
+            trips = self._trips(right)
+            if trips.kind is not BoundKind.UNKNOWN:
+                cost.cpu = cost.cpu.plus(trips)
 
     def _array(self, node: ast.Call, name: str, cost: _Cost) -> None:
         """numpy constructors with constant sizes: 8 bytes per element (float64/int64)."""
@@ -599,6 +614,10 @@ class _Estimator:
             return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
         if name in ("itertools.repeat", "repeat") and len(args) == 1 and not node.keywords:
             return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
+        if name in ("itertools.repeat", "repeat") and len(args) + len(node.keywords) == 2:
+            times_node = args[1] if len(args) == 2 else node.keywords[0].value
+            times = self._int(times_node)
+            return unknown if times is None else _Amount(min(max(times, 0.0), _CAP))
         if name in ("iter",) and len(args) == 2:
             return _Amount(0.0, BoundKind.UNKNOWN, f"a sentinel iterator at line {node.lineno}")
         if name in ("itertools.product", "product") and args:

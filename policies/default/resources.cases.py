@@ -96,3 +96,25 @@ def evens():
     for i in itertools.count():
         yield 2 * i
 print(list(itertools.islice(naturals(), 5)), next(evens()))
+
+# case: an endless iterator consumed by a C function  # expect: SX502
+import itertools
+total = sum(itertools.count())
+
+# case: membership in an endless iterator scans it in C  # expect: SX502
+import itertools
+found = -1 in itertools.count()
+
+# case: a billion repeats materialised  # expect: SX503
+import itertools
+zeros = list(itertools.repeat(0, 10**9))
+
+# case: a trillion repeats summed  # expect: SX501
+from itertools import repeat
+total = sum(repeat(1, times=10**12))
+
+# case: small repeats, membership in a range and an islice of count are fine  # ok: SX501, SX502, SX503
+import itertools
+row = list(itertools.repeat("-", 40))
+hit = 10**11 in range(10**12)
+first = list(itertools.islice(itertools.count(), 5))
