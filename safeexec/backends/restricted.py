@@ -23,6 +23,9 @@ cannot fork and for the ablation. It is **weaker**, plainly:
   beneath the workdir by path checks only); ``env`` is ignored (the code has no ``os.environ``);
 * sandbox objects live in the host process: they never cross into host code (tool arguments and
   results are JSON-plain copies), but a RestrictedPython or guard bug here is a host compromise.
+* CPython 3.11 recurses in C without a depth check through deeply nested objects (hashing a
+  million-deep tuple, pulling from a million nested ``map`` iterators): the C stack overflows and
+  the host process dies. Code that can build such nesting needs the worker.
 """
 
 from __future__ import annotations
