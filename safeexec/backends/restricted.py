@@ -69,6 +69,7 @@ __all__ = ["InProcessRestrictedSession", "RestrictedBackend"]
 
 _WATCHDOG_SECONDS = 0.005
 _MESSAGE_CHARS = 2000
+_MAX_CHAINED_ERRORS = 16
 _ARTIFACT_MAX_FILES = 64
 _ARTIFACT_MAX_BYTES = 16 * 1024 * 1024
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -430,9 +431,29 @@ def _safe_str(error: BaseException) -> str:
         return "<unprintable>"
 
 
+def _cut_chain(error: BaseException) -> None:
+    """Unlink ``__cause__``/``__context__`` past the first ``_MAX_CHAINED_ERRORS`` exceptions.
+
+    The traceback is formatted in the host after the run, with no budget: a chain of a million
+    ``raise ... from e`` must not be walked whole.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if len(seen) >= _MAX_CHAINED_ERRORS:
+            current.__cause__ = current.__context__ = None
+            continue
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+
+
 def _format_error(error: BaseException) -> str:
     """The traceback of user frames only (``<cell-N>``), or just the exception line."""
     try:
+        _cut_chain(error)
         info = traceback.TracebackException.from_exception(error)
         pending: list[traceback.TracebackException | None] = [info]
         seen: set[int] = set()
