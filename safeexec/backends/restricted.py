@@ -70,6 +70,7 @@ __all__ = ["InProcessRestrictedSession", "RestrictedBackend"]
 _WATCHDOG_SECONDS = 0.005
 _MESSAGE_CHARS = 2000
 _MAX_CHAINED_ERRORS = 16
+_MAX_GROUPED_ERRORS = 256
 _ARTIFACT_MAX_FILES = 64
 _ARTIFACT_MAX_BYTES = 16 * 1024 * 1024
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -450,10 +451,34 @@ def _cut_chain(error: BaseException) -> None:
         pending += [e for e in (current.__cause__, current.__context__) if e is not None]
 
 
+def _small_groups(error: BaseException) -> bool:
+    """Do the exception groups under ``error`` hold at most ``_MAX_GROUPED_ERRORS`` exceptions?
+
+    ``TracebackException`` builds a report for every member, shown or not.
+    """
+    pending: list[object] = [error]
+    count = 0
+    while pending:
+        current = pending.pop()
+        count += 1
+        if count > _MAX_GROUPED_ERRORS:
+            return False
+        if isinstance(current, BaseExceptionGroup):
+            members = current.exceptions
+            if type(members) is not tuple:
+                return False
+            pending += members
+        if isinstance(current, BaseException):
+            pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+    return True
+
+
 def _format_error(error: BaseException) -> str:
     """The traceback of user frames only (``<cell-N>``), or just the exception line."""
     try:
         _cut_chain(error)
+        if not _small_groups(error):
+            return f"{type(error).__name__}: {_safe_str(error)}\n"
         info = traceback.TracebackException.from_exception(error)
         pending: list[traceback.TracebackException | None] = [info]
         seen: set[int] = set()

@@ -1,7 +1,9 @@
-"""A million-link exception chain (``raise ValueError(i) from e`` in a loop), raised at the end.
+"""A million-link exception chain (``raise ValueError(i) from e`` in a loop), or a group of a
+million exceptions, raised at the end.
 
 In-process, the traceback is formatted in the host after the run, where no budget counts: the
-whole chain would be walked and formatted. Only the first links are kept.
+whole chain would be walked and formatted. Only the first links are kept, and a huge group is
+reported by its line.
 """
 
 from __future__ import annotations
@@ -49,3 +51,18 @@ except ValueError as e:
     outcome = box.run(code)
     for line in ("KeyError: 'missing'", "ValueError: bad input", "RuntimeError: step failed"):
         assert line in outcome.stderr, outcome.stderr
+
+
+def test_a_huge_exception_group_is_reported_by_its_line(restricted_box: BoxFactory) -> None:
+    box = restricted_box()
+    code = "raise ExceptionGroup('many', [ValueError(i) for i in range(300_000)])"
+    outcome = box.run(code, cpu_seconds=20.0, wall_seconds=40.0)
+    assert outcome.status.value == "error", outcome.text
+    assert "300000 sub-exceptions" in outcome.text
+    box.assert_usable()
+
+
+def test_a_small_exception_group_keeps_its_traceback(restricted_box: BoxFactory) -> None:
+    box = restricted_box()
+    outcome = box.run("raise ExceptionGroup('two', [ValueError(1), KeyError(2)])")
+    assert "ValueError: 1" in outcome.stderr and "KeyError: 2" in outcome.stderr, outcome.stderr
