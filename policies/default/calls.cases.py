@@ -141,3 +141,13 @@ pathlib.Path("data", "x.csv").exists()  # ok: SX305
 pathlib.Path(*["data", "x.csv"]).exists()  # ok: SX305
 with contextlib.chdir("sub"):  # ok: SX305
     pass
+
+# case: open under another name, and inherited file descriptors
+import io
+reader = open
+reader("/etc/passwd").read()  # expect: SX305
+reader("notes.txt").read()  # ok: SX305
+open(3).read()  # expect: SX305
+io.FileIO(0).read()  # expect: SX305
+io.open(1, "w").write("x")  # expect: SX305
+open("3").read()  # ok: SX305

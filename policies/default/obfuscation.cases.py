@@ -46,6 +46,10 @@ Path(Path.cwd().anchor, "etc", "passwd").read_text()  # todo-expect: SX305
 raw_file_class = type(open("data.bin", "rb").raw)
 raw_file_class("/etc/passwd").read()  # todo-expect: SX305
 
+# case: open carried in a container, a parameter or an attribute
+[open][0]("/etc/passwd")  # todo-expect: SX305
+(lambda opener: opener("/etc/passwd"))(open)  # todo-expect: SX305
+
 # case: type() three-argument class creation is ordinary syntax
 Klass = type("Klass", (), {"x": 1})  # ok: SX301, SX401
 print(Klass.x)

@@ -186,6 +186,8 @@ def _outside_workdir(path: str) -> bool:
 _PATH_CONSTRUCTORS = frozenset(
     {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
 )
+# File functions that also take an open file descriptor in place of a path.
+_DESCRIPTOR_OPENERS = frozenset({"open", "io.open", "io.FileIO", "codecs.open"})
 # Calls that return the home directory (what ``~`` means in a path).
 _HOME_FUNCTIONS = frozenset({"pathlib.Path.home", "pathlib.PosixPath.home"})
 
@@ -253,7 +255,18 @@ def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
         ]
         for arg in candidates:
             path = ctx.folder.fold(arg)
-            if path is not None and _outside_workdir(path):
+            if (
+                site.callee in _DESCRIPTOR_OPENERS
+                and isinstance(arg, ast.Constant)
+                and type(arg.value) is int
+            ):
+                path = f"file descriptor {arg.value}"  # an inherited descriptor: not a workdir file
+                yield CheckHit(
+                    node=site.node,
+                    fields={"path": path, "function": site.callee},
+                    evidence=path,
+                )
+            elif path is not None and _outside_workdir(path):
                 yield CheckHit(
                     node=site.node,
                     fields={"path": clip_text(path), "function": site.callee},

@@ -41,6 +41,11 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FORMAT_FIELD = re.compile(r"\{([^{}!:]*)")
 
 
+# Builtins whose calls checks inspect by name: a variable bound to one resolves through it
+# (``f = open; f('/etc/passwd')``), like a variable bound to a module.
+_TRACKED_BUILTINS = frozenset({"open"})
+
+
 class _ScanTimeout(Exception):
     pass
 
@@ -276,7 +281,7 @@ class _Scanner:
                 continue
             if isinstance(value, ast.Name | ast.Attribute):
                 resolved = self._resolve(value)
-                if resolved is not None and resolved[1]:
+                if resolved is not None and (resolved[1] or resolved[0] in _TRACKED_BUILTINS):
                     self.aliases[name] = resolved[0]
 
     def _resolve(self, node: ast.expr) -> tuple[str, bool] | None:
