@@ -73,3 +73,11 @@ import pathlib, json
 getattr(pathlib, "os")  # expect: SX403
 getattr(json, "o" + "s")  # expect: SX403
 getattr(json, "dumps")({"a": 1})  # ok: SX403
+
+# case: re-exports reached by operator.attrgetter
+import operator, pathlib, json
+operator.attrgetter("os")(pathlib)  # expect: SX403
+operator.attrgetter("o" + "s.system")(pathlib)  # expect: SX403
+operator.attrgetter("dumps", "loads")(json)  # ok: SX403
+fetch_os = operator.attrgetter("os")
+fetch_os(pathlib)  # todo-expect: SX403

@@ -285,7 +285,26 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             )
     # getattr(pathlib, "os") reaches the same attribute by name.
     modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
+    callees = {id(call.node): call.callee for call in ctx.calls}
     for call in ctx.calls:
+        # operator.attrgetter("os", "x.y")(pathlib): every name, up to its first dot.
+        getter = call.node.func
+        if (
+            isinstance(getter, ast.Call)
+            and callees.get(id(getter)) == "operator.attrgetter"
+            and call.node.args
+        ):
+            base = modules.get(id(call.node.args[0]))
+            for name_node in getter.args if base is not None else ():
+                attribute = ctx.folder.fold(name_node)
+                head = None if attribute is None else attribute.partition(".")[0]
+                if head is not None and reexport_hazard(head):
+                    name = f"{base}.{head}"
+                    yield CheckHit(
+                        node=call.node,
+                        fields={"name": clip_text(name), "module": str(base)},
+                        evidence=name,
+                    )
         if call.callee not in ("getattr", "hasattr") or len(call.node.args) < 2:
             continue
         base = modules.get(id(call.node.args[0]))
