@@ -172,3 +172,28 @@ counts = collections.Counter()
 counts.update("abc")  # ok: SX409
 scratch = {}
 scratch["x"] = 1  # ok: SX409
+
+# case: a module carried where the checks cannot follow it
+import pathlib, math
+holder = {"m": pathlib}  # expect: SX410
+holder["m"].os.system("id")
+match pathlib:  # expect: SX410
+    case object(os=o):
+        o.system("id")
+(alias := pathlib).Path  # expect: SX410
+def use(mod=pathlib):  # expect: SX410
+    return mod.Path
+for each in [pathlib]:  # expect: SX410
+    each.Path
+first, second = pathlib, 1  # expect: SX410
+class Holder:
+    m = pathlib  # expect: SX410
+helper = lambda: pathlib  # expect: SX410
+sorted([1], key=math)  # expect: SX410
+
+# case: modules read, printed and rebound are followed
+import math, json
+print(math, dir(json))  # ok: SX410
+m = math  # ok: SX410
+print(m.pi, math.sqrt(4), getattr(json, "dumps")([1]))  # ok: SX410
+math  # ok: SX410

@@ -80,4 +80,4 @@ operator.attrgetter("os")(pathlib)  # expect: SX403
 operator.attrgetter("o" + "s.system")(pathlib)  # expect: SX403
 operator.attrgetter("dumps", "loads")(json)  # ok: SX403
 fetch_os = operator.attrgetter("os")
-fetch_os(pathlib)  # todo-expect: SX403
+fetch_os(pathlib)  # todo-expect: SX403  # expect: SX410

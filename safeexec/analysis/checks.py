@@ -383,6 +383,73 @@ def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
                 yield CheckHit(node=call.node, fields={"name": clip_text(name)}, evidence=name)
 
 
+# Calls that may take a module as an argument without handing it on.
+_MODULE_READERS = frozenset(
+    {
+        "print",
+        "repr",
+        "str",
+        "dir",
+        "type",
+        "id",
+        "isinstance",
+        "callable",
+        "hasattr",
+        "getattr",
+        "setattr",
+        "delattr",
+    }
+)
+
+
+@_register("module-as-value")
+def _module_as_value(ctx: ScanContext) -> Iterator[CheckHit]:
+    """An imported module used as a value the checks cannot follow.
+
+    Attribute reads, plain ``m = module`` rebinding (tracked as an alias) and a few readers
+    (``print``, ``dir``, ``getattr`` with its own checks) are followed; a module put in a
+    container, passed as an argument or default, matched on, iterated over or bound by a walrus,
+    an unpacking or a class body would carry ``pathlib.os`` past SX403 unseen.
+    """
+    modules: set[str] = set()
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname or a.name.partition(".")[0] for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    if not modules:
+        return
+    for node in ast.walk(ctx.tree):
+        if not (
+            isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules
+        ):
+            continue
+        parent = parents.get(id(node))
+        if _module_use_is_followed(node, parent, parents):
+            continue
+        yield CheckHit(node=node, fields={"name": clip_text(node.id)}, evidence=node.id)
+
+
+def _module_use_is_followed(
+    node: ast.Name, parent: ast.AST | None, parents: Mapping[int, ast.AST]
+) -> bool:
+    if isinstance(parent, ast.Attribute | ast.Compare | ast.Expr):
+        return True
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        if isinstance(func, ast.Call):  # operator.attrgetter("x")(module): SX403 reads the names
+            getter = func.func
+            name = getter.attr if isinstance(getter, ast.Attribute) else getattr(getter, "id", "")
+            return name == "attrgetter" and node in parent.args
+        return func is node or (isinstance(func, ast.Name) and func.id in _MODULE_READERS)
+    if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        in_class = isinstance(parents.get(id(parent)), ast.ClassDef)
+        return not in_class and all(isinstance(t, ast.Name) for t in targets)
+    return False
+
+
 _FORMAT_CALLS = frozenset({"format", "format_map", "vformat", "get_field"})
 
 

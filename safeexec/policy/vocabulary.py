@@ -57,6 +57,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "string-annotation-code": frozenset({"annotation"}),
         "dynamic-format-template": frozenset({"method"}),
         "module-mutation": frozenset({"name"}),
+        "module-as-value": frozenset({"name"}),
     }
 )
 
