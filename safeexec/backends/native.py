@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import mimetypes
 import os
 import selectors
 import shutil
@@ -28,17 +27,27 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import ClassVar
 
 from safeexec.backends.base import ToolGateway
+from safeexec.backends.workdir import (
+    TMP_DIR,
+    ArtifactLimits,
+    chown_beneath,
+    collect_artifacts,
+    disk_usage,
+    open_beneath,
+    read_regular,
+    remove_tree,
+    scan,
+)
 from safeexec.blobs import BlobStore
 from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
-    Artifact,
     ExecRequest,
     ExecResult,
     ExecStatus,
@@ -71,12 +80,11 @@ __all__ = ["ArtifactLimits", "NativeBackend", "NativeSession", "supported_layers
 _EXECUTORS = ("python", "restricted")
 _READ_CHUNK = 1 << 16
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
-_MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
+MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
 _STARTUP_SECONDS = 30.0
 _CPU_POLL_SECONDS = 0.05
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
 _KILL_WAIT_SECONDS = 5.0
-_TMP_DIR = ".tmp"  # the session's TMPDIR inside its workdir; never reported as artifacts
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SIGNAL_REASONS: dict[int, str] = {
     signal.SIGSYS: "seccomp",
@@ -87,17 +95,6 @@ _SIGNAL_REASONS: dict[int, str] = {
     signal.SIGBUS: "bad memory access",
     signal.SIGABRT: "abort",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactLimits:
-    """Caps on what a call may hand back as artifacts (files it created or changed)."""
-
-    max_count: int = 64
-    max_file_bytes: int = 64 * 1024 * 1024
-    max_total_bytes: int = 256 * 1024 * 1024
-    max_depth: int = 12
-    max_entries_scanned: int = 20_000
 
 
 def supported_layers() -> dict[Layer, LayerStatus]:
@@ -496,251 +493,6 @@ class _CappedStream:
         return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
 
 
-@dataclass(frozen=True, slots=True)
-class _FileState:
-    inode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    blocks: int
-
-
-def _scan(root: str, limits: ArtifactLimits, *, skip_tmp: bool = True) -> dict[str, _FileState]:
-    """Regular files beneath ``root`` (no symlinks followed), bounded in depth and count.
-
-    When the bounds cut the scan short, the result holds the key ``_INCOMPLETE``.
-    """
-    found: dict[str, _FileState] = {}
-    budget = [limits.max_entries_scanned]
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return found
-    try:
-        _scan_dir(fd, "", 0, limits, found, budget, skip_tmp)
-    finally:
-        os.close(fd)
-    return found
-
-
-_INCOMPLETE = "\0incomplete"  # no real file name contains NUL
-
-
-def _scan_dir(
-    fd: int,
-    prefix: str,
-    depth: int,
-    limits: ArtifactLimits,
-    found: dict[str, _FileState],
-    budget: list[int],
-    skip_tmp: bool,
-) -> None:
-    try:
-        entries = os.scandir(fd)
-    except OSError:
-        return
-    with entries:
-        _scan_entries(entries, fd, prefix, depth, limits, found, budget, skip_tmp)
-
-
-def _scan_entries(
-    entries: Iterator[os.DirEntry[str]],
-    fd: int,
-    prefix: str,
-    depth: int,
-    limits: ArtifactLimits,
-    found: dict[str, _FileState],
-    budget: list[int],
-    skip_tmp: bool,
-) -> None:
-    for entry in entries:  # read lazily: a directory may hold millions of names
-        budget[0] -= 1
-        if budget[0] < 0:
-            found[_INCOMPLETE] = _FileState(0, 0, 0, 0, 0)
-            return
-        if skip_tmp and not prefix and entry.name == _TMP_DIR:
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            found[prefix + entry.name] = _FileState(
-                info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_blocks
-            )
-        elif stat.S_ISDIR(info.st_mode) and depth >= limits.max_depth:
-            found[_INCOMPLETE] = _FileState(0, 0, 0, 0, 0)
-        elif stat.S_ISDIR(info.st_mode):
-            try:
-                child = os.open(
-                    entry.name,
-                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    dir_fd=fd,
-                )
-            except OSError:
-                continue
-            try:
-                _scan_dir(
-                    child, f"{prefix}{entry.name}/", depth + 1, limits, found, budget, skip_tmp
-                )
-            finally:
-                os.close(child)
-
-
-def _disk_usage(root: str, limits: ArtifactLimits) -> float:
-    """Bytes of disk the regular files beneath ``root`` occupy; infinite when the bounded scan
-    could not see everything (too many entries or too deep), which fails closed."""
-    found = _scan(root, limits, skip_tmp=False)
-    if _INCOMPLETE in found:
-        return float("inf")
-    return float(sum(state.blocks * 512 for state in found.values()))
-
-
-def _chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits) -> None:
-    """Give the tree under ``dir_fd`` to ``uid``, except files with other hard links: their
-    inode is also reachable from outside the workdir, and chowning it would hand that over."""
-    with os.scandir(dir_fd) as entries:
-        for entry in entries:
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
-                    continue
-                os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
-                    child = os.open(
-                        entry.name,
-                        os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                        dir_fd=dir_fd,
-                    )
-                    try:
-                        _chown_beneath(child, uid, depth=depth + 1, limits=limits)
-                    finally:
-                        os.close(child)
-
-
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _remove_tree(root: str) -> None:
-    """Remove ``root`` and everything beneath it, however deep, never following a symlink.
-
-    ``shutil.rmtree`` recurses once per level (a cell can nest thousands: RecursionError in the
-    host) and keeps a descriptor per level open. This walks down holding one descriptor, climbs
-    back through ``..`` checked against the inode it came from, and stops (leaving the rest)
-    at anything it cannot remove or that moved.
-    """
-    try:
-        fd = os.open(root, _DIRECTORY_FLAGS)
-    except OSError:
-        return
-    info = os.fstat(fd)
-    trail = [(info.st_dev, info.st_ino)]  # the inodes from root down to the current directory
-    names: list[str] = []
-    try:
-        while True:
-            child = _first_subdirectory_after_unlinking_files(fd)
-            if child is not None:
-                os.close(fd)
-                fd, name = child
-                info = os.fstat(fd)
-                trail.append((info.st_dev, info.st_ino))
-                names.append(name)
-                continue
-            if not names:
-                break
-            parent = os.open("..", _DIRECTORY_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = parent
-            info = os.fstat(fd)
-            trail.pop()
-            if (info.st_dev, info.st_ino) != trail[-1]:
-                return  # the tree moved under us: remove nothing more
-            os.rmdir(names.pop(), dir_fd=fd)
-    except OSError:
-        return
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(root)
-
-
-def _first_subdirectory_after_unlinking_files(dir_fd: int) -> tuple[int, str] | None:
-    """Unlink every non-directory in ``dir_fd``; return the first subdirectory, opened."""
-    with os.scandir(dir_fd) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                return os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd), entry.name
-            os.unlink(entry.name, dir_fd=dir_fd)
-    return None
-
-
-def _split_relative(name: str) -> tuple[str, ...]:
-    parts = PurePosixPath(name).parts
-    if (
-        not parts
-        or "\0" in name
-        or PurePosixPath(name).is_absolute()
-        or any(p in ("..", ".") for p in parts)
-    ):
-        raise ConfigurationError(
-            f"name={name!r} must be a relative path inside the workdir, without '..' or NUL"
-        )
-    return parts
-
-
-def _open_beneath(
-    root: str,
-    name: str,
-    flags: int,
-    *,
-    create_dirs: bool = False,
-    mode: int = 0o644,
-    owner: int | None = None,
-) -> int:
-    """Open ``name`` beneath ``root``, refusing symlinks at every step; directories it creates
-    are given to ``owner`` (a root host's session uid)."""
-    parts = _split_relative(name)
-    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            if create_dirs:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=dir_fd)
-                    if owner is not None:
-                        os.chown(part, owner, owner, dir_fd=dir_fd, follow_symlinks=False)
-            next_fd = os.open(
-                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
-            )
-            os.close(dir_fd)
-            dir_fd = next_fd
-        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _read_regular(root: str, name: str, max_bytes: int) -> bytes | None:
-    """The bytes of a regular, singly-linked file beneath ``root`` of at most ``max_bytes``."""
-    try:
-        fd = _open_beneath(root, name, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ConfigurationError):
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > max_bytes:
-            return None
-        chunks: list[bytes] = []
-        left = info.st_size
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 # ---------------------------------------------------------------------------------------------
 # Process inspection (from outside the sandbox)
 
@@ -869,12 +621,12 @@ class _CallState:
     refusals: int = 0
 
     def record(self, event: ExecutionEvent) -> None:
-        """Keep an event; refusals past the first ``_MAX_REFUSAL_EVENTS`` are only counted, so a
+        """Keep an event; refusals past the first ``MAX_REFUSAL_EVENTS`` are only counted, so a
         cell that hammers a refused tool cannot grow the host's memory and audit log per call.
         Calls that ran are bounded by their grants and always kept."""
         if isinstance(event, ToolRefused):
             self.refusals += 1
-            if self.refusals > _MAX_REFUSAL_EVENTS:
+            if self.refusals > MAX_REFUSAL_EVENTS:
                 return
         self.events.append(event)
 
@@ -996,7 +748,7 @@ class NativeSession:
             self._backend._sessions.discard(self)
             self._stop_worker()
             if self._owns_workdir:
-                _remove_tree(str(self.workdir))
+                remove_tree(str(self.workdir))
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -1029,7 +781,7 @@ class NativeSession:
             if cpu - self._idle_cpu_base > self._idle_cpu_budget:
                 reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
             elif cpu > self._idle_cpu_seen and (
-                _disk_usage(str(self.workdir), self._backend.artifact_limits)
+                disk_usage(str(self.workdir), self._backend.artifact_limits)
                 > self._backend.disk_bytes
             ):
                 reason = (
@@ -1050,7 +802,7 @@ class NativeSession:
         A bad name or a non-file in the way raises ``ConfigurationError``; a symlink or FIFO in
         the way, ``OSError``."""
         with self._lock:
-            fd = _open_beneath(
+            fd = open_beneath(
                 str(self.workdir),
                 name,
                 os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
@@ -1074,7 +826,7 @@ class NativeSession:
 
     def download(self, name: str) -> bytes:
         """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
-        data = _read_regular(str(self.workdir), name, self.limits.file_size_bytes)
+        data = read_regular(str(self.workdir), name, self.limits.file_size_bytes)
         if data is None:
             raise ConfigurationError(
                 f"name={name!r} is not a regular file of at most {self.limits.file_size_bytes} "
@@ -1093,12 +845,12 @@ class NativeSession:
         os.chown(self.workdir, uid, uid, follow_symlinks=False)
         root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
+            chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
         finally:
             os.close(root)
 
     def _session_env(self) -> dict[str, str]:
-        tmp = str(self.workdir / _TMP_DIR)
+        tmp = str(self.workdir / TMP_DIR)
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(self.workdir),
@@ -1239,7 +991,7 @@ class NativeSession:
             stdout=_CappedStream(limits.output_bytes), stderr=_CappedStream(limits.output_bytes)
         )
         artifact_limits = self._backend.artifact_limits
-        before = _scan(str(self.workdir), artifact_limits)
+        before = scan(str(self.workdir), artifact_limits)
         started = time.monotonic()
         deadline = started + limits.wall_seconds
         cpu_start = _process_cpu_seconds(worker.pid)
@@ -1261,11 +1013,13 @@ class NativeSession:
         status, exit_code, message = self._settle(worker, call, limits, wall)
         if call.stdout.truncated or call.stderr.truncated:
             call.events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
-        if call.refusals > _MAX_REFUSAL_EVENTS:
+        if call.refusals > MAX_REFUSAL_EVENTS:
             call.events.append(
-                LimitHit(limit="tool_refusal_events", value=float(_MAX_REFUSAL_EVENTS))
+                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
             )
-        artifacts = self._collect_artifacts(before, artifact_limits)
+        artifacts = collect_artifacts(
+            str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
+        )
         return ExecResult(
             status=status,
             exit_code=exit_code,
@@ -1328,7 +1082,7 @@ class NativeSession:
                         break
                 if time.monotonic() >= next_disk_check:
                     scan_started = time.monotonic()
-                    usage = _disk_usage(str(self.workdir), self._backend.artifact_limits)
+                    usage = disk_usage(str(self.workdir), self._backend.artifact_limits)
                     if usage > self._backend.disk_bytes:
                         call.killed_for = "disk"
                         break
@@ -1487,38 +1241,6 @@ class NativeSession:
         if self._worker is worker:
             self._worker = None
             self._lost_state = True
-
-    def _collect_artifacts(
-        self, before: dict[str, _FileState], limits: ArtifactLimits
-    ) -> tuple[Artifact, ...]:
-        after = _scan(str(self.workdir), limits)
-        artifacts: list[Artifact] = []
-        total = 0
-        for name in sorted(after):
-            if len(artifacts) >= limits.max_count:
-                break
-            if name == _INCOMPLETE:
-                continue
-            if before.get(name) == after[name]:
-                continue
-            if not _is_utf8(name):
-                continue  # an artifact's name is text; undecodable bytes would crash its readers
-            data = _read_regular(str(self.workdir), name, limits.max_file_bytes)
-            if data is None or total + len(data) > limits.max_total_bytes:
-                continue
-            total += len(data)
-            media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-            artifacts.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
-        return tuple(artifacts)
-
-
-def _is_utf8(name: str) -> bool:
-    """Whether a file name read from disk (surrogate-escaped) was valid UTF-8."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _has_exited(pidfd: int) -> bool:

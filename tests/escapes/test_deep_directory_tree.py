@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.backends.native import NativeBackend, _remove_tree
+from safeexec.backends.native import NativeBackend
+from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
@@ -57,6 +58,6 @@ def test_closing_a_session_removes_a_workdir_nested_thousands_deep(
     finally:
         session.close()
         if not native:  # the in-process mode leaves its workdir to the caller
-            _remove_tree(str(workdir))
+            remove_tree(str(workdir))
     assert not workdir.exists(), "the nested workdir was left behind"
     assert (keep / "precious.txt").read_text() == "keep me"
