@@ -30,13 +30,9 @@ cannot fork and for the ablation. It is **weaker**, plainly:
 
 from __future__ import annotations
 
-import contextlib
 import io
 import linecache
-import mimetypes
 import os
-import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -46,13 +42,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from safeexec.backends.base import BackendSession, ToolGateway
-from safeexec.backends.native import NativeBackend
+from safeexec.backends.native import MAX_REFUSAL_EVENTS, NativeBackend
+from safeexec.backends.workdir import ArtifactLimits, collect_artifacts, remove_tree, scan
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply, tool_function
 from safeexec.codec import JSONValue
 from safeexec.errors import BackendUnavailable
 from safeexec.model import (
-    Artifact,
     ExecRequest,
     ExecResult,
     ExecStatus,
@@ -71,8 +67,8 @@ _WATCHDOG_SECONDS = 0.005
 _MESSAGE_CHARS = 2000
 _MAX_CHAINED_ERRORS = 16
 _MAX_GROUPED_ERRORS = 256
-_ARTIFACT_MAX_FILES = 64
-_ARTIFACT_MAX_BYTES = 16 * 1024 * 1024
+# Artifacts are read into the host process: a smaller total than the worker's.
+_ARTIFACT_LIMITS = ArtifactLimits(max_file_bytes=16 * 1024 * 1024, max_total_bytes=16 * 1024 * 1024)
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -248,6 +244,7 @@ class InProcessRestrictedSession:
         self._lock = threading.Lock()
         self._events: list[ExecutionEvent] = []
         self._tool_calls = 0
+        self._refusals = 0
         self._budget: OperationBudget | None = None
         self._executor = RestrictedExecutor(
             imports=imports,
@@ -276,6 +273,10 @@ class InProcessRestrictedSession:
                 reply = self._tools.invoke(name, arguments)
             except Exception as exc:  # a gateway must not raise; fail closed for the code
                 reply = ToolReply(ok=False, error=f"tool {name!r} failed: {type(exc).__name__}")
+        if isinstance(reply.event, ToolRefused):
+            self._refusals += 1  # past the first MAX_REFUSAL_EVENTS only counted, as in the worker
+            if self._refusals > MAX_REFUSAL_EVENTS:
+                return reply
         if reply.event is not None:
             self._events.append(reply.event)
         return reply
@@ -292,10 +293,10 @@ class InProcessRestrictedSession:
         filename = f"<cell-{self._cell}>"
         stdout, stderr = _CappedText(limits.output_bytes), _CappedText(limits.output_bytes)
         self._executor.set_sink(stdout)
-        self._events, self._tool_calls = [], 0
+        self._events, self._tool_calls, self._refusals = [], 0, 0
         budget = OperationBudget(max(1, int(limits.cpu_seconds * self._rate)))
         self._budget = budget
-        before = _scan(self.workdir)
+        before = scan(str(self.workdir), _ARTIFACT_LIMITS)
         error: BaseException | None = None
         linecache.cache[filename] = (
             len(request.code),
@@ -322,13 +323,20 @@ class InProcessRestrictedSession:
         status, exit_code, message = self._settle(budget, error, limits)
         if stdout.truncated or stderr.truncated:
             self._events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
+        if self._refusals > MAX_REFUSAL_EVENTS:
+            self._events.append(
+                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
+            )
+        artifacts = collect_artifacts(
+            str(self.workdir), before, blobs=self.blobs, limits=_ARTIFACT_LIMITS
+        )
         return ExecResult(
             status=status,
             exit_code=exit_code,
             stdout=self.blobs.put(stdout.value()),
             stderr=self.blobs.put(stderr.value()),
             truncated=stdout.truncated or stderr.truncated,
-            artifacts=self._artifacts(before),
+            artifacts=artifacts,
             events=tuple(self._events),
             usage=Usage(
                 cpu_seconds=round(watchdog.cpu_seconds(), 3),
@@ -366,23 +374,6 @@ class InProcessRestrictedSession:
             return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
         return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
 
-    def _artifacts(self, before: Mapping[str, tuple[int, int]]) -> tuple[Artifact, ...]:
-        out: list[Artifact] = []
-        total = 0
-        for name, state in sorted(_scan(self.workdir).items()):
-            if before.get(name) == state or len(out) >= _ARTIFACT_MAX_FILES:
-                continue
-            if total + state[0] > _ARTIFACT_MAX_BYTES:
-                continue
-            with contextlib.suppress(OSError):
-                fd = os.open(self.workdir / name, os.O_RDONLY | os.O_NOFOLLOW)
-                with os.fdopen(fd, "rb") as fh:
-                    data = fh.read(state[0] + 1)
-                total += len(data)
-                media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-                out.append(Artifact(name=name, media_type=media_type, blob=self.blobs.put(data)))
-        return tuple(out)
-
     def reset(self) -> None:
         self._executor.reset()
         if self._tools is not None:
@@ -397,23 +388,7 @@ class InProcessRestrictedSession:
             self._closed = True
             self._executor.reset()
             if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _scan(root: Path) -> dict[str, tuple[int, int]]:
-    """Regular files beneath ``root`` (links not followed): relative name → (size, mtime_ns)."""
-    found: dict[str, tuple[int, int]] = {}
-    for directory, subdirs, files in os.walk(root, followlinks=False):
-        for name in files:
-            path = os.path.join(directory, name)
-            with contextlib.suppress(OSError):
-                info = os.lstat(path)
-                if stat.S_ISREG(info.st_mode):
-                    found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
-        if len(found) > 10_000:
-            break
-        subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
-    return found
+                remove_tree(str(self.workdir))
 
 
 def _virtual_memory_bytes() -> int:
