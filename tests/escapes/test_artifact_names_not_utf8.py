@@ -2,16 +2,13 @@
 
 File names come back from the workdir scan as surrogate-escaped ``str``; such a name in an
 artifact crashed every reader that encodes it (the observation, the audit log). Only files whose
-names are text are reported. The in-process restricted mode scans its workdir itself and still
-reports such names (a strict xfail until it does not).
+names are text are reported, by every backend (they share one workdir scan).
 """
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
-
-import pytest
 
 from safeexec.model import ExecStatus
 
@@ -20,12 +17,8 @@ if TYPE_CHECKING:
 
 
 def test_a_file_name_that_is_not_utf8_never_reaches_the_host_as_an_artifact(
-    sandbox: Sandbox, request: pytest.FixtureRequest
+    sandbox: Sandbox,
 ) -> None:
-    if type(sandbox.session).__name__ == "InProcessChildSession":
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="restricted.py reports undecodable names")
-        )
     ran = sandbox.run(
         """
 with open("bad\\udcffname.txt", "w") as handle:  # the bytes b"bad\\xffname.txt"

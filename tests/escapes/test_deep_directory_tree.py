@@ -4,16 +4,13 @@ The disk watch kills a worker whose tree is too deep to measure, but the tree st
 the session then removed it with ``shutil.rmtree``, one Python frame per level:
 ``RecursionError`` out of ``close()`` and a workdir left behind. How deep a cell gets before the
 watch looks depends on the machine's speed, so the tree is dug here, as deep as a fast machine
-lets a cell dig; removal must work at any depth. The in-process restricted mode's own workdir
-scan still dies of the depth (a strict xfail until it does not).
+lets a cell dig; removal, and the workdir scans every backend shares, must work at any depth.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import pytest
 
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.workdir import remove_tree
@@ -39,15 +36,11 @@ def _dig(workdir: Path, depth: int, outside: Path) -> None:
 
 
 def test_closing_a_session_removes_a_workdir_nested_thousands_deep(
-    backend: NativeBackend, tmp_path: Path, request: pytest.FixtureRequest
+    backend: NativeBackend, tmp_path: Path
 ) -> None:
     session = backend.open(limits=Limits(), blobs=BlobStore(tmp_path / "blobs"))
     workdir = Path(session.workdir)  # made by the session, so removed by its close
     native = type(session).__name__ == "NativeSession"
-    if not native:
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="restricted.py scans the workdir recursively")
-        )
     try:
         keep = tmp_path / "keep"
         keep.mkdir()
