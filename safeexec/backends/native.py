@@ -20,7 +20,6 @@ import selectors
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -39,10 +38,10 @@ from safeexec.backends.workdir import (
     chown_beneath,
     collect_artifacts,
     disk_usage,
-    open_beneath,
-    read_regular,
+    download_file,
     remove_tree,
     scan,
+    upload_file,
 )
 from safeexec.blobs import BlobStore
 from safeexec.codec import JSONValue
@@ -802,37 +801,11 @@ class NativeSession:
         A bad name or a non-file in the way raises ``ConfigurationError``; a symlink or FIFO in
         the way, ``OSError``."""
         with self._lock:
-            fd = open_beneath(
-                str(self.workdir),
-                name,
-                os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
-                create_dirs=True,
-                owner=self._uid,
-            )
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-                    raise ConfigurationError(
-                        f"name={name!r} exists and is not a plain file; choose another name"
-                    )
-                os.ftruncate(fd, 0)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if self._uid is not None:
-                    os.fchown(fd, self._uid, self._uid)
-            finally:
-                os.close(fd)
+            upload_file(str(self.workdir), name, data, owner=self._uid)
 
     def download(self, name: str) -> bytes:
         """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
-        data = read_regular(str(self.workdir), name, self.limits.file_size_bytes)
-        if data is None:
-            raise ConfigurationError(
-                f"name={name!r} is not a regular file of at most {self.limits.file_size_bytes} "
-                "bytes in the workdir"
-            )
-        return data
+        return download_file(str(self.workdir), name, self.limits.file_size_bytes)
 
     # -- worker lifecycle ---------------------------------------------------------------------
 

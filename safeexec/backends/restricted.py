@@ -43,7 +43,14 @@ from typing import ClassVar
 
 from safeexec.backends.base import BackendSession, ToolGateway
 from safeexec.backends.native import MAX_REFUSAL_EVENTS, NativeBackend
-from safeexec.backends.workdir import ArtifactLimits, collect_artifacts, remove_tree, scan
+from safeexec.backends.workdir import (
+    ArtifactLimits,
+    collect_artifacts,
+    download_file,
+    remove_tree,
+    scan,
+    upload_file,
+)
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply, tool_function
 from safeexec.codec import JSONValue
@@ -373,6 +380,15 @@ class InProcessRestrictedSession:
             self._events.append(LimitHit(limit="memory_bytes", value=float(limits.memory_bytes)))
             return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
         return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
+
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
+        with self._lock:
+            upload_file(str(self.workdir), name, data)
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
+        return download_file(str(self.workdir), name, self.limits.file_size_bytes)
 
     def reset(self) -> None:
         self._executor.reset()

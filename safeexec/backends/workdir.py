@@ -28,10 +28,12 @@ __all__ = [
     "chown_beneath",
     "collect_artifacts",
     "disk_usage",
+    "download_file",
     "open_beneath",
     "read_regular",
     "remove_tree",
     "scan",
+    "upload_file",
 ]
 
 TMP_DIR = ".tmp"  # a session's TMPDIR inside its workdir; never reported as artifacts
@@ -293,6 +295,42 @@ def read_regular(root: str, name: str, max_bytes: int) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def upload_file(root: str, name: str, data: bytes, *, owner: int | None = None) -> None:
+    """Write ``data`` to ``name`` beneath ``root``, never following symlinks.
+
+    A bad name, or something other than a plain singly-linked file in the way, raises
+    ``ConfigurationError``; a symlink or FIFO met on the way raises ``OSError``. ``owner`` (a
+    root host's session uid) is given the file and any directories made for it.
+    """
+    fd = open_beneath(
+        root, name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, create_dirs=True, owner=owner
+    )
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise ConfigurationError(
+                f"name={name!r} exists and is not a plain file; choose another name"
+            )
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if owner is not None:
+            os.fchown(fd, owner, owner)
+    finally:
+        os.close(fd)
+
+
+def download_file(root: str, name: str, max_bytes: int) -> bytes:
+    """The bytes of regular file ``name`` beneath ``root``; ``ConfigurationError`` otherwise."""
+    data = read_regular(root, name, max_bytes)
+    if data is None:
+        raise ConfigurationError(
+            f"name={name!r} is not a regular file of at most {max_bytes} bytes in the workdir"
+        )
+    return data
 
 
 def _is_utf8(name: str) -> bool:

@@ -13,6 +13,7 @@ recorded in ``user_properties``. Everything else an attack does is checked by th
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -28,6 +29,7 @@ import pytest
 from safeexec.backends.base import BackendSession, ToolGateway
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
+from safeexec.errors import ConfigurationError
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 
@@ -72,7 +74,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 # -- the in-process variant under an outer bound -------------------------------------------------
 
 _CHILD = r"""
-import json, resource, sys
+import base64, json, resource, sys
 from pathlib import Path
 limits = json.loads(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limits["as"], limits["as"]))
@@ -95,6 +97,18 @@ for line in sys.stdin:
     elif message["op"] == "reset":
         session.reset()
         reply = None
+    elif message["op"] in ("upload", "download"):
+        # Host-side file transfer, run by the real in-process session; errors travel by name.
+        try:
+            if message["op"] == "upload":
+                session.upload(message["name"], base64.b64decode(message["data"]))
+                reply = {"ok": None}
+            else:
+                reply = {"ok": base64.b64encode(session.download(message["name"])).decode()}
+        except Exception as exc:
+            kind = type(exc).__name__ if type(exc).__name__ == "ConfigurationError" else (
+                "OSError" if isinstance(exc, OSError) else "other")
+            reply = {"error": kind, "message": f"{type(exc).__name__}: {exc}"}
     else:
         break
     out.write(json.dumps(reply) + "\n")
@@ -143,6 +157,20 @@ class InProcessChildSession:
 
     def reset(self) -> None:
         self._call({"op": "reset"})
+
+    def upload(self, name: str, data: bytes) -> None:
+        self._transfer({"op": "upload", "name": name, "data": base64.b64encode(data).decode()})
+
+    def download(self, name: str) -> bytes:
+        return base64.b64decode(self._transfer({"op": "download", "name": name}))
+
+    def _transfer(self, message: dict[str, object]) -> str:
+        reply = self._call(message)
+        assert isinstance(reply, dict)
+        if "error" in reply:
+            kinds = {"ConfigurationError": ConfigurationError, "OSError": OSError}
+            raise kinds.get(str(reply["error"]), RuntimeError)(reply["message"])
+        return str(reply["ok"] or "")
 
     def close(self) -> None:
         if self._process.poll() is None:
