@@ -284,17 +284,8 @@ def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
     try:
         return ast.parse(code, filename="<action>")
     except SyntaxError as exc:  # includes IndentationError and TabError
-        line = exc.lineno or 1
         column = exc.offset or 1
-        end_line = exc.end_lineno or line
-        end_column = exc.end_offset or column
-        return _fail(
-            action,
-            _SYNTAX_ERROR,
-            exc.msg or "invalid syntax",
-            span=_span(code, line, column, end_line, end_column),
-            evidence=_caret(code, line, column, end_line, end_column),
-        )
+        return _syntax_failure(action, code, exc, column, exc.end_offset or column)
     except (RecursionError, MemoryError):
         # CPython's parser signals its own stack limit with these, not with a SyntaxError.
         return _fail(
@@ -305,6 +296,21 @@ def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
         )
     except Exception as exc:
         return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _syntax_failure(
+    action: Action, code: str, exc: SyntaxError, column: int, end_column: int
+) -> ParseFailure:
+    """SX001 for a SyntaxError, given its (character) start and end columns."""
+    line = exc.lineno or 1
+    end_line = exc.end_lineno or line
+    return _fail(
+        action,
+        _SYNTAX_ERROR,
+        exc.msg or "invalid syntax",
+        span=_span(code, line, column, end_line, end_column),
+        evidence=_caret(code, line, column, end_line, end_column),
+    )
 
 
 def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailure | None:
@@ -318,15 +324,8 @@ def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailu
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = _char_column(code, line, (exc.offset or 1) - 1)
-        end_line = exc.end_lineno or line
-        end_column = _char_column(code, end_line, (exc.end_offset or 1) - 1)
-        return _fail(
-            action,
-            _SYNTAX_ERROR,
-            exc.msg or "invalid syntax",
-            span=_span(code, line, column, end_line, end_column),
-            evidence=_caret(code, line, column, end_line, end_column),
-        )
+        end_column = _char_column(code, exc.end_lineno or line, (exc.end_offset or 1) - 1)
+        return _syntax_failure(action, code, exc, column, end_column)
     except (RecursionError, MemoryError):
         return _fail(
             action,
