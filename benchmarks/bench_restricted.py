@@ -22,7 +22,7 @@ from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool, tool_function
 from safeexec.model import ExecRequest, ExecStatus, Limits
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 PROGRAMS: dict[str, str] = {
     "trivial call": "x = abs(-1) + 1\n",

@@ -66,7 +66,7 @@ from safeexec.model import (
     ToolRefused,
     Usage,
 )
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 __all__ = ["InProcessRestrictedSession", "RestrictedBackend"]
 

@@ -87,7 +87,7 @@ def runtime_read_only_paths() -> tuple[str, ...]:
 
 def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
-        from safeexec.sandbox.restricted_runtime import RestrictedExecutor
+        from safeexec.sandbox.restricted import RestrictedExecutor
 
         executor: Executor = RestrictedExecutor(
             imports=config.imports, workdir=Path(config.workdir)
@@ -303,7 +303,7 @@ def main() -> None:
     options = json.loads(sys.argv[2])
     loaded, failed = _preload([str(m) for m in options.get("preload", [])])
     with contextlib.suppress(ImportError):
-        importlib.import_module("safeexec.sandbox.restricted_runtime")
+        importlib.import_module("safeexec.sandbox.restricted")
     read_only = runtime_read_only_paths()
     netns = enter_template_namespaces(read_only)
     pidns_fd = -1

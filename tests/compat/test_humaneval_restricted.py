@@ -13,7 +13,7 @@ from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 REFUSED_ON_PURPOSE = {"HumanEval/160": "Eval calls are not allowed"}
 IMPORTS = load_policy("default").imports.allow

@@ -16,7 +16,7 @@ from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 from safeexec.sandbox.executor import PythonExecutor
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 # The default policy pack's import allowlist.
 IMPORTS = load_policy("default").imports.allow

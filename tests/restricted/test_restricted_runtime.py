@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.sandbox.restricted_runtime import (
+from safeexec.sandbox.restricted import (
     DENIED_ATTRIBUTES,
     MODULE_ALLOWLISTS,
     GuardError,
