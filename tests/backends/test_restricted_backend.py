@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.backends.native import NativeBackend
+from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
@@ -22,7 +22,7 @@ def test_the_default_runs_inside_the_confined_worker(tmp_path: Path) -> None:
     backend = RestrictedBackend()
     session = backend.open(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"))
     try:
-        assert type(session).__module__ == "safeexec.backends.native"
+        assert isinstance(session, NativeSession)
         result = session.run(request("x = 1\nx + 1"))
         assert result.status is ExecStatus.OK
     finally:
