@@ -14,7 +14,6 @@ import os
 import socket
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,11 +22,10 @@ from pathlib import Path
 from safeexec.capabilities import ToolError
 from safeexec.sandbox.channel import recv_frame, send_frame
 from safeexec.sandbox.executor import Executor
+from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 __all__ = ["ToolError", "serve"]
 
-_SANDBOX_DIR = os.path.dirname(os.path.abspath(__file__))
-_MESSAGE_CHARS = 2000
 FIGURES_DIR = "figures"
 
 
@@ -83,40 +81,12 @@ def _check_plain(value: object, *, depth: int) -> None:
     )
 
 
-def _is_user_frame(frame: traceback.FrameSummary) -> bool:
-    return not os.path.abspath(frame.filename).startswith(_SANDBOX_DIR + os.sep)
-
-
-def _trim(exc_info: traceback.TracebackException) -> None:
-    seen: set[int] = set()
-    pending: list[traceback.TracebackException | None] = [exc_info]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.stack = traceback.StackSummary.from_list(
-            [f for f in current.stack if _is_user_frame(f)]
-        )
-        pending += [current.__cause__, current.__context__]
-
-
 def _describe(exc: BaseException) -> dict[str, object]:
-    try:
-        message = str(exc)
-    except BaseException:  # a user-defined __str__ may raise anything
-        message = "<unprintable>"
-    return {"type": type(exc).__name__[:200], "message": message[:_MESSAGE_CHARS]}
+    return {"type": type(exc).__name__[:200], "message": exception_message(exc)}
 
 
 def _write_traceback(exc: BaseException) -> None:
-    try:
-        exc_info = traceback.TracebackException.from_exception(exc)
-        _trim(exc_info)
-        text = "".join(exc_info.format())
-    except BaseException:
-        text = f"{type(exc).__name__}: <traceback unavailable>\n"
-    os.write(2, text.encode("utf-8", "backslashreplace"))
+    os.write(2, format_exception(exc).encode("utf-8", "backslashreplace"))
 
 
 def _flush_streams() -> None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from safeexec.backends.native.backend import NativeBackend, supported_layers
 from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
-from safeexec.backends.native.session import MAX_REFUSAL_EVENTS, NativeSession
+from safeexec.backends.native.session import NativeSession
 from safeexec.backends.workdir import ArtifactLimits
 
 __all__ = [
-    "MAX_REFUSAL_EVENTS",
     "ArtifactLimits",
     "DoctorReport",
     "LayerCheck",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safeexec.backends.base import ToolGateway
+from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
@@ -27,6 +28,15 @@ from safeexec.backends.native.procfs import (
     _processes_in_pid_namespace,
 )
 from safeexec.backends.native.template import _READ_CHUNK, _STARTUP_SECONDS
+from safeexec.backends.result import (
+    CallRecord,
+    Settled,
+    call_tool,
+    finish,
+    raised,
+    succeeded,
+    timed_out,
+)
 from safeexec.backends.workdir import (
     TMP_DIR,
     chown_beneath,
@@ -38,18 +48,13 @@ from safeexec.backends.workdir import (
     upload_file,
 )
 from safeexec.blobs import BlobStore
-from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     ExecRequest,
     ExecResult,
     ExecStatus,
-    ExecutionEvent,
-    LimitHit,
     Limits,
     SyscallKilled,
-    ToolRefused,
-    Usage,
 )
 from safeexec.sandbox.channel import (
     FrameDecoder,
@@ -63,46 +68,11 @@ from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 if TYPE_CHECKING:
     from safeexec.backends.native.backend import NativeBackend
 
-__all__ = ["MAX_REFUSAL_EVENTS", "NativeSession"]
+__all__ = ["NativeSession"]
 
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
-MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
 _CPU_POLL_SECONDS = 0.05
 _KILL_WAIT_SECONDS = 5.0
-
-
-class _CappedStream:
-    """Keeps the first and last ``cap // 2`` bytes of a stream and counts the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(0, cap)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        head_room = self.cap - self.cap // 2 - len(self.head)
-        if head_room > 0:
-            self.head += data[:head_room]
-            data = data[head_room:]
-        if data:
-            self.tail += data
-            keep = self.cap // 2
-            if len(self.tail) > 2 * keep + _READ_CHUNK:
-                del self.tail[: len(self.tail) - keep]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    def value(self) -> bytes:
-        if not self.truncated:
-            return bytes(self.head + self.tail)
-        keep = self.cap // 2
-        tail = bytes(self.tail[len(self.tail) - keep :]) if keep else b""
-        omitted = self.total - len(self.head) - len(tail)
-        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
 
 
 @dataclass(slots=True)
@@ -128,25 +98,13 @@ class _Worker:
 
 @dataclass(slots=True)
 class _CallState:
-    stdout: _CappedStream
-    stderr: _CappedStream
-    events: list[ExecutionEvent] = field(default_factory=list)
-    tool_calls: int = 0
+    stdout: HeadTailCapture
+    stderr: HeadTailCapture
+    record: CallRecord = field(default_factory=CallRecord)
     outcome: dict[str, object] | None = None
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
-    killed_for: str = ""  # "wall" | "cpu" | "protocol"
-    refusals: int = 0
-
-    def record(self, event: ExecutionEvent) -> None:
-        """Keep an event; refusals past the first ``MAX_REFUSAL_EVENTS`` are only counted, so a
-        cell that hammers a refused tool cannot grow the host's memory and audit log per call.
-        Calls that ran are bounded by their grants and always kept."""
-        if isinstance(event, ToolRefused):
-            self.refusals += 1
-            if self.refusals > MAX_REFUSAL_EVENTS:
-                return
-        self.events.append(event)
+    killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol"
 
 
 class NativeSession:
@@ -480,7 +438,8 @@ class NativeSession:
     def _run_on(self, worker: _Worker, request: ExecRequest) -> ExecResult:
         limits = request.limits
         call = _CallState(
-            stdout=_CappedStream(limits.output_bytes), stderr=_CappedStream(limits.output_bytes)
+            stdout=HeadTailCapture(limits.output_bytes),
+            stderr=HeadTailCapture(limits.output_bytes),
         )
         artifact_limits = self._backend.artifact_limits
         before = scan(str(self.workdir), artifact_limits)
@@ -502,32 +461,21 @@ class NativeSession:
         self._idle_cpu_budget = limits.cpu_seconds
         cpu = max(0.0, cpu_end - cpu_start)
         rss = _peak_rss_bytes(worker.pid)
-        status, exit_code, message = self._settle(worker, call, limits, wall)
-        if call.stdout.truncated or call.stderr.truncated:
-            call.events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
-        if call.refusals > MAX_REFUSAL_EVENTS:
-            call.events.append(
-                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
-            )
+        settled = self._settle(worker, call, limits)
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
         )
-        return ExecResult(
-            status=status,
-            exit_code=exit_code,
-            stdout=self.blobs.put(call.stdout.value()),
-            stderr=self.blobs.put(call.stderr.value()),
-            truncated=call.stdout.truncated or call.stderr.truncated,
+        return finish(
+            settled,
+            record=call.record,
+            stdout=call.stdout,
+            stderr=call.stderr,
+            limits=limits,
+            blobs=self.blobs,
             artifacts=artifacts,
-            events=tuple(call.events),
-            usage=Usage(
-                cpu_seconds=round(cpu, 3),
-                wall_seconds=round(wall, 6),
-                max_rss_bytes=rss,
-                output_bytes=call.stdout.total + call.stderr.total,
-                tool_calls=call.tool_calls,
-            ),
-            message=message,
+            cpu_seconds=cpu,
+            wall_seconds=wall,
+            max_rss_bytes=rss,
             state_lost=self._worker is None,
         )
 
@@ -554,7 +502,7 @@ class NativeSession:
                     call.killed_for = "wall"
                     break
                 for key, _mask in selector.select(min(deadline - now, _CPU_POLL_SECONDS)):
-                    if isinstance(key.data, _CappedStream):
+                    if isinstance(key.data, HeadTailCapture):
                         data = _read_some(key.fd)
                         if data:
                             key.data.feed(data)
@@ -642,22 +590,13 @@ class NativeSession:
                 "error": "tool arguments must be {'args': [...], 'kwargs': {...}}",
             }
         else:
-            call.tool_calls += 1
-            payload: JSONValue = {
-                "args": arguments.get("args", []),
-                "kwargs": arguments.get("kwargs", {}),
-            }
-            try:
-                answer = self.tools.invoke(name, payload)
-                reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
-                if answer.event is not None:
-                    call.record(answer.event)
-            except Exception as exc:  # a gateway must not raise; fail closed for the code
-                reply = {
-                    "ok": False,
-                    "value": None,
-                    "error": f"tool {name!r} failed: {type(exc).__name__}",
-                }
+            answer = call_tool(
+                self.tools,
+                name,
+                {"args": arguments.get("args", []), "kwargs": arguments.get("kwargs", {})},
+                call.record,
+            )
+            reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
         try:
             body = encode_frame(reply)
         except (TypeError, ValueError, ProtocolError):
@@ -676,24 +615,19 @@ class NativeSession:
         except OSError:
             call.died = True  # the worker closed its end
 
-    def _settle(
-        self, worker: _Worker, call: _CallState, limits: Limits, wall: float
-    ) -> tuple[ExecStatus, int | None, str]:
-        """Decide the status of a finished call, killing and reaping the worker if it must go."""
+    def _settle(self, worker: _Worker, call: _CallState, limits: Limits) -> Settled:
+        """Decide how a finished call ended, killing and reaping the worker if it must go."""
+        record = call.record
         if call.outcome is not None and not call.killed_for:
             error = call.outcome.get("error")
             if call.outcome.get("ok") is True:
-                return ExecStatus.OK, 0, ""
+                return succeeded()
             kind, text = "Error", ""
             if isinstance(error, dict):
                 kind = str(error.get("type", "Error"))[:200]
                 text = str(error.get("message", ""))[:2000]
-            if kind == "MemoryError":
-                call.events.append(
-                    LimitHit(limit="memory_bytes", value=float(self.limits.memory_bytes))
-                )
-                return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
-            return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
+            # The worker's own rlimit is what a MemoryError met, whatever the call asked for.
+            return raised(kind, text, limits=self.limits, record=record)
         template = self._backend._get_template()
         if call.killed_for:
             survivors = self._kill(worker, verify=True)
@@ -701,32 +635,34 @@ class NativeSession:
             self._discard(worker)
             tail = f"; killed {len(survivors)} leftover processes" if survivors else ""
             if call.killed_for == "wall":
-                call.events.append(LimitHit(limit="wall_seconds", value=limits.wall_seconds))
-                return (
-                    ExecStatus.TIMEOUT,
-                    None,
-                    f"wall timeout after {limits.wall_seconds:g} s{tail}",
-                )
+                return timed_out("wall_seconds", limits=limits, record=record, detail=tail)
             if call.killed_for == "cpu":
-                call.events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
-                return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{tail}"
+                return timed_out("cpu_seconds", limits=limits, record=record, detail=tail)
             if call.killed_for == "disk":
                 budget = self._backend.disk_bytes
-                call.events.append(LimitHit(limit="disk_bytes", value=float(budget)))
-                return (
-                    ExecStatus.LIMIT_EXCEEDED,
-                    None,
-                    f"killed: the workdir grew past its disk budget of {budget} bytes or "
+                record.limit_hit("disk_bytes", float(budget))
+                return Settled(
+                    status=ExecStatus.LIMIT_EXCEEDED,
+                    exit_code=None,
+                    message=f"killed: the workdir grew past its disk budget of {budget} bytes or "
                     f"{self._backend.artifact_limits.max_entries_scanned} entries{tail}",
                 )
-            return ExecStatus.KILLED, None, "killed: the worker broke the channel protocol"
+            return Settled(
+                status=ExecStatus.KILLED,
+                exit_code=None,
+                message="killed: the worker broke the channel protocol",
+            )
         status = template.exit_status(worker.pid, timeout=2.0)
         self._kill(worker)
         self._discard(worker)
         message, code, number = _describe_death(status)
         if number == signal.SIGSYS:
-            call.events.append(SyscallKilled(signal=number))
-        return (ExecStatus.KILLED if number is not None else ExecStatus.ERROR), code, message
+            record.record(SyscallKilled(signal=number))
+        return Settled(
+            status=ExecStatus.KILLED if number is not None else ExecStatus.ERROR,
+            exit_code=code,
+            message=message,
+        )
 
     def _discard(self, worker: _Worker) -> None:
         worker.close_fds()
