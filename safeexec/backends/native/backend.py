@@ -131,7 +131,6 @@ class NativeBackend:
                 self._template = _Template(
                     python=self.python,
                     preload=self.preload,
-                    executor=self.executor,
                     pool_size=self.pool_size,
                 )
                 self._finalizer.detach()

@@ -64,6 +64,16 @@ from safeexec.sandbox.channel import (
     recv_frame_with_fds,
 )
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
+from safeexec.sandbox.protocol import (
+    Done,
+    Hello,
+    Reply,
+    Run,
+    SessionConfig,
+    Started,
+    ToolCall,
+    parse_worker_frame,
+)
 
 if TYPE_CHECKING:
     from safeexec.backends.native.backend import NativeBackend
@@ -101,7 +111,7 @@ class _CallState:
     stdout: HeadTailCapture
     stderr: HeadTailCapture
     record: CallRecord = field(default_factory=CallRecord)
-    outcome: dict[str, object] | None = None
+    outcome: Done | None = None
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
     killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol"
@@ -319,18 +329,18 @@ class NativeSession:
         out_read, out_write = os.pipe2(os.O_CLOEXEC)
         err_read, err_write = os.pipe2(os.O_CLOEXEC)
         limits = self.limits
-        config: dict[str, object] = {
-            "workdir": str(self.workdir),
-            "env": self._session_env(),
-            "memory_bytes": limits.memory_bytes,
-            "cpu_seconds": limits.cpu_seconds,
-            "file_size_bytes": limits.file_size_bytes,
-            "max_processes": limits.max_processes,
-            "max_open_files": limits.max_open_files,
-            "executor": self._backend.executor,
-            "imports": list(self.imports),
-            "tool_names": list(self._tool_names),
-        }
+        config = SessionConfig(
+            workdir=str(self.workdir),
+            env=self._session_env(),
+            memory_bytes=limits.memory_bytes,
+            cpu_seconds=limits.cpu_seconds,
+            file_size_bytes=limits.file_size_bytes,
+            max_processes=limits.max_processes,
+            max_open_files=limits.max_open_files,
+            executor=self._backend.executor,
+            imports=self.imports,
+            tool_names=self._tool_names,
+        )
         try:
             template.spawn([child_end.fileno(), out_write, err_write])
         finally:
@@ -340,18 +350,21 @@ class NativeSession:
         host_end.settimeout(_STARTUP_SECONDS)
         pidfd = -1
         try:
-            started, fds = recv_frame_with_fds(host_end, max_fds=1)
-            pid, pidns, uid = started.get("pid"), started.get("pidns"), started.get("uid")
-            if started.get("op") != "started" or not isinstance(pid, int) or len(fds) != 1:
+            message, fds = recv_frame_with_fds(host_end, max_fds=1)
+            try:
+                started = Started.from_message(message)
+                if len(fds) != 1:
+                    raise ProtocolError("a 'started' frame carries exactly the worker's pidfd")
+            except ProtocolError:
                 for fd in fds:
                     os.close(fd)
-                raise BackendError(f"the template sent {started.get('op')!r} instead of 'started'")
+                raise
             pidfd = fds[0]
-            host_end.sendall(encode_frame({"op": "config", **config}))
+            host_end.sendall(encode_frame(config.to_message()))
             worker = _Worker(
-                pid=pid,
+                pid=started.pid,
                 pidfd=pidfd,
-                pidns=pidns if isinstance(pidns, int) else 0,
+                pidns=started.pidns,
                 channel=host_end,
                 stdout=out_read,
                 stderr=err_read,
@@ -364,9 +377,7 @@ class NativeSession:
                 os.close(pidfd)
             raise BackendError(f"could not start a native session: {exc}") from exc
         try:
-            hello = recv_frame(host_end)
-            if hello.get("op") != "hello":
-                raise ProtocolError(f"expected 'hello', got {hello.get('op')!r}")
+            hello = Hello.from_message(recv_frame(host_end))
         except (OSError, EOFError, ProtocolError) as exc:
             self._kill(worker)
             status = template.exit_status(worker.pid, timeout=1.0)
@@ -378,14 +389,15 @@ class NativeSession:
             ) from exc
         host_end.settimeout(None)
         worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
-        if os.geteuid() == 0 and isinstance(uid, int) and uid > 0:
+        uid = started.uid
+        if os.geteuid() == 0 and uid is not None and uid > 0:
             # Chosen by the template from the worker's pid, so unique on this machine while the
             # session lives; no user code runs before the first request, so this is in time.
             self._uid = uid
             self._give_workdir_to(uid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
-        worker.layers = parse_layer_report(hello.get("layers"))
+        worker.layers = parse_layer_report(hello.layers)
         missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
         if missing:
             self._kill(worker)
@@ -448,7 +460,7 @@ class NativeSession:
         cpu_start = _process_cpu_seconds(worker.pid)
         try:
             worker.channel.settimeout(max(0.001, limits.wall_seconds))
-            worker.channel.sendall(encode_frame({"op": "run", "code": request.code}))
+            worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
         except (OSError, ProtocolError):
             call.died = True
         if not call.died:
@@ -552,61 +564,32 @@ class NativeSession:
             call.died = True
             return
         try:
-            frames = worker.decoder.feed(data)
+            frames = [parse_worker_frame(frame) for frame in worker.decoder.feed(data)]
         except ProtocolError:
             call.killed_for = "protocol"
             return
         for frame in frames:
-            op = frame.get("op")
-            if op == "done":
+            if isinstance(frame, Done):
                 call.outcome = frame
-            elif op == "tool":
+            else:
                 self._answer_tool(worker, call, frame, deadline)
                 if call.killed_for or call.died:
                     return
-            else:
-                call.killed_for = "protocol"
-                return
 
     def _answer_tool(
-        self, worker: _Worker, call: _CallState, frame: dict[str, object], deadline: float
+        self, worker: _Worker, call: _CallState, frame: ToolCall, deadline: float
     ) -> None:
-        name, arguments = frame.get("name"), frame.get("args")
-        reply: dict[str, object]
-        if self.tools is None or not isinstance(name, str) or name not in self._tool_names:
-            reply = {
-                "ok": False,
-                "value": None,
-                "error": f"no tool named {str(name)[:100]!r} is granted",
-            }
-        elif not (
-            isinstance(arguments, dict)
-            and isinstance(arguments.get("args", []), list)
-            and isinstance(arguments.get("kwargs", {}), dict)
-        ):
-            reply = {
-                "ok": False,
-                "value": None,
-                "error": "tool arguments must be {'args': [...], 'kwargs': {...}}",
-            }
+        name = frame.name
+        if self.tools is None or name not in self._tool_names:
+            reply = Reply(ok=False, error=f"no tool named {name[:100]!r} is granted")
         else:
-            answer = call_tool(
-                self.tools,
-                name,
-                {"args": arguments.get("args", []), "kwargs": arguments.get("kwargs", {})},
-                call.record,
-            )
-            reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
+            answer = call_tool(self.tools, name, frame.arguments(), call.record)
+            reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
         try:
-            body = encode_frame(reply)
+            body = encode_frame(reply.to_message())
         except (TypeError, ValueError, ProtocolError):
-            body = encode_frame(
-                {
-                    "ok": False,
-                    "value": None,
-                    "error": f"tool {name!r} returned a value that is not JSON",
-                }
-            )
+            failed = Reply(ok=False, error=f"tool {name[:100]!r} returned a value that is not JSON")
+            body = encode_frame(failed.to_message())
         try:
             worker.channel.settimeout(max(0.001, deadline - time.monotonic()))
             worker.channel.sendall(body)
@@ -619,15 +602,15 @@ class NativeSession:
         """Decide how a finished call ended, killing and reaping the worker if it must go."""
         record = call.record
         if call.outcome is not None and not call.killed_for:
-            error = call.outcome.get("error")
-            if call.outcome.get("ok") is True:
+            if call.outcome.ok:
                 return succeeded()
-            kind, text = "Error", ""
-            if isinstance(error, dict):
-                kind = str(error.get("type", "Error"))[:200]
-                text = str(error.get("message", ""))[:2000]
             # The worker's own rlimit is what a MemoryError met, whatever the call asked for.
-            return raised(kind, text, limits=self.limits, record=record)
+            return raised(
+                call.outcome.error_type,
+                call.outcome.error_message,
+                limits=self.limits,
+                record=record,
+            )
         template = self._backend._get_template()
         if call.killed_for:
             survivors = self._kill(worker, verify=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from safeexec.errors import BackendUnavailable
 from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
+from safeexec.sandbox.protocol import Exit, Ready, Spawn, TemplateOptions
 
 _READ_CHUNK = 1 << 16
 _STARTUP_SECONDS = 30.0
@@ -22,9 +22,7 @@ _STARTUP_SECONDS = 30.0
 class _Template:
     """Client of one zygote: spawns sessions and learns their exit statuses."""
 
-    def __init__(
-        self, *, python: str, preload: tuple[str, ...], executor: str, pool_size: int
-    ) -> None:
+    def __init__(self, *, python: str, preload: tuple[str, ...], pool_size: int) -> None:
         self._lock = threading.Lock()
         self._statuses: dict[int, int] = {}
         self._changed = threading.Condition()
@@ -39,7 +37,7 @@ class _Template:
             "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": _template_cache_dir(),
         }
-        options = {"preload": list(preload), "executor": executor, "pool_size": pool_size}
+        options = TemplateOptions(preload=preload, pool_size=pool_size)
         self._process = subprocess.Popen(
             [
                 python,
@@ -47,7 +45,7 @@ class _Template:
                 "-m",
                 "safeexec.sandbox.zygote",
                 str(child_end.fileno()),
-                json.dumps(options),
+                options.to_argument(),
             ],
             env=env,
             cwd="/",
@@ -60,18 +58,16 @@ class _Template:
         self._control = host_end
         host_end.settimeout(_STARTUP_SECONDS)
         try:
-            ready = recv_frame(host_end)
+            ready = Ready.from_message(recv_frame(host_end))
         except (OSError, EOFError, ProtocolError) as exc:
             self._process.kill()
             raise BackendUnavailable(
                 f"the native template process did not start: {exc!r}; run `safeexec doctor`"
             ) from exc
         host_end.settimeout(None)
-        serving = ready.get("pid")
         # The process that forks sessions (a child of the one we started, in its own pid ns).
-        self.pid = serving if isinstance(serving, int) else self._process.pid
-        preloaded = ready.get("preloaded")
-        self.preloaded = tuple(str(m) for m in preloaded) if isinstance(preloaded, list) else ()
+        self.pid = ready.pid
+        self.preloaded = ready.preloaded
         self._reader = threading.Thread(
             target=self._read_exits, name="safeexec-template", daemon=True
         )
@@ -82,7 +78,7 @@ class _Template:
         while True:
             try:
                 data = self._control.recv(_READ_CHUNK)
-                frames = decoder.feed(data) if data else []
+                exits = [Exit.from_message(frame) for frame in decoder.feed(data)] if data else []
             except (OSError, ProtocolError):
                 data = b""
             if not data:
@@ -91,16 +87,10 @@ class _Template:
                     self._changed.notify_all()
                 return
             with self._changed:
-                for frame in frames:
-                    pid, status = frame.get("pid"), frame.get("status")
-                    if (
-                        frame.get("op") == "exit"
-                        and isinstance(pid, int)
-                        and isinstance(status, int)
-                    ):
-                        self._statuses[pid] = status
-                        if len(self._statuses) > 10_000:
-                            self._statuses.pop(next(iter(self._statuses)))
+                for exited in exits:
+                    self._statuses[exited.pid] = exited.status
+                    if len(self._statuses) > 10_000:
+                        self._statuses.pop(next(iter(self._statuses)))
                 self._changed.notify_all()
 
     @property
@@ -112,7 +102,7 @@ class _Template:
         it over its own channel, never through the template: whatever the template reads stays
         in its heap, which every later session inherits (a passed-through env secret would)."""
         with self._lock:
-            send_frame_with_fds(self._control, {"op": "spawn"}, fds)
+            send_frame_with_fds(self._control, Spawn().to_message(), fds)
 
     def exit_status(self, pid: int, *, timeout: float) -> int | None:
         """The wait status of a finished session process, once the template has reaped it."""
