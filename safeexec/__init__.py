@@ -1,6 +1,6 @@
 """safeexec: run model-generated code without trusting it.
 
-extract → parse → check (policy + estimate) → run (native | restricted | dsl) → observe → audit.
+extract → parse → check (policy + estimate) → run (native | restricted) → observe → audit.
 """
 
 from __future__ import annotations

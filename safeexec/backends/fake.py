@@ -14,20 +14,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import ToolGateway
-from safeexec.blobs import BlobStore
-from safeexec.errors import BackendError, BackendUnavailable
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.workdir import download_file, upload_file
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     Artifact,
     ExecRequest,
     ExecResult,
     ExecStatus,
     ExecutionEvent,
-    Limits,
     Usage,
 )
 
-__all__ = ["FakeBackend", "FakeOpen", "FakeReply", "FakeSession", "not_executed"]
+__all__ = ["FakeBackend", "FakeReply", "FakeSession", "not_executed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,24 +44,12 @@ class FakeReply:
     state_lost: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FakeOpen:
-    """The arguments one ``FakeBackend.open`` call received."""
-
-    workdir: Path
-    limits: Limits
-    tools: ToolGateway | None
-    require: frozenset[str]
-    imports: tuple[str, ...]
-    env: Mapping[str, str]
-
-
 class FakeSession:
     """A recorded session: ``requests`` in order, ``resets`` counted, ``closed`` once closed."""
 
-    def __init__(self, backend: FakeBackend, opened: FakeOpen, blobs: BlobStore) -> None:
+    def __init__(self, backend: FakeBackend, opened: SessionSpec) -> None:
         self._backend = backend
-        self._blobs = blobs
+        self._blobs = opened.blobs
         self.opened = opened
         self.requests: list[ExecRequest] = []
         self.resets = 0
@@ -103,6 +90,20 @@ class FakeSession:
             raise BackendError("fake session is closed; cannot reset it")
         self.resets += 1
 
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` in the workdir, as the real modes do (no symlink followed)."""
+        upload_file(str(self._workdir()), name, data)
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
+        return download_file(str(self._workdir()), name, self.opened.limits.file_size_bytes)
+
+    def _workdir(self) -> Path:
+        if self.closed:
+            raise BackendError("fake session is closed; no workdir to transfer files with")
+        assert self.opened.workdir is not None  # FakeBackend.open refuses a spec without one
+        return self.opened.workdir
+
     def close(self) -> None:
         self.closed = True
 
@@ -127,35 +128,23 @@ class FakeBackend:
         self.calls: list[ExecRequest] = []
         self.sessions: list[FakeSession] = []
 
-    def open(
-        self,
-        *,
-        workdir: Path,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> FakeSession:
-        missing = require - self.layers
+    def open(self, spec: SessionSpec) -> FakeSession:
+        """Record ``spec`` (as ``session.opened``); its workdir is made if it does not exist."""
+        missing = spec.require - self.layers
         if missing:
             raise BackendUnavailable(
                 f"fake backend cannot apply required layers {sorted(missing)}; "
                 f"it claims only {sorted(self.layers)} (pass layers= to FakeBackend)"
             )
-        workdir.mkdir(parents=True, exist_ok=True)
-        opened = FakeOpen(
-            workdir=workdir,
-            limits=limits,
-            tools=tools,
-            require=require,
-            imports=imports,
-            env=dict(env or {}),
-        )
-        session = FakeSession(self, opened, blobs)
+        if spec.workdir is None:
+            raise ConfigurationError("the fake backend needs spec.workdir; pass a directory")
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        session = FakeSession(self, spec)
         self.sessions.append(session)
         return session
+
+    def close(self) -> None:
+        """Nothing to release: the fake holds no process (its sessions close themselves)."""
 
 
 def not_executed(request: ExecRequest) -> FakeReply:

@@ -35,11 +35,10 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import BackendSession, ToolGateway
+from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.result import (
@@ -59,7 +58,6 @@ from safeexec.backends.workdir import (
     scan,
     upload_file,
 )
-from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply, tool_function
 from safeexec.codec import JSONValue
 from safeexec.errors import BackendUnavailable
@@ -121,49 +119,28 @@ class RestrictedBackend:
         if native is not None:
             native.close()
 
-    def open(
-        self,
-        *,
-        workdir: Path | None = None,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> BackendSession:
+    def open(self, spec: SessionSpec) -> BackendSession:
         """Open a session; in-process sessions refuse any ``require``d confinement layer."""
         if not self.in_process:
-            return self._native_backend().open(
-                workdir=workdir,
-                limits=limits,
-                blobs=blobs,
-                tools=tools,
-                require=require,
-                imports=imports,
-                env=env,
-            )
-        if require:
+            return self._native_backend().open(spec)
+        if spec.require:
             raise BackendUnavailable(
                 f"in-process restricted mode provides no confinement layers, but "
-                f"require={sorted(require)!r}; use RestrictedBackend() (in the worker) instead"
+                f"require={sorted(spec.require)!r}; use RestrictedBackend() (in the worker) instead"
             )
         return InProcessRestrictedSession(
-            workdir=workdir,
-            blobs=blobs,
-            tools=tools,
-            imports=tuple(imports),
-            operations_per_cpu_second=self.operations_per_cpu_second,
-            limits=limits,
+            spec, operations_per_cpu_second=self.operations_per_cpu_second
         )
 
 
 class _Watchdog:
-    """Stops the run's budget when the executing thread overruns its CPU or wall time."""
+    """Stops the run's budget when the executing thread overruns the call's CPU or wall time, or
+    the host process grows by more than the session's ``memory_bytes``."""
 
-    def __init__(self, budget: OperationBudget, limits: Limits) -> None:
+    def __init__(self, budget: OperationBudget, limits: Limits, *, memory_bytes: int) -> None:
         self._budget = budget
         self._limits = limits
+        self._memory_bytes = memory_bytes
         self._done = threading.Event()
         self._clock = time.pthread_getcpuclockid(threading.get_ident())
         self.cpu_start = time.clock_gettime(self._clock)
@@ -188,27 +165,19 @@ class _Watchdog:
                 self._budget.stop("wall_seconds")
             elif self.cpu_seconds() >= self._limits.cpu_seconds:
                 self._budget.stop("cpu_seconds")
-            elif _virtual_memory_bytes() - self._memory_start > self._limits.memory_bytes:
+            elif _virtual_memory_bytes() - self._memory_start > self._memory_bytes:
                 self._budget.stop("memory_bytes")
 
 
 class InProcessRestrictedSession:
     """A restricted session in the host process (see the module docstring for what it lacks)."""
 
-    def __init__(
-        self,
-        *,
-        workdir: Path | None,
-        blobs: BlobStore,
-        tools: ToolGateway | None,
-        imports: tuple[str, ...],
-        operations_per_cpu_second: int,
-        limits: Limits,
-    ) -> None:
+    def __init__(self, spec: SessionSpec, *, operations_per_cpu_second: int) -> None:
+        workdir, tools, limits = spec.workdir, spec.tools, spec.limits
         self._owns_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.blobs = blobs
+        self.blobs = spec.blobs
         self.limits = limits
         self._tools = tools
         self._rate = operations_per_cpu_second
@@ -218,7 +187,7 @@ class InProcessRestrictedSession:
         self._record = CallRecord()
         self._budget: OperationBudget | None = None
         self._executor = RestrictedExecutor(
-            imports=imports,
+            imports=tuple(spec.imports),
             workdir=self.workdir,
             count_operations=True,
             output_bytes=limits.output_bytes,
@@ -264,7 +233,7 @@ class InProcessRestrictedSession:
             filename,
         )
         try:
-            with _Watchdog(budget, limits) as watchdog:
+            with _Watchdog(budget, limits, memory_bytes=self.limits.memory_bytes) as watchdog:
                 try:
                     shown = self._executor.execute(request.code, filename=filename, budget=budget)
                     if shown is not None:
@@ -305,16 +274,19 @@ class InProcessRestrictedSession:
         if reason in ("cpu_seconds", "operations"):
             detail = "" if reason == "cpu_seconds" else " (operation budget)"
             return timed_out("cpu_seconds", limits=limits, record=record, detail=detail)
+        memory_bytes = self.limits.memory_bytes  # a session limit, like the worker's rlimit
         if reason == "memory_bytes":
-            record.limit_hit("memory_bytes", float(limits.memory_bytes))
+            record.limit_hit("memory_bytes", float(memory_bytes))
             return Settled(
                 status=ExecStatus.LIMIT_EXCEEDED,
                 exit_code=None,
-                message=f"memory limit: the process grew by more than {limits.memory_bytes} bytes",
+                message=f"memory limit: the process grew by more than {memory_bytes} bytes",
             )
         if error is None:
             return succeeded()
-        return raised(type(error).__name__, exception_message(error), limits=limits, record=record)
+        return raised(
+            type(error).__name__, exception_message(error), limits=self.limits, record=record
+        )
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""

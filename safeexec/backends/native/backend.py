@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -11,13 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import ToolGateway
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.session import NativeSession
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
-from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
-from safeexec.model import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
@@ -160,56 +157,13 @@ class NativeBackend:
             "preloaded": ",".join(template.preloaded) if template is not None else "",
         }
 
-    def open(
-        self,
-        *,
-        workdir: Path | None = None,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> NativeSession:
+    def open(self, spec: SessionSpec) -> NativeSession:
         """Open a confined session; ``BackendUnavailable`` if a required layer cannot be had.
 
-        Without ``workdir`` a fresh temporary directory is made and removed on close. Layers in
-        ``require`` must apply; seccomp and Landlock are required anyway where the kernel has them.
+        Layers in ``spec.require`` must apply; seccomp and Landlock are required anyway where
+        the kernel has them.
         """
-        required = self._required(require)
-        return NativeSession(
-            backend=self,
-            workdir=workdir,
-            limits=limits,
-            blobs=blobs,
-            tools=tools,
-            required=required,
-            imports=tuple(imports),
-            env=dict(env or {}),
-        )
-
-    async def aopen(
-        self,
-        *,
-        workdir: Path | None = None,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> NativeSession:
-        """``open`` without blocking the event loop."""
-        return await asyncio.to_thread(
-            self.open,
-            workdir=workdir,
-            limits=limits,
-            blobs=blobs,
-            tools=tools,
-            require=require,
-            imports=imports,
-            env=env,
-        )
+        return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
 
     def _required(self, require: frozenset[str]) -> frozenset[Layer]:
         known = {layer.value for layer in Layer}

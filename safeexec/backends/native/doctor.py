@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.backend import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError
@@ -132,7 +133,7 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     try:
-        session = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
+        session = backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs))
     except BackendError as exc:
         listener.close()
         return DoctorReport(
@@ -153,7 +154,7 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
             seen = {}
         proofs.update(_judge_session(seen, worker_pid, workdir, session.limits))
     # Tree kill: a daemonised, SIGTERM-ignoring grandchild must die with its session.
-    with backend.open(workdir=workdir, limits=Limits(), blobs=blobs) as daemon_session:
+    with backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs)) as daemon_session:
         daemon_session.run(ExecRequest(action_id="doctor", code=_DAEMON_PROBE))
         pids = daemon_session.process_ids()
     survivors = [pid for pid in pids if Path(f"/proc/{pid}").exists()]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import os
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.backends.base import ToolGateway
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.native.procfs import (
     _descendants,
@@ -47,7 +46,6 @@ from safeexec.backends.workdir import (
     scan,
     upload_file,
 )
-from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     ExecRequest,
@@ -118,21 +116,21 @@ class _CallState:
 
 
 class NativeSession:
-    """A stateful, confined CPython worker; see :meth:`NativeBackend.open`."""
+    """A stateful, confined CPython worker; see :meth:`NativeBackend.open`.
+
+    Its rlimits come from the spec's limits, each call's time and output limits from the call's
+    request (see :class:`~safeexec.backends.base.SessionSpec`).
+    """
 
     def __init__(
         self,
         *,
         backend: NativeBackend,
-        workdir: Path | None,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None,
+        spec: SessionSpec,
         required: frozenset[Layer],
-        imports: tuple[str, ...],
-        env: dict[str, str],
     ) -> None:
         self._backend = backend
+        workdir, tools = spec.workdir, spec.tools
         self._owns_workdir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else Path(workdir)
@@ -141,12 +139,12 @@ class NativeSession:
             raise ConfigurationError(
                 f"workdir={str(self.workdir)!r} is not a directory; create it first"
             )
-        self.limits = limits
-        self.blobs = blobs
+        self.limits = limits = spec.limits
+        self.blobs = spec.blobs
         self.tools = tools
         self.required = required
-        self.imports = imports
-        self.env = env
+        self.imports = tuple(spec.imports)
+        self.env = dict(spec.env)
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         self._closed = False
@@ -209,10 +207,6 @@ class NativeSession:
                 )
             return result
 
-    async def arun(self, request: ExecRequest) -> ExecResult:
-        """``run`` without blocking the event loop."""
-        return await asyncio.to_thread(self.run, request)
-
     def reset(self) -> None:
         """Forget all state by replacing the worker with a fresh one; the workdir is kept."""
         with self._lock:
@@ -221,9 +215,6 @@ class NativeSession:
             self._stop_worker()
             self._lost_state = False
             self._worker = self._start_worker()
-
-    async def areset(self) -> None:
-        await asyncio.to_thread(self.reset)
 
     def close(self) -> None:
         """Kill the whole process tree and release everything; idempotent."""
@@ -235,9 +226,6 @@ class NativeSession:
             self._stop_worker()
             if self._owns_workdir:
                 remove_tree(str(self.workdir))
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> NativeSession:
         return self
