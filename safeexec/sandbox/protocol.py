@@ -12,6 +12,8 @@ Channels and the frames on them, in the order they are sent:
 * host ↔ template (control socket): ``ready`` (template, once), ``spawn`` (host, with the
   session's channel, stdout and stderr descriptors), ``exit`` (template, per reaped session);
 * template → session process (its pool socket): ``claim`` (with the host's descriptors);
+* host → layer probe (command line, ``safeexec doctor`` only): :class:`ProbeOptions`, and the
+  probe's last output line back: :class:`ProbeVerdict`;
 * host ↔ session (the session's channel): ``started`` (template, with the worker's pidfd),
   ``config`` (host: :class:`SessionConfig`), ``hello`` (worker, its layer report), then per call
   ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host), and ``done``
@@ -35,6 +37,8 @@ __all__ = [
     "Exit",
     "Hello",
     "Op",
+    "ProbeOptions",
+    "ProbeVerdict",
     "Ready",
     "Reply",
     "Run",
@@ -116,12 +120,7 @@ class TemplateOptions:
 
     @classmethod
     def from_argument(cls, text: str) -> TemplateOptions:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            raise ProtocolError("the template options are not JSON") from None
-        if not isinstance(message, dict):
-            raise ProtocolError("the template options are not a JSON object")
+        message = _json_object(text, "template options")
         return cls(
             preload=_strings(message, "preload"),
             pool_size=max(0, _field(message, "pool_size", int)),
@@ -407,6 +406,65 @@ class Done:
             error_type=_field(error, "type", str)[:_MAX_ERROR_TYPE_CHARS] or "Error",
             error_message=_field(error, "message", str)[:_MAX_ERROR_MESSAGE_CHARS],
         )
+
+
+# -- host → layer probe (``safeexec doctor``) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeOptions:
+    """What a single-layer probe (``safeexec.sandbox.probe``) tries to reach: its argument."""
+
+    read_only: tuple[str, ...]  # the runtime paths Landlock leaves readable
+    canary_file: str  # a world-readable file outside them
+    port: int  # a listening loopback TCP port of the host
+    host_pid: int  # a process outside the probe's Landlock domain
+
+    def to_argument(self) -> str:
+        return json.dumps(
+            {
+                "read_only": list(self.read_only),
+                "canary_file": self.canary_file,
+                "port": self.port,
+                "host_pid": self.host_pid,
+            }
+        )
+
+    @classmethod
+    def from_argument(cls, text: str) -> ProbeOptions:
+        message = _json_object(text, "probe options")
+        return cls(
+            read_only=_strings(message, "read_only"),
+            canary_file=_field(message, "canary_file", str),
+            port=_field(message, "port", int),
+            host_pid=_field(message, "host_pid", int),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeVerdict:
+    """What a probe prints as its last line: did the layer block what it tried, and how."""
+
+    blocked: bool
+    detail: str
+
+    def to_line(self) -> str:
+        return json.dumps({"blocked": self.blocked, "detail": self.detail})
+
+    @classmethod
+    def from_line(cls, text: str) -> ProbeVerdict:
+        message = _json_object(text, "probe verdict")
+        return cls(blocked=_field(message, "blocked", bool), detail=_field(message, "detail", str))
+
+
+def _json_object(text: str, what: str) -> dict[str, object]:
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"the {what} are not JSON") from None
+    if not isinstance(message, dict):
+        raise ProtocolError(f"the {what} are not a JSON object")
+    return message
 
 
 def parse_worker_frame(message: Mapping[str, object]) -> Done | ToolCall:

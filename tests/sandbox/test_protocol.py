@@ -15,6 +15,8 @@ from safeexec.sandbox.protocol import (
     Exit,
     Hello,
     Op,
+    ProbeOptions,
+    ProbeVerdict,
     Ready,
     Reply,
     Run,
@@ -65,6 +67,17 @@ def test_every_frame_survives_the_wire_unchanged(frame: object) -> None:
 def test_every_operation_has_a_frame() -> None:
     ops = {frame.to_message()["op"] for frame in FRAMES}  # type: ignore[attr-defined]
     assert ops == {op.value for op in Op}
+
+
+def test_probe_options_and_verdicts_round_trip_and_reject_junk() -> None:
+    options = ProbeOptions(read_only=("/usr",), canary_file="/tmp/c", port=4242, host_pid=9)
+    assert ProbeOptions.from_argument(options.to_argument()) == options
+    verdict = ProbeVerdict(blocked=True, detail="EACCES")
+    assert ProbeVerdict.from_line(verdict.to_line()) == verdict
+    with pytest.raises(ProtocolError):
+        ProbeOptions.from_argument('{"read_only": [], "canary_file": "/c", "port": "1"}')
+    with pytest.raises(ProtocolError):
+        ProbeVerdict.from_line('{"blocked": 1, "detail": ""}')  # 1 is not a verdict
 
 
 def test_template_options_round_trip_and_reject_junk() -> None:

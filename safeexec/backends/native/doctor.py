@@ -18,7 +18,9 @@ from safeexec.backends.native.backend import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError
 from safeexec.model import ExecRequest, Limits
+from safeexec.sandbox.channel import ProtocolError
 from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict
 
 __all__ = ["DoctorReport", "LayerCheck", "diagnose"]
 
@@ -101,18 +103,18 @@ def diagnose(*, backend: NativeBackend | None = None) -> DoctorReport:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_probe(layer: str, options: dict[str, object], python: str) -> tuple[bool, str, int]:
+def _run_probe(layer: str, options: ProbeOptions, python: str) -> tuple[bool, str, int]:
     done = subprocess.run(
-        [python, "-I", "-m", "safeexec.sandbox.probe", layer, json.dumps(options)],
+        [python, "-I", "-m", "safeexec.sandbox.probe", layer, options.to_argument()],
         capture_output=True,
         text=True,
         timeout=30,
         env={"PATH": "/usr/bin:/bin"},
     )
     try:
-        verdict = json.loads(done.stdout.strip().splitlines()[-1])
-        return bool(verdict["blocked"]), str(verdict["detail"]), done.returncode
-    except (ValueError, IndexError, KeyError):
+        verdict = ProbeVerdict.from_line(done.stdout.strip().splitlines()[-1])
+        return verdict.blocked, verdict.detail, done.returncode
+    except (ProtocolError, IndexError):
         return (
             False,
             f"probe exited with {done.returncode}: {done.stderr.strip()[-300:]}",
@@ -165,12 +167,12 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
         else f"survivors after close: {survivors}",
     )
     read_only = _runtime_paths(backend.python)
-    options: dict[str, object] = {
-        "read_only": read_only,
-        "canary_file": str(canary),
-        "port": listener.getsockname()[1],
-        "host_pid": os.getpid(),
-    }
+    options = ProbeOptions(
+        read_only=tuple(read_only),
+        canary_file=str(canary),
+        port=listener.getsockname()[1],
+        host_pid=os.getpid(),
+    )
     for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):
         if supported[layer].active:
             blocked, detail, _code = _run_probe(layer.value, options, backend.python)

@@ -200,7 +200,7 @@ class NativeSession:
                 if self._lost_reason:
                     note += f" ({self._lost_reason})"
                     self._lost_reason = ""
-                result = _replace(
+                result = dataclasses.replace(
                     result,
                     state_lost=True,
                     message=f"{note}; {result.message}" if result.message else note,
@@ -671,7 +671,3 @@ def _drain(fd: int, limit: int) -> bytes:
             break
         out += data
     return bytes(out)
-
-
-def _replace(result: ExecResult, **changes: object) -> ExecResult:
-    return dataclasses.replace(result, **changes)  # type: ignore[arg-type]
