@@ -2,8 +2,9 @@
 
 Nothing is executed: each :class:`~safeexec.model.ExecRequest` goes to a handler that returns a
 :class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
-``limits.output_bytes`` and stored in the blob store, calls are recorded, a closed session refuses
-to run, and layers it does not claim to have make ``open`` raise ``BackendUnavailable``.
+``limits.output_bytes`` as every mode caps it (head and tail) and stored in the blob store, calls
+are recorded, a closed session refuses to run, files move in and out of the workdir, and layers it
+does not claim to have make ``open`` raise ``BackendUnavailable``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from safeexec.backends.base import SessionSpec
+from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
@@ -63,18 +65,20 @@ class FakeSession:
         self.requests.append(request)
         self._backend.calls.append(request)
         reply = self._backend.handler(request)
-        cap = request.limits.output_bytes
-        stdout, stderr = _bytes(reply.stdout), _bytes(reply.stderr)
-        truncated = len(stdout) > cap or len(stderr) > cap
+        # Capped the way every real mode caps a run's output (head and tail, the middle counted).
+        stdout = HeadTailCapture(request.limits.output_bytes)
+        stderr = HeadTailCapture(request.limits.output_bytes)
+        stdout.feed(_bytes(reply.stdout))
+        stderr.feed(_bytes(reply.stderr))
         usage = reply.usage
         if usage.output_bytes == 0:
-            usage = replace(usage, output_bytes=min(len(stdout), cap) + min(len(stderr), cap))
+            usage = replace(usage, output_bytes=stdout.total + stderr.total)
         return ExecResult(
             status=reply.status,
             exit_code=reply.exit_code,
-            stdout=self._blobs.put(stdout[:cap]),
-            stderr=self._blobs.put(stderr[:cap]),
-            truncated=truncated,
+            stdout=self._blobs.put(stdout.value()),
+            stderr=self._blobs.put(stderr.value()),
+            truncated=stdout.truncated or stderr.truncated,
             artifacts=tuple(
                 Artifact(name=name, media_type=_media_type(name), blob=self._blobs.put(data))
                 for name, data in sorted(reply.artifacts.items())

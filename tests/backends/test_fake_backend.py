@@ -62,14 +62,14 @@ def test_run_returns_the_handlers_reply_with_output_in_the_blob_store(tmp_path: 
     assert not result.truncated
 
 
-def test_output_is_capped_at_the_requests_output_limit(tmp_path: Path) -> None:
+def test_output_is_capped_head_and_tail_at_the_requests_output_limit(tmp_path: Path) -> None:
     backend = FakeBackend(lambda request: FakeReply(stdout="x" * 100))
     blobs = BlobStore(tmp_path / "blobs")
     session = backend.open(SessionSpec(workdir=tmp_path / "w", limits=Limits(), blobs=blobs))
     result = session.run(ExecRequest(action_id="a", code="", limits=Limits(output_bytes=10)))
     assert result.truncated
-    assert blobs.get(result.stdout) == b"x" * 10
-    assert result.usage.output_bytes == 10
+    assert blobs.get(result.stdout) == b"xxxxx\n[... 90 bytes omitted ...]\nxxxxx"
+    assert result.usage.output_bytes == 100
 
 
 def test_open_records_its_arguments_and_creates_the_workdir(tmp_path: Path) -> None:
