@@ -8,10 +8,12 @@ narrowed (:meth:`Capability.attenuate`), and refuse copying and pickling.
 
 Every call from a sandbox arrives as ``(tool name, JSON arguments)`` and is treated like a request
 to an adversarial API: arguments are validated against the schema with exact types and rebuilt as
-fresh values, unknown parameters are refused, paths resolve beneath the tool's root, network tools
-refuse private, loopback and link-local addresses, then scope, call budget and approval are
-checked. The tool runs in the host; the reply carries a JSON-plain copy of the result (or a short
-error message) and a ``ToolCalled``/``ToolRefused`` event for the audit log.
+fresh values, unknown parameters are refused, paths resolve beneath the tool's root into a
+:class:`BoundPath` (opened through a descriptor, never re-resolved), network tools get a
+:class:`CheckedURL` pinned to the address that was checked (never private, loopback or link-local),
+then scope, call limits, the step's tool budget (charged per call) and approval are checked. The
+tool runs in the host; the reply carries a JSON-plain copy of the result (or a short error message)
+and a ``ToolCalled``/``ToolRefused`` event for the audit log, at most ``MAX_TOOL_EVENTS`` a step.
 
 Inside a sandbox, :func:`tool_function` turns a :class:`ToolDescriptor` and a transport into the
 plain function the code calls.
@@ -21,16 +23,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import ipaddress
 import json
 import math
 import os
 import secrets
-import socket
 import threading
 import types
 import typing
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -39,12 +38,22 @@ from typing import NewType, NoReturn
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError
-from safeexec.model import ExecutionEvent, ToolCalled, ToolRefused, sha256_hex
+from safeexec.model import ExecutionEvent, LimitHit, ToolCalled, ToolRefused, sha256_hex
+from safeexec.tool_targets import (
+    BoundPath,
+    CheckedURL,
+    Resolver,
+    TargetRefused,
+    is_forbidden_address,
+)
 
 __all__ = [
+    "MAX_TOOL_EVENTS",
     "ApprovalRequest",
+    "BoundPath",
     "Capability",
     "CapabilitySet",
+    "CheckedURL",
     "Effect",
     "ToolDescriptor",
     "ToolError",
@@ -67,6 +76,9 @@ _MAX_ITEMS = 1_000_000
 _MAX_TEXT_CHARS = 64 * 1024 * 1024
 _MAX_INT_BITS = 14_000  # about Python's 4300-digit limit on int-to-text conversion
 _MAX_ERROR_CHARS = 500
+MAX_TOOL_EVENTS = 256
+"""``ToolCalled``/``ToolRefused`` events one step records; past it one ``LimitHit`` of
+``tool_events`` stands for the rest (they are still counted), so a step's audit line is bounded."""
 
 
 class Effect(StrEnum):
@@ -208,9 +220,17 @@ def tool(
     """Make a :class:`ToolSpec` from a fully annotated function (usable as ``@tool`` or
     ``@tool(effects=["write"], root=...)``).
 
-    Parameters must be annotated with ``str``, ``int``, ``float``, ``bool``, ``Path`` (resolved
-    beneath ``root``), ``Url``, ``Literal[...]``, ``list[...]``, ``dict[str, ...]`` or an
-    ``Optional`` of those; ``*args``/``**kwargs`` are refused (signatures are closed).
+    Parameters must be annotated with ``str``, ``int``, ``float``, ``bool``, ``Path`` or
+    ``BoundPath`` (resolved beneath ``root``), ``Url`` or ``CheckedURL``, ``Literal[...]``,
+    ``list[...]``, ``dict[str, ...]`` or an ``Optional`` of those; ``*args``/``**kwargs`` are
+    refused (signatures are closed).
+
+    A path parameter reaches the function as a :class:`BoundPath`, never a pathname: it was
+    resolved from a descriptor of ``root`` with no links followed, and opens only through the
+    descriptor of its directory (``read_text``, ``read_bytes``, ``write_text``, ``write_bytes``,
+    ``open``), for the duration of the call. A URL parameter arrives as a :class:`CheckedURL`
+    whose host was resolved once and every address checked; connect with ``connect()`` to the
+    pinned ``address`` (sending ``host`` as the ``Host`` header), never by resolving again.
     ``scope_parameter`` names the argument a capability's scope restricts (default: the first
     ``Path`` or ``Url`` parameter).
     """
@@ -318,7 +338,9 @@ def _schema(hint: object, where: str) -> dict[str, JSONValue]:
         return {"type": "integer"}
     if hint is float:
         return {"type": "number"}
-    if isinstance(hint, type) and issubclass(hint, Path):
+    if hint is CheckedURL:
+        return {"type": "string", "format": "uri"}
+    if hint is BoundPath or (isinstance(hint, type) and issubclass(hint, Path)):
         return {"type": "string", "format": "path"}
     if origin is typing.Literal:
         return {"enum": [to_plain(a, where=where) for a in args]}
@@ -410,47 +432,6 @@ def _bind(name: str, order: tuple[str, ...], arguments: JSONValue) -> dict[str, 
             raise _Refusal(f"{name}() got multiple values for argument {key!r}")
         bound[key] = value
     return bound
-
-
-def is_forbidden_address(address: str) -> bool:
-    """True for addresses a network tool must never reach: loopback, private, link-local,
-    multicast, reserved, unspecified (and anything that does not parse as an IP address)."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return True
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified
-
-
-def _check_url(value: str, where: str) -> str:
-    parsed = urllib.parse.urlsplit(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise _Refusal(f"{where}: {value!r} is not an http(s) URL with a host")
-    host = parsed.hostname
-    try:
-        infos = socket.getaddrinfo(host, parsed.port or 443, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError) as exc:
-        raise _Refusal(f"{where}: cannot resolve host {host!r} ({exc})") from None
-    addresses = {str(info[4][0]) for info in infos}
-    if not addresses or any(is_forbidden_address(a) for a in addresses):
-        raise _Refusal(
-            f"{where}: host {host!r} resolves to a private, loopback or link-local address"
-        )
-    return value
-
-
-def _resolve_path(root: Path, value: str, where: str) -> Path:
-    if "\x00" in value:
-        raise _Refusal(f"{where}: NUL byte in path")
-    candidate = Path(value)
-    if candidate.is_absolute():
-        raise _Refusal(f"{where}: {value!r} must be relative to the tool's root")
-    resolved = Path(os.path.realpath(root / candidate))
-    if resolved != root and root not in resolved.parents:
-        raise _Refusal(f"{where}: {value!r} resolves outside the tool's root")
-    return resolved
 
 
 # -- capabilities ----------------------------------------------------------------------------------
@@ -647,6 +628,9 @@ def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
     return None
 
 
+_BUDGET_SPENT = "the session's tool-call budget is spent"
+
+
 class CapabilitySet:
     """The capabilities of one session, and the gateway tool calls from its sandbox go through.
 
@@ -654,12 +638,33 @@ class CapabilitySet:
     refused. ``invoke`` never raises for anything the sandboxed code did.
     """
 
-    def __init__(self, *, approve: Callable[[ApprovalRequest], bool] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        approve: Callable[[ApprovalRequest], bool] | None = None,
+        resolve: Resolver | None = None,
+    ) -> None:
         self._approve = approve
+        self._resolve = resolve
         self._by_name: dict[str, Capability] = {}
         self._lock = threading.Lock()
         self._calls = 0
         self._refusals = 0
+        self._budget_left: int | None = None
+        self._step_events = 0
+
+    def begin_step(self, *, tool_calls_left: int | None = None) -> None:
+        """Start a step: at most ``tool_calls_left`` calls may run until the next ``begin_step``
+        (``None``: only the grants limit them), and the per-step event cap starts again.
+
+        The session calls this before every run, so its tool budget is charged per call, not
+        after the step; a call past it is refused like one past ``max_calls``.
+        """
+        if tool_calls_left is not None and type(tool_calls_left) is not int:
+            raise CapabilityError(f"tool_calls_left={tool_calls_left!r} must be an integer")
+        with self._lock:
+            self._budget_left = None if tool_calls_left is None else max(0, tool_calls_left)
+            self._step_events = 0
 
     def grant(
         self,
@@ -716,17 +721,33 @@ class CapabilitySet:
         capability = self._by_name.get(name) if type(name) is str else None
         if capability is None:
             return self._refuse(str(name)[:100], "", f"tool {str(name)[:100]!r} was not granted")
-        spec = capability.spec
         try:
             kwargs, plain = self._check_arguments(capability, arguments)
         except _Refusal as exc:
             return self._refuse(name, capability.id, str(exc))
+        try:
+            return self._run_checked(capability, kwargs, plain)
+        finally:
+            _close_paths(kwargs)  # a bound path lives for the one call it was checked for
+
+    def _run_checked(
+        self, capability: Capability, kwargs: dict[str, object], plain: JSONValue
+    ) -> ToolReply:
+        name, spec = capability.tool, capability.spec
         remaining = capability.remaining_calls
         if remaining is not None and remaining <= 0:
             return self._refuse(name, capability.id, f"call limit reached for {name!r}")
+        if self._budget_left is not None and self._budget_left <= 0:
+            # Before the approval prompt: a spent budget asks nobody.
+            return self._refuse(name, capability.id, _BUDGET_SPENT)
         if capability.requires_approval and not self._approved(capability, plain):
             return self._refuse(name, capability.id, f"call to {name!r} was not approved")
+        if not self._take_budget():
+            return self._refuse(name, capability.id, _BUDGET_SPENT)
         if not capability._charge():
+            with self._lock:
+                if self._budget_left is not None:
+                    self._budget_left += 1  # the call does not run: give its budget back
             return self._refuse(name, capability.id, f"call limit reached for {name!r}")
         arguments_sha256 = sha256_hex(canonical_json(plain))
         with self._lock:
@@ -744,7 +765,9 @@ class CapabilitySet:
                 effects=tuple(e.value for e in spec.effects),
                 ok=False,
             )
-            return ToolReply(ok=False, error=f"tool {name!r} failed: {message}", event=event)
+            return ToolReply(
+                ok=False, error=f"tool {name!r} failed: {message}", event=self._recorded(event)
+            )
         event = ToolCalled(
             tool=name,
             capability_id=capability.id,
@@ -753,13 +776,36 @@ class CapabilitySet:
             effects=tuple(e.value for e in spec.effects),
             ok=True,
         )
-        return ToolReply(ok=True, value=value, event=event)
+        return ToolReply(ok=True, value=value, event=self._recorded(event))
+
+    def _take_budget(self) -> bool:
+        """Charge one call to the step's tool budget; False if none is left."""
+        with self._lock:
+            if self._budget_left is not None:
+                if self._budget_left <= 0:
+                    return False
+                self._budget_left -= 1
+            return True
+
+    def _recorded(self, event: ExecutionEvent) -> ExecutionEvent | None:
+        """The event to record for one reply: the step's first ``MAX_TOOL_EVENTS`` as they are,
+        then one ``LimitHit`` standing for the rest, then nothing."""
+        with self._lock:
+            self._step_events += 1
+            count = self._step_events
+        if count <= MAX_TOOL_EVENTS:
+            return event
+        if count == MAX_TOOL_EVENTS + 1:
+            return LimitHit(limit="tool_events", value=float(MAX_TOOL_EVENTS))
+        return None
 
     def _refuse(self, name: str, capability_id: str, reason: str) -> ToolReply:
         with self._lock:
             self._refusals += 1
+        # Reasons may quote the sandbox's arguments: bounded, so one event stays small.
+        reason = reason[:_MAX_ERROR_CHARS]
         event = ToolRefused(tool=name, capability_id=capability_id, reason=reason)
-        return ToolReply(ok=False, error=reason, event=event)
+        return ToolReply(ok=False, error=reason, event=self._recorded(event))
 
     def _approved(self, capability: Capability, plain: JSONValue) -> bool:
         if self._approve is None:
@@ -798,14 +844,25 @@ class CapabilitySet:
             value = _validate(schema, raw, where)
             plain[key] = typing.cast(JSONValue, value)  # _validate built a fresh plain value
             fmt = _parameter_format(spec, key)
-            if value is not None and fmt == "path":
-                assert spec.root is not None and isinstance(value, str)
-                value = _resolve_path(spec.root, value, where)
-            elif value is not None and fmt == "uri":
-                assert isinstance(value, str)
-                value = _check_url(value, where)
+            try:
+                if value is not None and fmt == "path":
+                    assert spec.root is not None and isinstance(value, str)
+                    value = BoundPath._resolve(str(spec.root), value)
+                elif value is not None and fmt == "uri":
+                    assert isinstance(value, str)
+                    if self._resolve is None:
+                        value = CheckedURL._check(value)
+                    else:
+                        value = CheckedURL._check(value, resolve=self._resolve)
+            except TargetRefused as exc:
+                _close_paths(kwargs)
+                raise _Refusal(f"{where}: {exc}") from None
             kwargs[key] = value
-        self._check_scope(capability, kwargs)
+        try:
+            self._check_scope(capability, kwargs)
+        except _Refusal:
+            _close_paths(kwargs)
+            raise
         return kwargs, plain
 
     @staticmethod
@@ -815,17 +872,16 @@ class CapabilitySet:
             return
         value = kwargs.get(spec.scope_parameter)
         fmt = _parameter_format(spec, spec.scope_parameter)
-        if fmt == "path" and isinstance(value, Path):
-            assert spec.root is not None
-            roots = [Path(os.path.realpath(spec.root / s)) for s in capability.scope]
-            if any(value == r or r in value.parents for r in roots):
+        if fmt == "path" and isinstance(value, BoundPath):
+            # The bound path is lexically normal and link-free, so its text is where it is.
+            if any(_path_within(value.relative, entry) for entry in capability.scope):
                 return
-        elif fmt == "uri" and isinstance(value, str):
+        elif fmt == "uri" and isinstance(value, CheckedURL):
             # An entry is a host name, a scheme ("https"), or a URL prefix ("https://api.x/v1/").
-            parts = urllib.parse.urlsplit(value)
+            url = value.url
             for entry in capability.scope:
-                prefix = "://" in entry and value.startswith(entry.rstrip("/") + "/")
-                if entry in (parts.hostname, parts.scheme) or prefix or value == entry:
+                prefix = "://" in entry and url.startswith(entry.rstrip("/") + "/")
+                if entry in (value.host, value.scheme) or prefix or url == entry:
                     return
         elif value is not None and str(value) in capability.scope:
             return
@@ -833,6 +889,13 @@ class CapabilitySet:
             f"{spec.name}: {spec.scope_parameter}={value if fmt != 'path' else '...'}"
             f" is outside the granted scope"
         )
+
+
+def _close_paths(kwargs: Mapping[str, object]) -> None:
+    """End the descriptors of a call's bound paths (the tool returned, or never ran)."""
+    for value in kwargs.values():
+        if isinstance(value, BoundPath):
+            value._close()
 
 
 # -- the sandbox side ---------------------------------------------------------------------------

@@ -41,9 +41,12 @@ def search(query: str, max_price: float | None = None, tags: list[str] | None = 
 def test_public_api_is_pinned() -> None:
     assert sorted(capabilities.__all__) == [
         "ApprovalRequest",
+        "BoundPath",
         "Capability",
         "CapabilitySet",
+        "CheckedURL",
         "Effect",
+        "MAX_TOOL_EVENTS",
         "ToolDescriptor",
         "ToolError",
         "ToolReply",

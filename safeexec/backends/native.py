@@ -54,7 +54,6 @@ from safeexec.model import (
     LimitHit,
     Limits,
     SyscallKilled,
-    ToolRefused,
     Usage,
 )
 from safeexec.sandbox import landlock
@@ -79,7 +78,6 @@ __all__ = ["ArtifactLimits", "NativeBackend", "NativeSession", "supported_layers
 _EXECUTORS = ("python", "restricted")
 _READ_CHUNK = 1 << 16
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
-MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
 _STARTUP_SECONDS = 30.0
 _CPU_POLL_SECONDS = 0.05
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
@@ -617,17 +615,6 @@ class _CallState:
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
     killed_for: str = ""  # "wall" | "cpu" | "protocol"
-    refusals: int = 0
-
-    def record(self, event: ExecutionEvent) -> None:
-        """Keep an event; refusals past the first ``MAX_REFUSAL_EVENTS`` are only counted, so a
-        cell that hammers a refused tool cannot grow the host's memory and audit log per call.
-        Calls that ran are bounded by their grants and always kept."""
-        if isinstance(event, ToolRefused):
-            self.refusals += 1
-            if self.refusals > MAX_REFUSAL_EVENTS:
-                return
-        self.events.append(event)
 
 
 class NativeSession:
@@ -986,10 +973,6 @@ class NativeSession:
         status, exit_code, message = self._settle(worker, call, limits, wall)
         if call.stdout.truncated or call.stderr.truncated:
             call.events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
-        if call.refusals > MAX_REFUSAL_EVENTS:
-            call.events.append(
-                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
-            )
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
         )
@@ -1131,8 +1114,8 @@ class NativeSession:
             try:
                 answer = self.tools.invoke(name, payload)
                 reply = {"ok": answer.ok, "value": answer.value, "error": answer.error}
-                if answer.event is not None:
-                    call.record(answer.event)
+                if answer.event is not None:  # the gateway caps how many a step records
+                    call.events.append(answer.event)
             except Exception as exc:  # a gateway must not raise; fail closed for the code
                 reply = {
                     "ok": False,

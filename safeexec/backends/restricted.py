@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from safeexec.backends.base import BackendSession, ToolGateway
-from safeexec.backends.native import MAX_REFUSAL_EVENTS, NativeBackend
+from safeexec.backends.native import NativeBackend
 from safeexec.backends.workdir import (
     ArtifactLimits,
     collect_artifacts,
@@ -63,7 +63,6 @@ from safeexec.model import (
     GuardDenied,
     LimitHit,
     Limits,
-    ToolRefused,
     Usage,
 )
 from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
@@ -251,7 +250,6 @@ class InProcessRestrictedSession:
         self._lock = threading.Lock()
         self._events: list[ExecutionEvent] = []
         self._tool_calls = 0
-        self._refusals = 0
         self._budget: OperationBudget | None = None
         self._executor = RestrictedExecutor(
             imports=imports,
@@ -267,11 +265,8 @@ class InProcessRestrictedSession:
     def _invoke(self, name: str, arguments: JSONValue) -> ToolReply:
         budget = self._budget
         if budget is None or budget.exhausted:
-            reply = ToolReply(
-                ok=False,
-                error="the run was stopped; no more tool calls",
-                event=ToolRefused(tool=name, capability_id="", reason="run stopped"),
-            )
+            # No event: the stop itself is recorded, and a stopped run must not grow the log.
+            reply = ToolReply(ok=False, error="the run was stopped; no more tool calls")
         elif self._tools is None:  # pragma: no cover - no proxies are bound without a gateway
             reply = ToolReply(ok=False, error=f"no tool named {name!r} is granted")
         else:
@@ -280,11 +275,7 @@ class InProcessRestrictedSession:
                 reply = self._tools.invoke(name, arguments)
             except Exception as exc:  # a gateway must not raise; fail closed for the code
                 reply = ToolReply(ok=False, error=f"tool {name!r} failed: {type(exc).__name__}")
-        if isinstance(reply.event, ToolRefused):
-            self._refusals += 1  # past the first MAX_REFUSAL_EVENTS only counted, as in the worker
-            if self._refusals > MAX_REFUSAL_EVENTS:
-                return reply
-        if reply.event is not None:
+        if reply.event is not None:  # the gateway caps how many a step records
             self._events.append(reply.event)
         return reply
 
@@ -300,7 +291,7 @@ class InProcessRestrictedSession:
         filename = f"<cell-{self._cell}>"
         stdout, stderr = _CappedText(limits.output_bytes), _CappedText(limits.output_bytes)
         self._executor.set_sink(stdout)
-        self._events, self._tool_calls, self._refusals = [], 0, 0
+        self._events, self._tool_calls = [], 0
         budget = OperationBudget(max(1, int(limits.cpu_seconds * self._rate)))
         self._budget = budget
         before = scan(str(self.workdir), _ARTIFACT_LIMITS)
@@ -330,10 +321,6 @@ class InProcessRestrictedSession:
         status, exit_code, message = self._settle(budget, error, limits)
         if stdout.truncated or stderr.truncated:
             self._events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
-        if self._refusals > MAX_REFUSAL_EVENTS:
-            self._events.append(
-                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
-            )
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=_ARTIFACT_LIMITS
         )
