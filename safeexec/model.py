@@ -65,6 +65,8 @@ class _JSON:
         return codec.from_json(cls, data)
 
 
+
+
 class Verdict(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
