@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import ipaddress
 import os
 import platform
@@ -41,11 +42,16 @@ class TargetRefused(Exception):
 # -- paths -------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _openat2(dir_fd: int, path: str, flags: int, resolve: int) -> int:
     """openat2(2) through ctypes; ``OSError(ENOSYS)`` where the kernel or machine lacks it."""
     if _SYS_OPENAT2 is None:
         raise OSError(errno.ENOSYS, "openat2 is not known on this machine")
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     how = struct.pack("QQQ", flags, 0, resolve)
     buffer = ctypes.create_string_buffer(how, len(how))
     fd = int(
@@ -143,7 +149,10 @@ class BoundPath(metaclass=_GatewayMade):
     def _resolve(cls, root: str, value: str) -> BoundPath:
         """Resolve ``value`` beneath ``root`` (``TargetRefused`` if it leaves it or has a link)."""
         parts = _components(value)
-        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise TargetRefused(f"the tool's root cannot be opened ({exc.strerror})") from None
         try:
             dir_fd = _open_directory(root_fd, parts[:-1])
         except OSError as exc:
@@ -161,6 +170,9 @@ class BoundPath(metaclass=_GatewayMade):
         setter(self, "_closed", False)
         try:
             info = self._lstat()
+        except OSError as exc:
+            self._close()
+            raise TargetRefused(f"{value[:200]!r} cannot be examined ({exc.strerror})") from None
         except BaseException:
             self._close()
             raise

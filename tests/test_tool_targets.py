@@ -308,3 +308,13 @@ def test_target_refusals_quote_at_most_a_bounded_prefix() -> None:
     with pytest.raises(TargetRefused) as info:
         CheckedURL._check("ftp://" + "x" * 100_000)
     assert len(str(info.value)) < 400
+
+
+def test_a_vanished_root_is_a_refusal_not_a_gateway_crash(tree: Path) -> None:
+    caps = _reader(tree)
+    (tree / "sub" / "f.txt").unlink()
+    (tree / "sub").rmdir()
+    (tree / "top.txt").unlink()
+    tree.rmdir()
+    reply = caps.invoke("read", call("top.txt"))
+    assert not reply.ok and "root cannot be opened" in reply.error
