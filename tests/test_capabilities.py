@@ -341,6 +341,13 @@ def test_network_tool_refuses_loopback_hosts() -> None:
         "http://localhost/",
         "http://[::1]/",
         "file:///etc/passwd",
+        # numeric spellings of loopback that getaddrinfo resolves locally
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://127.1/",
+        "http://0177.0.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://127.0.0.1:99999/",
     ):
         reply = caps.invoke("fetch", call([url]))
         assert not reply.ok, url
