@@ -426,6 +426,8 @@ class Session:
     def _execute(self, decision: Decision, action: Action, checked: str) -> ExecResult:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
+        # The gateway charges the session's tool budget per call, so one step cannot overspend it.
+        self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
         result = session.run(request)
         if not isinstance(result, ExecResult):
             raise TypeError(f"backend returned {type(result).__name__}, not ExecResult")

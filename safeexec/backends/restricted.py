@@ -67,7 +67,6 @@ from safeexec.model import (
     ExecStatus,
     GuardDenied,
     Limits,
-    ToolRefused,
 )
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
@@ -200,11 +199,8 @@ class InProcessRestrictedSession:
     def _invoke(self, name: str, arguments: JSONValue) -> ToolReply:
         budget = self._budget
         if budget is None or budget.exhausted:
-            refused = ToolRefused(tool=name, capability_id="", reason="run stopped")
-            self._record.record(refused)
-            return ToolReply(
-                ok=False, error="the run was stopped; no more tool calls", event=refused
-            )
+            # No event: the stop itself is recorded, and a stopped run must not grow the log.
+            return ToolReply(ok=False, error="the run was stopped; no more tool calls")
         if self._tools is None:  # pragma: no cover - no proxies are bound without a gateway
             return ToolReply(ok=False, error=f"no tool named {name!r} is granted")
         return call_tool(self._tools, name, arguments, self._record)

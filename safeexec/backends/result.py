@@ -3,7 +3,7 @@
 A backend measures a call (its output, its CPU and wall time, what its code raised or why it was
 killed); this module says what the measurements mean, the same way for every mode: which status
 and message a timeout or a ``MemoryError`` gets, which ``LimitHit`` events go with them, how tool
-calls are run and counted, and how many refusals are kept as events.
+calls are run and counted (the gateway caps how many tool events a step keeps).
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from safeexec.model import (
     ExecutionEvent,
     LimitHit,
     Limits,
-    ToolRefused,
     Usage,
 )
 
 __all__ = [
-    "MAX_REFUSAL_EVENTS",
     "CallRecord",
     "Settled",
     "call_tool",
@@ -38,25 +36,15 @@ __all__ = [
     "timed_out",
 ]
 
-MAX_REFUSAL_EVENTS = 64  # tool refusals recorded as events per call; the rest are counted
-
-
 @dataclass(slots=True)
 class CallRecord:
     """The events and tool calls of one call in progress."""
 
     events: list[ExecutionEvent] = field(default_factory=list)
     tool_calls: int = 0
-    refusals: int = 0
 
     def record(self, event: ExecutionEvent) -> None:
-        """Keep an event; refusals past the first ``MAX_REFUSAL_EVENTS`` are only counted, so a
-        cell that hammers a refused tool cannot grow the host's memory and audit log per call.
-        Calls that ran are bounded by their grants and always kept."""
-        if isinstance(event, ToolRefused):
-            self.refusals += 1
-            if self.refusals > MAX_REFUSAL_EVENTS:
-                return
+        """Keep an event of the call (the tool gateway already caps a step's tool events)."""
         self.events.append(event)
 
     def limit_hit(self, limit: str, value: float) -> None:
@@ -138,12 +126,10 @@ def finish(
     max_rss_bytes: int = 0,
     state_lost: bool = False,
 ) -> ExecResult:
-    """The result of a finished call: output stored as blobs, the cap and flood events added."""
+    """The result of a finished call: output stored as blobs, the output-cap event added."""
     truncated = stdout.truncated or stderr.truncated
     if truncated:
         record.limit_hit("output_bytes", float(limits.output_bytes))
-    if record.refusals > MAX_REFUSAL_EVENTS:
-        record.limit_hit("tool_refusal_events", float(MAX_REFUSAL_EVENTS))
     return ExecResult(
         status=settled.status,
         exit_code=settled.exit_code,
