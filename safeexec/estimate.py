@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from safeexec.model import Bound, BoundKind, Estimate
 from safeexec.parse import Parsed
-from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON
 
 __all__ = ["estimate"]
 
@@ -59,17 +58,10 @@ def estimate(parsed: Parsed, *, tool_names: Collection[str] = ()) -> Estimate:
     """Return static CPU, memory, output and tool-call bounds of ``parsed``; never runs the code.
 
     ``tool_names`` are the tools bound into the session (called by plain name); with none, the
-    code can call no tool and ``tool_calls`` is known to be 0. Never raises: if the estimator
-    itself fails, every bound is ``unknown`` with a reason starting ``"estimator crashed"``, which
-    the scanner turns into an SX900 deny.
+    code can call no tool and ``tool_calls`` is known to be 0. A crash of the estimator itself
+    propagates: the gate (:func:`safeexec.gate.check`) turns it into an SX900 deny.
     """
-    try:
-        return _Estimator(parsed.tree, frozenset(tool_names)).run()
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        crashed = Bound.unknown(f"{ESTIMATOR_CRASHED_REASON} ({type(exc).__name__})")
-        return Estimate(cpu=crashed, memory=crashed, output=crashed, tool_calls=crashed)
+    return _Estimator(parsed.tree, frozenset(tool_names)).run()
 
 
 @dataclass(frozen=True, slots=True)

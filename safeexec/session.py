@@ -27,7 +27,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.audit import AuditLog, build_event
 from safeexec.backends.base import Backend, BackendSession, ToolGateway
 from safeexec.blobs import BlobStore
@@ -47,18 +46,23 @@ from safeexec.model import (
     ActionSource,
     Budget,
     Decision,
-    Enforcement,
     ExecRequest,
     ExecResult,
     Finding,
     Observation,
     Outcome,
-    Severity,
     Verdict,
 )
 from safeexec.observe import observe
+from safeexec.policy.engine_rules import (
+    BACKEND_CRASHED,
+    BACKEND_UNAVAILABLE,
+    CHECK_CRASHED,
+    NO_CODE,
+    engine_finding,
+)
 from safeexec.policy.loader import load_policy
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule
 
 __all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
 
@@ -351,21 +355,21 @@ class Session:
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
             decision = _fail_closed(
-                decision, "SX900", "check-crashed", InternalError("no checked code to run")
+                decision, CHECK_CRASHED, InternalError("no checked code to run")
             )
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
                 result = self._execute(decision, action, checked)
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
-                decision = _fail_closed(decision, "SX901", "backend-unavailable", exc)
+                decision = _fail_closed(decision, BACKEND_UNAVAILABLE, exc)
             except Exception as exc:
                 failure = InternalError(
                     f"backend={decision.backend!r} failed running action_id="
                     f"{action.action_id!r}: {exc!r}; the session was reset and the step denied"
                 )
                 failure.__cause__ = exc
-                decision = _fail_closed(decision, "SX902", "backend-crashed", exc)
+                decision = _fail_closed(decision, BACKEND_CRASHED, exc)
                 self._discard(decision.backend)
         try:
             observation = observe(
@@ -528,14 +532,10 @@ def _no_code_action() -> Action:
     return Action.create("", source=ActionSource.RAW)
 
 
-_NO_CODE = Finding(
-    rule="SX006",
-    name="no-code",
-    message=(
-        "no code was found in the reply; put the code to run in a fenced block (```python ... ```)"
-    ),
-    severity=Severity.LOW,
-    enforcement=Enforcement.DENY,
+_NO_CODE = engine_finding(
+    NO_CODE,
+    "no code was found in the reply; put the code to run in a fenced block (```python ... ```)",
+    evidence="",
 )
 
 
@@ -545,14 +545,11 @@ def _check_crashed(stage: str, exc: BaseException) -> Finding:
     )
 
 
-def _fail_closed(decision: Decision, rule: str, name: str, exc: BaseException) -> Decision:
+def _fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
     """The decision as audited when the backend could not run an allowed action."""
-    finding = Finding(
-        rule=rule,
-        name=name,
-        message=f"backend={decision.backend!r} could not run the action: {exc}",
-        severity=Severity.CRITICAL,
-        enforcement=Enforcement.DENY,
+    finding = engine_finding(
+        rule,
+        f"backend={decision.backend!r} could not run the action: {exc}",
         evidence=type(exc).__name__,
     )
     return dataclasses.replace(

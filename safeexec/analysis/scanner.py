@@ -23,13 +23,13 @@ from safeexec.analysis.checks import (
     REGISTERED_CHECKS,
 )
 from safeexec.analysis.constants import StringFolder
-from safeexec.analysis.engine import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
-from safeexec.model import Bound, BoundKind, Enforcement, Estimate, Finding, Span
+from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
+from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.policy.schema import Policy, Rule, RuleStatus
-from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON, SYNTAX_NODE_TYPES
+from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
 
 __all__ = ["scan"]
 
@@ -431,11 +431,6 @@ class _Scanner:
                 self._emit(rules, hit.node, hit.fields, hit.evidence)
 
     def _check_estimate(self, estimate: Estimate) -> None:
-        for metric in ("cpu", "memory", "output", "tool_calls"):
-            bound: Bound = getattr(estimate, metric)
-            if bound.reason.startswith(ESTIMATOR_CRASHED_REASON):
-                self.findings.append(engine_finding(CHECK_CRASHED, f"{bound.reason}; denying"))
-                return
         for rule in self.rules.estimates:
             match = rule.match
             assert match is not None

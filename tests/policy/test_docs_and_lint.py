@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from safeexec.analysis.engine import ENGINE_RULES
 from safeexec.policy.docs import render_rule, write_rule_docs
+from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.lint import lint_policy
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import RuleStatus
