@@ -34,7 +34,6 @@ from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, To
 from safeexec.decide import decide, order_findings
 from safeexec.errors import (
     BackendUnavailable,
-    CapabilityError,
     ConfigurationError,
     InternalError,
     SafeExecError,
@@ -61,6 +60,7 @@ from safeexec.policy.engine_rules import (
     NO_CODE,
     engine_finding,
 )
+from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 
@@ -288,46 +288,33 @@ class Session:
     ) -> Capability:
         """Grant a tool (a ``@tool`` spec, or a token to narrow) to this session's code.
 
-        The policy's ``[capabilities.<tool>]`` decides: a tool it does not list, or lists as not
-        grantable, raises ``CapabilityError``; its ``max_calls`` caps the grant, its ``scopes``
-        bound the scope and its ``requires_approval`` cannot be switched off. Grant tools before
-        the first ``run`` of a mode (its sandbox learns the tool names when it starts).
+        The policy's ``[capabilities.<tool>]`` decides (see
+        :func:`safeexec.policy.grants.reconcile_grant`); a tool it does not let be granted raises
+        ``CapabilityError``. Grant tools before the first ``run`` of a mode (its sandbox learns
+        the tool names when it starts).
         """
         name = tool.tool if isinstance(tool, Capability) else getattr(tool, "name", None)
-        config = next((c for c in self.policy.capabilities if c.tool == name), None)
-        if config is None or not config.grantable:
-            why = "lists no [capabilities] entry for it" if config is None else "marks it"
-            raise CapabilityError(
-                f"tool name={name!r} is not grantable: policy {self.policy.info.id!r} {why}"
-                f"{' not grantable' if config is not None else ''}; add or change "
-                f"[capabilities.{name}] in the policy to grant it"
-            )
+        held = tool if isinstance(tool, Capability) else None
+        terms = reconcile_grant(
+            self.policy,
+            name,
+            max_calls=max_calls,
+            scope=scope,
+            requires_approval=requires_approval,
+            held_calls=None if held is None else held.remaining_calls,
+            held_scope=None if held is None else held.scope,
+        )
         if self._open:
             raise ConfigurationError(
                 f"cannot grant tool name={name!r} after the sandbox of mode(s) "
                 f"{sorted(self._open)} started; grant tools before the first run"
             )
-        caps = [n for n in (config.max_calls, max_calls) if n is not None]
-        if isinstance(tool, Capability) and tool.remaining_calls is not None:
-            caps.append(tool.remaining_calls)
-        limit = min(caps) if caps else None
-        granted_scope = None if scope is None else frozenset(scope)
-        if config.scopes:
-            allowed = frozenset(config.scopes)
-            if granted_scope is not None and not granted_scope <= allowed:
-                raise CapabilityError(
-                    f"scope={sorted(granted_scope)!r} for tool {name!r} exceeds the policy's "
-                    f"scopes={sorted(allowed)!r}; ask for a subset"
-                )
-            granted_scope = granted_scope or allowed
-        if isinstance(tool, Capability) and tool.scope is not None and granted_scope is not None:
-            granted_scope = granted_scope & tool.scope
         with self._lock:
             return self._capabilities.grant(
                 tool,
-                max_calls=limit,
-                scope=granted_scope,
-                requires_approval=config.requires_approval or bool(requires_approval),
+                max_calls=terms.max_calls,
+                scope=terms.scope,
+                requires_approval=terms.requires_approval,
             )
 
     def _tool_gateway(self) -> ToolGateway | None:
