@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Self
 
 from safeexec.audit import AuditLog, build_event
@@ -74,7 +74,7 @@ DEFAULT_STATE_DIR = Path(".safeexec")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStatistics:
-    """Counters of one session since it was opened."""
+    """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""
 
     session_id: str
     steps: int
@@ -222,8 +222,8 @@ class Session:
             return SessionStatistics(
                 session_id=self.session_id,
                 steps=sum(self._verdicts.values()),
-                verdicts=dict(self._verdicts),
-                statuses=dict(self._statuses),
+                verdicts=MappingProxyType(dict(self._verdicts)),
+                statuses=MappingProxyType(dict(self._statuses)),
                 approvals_granted=self._approvals[True],
                 approvals_refused=self._approvals[False],
                 internal_errors=self._internal_errors,
