@@ -23,7 +23,9 @@ def test_rule_page_has_the_four_ruff_style_sections() -> None:
 
 def test_every_shipped_rule_is_documented() -> None:
     for pack in ("default", "strict", "data-analysis"):
-        for rule in load_policy(pack).rules:
+        rules = load_policy(pack).rules
+        assert rules, pack
+        for rule in rules:
             assert rule.description and rule.rationale and rule.example, rule.id
 
 
