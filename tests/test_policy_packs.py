@@ -10,7 +10,7 @@ import pytest
 from safeexec.gate import check
 from safeexec.model import Action
 from safeexec.policy.loader import load_policy
-from safeexec.policy.packs import shipped_packs
+from safeexec.policy.packs import packs_root, shipped_packs
 from safeexec.testing import run_pack_tests
 from safeexec.testing.runner import split_cases
 
@@ -53,7 +53,7 @@ def test_shipped_pack_tests_pass(pack: str) -> None:
 def test_default_pack_covers_the_classic_escape_routes() -> None:
     text = "\n".join(
         p.read_text()
-        for p in (Path(__file__).parents[1] / "policies" / "default").glob("*.cases.py")
+        for p in (packs_root() / "default").glob("*.cases.py")
     )
     routes = [
         "__subclasses__", "__globals__", "__builtins__", "__code__", "gi_frame", "f_back",
