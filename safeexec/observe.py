@@ -32,6 +32,7 @@ from safeexec.model import (
     Verdict,
 )
 from safeexec.policy.schema import ObserveConfig
+from safeexec.sandbox.tracebacks import trim_traceback_lines
 
 __all__ = ["observe"]
 
@@ -41,8 +42,6 @@ _SCAN_BYTES = 4 * 1024 * 1024
 _TRACEBACK_LINES = 200
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_TRACEBACK_START = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+')
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +202,7 @@ def _read_stream(
     if lines and lines[-1] == "":
         lines.pop()
     if trim_traceback:
-        lines = _trim_tracebacks(lines)
+        lines = trim_traceback_lines(lines)
     return _Stream(
         label=label,
         lines=tuple(_cap_line(line, config.max_line_chars) for line in lines),
@@ -253,43 +252,6 @@ def _decode(data: bytes) -> str:
 def _after_last_carriage_return(line: str) -> str:
     parts = [part for part in line.split("\r") if part]
     return parts[-1] if parts else ""
-
-
-def _trim_tracebacks(lines: list[str]) -> list[str]:
-    """Drop traceback frames leading up to the user's code, and safeexec's frames anywhere."""
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        out.append(line)
-        if line != _TRACEBACK_START:
-            continue
-        frames: list[tuple[str, list[str]]] = []
-        while index < len(lines) and lines[index].startswith("  "):
-            match = _FRAME.match(lines[index])
-            if match is not None:
-                frames.append((match.group("file"), [lines[index]]))
-            elif frames:
-                frames[-1][1].append(lines[index])
-            else:
-                out.append(lines[index])
-            index += 1
-        first_user = next((i for i, (file, _) in enumerate(frames) if _is_user_file(file)), None)
-        kept = frames[first_user:] if first_user is not None else []
-        for file, frame_lines in kept:
-            if not _is_safeexec_file(file):
-                out.extend(frame_lines)
-    return out
-
-
-def _is_user_file(file: str) -> bool:
-    """Code the model wrote: ``<cell-3>``, ``<action>``, ``<string>`` (not ``<frozen ...>``)."""
-    return file.startswith("<") and file.endswith(">") and not file.startswith("<frozen")
-
-
-def _is_safeexec_file(file: str) -> bool:
-    return "/safeexec/" in file.replace("\\", "/")
 
 
 def _cap_line(line: str, max_chars: int) -> str:

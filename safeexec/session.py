@@ -28,7 +28,7 @@ from types import MappingProxyType, TracebackType
 from typing import Self
 
 from safeexec.audit import AuditLog, build_event
-from safeexec.backends.base import Backend, BackendSession, ToolGateway
+from safeexec.backends.base import Backend, BackendSession, SessionSpec, ToolGateway
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
@@ -250,12 +250,10 @@ class Session:
             self._open.clear()
             for mode in sorted(self._owned):
                 # Backends this session made (e.g. the native template process) die with it.
-                close = getattr(self._backends.pop(mode), "close", None)
-                if callable(close):
-                    try:
-                        close()
-                    except Exception as exc:
-                        failures.append(exc)
+                try:
+                    self._backends.pop(mode).close()
+                except Exception as exc:
+                    failures.append(exc)
             self.audit.close()
             if failures:
                 raise InternalError(
@@ -431,13 +429,15 @@ class Session:
         backend = self._backend(mode)
         self.workdir.mkdir(parents=True, exist_ok=True)
         session = backend.open(
-            workdir=self.workdir,
-            limits=decision.limits,
-            blobs=self.blobs,
-            tools=self._tool_gateway(),
-            require=frozenset(self.policy.backends.require),
-            imports=self.policy.imports.allow,
-            env=self._sandbox_env(),
+            SessionSpec(
+                workdir=self.workdir,
+                limits=decision.limits,
+                blobs=self.blobs,
+                tools=self._tool_gateway(),
+                require=frozenset(self.policy.backends.require),
+                imports=self.policy.imports.allow,
+                env=self._sandbox_env(),
+            )
         )
         self._open[mode] = session
         return session

@@ -13,6 +13,7 @@ import pytest
 from safeexec import gate as gate_module
 from safeexec import session as session_module
 from safeexec.audit import AuditLog
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply, FakeSession, not_executed
 from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError
 from safeexec.model import (
@@ -546,7 +547,7 @@ def test_backends_passed_in_stay_open_for_their_owner(tmp_path: Path) -> None:
 
 def test_a_configuration_error_from_open_reaches_the_caller_unchanged(tmp_path: Path) -> None:
     class Misconfigured(FakeBackend):
-        def open(self, **options: object) -> FakeSession:  # type: ignore[override]
+        def open(self, spec: SessionSpec) -> FakeSession:
             raise ConfigurationError("unknown confinement layer require=['x']")
 
     with Session(

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 REFUSED_ON_PURPOSE = {"HumanEval/160": "Eval calls are not allowed"}
 IMPORTS = load_policy("default").imports.allow
@@ -61,7 +62,7 @@ def test_all_but_the_eval_problem_pass_in_the_confined_worker(tmp_path: Path) ->
     blobs = BlobStore(tmp_path / "blobs")
     (tmp_path / "work").mkdir()
     session = RestrictedBackend().open(
-        workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS
+        SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
     )
     failed = []
     try:

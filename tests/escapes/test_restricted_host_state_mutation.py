@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted_runtime import (
+from safeexec.sandbox.restricted import (
     DENIED_ATTRIBUTES,
     MODULE_ALLOWLISTS,
     RestrictedExecutor,

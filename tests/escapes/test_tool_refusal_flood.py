@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
@@ -38,7 +39,7 @@ def test_refused_tool_calls_do_not_grow_the_events_without_bound(
     blobs = BlobStore(tmp_path / "blobs")
     workdir = tmp_path / "work"
     workdir.mkdir()
-    session = backend.open(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps)
+    session = backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps))
     try:
         code = f"""
 refused = 0

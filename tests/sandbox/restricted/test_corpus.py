@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from restricted_corpus import CORPUS, REFUSED, Snippet
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 from safeexec.sandbox.executor import PythonExecutor
-from safeexec.sandbox.restricted_runtime import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 # The default policy pack's import allowlist.
 IMPORTS = load_policy("default").imports.allow
@@ -99,7 +100,9 @@ def test_snippet_runs_unchanged_through_the_backend(
     (tmp_path / "work").mkdir()
     expected = run_plain(snippet, tmp_path / "plain")
     blobs = BlobStore(tmp_path / "blobs")
-    session = backend.open(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
+    session = backend.open(
+        SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
+    )
     try:
         for cell, (stdout, shown) in zip(snippet.cells, expected, strict=True):
             result = session.run(ExecRequest(action_id="a", code=cell))

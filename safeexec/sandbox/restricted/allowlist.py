@@ -1,0 +1,234 @@
+"""What a reviewer signs off: the attribute names, dunders, modules and builtins sandboxed code
+may use. Data only; the guards and the transformer enforce it."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+
+# Public-looking attribute names that lead somewhere dangerous on objects the code did not create:
+# string formatting walks attributes; frames, code objects and tracebacks lead to globals.
+DENIED_ATTRIBUTES = frozenset(
+    {
+        "format",
+        "format_map",
+        "vformat",
+        "get_field",
+        "get_value",
+        "mro",
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "cr_origin",
+        "ag_frame",
+        "ag_code",
+        "ag_await",
+        "tb_frame",
+        "tb_next",
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "f_generator",
+        "f_globals",
+        "f_locals",
+        "f_trace",
+        "co_code",
+        "func_globals",
+        "func_code",
+        "im_func",
+        "im_self",
+        "attrgetter",
+        "methodcaller",
+        # ``ABCMeta.register`` changes a library ABC's registry for the whole process
+        # (``collections.abc.Mapping.register(list)``); own classes may still register.
+        "register",
+    }
+)
+
+# Dunder methods the code may define on its own classes and call on its own objects.
+USER_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__post_init__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__bool__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__reversed__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__missing__",
+        "__enter__",
+        "__exit__",
+        "__call__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__invert__",
+        "__round__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__complex__",
+        *(
+            f"__{prefix}{op}__"
+            for op in (
+                "add",
+                "sub",
+                "mul",
+                "truediv",
+                "floordiv",
+                "mod",
+                "pow",
+                "matmul",
+                "and",
+                "or",
+                "xor",
+                "lshift",
+                "rshift",
+                "divmod",
+            )
+            for prefix in ("", "r", "i")
+            if not (prefix == "i" and op == "divmod")
+        ),
+    }
+)
+
+# Class-body names (not methods) the code may bind in its own classes.
+_CLASS_BODY_NAMES = frozenset({"__slots__", "__hash__"})
+# Read-only metadata that is a plain string on anything.
+_ANYWHERE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Module name → attribute allowlist. Values are vetted: no modules, no module-level mutable
+# containers shared with the host (those are copied), nothing whose public attributes reach ``sys``.
+MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
+    "math": _names(
+        "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist e "
+        "erf erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot inf isclose "
+        "isfinite isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nan nextafter perm "
+        "pi pow prod radians remainder sin sinh sqrt tan tanh tau trunc ulp"
+    ),
+    "cmath": _names("phase polar rect sqrt exp log pi e isclose"),
+    "statistics": _names(
+        "mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped "
+        "mode multimode quantiles pstdev pvariance stdev variance covariance correlation "
+        "linear_regression NormalDist StatisticsError"
+    ),
+    "random": _names(
+        "Random random randint randrange choice choices shuffle sample uniform gauss "
+        "normalvariate triangular betavariate expovariate seed getrandbits"
+    ),
+    "re": _names(
+        "compile match search fullmatch findall finditer sub subn split escape error "
+        "Pattern Match A ASCII I IGNORECASE L LOCALE M MULTILINE S DOTALL X VERBOSE U UNICODE "
+        "NOFLAG"
+    ),
+    "json": _names("dumps loads dump load JSONDecodeError JSONEncoder JSONDecoder"),
+    "datetime": _names("date datetime time timedelta timezone tzinfo MINYEAR MAXYEAR"),
+    "time": _names(
+        "time time_ns monotonic perf_counter process_time sleep strftime strptime gmtime "
+        "localtime mktime struct_time"
+    ),
+    "collections": _names(
+        "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString abc"
+    ),
+    "collections.abc": _names(
+        "Iterable Iterator Generator Sequence MutableSequence Mapping MutableMapping Set "
+        "MutableSet Hashable Sized Container Callable Collection Reversible"
+    ),
+    "itertools": _names(
+        "accumulate batched chain combinations combinations_with_replacement compress count "
+        "cycle dropwhile filterfalse groupby islice pairwise permutations product repeat "
+        "starmap takewhile tee zip_longest"
+    ),
+    "functools": _names(
+        "reduce partial lru_cache cache cmp_to_key total_ordering wraps cached_property"
+    ),
+    "heapq": _names("heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge"),
+    "bisect": _names("bisect bisect_left bisect_right insort insort_left insort_right"),
+    "string": _names(
+        "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation "
+        "whitespace printable capwords Template"
+    ),
+    "textwrap": _names("wrap fill dedent indent shorten TextWrapper"),
+    "decimal": _names(
+        "Decimal InvalidOperation DivisionByZero ROUND_HALF_UP ROUND_HALF_EVEN ROUND_DOWN "
+        "ROUND_UP ROUND_FLOOR ROUND_CEILING ROUND_HALF_DOWN"
+    ),
+    "fractions": frozenset({"Fraction"}),
+    "dataclasses": _names(
+        "dataclass field fields asdict astuple replace is_dataclass FrozenInstanceError "
+        "InitVar MISSING"
+    ),
+    "enum": _names("Enum IntEnum Flag IntFlag StrEnum auto unique"),
+    "typing": _names(
+        "Any Callable ClassVar Dict DefaultDict Deque FrozenSet Generator Iterable Iterator List "
+        "Literal Mapping MutableMapping NamedTuple Optional Sequence Set Tuple TypedDict Union "
+        "Final cast"
+    ),
+    "copy": frozenset({"copy", "deepcopy"}),
+    "csv": _names(
+        "reader writer DictReader DictWriter QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
+        "QUOTE_NONNUMERIC Error"
+    ),
+    "io": frozenset({"StringIO", "BytesIO"}),
+    "hashlib": _names("md5 sha1 sha224 sha256 sha384 sha512 blake2b blake2s"),
+    "base64": _names(
+        "b64encode b64decode urlsafe_b64encode urlsafe_b64decode b32encode b32decode "
+        "b16encode b16decode"
+    ),
+    "uuid": _names("UUID uuid3 uuid4 uuid5 NAMESPACE_DNS NAMESPACE_URL"),
+    "unicodedata": _names("category name lookup normalize numeric decimal digit"),
+    "difflib": _names("SequenceMatcher get_close_matches unified_diff ndiff"),
+    "pprint": frozenset({"pformat", "pprint"}),
+    "contextlib": _names("contextmanager suppress closing nullcontext ExitStack"),
+    "abc": _names("ABC abstractmethod"),
+    "calendar": _names(
+        "monthrange isleap leapdays weekday monthcalendar month_name month_abbr day_name "
+        "day_abbr MONDAY TUESDAY WEDNESDAY THURSDAY FRIDAY SATURDAY SUNDAY"
+    ),
+    "html": _names("escape unescape"),
+    "numbers": _names("Number Complex Real Rational Integral"),
+    "graphlib": _names("TopologicalSorter CycleError"),
+    "secrets": _names("token_hex token_urlsafe token_bytes choice randbelow compare_digest"),
+    "struct": _names("pack unpack calcsize iter_unpack error"),
+    "zlib": _names("crc32 adler32 compress decompress error"),
+    "binascii": _names("hexlify unhexlify crc32 b2a_hex a2b_hex Error"),
+    "colorsys": _names("rgb_to_hsv hsv_to_rgb rgb_to_hls hls_to_rgb rgb_to_yiq yiq_to_rgb"),
+    "reprlib": _names("repr Repr"),
+    "zoneinfo": _names("ZoneInfo ZoneInfoNotFoundError"),
+    "__future__": _names("annotations"),
+}
+
+_SAFE_BUILTIN_NAMES = _names(
+    "abs all any ascii bin bool bytearray bytes callable chr classmethod complex dict divmod "
+    "enumerate filter float format frozenset hash hex id int isinstance issubclass iter len list "
+    "map max min next object oct ord pow property range repr reversed round set slice sorted "
+    "staticmethod str sum super tuple zip True False None NotImplemented Ellipsis "
+)
+
+_BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}

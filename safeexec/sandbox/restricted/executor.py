@@ -1,0 +1,306 @@
+"""``RestrictedExecutor``: compiles cells restricted and runs them in a persistent namespace."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import random
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+
+from safeexec.capabilities import ToolError
+from safeexec.sandbox.restricted.allowlist import (
+    _BUILTIN_EXCEPTIONS,
+    _SAFE_BUILTIN_NAMES,
+    MODULE_ALLOWLISTS,
+)
+from safeexec.sandbox.restricted.budget import (
+    _COUNTED_RANGE_ABOVE,
+    OperationBudget,
+    _closed_budget,
+    _counted,
+    _CountedRange,
+)
+from safeexec.sandbox.restricted.guards import (
+    _DENIALS,
+    GuardError,
+    Guards,
+    ModuleView,
+    PrintCollector,
+    SandboxExit,
+    TextSink,
+    _is_module,
+    _record_denial,
+    _SinkProxy,
+    _view_value,
+)
+from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
+from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
+from safeexec.sandbox.restricted.workdir_files import WorkdirFile
+
+
+class RestrictedExecutor:
+    """Runs cells of restricted Python in a persistent namespace (the ``Executor`` protocol).
+
+    ``imports`` is the policy's module allowlist (entries may end in ``.*``); only modules also in
+    :data:`MODULE_ALLOWLISTS` can be imported. ``workdir`` enables an ``open`` confined beneath
+    it. ``count_operations`` compiles budget ticks into loops and calls (the in-process mode);
+    ``output_bytes`` caps the ``printed`` collector.
+    """
+
+    def __init__(
+        self,
+        *,
+        imports: tuple[str, ...] = (),
+        workdir: Path | None = None,
+        count_operations: bool = False,
+        output_bytes: int = 1024 * 1024,
+        sink: TextSink | None = None,
+    ) -> None:
+        self._imports = tuple(imports)
+        self._workdir = None if workdir is None else Path(workdir).resolve()
+        self._transformer = CountingTransformer if count_operations else SafeexecTransformer
+        self._counting = count_operations
+        self._output_bytes = output_bytes
+        self._sink: TextSink = sink if sink is not None else _SinkProxy()
+        self._tools: dict[str, Callable[..., object]] = {}
+        self._budget = _closed_budget()
+        self.guards = Guards()
+        self._views: dict[str, ModuleView] = {}
+        self._namespace: dict[str, object] = {}
+        self._random = random.Random()
+        self.last_denials: tuple[tuple[str, str], ...] = ()
+        self.reset()
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
+    # -- the Executor protocol -------------------------------------------------------------------
+    def reset(self) -> None:
+        self.guards = Guards()
+        self._views = {}
+        self._namespace = self._fresh_namespace()
+
+    def bind_tools(self, tools: Mapping[str, Callable[..., object]]) -> None:
+        for name in tools:
+            if not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"tool name={name!r} is not a public identifier; rename the tool")
+        self._tools = dict(tools)
+        self._namespace.update(self._tools)
+
+    def set_sink(self, sink: TextSink) -> None:
+        """Send ``print`` output of later cells to ``sink`` instead of ``sys.stdout``."""
+        self._sink = sink
+
+    def execute(
+        self, code: str, *, filename: str, budget: OperationBudget | None = None
+    ) -> str | None:
+        """Compile ``code`` restricted and run it; ``budget`` bounds a counting executor's run.
+
+        Refusals by the compiler raise ``SyntaxError`` naming every offending line.
+        """
+        denials: list[tuple[str, str]] = []
+        token = _DENIALS.set(denials)
+        try:
+            return self._execute(code, filename, budget)
+        finally:
+            _DENIALS.reset(token)
+            self.last_denials = tuple(denials)
+
+    def _execute(self, code: str, filename: str, budget: OperationBudget | None) -> str | None:
+        body, final = self._compile(code, filename)
+        namespace = self._namespace
+        namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
+        self._budget = budget if budget is not None else OperationBudget(2**62)
+        namespace["_budget_"] = self._budget.counter
+        try:
+            exec(body, namespace)
+            if final is None:
+                return None
+            value = eval(final, namespace)
+            if value is None:
+                return None
+            namespace["_"] = value
+            return repr(value)
+        except Exception:
+            raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, user BaseException subclasses
+            raise SandboxExit(f"{type(exc).__name__}{exc.args!r} ended the cell") from None
+        finally:
+            # Code that runs later (finalizers, callbacks) finds an exhausted budget.
+            self._budget = _closed_budget()
+            namespace["_budget_"] = self._budget.counter
+
+    # -- internals --------------------------------------------------------------------------------
+    def _compile(self, code: str, filename: str) -> tuple[types.CodeType, types.CodeType | None]:
+        try:
+            tree = ast.parse(code, filename=filename, mode="exec")
+        except SyntaxError:
+            raise
+        final: ast.Expression | None = None
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, ast.Expr):
+            tree.body.pop()
+            final = ast.Expression(body=last.value)
+        errors: list[str] = []
+        body_code = self._compile_tree(tree, filename, "exec", errors)
+        final_code = None if final is None else self._compile_tree(final, filename, "eval", errors)
+        if errors or body_code is None:
+            for error in errors:
+                _record_denial("compile", error)
+            raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
+        return body_code, final_code
+
+    def _compile_tree(
+        self, tree: ast.Module | ast.Expression, filename: str, mode: str, errors: list[str]
+    ) -> types.CodeType | None:
+        # RestrictedPython's compile_restricted() compiles with the flags of its own module, which
+        # has ``from __future__ import annotations``: every annotation would become a string and
+        # dataclasses would look the class's module up in sys.modules. Same transformer; own
+        # compile() call.
+        found: list[str] = []
+        warnings: list[str] = []
+        self._transformer(found, warnings, {}).visit(tree)
+        if found:
+            errors.extend(found)
+            return None
+        return compile(tree, filename, mode, dont_inherit=True)
+
+    def _fresh_namespace(self) -> dict[str, object]:
+        guards = self.guards
+        namespace: dict[str, object] = {
+            "__builtins__": self._builtins(guards),
+            "__name__": "__sandbox__",
+            "_getattr_": guards.getattr_guard,
+            "_write_": guards.write_guard,
+            "_type_": type,
+            "_own_": guards.own_classes,
+            "_apply_": guards.apply,
+            "_next_": next,
+            "_budget_": self._budget.counter,
+        }
+        namespace.update(self._tools)
+        return namespace
+
+    def _builtins(self, guards: Guards) -> dict[str, object]:
+        table: dict[str, object] = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
+        table.update(_BUILTIN_EXCEPTIONS)
+        table.update(
+            {
+                "getattr": guards.safe_getattr,
+                "hasattr": guards.safe_hasattr,
+                "setattr": guards.safe_setattr,
+                "delattr": guards.safe_delattr,
+                "type": guards.safe_type,
+                "dir": guards.safe_dir,
+                "__build_class__": guards.build_class,
+                "__import__": self._import,
+                "GuardError": GuardError,
+                "ToolError": ToolError,
+            }
+        )
+        if self._workdir is not None:
+            table["open"] = self._open
+        if self._counting:
+            counted_range = self._range  # one bound method, so ``type(range(3)) is range``
+            table["range"] = counted_range
+            table["iter"] = self._iter
+            guards.type_aliases.update({range: counted_range, _CountedRange: counted_range})
+        return table
+
+    # C-level consumers (``sum``, ``list``, ``x in it``, ``deque(it, maxlen=0)``) run no Python
+    # code between items, so no tick can stop them; what they consume is made to count instead.
+    def _range(self, *args: int) -> range | _CountedRange:
+        """``range``; one longer than ``_COUNTED_RANGE_ABOVE`` iterates through the budget."""
+        return self._range_value(range(*args))
+
+    def _range_value(self, value: range) -> range | _CountedRange:
+        try:
+            short = len(value) <= _COUNTED_RANGE_ABOVE
+        except OverflowError:
+            short = False
+        return value if short else _CountedRange(value, self)
+
+    def _iter(self, source: object, *sentinel: object) -> Iterator[object]:
+        """``iter``; ``iter(callable, sentinel)`` may never end, so it counts."""
+        if sentinel:
+            return _counted(self, iter(source, *sentinel))  # type: ignore[call-overload]
+        return iter(source)  # type: ignore[call-overload]
+
+    def _import_allowed(self, name: str) -> bool:
+        for entry in self._imports:
+            if entry == name or (entry.endswith(".*") and name.startswith(entry[:-1])):
+                return True
+            if entry.endswith(".*") and name == entry[:-2]:
+                return True
+        return False
+
+    def _import(
+        self,
+        name: str,
+        globals: object = None,
+        locals: object = None,
+        fromlist: Iterable[str] | None = (),
+        level: int = 0,
+    ) -> ModuleView:
+        if level != 0:
+            raise ImportError("relative imports are not available in restricted mode")
+        if name not in MODULE_ALLOWLISTS or not self._import_allowed(name):
+            _record_denial("import", name)
+            raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")
+        view = self._view(name)
+        if fromlist or "." not in name:
+            return view
+        return self._view(name.split(".", 1)[0])
+
+    def _view(self, name: str) -> ModuleView:
+        if name in self._views:
+            return self._views[name]
+        import importlib
+
+        module = importlib.import_module(name)
+        attributes: dict[str, object] = {}
+        for attr in MODULE_ALLOWLISTS[name]:
+            if not hasattr(module, attr):
+                continue
+            full = f"{name}.{attr}"
+            value = getattr(module, attr)
+            if _is_module(value):
+                if full in MODULE_ALLOWLISTS and self._import_allowed(full):
+                    attributes[attr] = self._view(full)
+                continue
+            if name == "random" and getattr(value, "__self__", None) is not None:
+                value = getattr(self._random, attr)  # the code's own generator, not the host's
+            special = _SPECIAL_VALUES.get(full)
+            attributes[attr] = _view_value(value) if special is None else special(self, value)
+        view = ModuleView(name, attributes)
+        self._views[name] = view
+        return view
+
+    def _open(
+        self,
+        file: str,
+        mode: str = "r",
+        buffering: int = -1,
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
+    ) -> object:
+        """``open`` confined beneath the workdir (no ``..``, absolute or symlink escapes)."""
+        assert self._workdir is not None
+        if type(file) is not str or type(mode) is not str:
+            raise TypeError("open(): file and mode must be strings")
+        if set(mode) - set("rwaxbt+"):
+            raise ValueError(f"open(): invalid mode {mode!r}")
+        target = Path(os.path.realpath(self._workdir / file))
+        if target != self._workdir and self._workdir not in target.parents:
+            raise PermissionError(f"open(): {file!r} is outside the working directory")
+        if "b" in mode:
+            return WorkdirFile._wrap(open(target, mode, buffering), name=file)
+        return WorkdirFile._wrap(
+            open(target, mode, buffering, encoding or "utf-8", errors, newline), name=file
+        )

@@ -1,0 +1,319 @@
+"""The run-time hooks transformed code calls (``Guards``), the module views imports hand out, the
+safe ``str.format`` and the ``print`` collector."""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import io
+import string
+import threading
+import types
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from safeexec.sandbox.restricted.allowlist import _ANYWHERE_DUNDERS, DENIED_ATTRIBUTES, USER_DUNDERS
+
+
+class TextSink(Protocol):
+    """Where ``print`` output goes: anything with ``write(str)``."""
+
+    def write(self, text: str, /) -> int: ...
+
+
+# The refusals of the run in progress (``RestrictedExecutor.execute`` sets it): every refusal is
+# recorded for the audit log even when the code catches the error.
+_DENIALS: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "safeexec_restricted_denials", default=None
+)
+_MAX_DENIALS = 64
+
+
+def _record_denial(guard: str, detail: str) -> None:
+    denials = _DENIALS.get()
+    if denials is not None and len(denials) < _MAX_DENIALS:
+        denials.append((guard, detail[:300]))
+
+
+class GuardError(Exception):
+    """Sandboxed code tried something the restricted runtime refuses (the message says what)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        _record_denial("guard", message)
+
+
+class SandboxExit(Exception):
+    """Sandboxed code raised ``SystemExit``/``KeyboardInterrupt``/``GeneratorExit``; it cannot
+    unwind the host, so it ends the cell as an ordinary error."""
+
+
+class ModuleView:
+    """What ``import m`` gives sandboxed code: the allowlisted attributes of ``m``, nothing else.
+
+    It has no ``__name__`` (so ``from m import x``'s fallback to ``sys.modules`` finds nothing) and
+    refuses writes; attribute reads are plain and cost nothing extra.
+    """
+
+    def __init__(self, label: str, attributes: Mapping[str, object]) -> None:
+        self.__dict__.update(attributes)
+        self.__dict__["_label"] = label
+
+    def __getattr__(self, name: str) -> object:
+        label = self.__dict__.get("_label", "?")
+        raise AttributeError(f"restricted module {label!r} has no attribute {name!r} (not allowed)")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise GuardError("modules are read-only in restricted mode")
+
+    def __delattr__(self, name: str) -> None:
+        raise GuardError("modules are read-only in restricted mode")
+
+    def __repr__(self) -> str:
+        return f"<restricted module {self.__dict__.get('_label', '?')!r}>"
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise GuardError("modules cannot be pickled or copied in restricted mode")
+
+
+def _is_module(value: object) -> bool:
+    return type(value) is types.ModuleType
+
+
+class _SafeFormatter(string.Formatter):
+    """``str.format`` without attribute or index traversal in replacement fields."""
+
+    def get_field(self, field_name: str, args: object, kwargs: object) -> tuple[object, str]:
+        if "." in field_name or "[" in field_name:
+            raise GuardError(
+                f"format field {field_name!r} walks attributes or items; "
+                "use plain positional or keyword fields"
+            )
+        return super().get_field(field_name, args, kwargs)  # type: ignore[arg-type]
+
+
+_SAFE_FORMATTER = _SafeFormatter()
+
+
+def _safe_str_format(template: str) -> Callable[..., str]:
+    def format(*args: object, **kwargs: object) -> str:
+        return _SAFE_FORMATTER.vformat(template, args, kwargs)
+
+    return format
+
+
+class Guards:
+    """Every hook the transformed code calls, plus the set of classes the code created itself."""
+
+    def __init__(self) -> None:
+        self.own_classes: set[type] = set()
+        # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
+        # undo a wrapper (a counting executor hands out ``range`` as a function).
+        self.type_aliases: dict[type, object] = {}
+        self._lock = threading.Lock()
+        self.write_guard = self._make_write_guard()
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
+    # -- ownership ------------------------------------------------------------------------------
+    def is_own(self, obj: object) -> bool:
+        """Is ``obj`` an instance of a class the code defined, or such a class?"""
+        return type(obj) in self.own_classes or (isinstance(obj, type) and obj in self.own_classes)
+
+    def is_own_function(self, obj: object) -> bool:
+        """Is ``obj`` a function compiled from the code (its globals hold these guards)?"""
+        return (
+            isinstance(obj, types.FunctionType)
+            and obj.__globals__.get("_write_") is self.write_guard
+        )
+
+    def register_class(self, cls: object) -> object:
+        if isinstance(cls, type):
+            with self._lock:
+                self.own_classes.add(cls)
+        return cls
+
+    def build_class(
+        self, func: Callable[..., object], name: str, *bases: object, **kw: object
+    ) -> object:
+        """``__build_class__`` for ``class`` statements: no metaclass, classes as bases only."""
+        if "metaclass" in kw:
+            raise GuardError("the metaclass keyword is not allowed")
+        for base in types.resolve_bases(bases):
+            if not isinstance(base, type):
+                raise GuardError(f"class {name!r}: base {base!r} is not a class")
+            if issubclass(base, type):
+                raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
+        cls = builtins.__build_class__(func, name, *bases, **kw)
+        return self.register_class(cls)
+
+    # -- attribute reads ---------------------------------------------------------------------------
+    def getattr_guard(self, obj: object, name: str) -> object:
+        """``_getattr_``: reached only for names starting with ``_`` or on the dangerous list."""
+        if name in _ANYWHERE_DUNDERS:
+            return self._checked(getattr(obj, name))
+        if name == "__class__":
+            if isinstance(obj, type):
+                raise GuardError("__class__ of a class (its metaclass) is not accessible")
+            return self.type_aliases.get(type(obj), type(obj))
+        if name == "format" and type(obj) is str:
+            return _safe_str_format(obj)
+        if self.is_own(obj):
+            if name.startswith("__") and name.endswith("__"):
+                if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
+                    return self._checked(getattr(obj, name))
+            elif (
+                name.startswith("_")
+                or self._defined_by_code(obj, name)
+                or (name == "register" and isinstance(obj, type))
+            ):
+                return self._checked(getattr(obj, name))
+        elif name in USER_DUNDERS:
+            if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
+                return self._checked(getattr(obj, name))
+            if isinstance(obj, type) and obj.__module__ == "builtins":
+                return self._checked(getattr(obj, name))
+        raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
+
+    def _defined_by_code(self, obj: object, name: str) -> bool:
+        if not isinstance(obj, type):
+            inst = getattr(obj, "__dict__", None)
+            if isinstance(inst, dict) and name in inst:
+                return True
+        cls = obj if isinstance(obj, type) else type(obj)
+        return any(k in self.own_classes and name in k.__dict__ for k in cls.__mro__)
+
+    @staticmethod
+    def _checked(value: object) -> object:
+        if _is_module(value):
+            raise GuardError("module objects are not accessible in restricted mode")
+        return value
+
+    def safe_getattr(self, obj: object, name: str, *default: object) -> object:
+        """The ``getattr`` builtin: a dynamic name gets the same checks as ``obj.name``."""
+        if type(name) is not str:
+            raise TypeError("getattr(): attribute name must be a string")
+        try:
+            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+                return self.getattr_guard(obj, name)
+            return self._checked(getattr(obj, name))
+        except AttributeError:
+            if default:
+                return default[0]
+            raise
+
+    def safe_hasattr(self, obj: object, name: str) -> bool:
+        try:
+            self.safe_getattr(obj, name)
+        except (AttributeError, GuardError):
+            return False
+        return True
+
+    # -- writes ------------------------------------------------------------------------------------
+    def _make_write_guard(self) -> Callable[[object], object]:
+        """``_write_``: attribute writes and deletes only on the code's own objects.
+
+        A closure over the own-class set, so the common case (an instance of an own class) costs
+        one set lookup and no attribute access.
+        """
+        own = self.own_classes
+
+        def _write_(obj: object) -> object:
+            if type(obj) in own:
+                return obj
+            if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
+                return obj
+            raise GuardError(
+                f"cannot modify attributes of {type(obj).__name__!r}: "
+                "only objects of classes defined by the code can be changed"
+            )
+
+        return _write_
+
+    def safe_setattr(self, obj: object, name: str, value: object) -> None:
+        if type(name) is not str or (name.startswith("__") and name.endswith("__")):
+            raise GuardError(f"setattr of {name!r} is not allowed")
+        setattr(self.write_guard(obj), name, value)
+
+    def safe_delattr(self, obj: object, name: str) -> None:
+        if type(name) is not str or (name.startswith("__") and name.endswith("__")):
+            raise GuardError(f"delattr of {name!r} is not allowed")
+        delattr(self.write_guard(obj), name)
+
+    # -- calls and misc ---------------------------------------------------------------------------
+    @staticmethod
+    def apply(func: Callable[..., object], *args: object, **kwargs: object) -> object:
+        """``_apply_``: calls written with ``*args``/``**kwargs`` (keywords must be strings)."""
+        return func(*args, **kwargs)
+
+    def safe_type(self, *args: object) -> object:
+        """One-argument ``type``; never hands out a metaclass (which could build classes)."""
+        if len(args) != 1:
+            raise GuardError("type() takes exactly one argument in restricted mode")
+        if isinstance(args[0], type):
+            raise GuardError("type() of a class is not available in restricted mode")
+        return self.type_aliases.get(type(args[0]), type(args[0]))
+
+    @staticmethod
+    def safe_dir(*obj: object) -> list[str]:
+        if not obj:
+            raise GuardError("dir() without an argument is not available in restricted mode")
+        return sorted(name for name in dir(obj[0]) if not name.startswith("__"))
+
+
+class PrintCollector:
+    """``print`` for sandboxed code: writes to the run's sink and keeps at most ``cap_bytes`` of
+    text for RestrictedPython's ``printed`` name."""
+
+    def __init__(self, sink: TextSink, *, cap_bytes: int) -> None:
+        self._sink = sink
+        self._cap = cap_bytes
+        self._kept: list[str] = []
+        self._kept_size = 0
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
+        # ``copy.deepcopy(open, memo)`` would copy it and leave the copy in ``memo``.
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
+    def _call_print(
+        self,
+        *objects: object,
+        sep: str | None = " ",
+        end: str | None = "\n",
+        file: object = None,
+        flush: bool = False,
+    ) -> None:
+        if file is not None:
+            print(*objects, sep=sep, end=end, file=file)  # type: ignore[call-overload]
+            return
+        text = (" " if sep is None else sep).join(str(o) for o in objects)
+        text += "\n" if end is None else end
+        if self._kept_size < self._cap:
+            piece = text[: self._cap - self._kept_size]
+            self._kept.append(piece)
+            self._kept_size += len(piece)
+        self._sink.write(text)
+
+    def __call__(self) -> str:
+        return "".join(self._kept)
+
+
+class _SinkProxy(io.TextIOBase):
+    """Writes to the current ``sys.stdout`` at write time (the worker swaps it per cell)."""
+
+    def write(self, text: str) -> int:
+        import sys
+
+        return sys.stdout.write(text)
+
+
+def _view_value(value: object) -> object:
+    if isinstance(value, dict):
+        return types.MappingProxyType(dict(value))
+    if isinstance(value, list | set | bytearray):
+        return tuple(value)
+    return value

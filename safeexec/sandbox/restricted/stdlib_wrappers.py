@@ -1,0 +1,123 @@
+"""Wrappers for stdlib callables whose plain form would change host state or escape the budget."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from safeexec.sandbox.restricted.budget import _counted_producer
+from safeexec.sandbox.restricted.guards import GuardError
+
+if TYPE_CHECKING:
+    from safeexec.sandbox.restricted.executor import RestrictedExecutor
+
+
+def _wrap_dataclass(executor: RestrictedExecutor, dataclass: Callable[..., object]) -> object:
+    """``dataclass`` keeping the result an own class (``slots=True`` makes a new one)."""
+
+    def wrapped(cls: object = None, /, **kwargs: object) -> object:
+        def apply(target: object) -> object:
+            if not (isinstance(target, type) and target in executor.guards.own_classes):
+                raise GuardError("dataclass() applies only to classes defined by the code")
+            return executor.guards.register_class(dataclass(target, **kwargs))
+
+        return apply if cls is None else apply(cls)
+
+    return wrapped
+
+
+def _own_only(executor: RestrictedExecutor, decorator: Callable[..., object]) -> object:
+    """A host helper that changes its argument (``total_ordering``): own classes only."""
+
+    def wrapped(target: object) -> object:
+        if not executor.guards.is_own(target) or not isinstance(target, type):
+            raise GuardError("this decorator applies only to classes defined by the code")
+        return decorator(target)
+
+    return wrapped
+
+
+def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> object:
+    """``functools.wraps`` that only ever writes to functions the code defined."""
+
+    def wrapped(original: object, **kwargs: object) -> object:
+        def apply(wrapper: object) -> object:
+            if not executor.guards.is_own_function(wrapper):
+                raise GuardError("functools.wraps applies only to functions defined by the code")
+            return wraps(original, **kwargs)(wrapper)
+
+        return apply
+
+    return wrapped
+
+
+def _wrap_namedtuple(executor: RestrictedExecutor, namedtuple: Callable[..., object]) -> object:
+    def wrapped(typename: str, field_names: object, **kwargs: object) -> object:
+        kwargs.pop("module", None)
+        return executor.guards.register_class(
+            namedtuple(typename, field_names, module="__sandbox__", **kwargs)
+        )
+
+    return wrapped
+
+
+def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) -> object:
+    def wrapped(obj: object, *args: object, **kwargs: object) -> None:
+        import pprint as pprint_module
+
+        executor._sink.write(pprint_module.pformat(obj, *args, **kwargs) + "\n")  # type: ignore[arg-type]
+
+    return wrapped
+
+
+def _wrap_sleep(executor: RestrictedExecutor, sleep: Callable[[float], None]) -> object:
+    """``time.sleep`` in slices, so a stopped budget ends the sleep too."""
+
+    def wrapped(seconds: float) -> None:
+        import time
+
+        end = time.monotonic() + float(seconds)
+        budget = executor._budget
+        while (left := end - time.monotonic()) > 0:
+            if budget.exhausted:
+                next(budget.counter)
+            sleep(min(left, 0.05))
+
+    return wrapped
+
+
+def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
+    """``TextWrapper`` with its class-level translation table made read-only.
+
+    The table is a dict every ``TextWrapper`` of the process shares; an item store on it
+    (``TextWrapper.unicode_whitespace_trans[32] = 88``) would change ``textwrap`` for the host.
+    The table is frozen on the class itself, not on a subclass: ``super()`` reaches base classes.
+    """
+    table = wrapper.__dict__.get("unicode_whitespace_trans")
+    if isinstance(table, dict):
+        wrapper.unicode_whitespace_trans = types.MappingProxyType(dict(table))  # type: ignore[attr-defined]
+    return wrapper
+
+
+_SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
+    **{
+        f"itertools.{name}": _counted_producer
+        for name in (
+            "count",
+            "cycle",
+            "repeat",
+            "product",
+            "permutations",
+            "combinations",
+            "combinations_with_replacement",
+        )
+    },
+    "textwrap.TextWrapper": _freeze_text_wrapper,
+    "dataclasses.dataclass": _wrap_dataclass,
+    "collections.namedtuple": _wrap_namedtuple,
+    "pprint.pprint": _wrap_pprint,
+    "time.sleep": _wrap_sleep,
+    "functools.total_ordering": _own_only,
+    "functools.wraps": _wrap_wraps,
+}

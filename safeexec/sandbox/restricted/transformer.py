@@ -1,0 +1,286 @@
+"""The compile step: RestrictedPython's transformer with compile-time attribute checks and
+operation-budget ticks."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import ClassVar
+
+from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
+
+from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
+
+_RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
+
+
+class SafeexecTransformer(RestrictingNodeTransformer):
+    """RestrictedPython's transformer: compile-time attribute checks, compatibility gaps closed."""
+
+    count_operations: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        used_names: dict[str, bool] | None = None,
+    ) -> None:
+        super().__init__(errors, warnings, used_names)
+        self._class_stack: list[str] = []
+        self._in_class_body = False
+
+    # -- names -----------------------------------------------------------------------------
+    def check_name(
+        self, node: ast.AST, name: str | None, allow_magic_methods: bool = False
+    ) -> None:
+        if name is None or name == "_":
+            return
+        if name in ("print", "printed", "builtins", "breakpoint") and not isinstance(
+            node, ast.Name
+        ):
+            self.error(node, f'"{name}" is a reserved name.')
+            return
+        if name.endswith("__roles__"):
+            self.error(node, f'"{name}" is an invalid variable name.')
+            return
+        if not name.startswith("_"):
+            return
+        if self._in_class_body and (
+            (allow_magic_methods and name in USER_DUNDERS) or name in _CLASS_BODY_NAMES
+        ):
+            return
+        if _RESERVED_NAME.match(name):
+            self.error(
+                node,
+                f'"{name}" is an invalid variable name: names that start and end with "_" '
+                'or start with "__" are reserved',
+            )
+
+    # -- attributes ------------------------------------------------------------------------
+    def _mangle(self, name: str) -> str:
+        if self._class_stack and name.startswith("__") and not name.endswith("__"):
+            return f"_{self._class_stack[-1].lstrip('_')}{name}"
+        return name
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        name = node.attr
+        if name.endswith("__roles__"):
+            self.error(node, f'"{name}" is an invalid attribute name.')
+        node = self.node_contents_visit(node)
+        guarded = name.startswith("_") or name in DENIED_ATTRIBUTES
+        if isinstance(node.ctx, ast.Load):
+            if not guarded:
+                return node
+            call = ast.Call(
+                func=ast.Name("_getattr_", ast.Load()),
+                args=[node.value, ast.Constant(self._mangle(name))],
+                keywords=[],
+            )
+            copy_locations(call, node)
+            return call
+        if name.startswith("__") and name.endswith("__"):
+            self.error(node, f'"{name}": assigning or deleting dunder attributes is not allowed.')
+        write: ast.expr = ast.Call(
+            func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[]
+        )
+        if isinstance(node.value, ast.Name):
+            # ``obj.x = v`` → ``(obj if _type_(obj) in _own_ else _write_(obj)).x = v``: the
+            # common case (an instance of an own class) checks inline, without a Python call.
+            target = node.value.id
+            write = ast.IfExp(
+                test=ast.Compare(
+                    left=ast.Call(
+                        func=ast.Name("_type_", ast.Load()),
+                        args=[ast.Name(target, ast.Load())],
+                        keywords=[],
+                    ),
+                    ops=[ast.In()],
+                    comparators=[ast.Name("_own_", ast.Load())],
+                ),
+                body=ast.Name(target, ast.Load()),
+                orelse=write,
+            )
+        copy_locations(write, node.value)
+        node.value = write
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        # Item access on reachable containers cannot produce a module (no module-holding
+        # container is reachable), so loads and stores stay plain bytecode.
+        return self.node_contents_visit(node)
+
+    # -- assignment forms --------------------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Global(self, node: ast.Global) -> ast.AST:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def inject_print_collector(self, node: ast.AST, position: int = 0) -> None:
+        """``print`` uses the run's single ``_print`` global (set by the executor)."""
+
+    # -- loops, calls, classes -----------------------------------------------------------------
+    def _tick(self, anchor: ast.stmt | ast.expr | ast.excepthandler) -> ast.expr:
+        tick = ast.Call(
+            func=ast.Name("_next_", ast.Load()),
+            args=[ast.Name("_budget_", ast.Load())],
+            keywords=[],
+        )
+        copy_locations(tick, anchor)
+        return tick
+
+    def _tick_statement(self, anchor: ast.stmt | ast.excepthandler) -> ast.stmt:
+        stmt = ast.Expr(value=self._tick(anchor))
+        copy_locations(stmt, anchor)
+        return stmt
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if self.count_operations:
+            node.body.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if self.count_operations:
+            node.body.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if self.count_operations and node.finalbody:
+            # A suspended generator runs its ``finally`` when the host collects it, after the
+            # run: the tick makes it raise there (the budget is closed) instead of running code.
+            node.finalbody.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        node = self.node_contents_visit(node)
+        self.check_name(node, node.name)
+        if self.count_operations:
+            # ``except GeneratorExit:`` runs at collection time too (see ``visit_Try``).
+            node.body.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        if node.is_async:
+            self.error(node, "async comprehensions are not allowed.")
+        node = self.node_contents_visit(node)
+        if self.count_operations:
+            node.ifs.insert(0, self._tick(node.iter))
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.check_name(node, node.name, allow_magic_methods=True)
+        dunder = node.name.startswith("__") and node.name.endswith("__")
+        if self._in_class_body and dunder and node.name not in USER_DUNDERS:
+            self.error(node, f'defining "{node.name}" is not allowed.')
+        self.check_function_argument_names(node)
+        outer = self._in_class_body
+        self._in_class_body = False
+        try:
+            node = self.node_contents_visit(node)
+        finally:
+            self._in_class_body = outer
+        if self.count_operations:
+            docstring = ast.get_docstring(node, clean=False) is not None
+            node.body.insert(1 if docstring else 0, self._tick_statement(node))
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.check_function_argument_names(node)
+        node = self.node_contents_visit(node)
+        if self.count_operations:
+            # The tick yields positive integers, so ``tick and body`` evaluates to ``body``.
+            node.body = ast.BoolOp(op=ast.And(), values=[self._tick(node), node.body])
+            copy_locations(node.body, node)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        self.check_name(node, node.name)
+        if any(keyword.arg == "metaclass" for keyword in node.keywords):
+            self.error(node, 'The keyword argument "metaclass" is not allowed.')
+        self._class_stack.append(node.name)
+        outer = self._in_class_body
+        self._in_class_body = True
+        try:
+            node.bases = [self.visit(base) for base in node.bases]
+            node.keywords = [self.visit(keyword) for keyword in node.keywords]
+            node.decorator_list = [self.visit(d) for d in node.decorator_list]
+            body: list[ast.stmt] = []
+            for stmt in node.body:
+                result = self.visit(stmt)
+                if isinstance(result, list):
+                    body.extend(result)
+                elif result is not None:
+                    body.append(result)
+            node.body = body
+        finally:
+            self._in_class_body = outer
+            self._class_stack.pop()
+        return node
+
+    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    # -- match statements (structural pattern matching) -----------------------------------------
+    # Class patterns read attributes with the interpreter's own getattr: keyword patterns name them
+    # (checked here like ``a.b``); positional ones come from ``__match_args__``, which the code
+    # cannot set (dataclass and namedtuple fields are never dunders).
+    def visit_Match(self, node: ast.Match) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSingleton(self, node: ast.MatchSingleton) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchSequence(self, node: ast.MatchSequence) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> ast.AST:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> ast.AST:
+        self.check_name(node, node.rest)
+        return self.node_contents_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> ast.AST:
+        for name in node.kwd_attrs:
+            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+                self.error(node, f'class pattern keyword "{name}" is not allowed.')
+        return self.node_contents_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> ast.AST:
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchOr(self, node: ast.MatchOr) -> ast.AST:
+        return self.node_contents_visit(node)
+
+
+class CountingTransformer(SafeexecTransformer):
+    """:class:`SafeexecTransformer` that also draws every iteration and call from the budget."""
+
+    count_operations: ClassVar[bool] = True
