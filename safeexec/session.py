@@ -24,10 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Self
 
-from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.audit import AuditLog, build_event
 from safeexec.backends.base import Backend, BackendSession, SessionSpec, ToolGateway
 from safeexec.blobs import BlobStore
@@ -35,7 +34,6 @@ from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, To
 from safeexec.decide import decide, order_findings
 from safeexec.errors import (
     BackendUnavailable,
-    CapabilityError,
     ConfigurationError,
     InternalError,
     SafeExecError,
@@ -47,18 +45,24 @@ from safeexec.model import (
     ActionSource,
     Budget,
     Decision,
-    Enforcement,
     ExecRequest,
     ExecResult,
     Finding,
     Observation,
     Outcome,
-    Severity,
     Verdict,
 )
 from safeexec.observe import observe
+from safeexec.policy.engine_rules import (
+    BACKEND_CRASHED,
+    BACKEND_UNAVAILABLE,
+    CHECK_CRASHED,
+    NO_CODE,
+    engine_finding,
+)
+from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule
 
 __all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
 
@@ -70,7 +74,7 @@ DEFAULT_STATE_DIR = Path(".safeexec")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStatistics:
-    """Counters of one session since it was opened."""
+    """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""
 
     session_id: str
     steps: int
@@ -218,8 +222,8 @@ class Session:
             return SessionStatistics(
                 session_id=self.session_id,
                 steps=sum(self._verdicts.values()),
-                verdicts=dict(self._verdicts),
-                statuses=dict(self._statuses),
+                verdicts=MappingProxyType(dict(self._verdicts)),
+                statuses=MappingProxyType(dict(self._statuses)),
                 approvals_granted=self._approvals[True],
                 approvals_refused=self._approvals[False],
                 internal_errors=self._internal_errors,
@@ -282,46 +286,33 @@ class Session:
     ) -> Capability:
         """Grant a tool (a ``@tool`` spec, or a token to narrow) to this session's code.
 
-        The policy's ``[capabilities.<tool>]`` decides: a tool it does not list, or lists as not
-        grantable, raises ``CapabilityError``; its ``max_calls`` caps the grant, its ``scopes``
-        bound the scope and its ``requires_approval`` cannot be switched off. Grant tools before
-        the first ``run`` of a mode (its sandbox learns the tool names when it starts).
+        The policy's ``[capabilities.<tool>]`` decides (see
+        :func:`safeexec.policy.grants.reconcile_grant`); a tool it does not let be granted raises
+        ``CapabilityError``. Grant tools before the first ``run`` of a mode (its sandbox learns
+        the tool names when it starts).
         """
         name = tool.tool if isinstance(tool, Capability) else getattr(tool, "name", None)
-        config = next((c for c in self.policy.capabilities if c.tool == name), None)
-        if config is None or not config.grantable:
-            why = "lists no [capabilities] entry for it" if config is None else "marks it"
-            raise CapabilityError(
-                f"tool name={name!r} is not grantable: policy {self.policy.info.id!r} {why}"
-                f"{' not grantable' if config is not None else ''}; add or change "
-                f"[capabilities.{name}] in the policy to grant it"
-            )
+        held = tool if isinstance(tool, Capability) else None
+        terms = reconcile_grant(
+            self.policy,
+            name,
+            max_calls=max_calls,
+            scope=scope,
+            requires_approval=requires_approval,
+            held_calls=None if held is None else held.remaining_calls,
+            held_scope=None if held is None else held.scope,
+        )
         if self._open:
             raise ConfigurationError(
                 f"cannot grant tool name={name!r} after the sandbox of mode(s) "
                 f"{sorted(self._open)} started; grant tools before the first run"
             )
-        caps = [n for n in (config.max_calls, max_calls) if n is not None]
-        if isinstance(tool, Capability) and tool.remaining_calls is not None:
-            caps.append(tool.remaining_calls)
-        limit = min(caps) if caps else None
-        granted_scope = None if scope is None else frozenset(scope)
-        if config.scopes:
-            allowed = frozenset(config.scopes)
-            if granted_scope is not None and not granted_scope <= allowed:
-                raise CapabilityError(
-                    f"scope={sorted(granted_scope)!r} for tool {name!r} exceeds the policy's "
-                    f"scopes={sorted(allowed)!r}; ask for a subset"
-                )
-            granted_scope = granted_scope or allowed
-        if isinstance(tool, Capability) and tool.scope is not None and granted_scope is not None:
-            granted_scope = granted_scope & tool.scope
         with self._lock:
             return self._capabilities.grant(
                 tool,
-                max_calls=limit,
-                scope=granted_scope,
-                requires_approval=config.requires_approval or bool(requires_approval),
+                max_calls=terms.max_calls,
+                scope=terms.scope,
+                requires_approval=terms.requires_approval,
             )
 
     def _tool_gateway(self) -> ToolGateway | None:
@@ -349,21 +340,21 @@ class Session:
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
             decision = _fail_closed(
-                decision, "SX900", "check-crashed", InternalError("no checked code to run")
+                decision, CHECK_CRASHED, InternalError("no checked code to run")
             )
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
                 result = self._execute(decision, action, checked)
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
-                decision = _fail_closed(decision, "SX901", "backend-unavailable", exc)
+                decision = _fail_closed(decision, BACKEND_UNAVAILABLE, exc)
             except Exception as exc:
                 failure = InternalError(
                     f"backend={decision.backend!r} failed running action_id="
                     f"{action.action_id!r}: {exc!r}; the session was reset and the step denied"
                 )
                 failure.__cause__ = exc
-                decision = _fail_closed(decision, "SX902", "backend-crashed", exc)
+                decision = _fail_closed(decision, BACKEND_CRASHED, exc)
                 self._discard(decision.backend)
         try:
             observation = observe(
@@ -530,14 +521,10 @@ def _no_code_action() -> Action:
     return Action.create("", source=ActionSource.RAW)
 
 
-_NO_CODE = Finding(
-    rule="SX006",
-    name="no-code",
-    message=(
-        "no code was found in the reply; put the code to run in a fenced block (```python ... ```)"
-    ),
-    severity=Severity.LOW,
-    enforcement=Enforcement.DENY,
+_NO_CODE = engine_finding(
+    NO_CODE,
+    "no code was found in the reply; put the code to run in a fenced block (```python ... ```)",
+    evidence="",
 )
 
 
@@ -547,14 +534,11 @@ def _check_crashed(stage: str, exc: BaseException) -> Finding:
     )
 
 
-def _fail_closed(decision: Decision, rule: str, name: str, exc: BaseException) -> Decision:
+def _fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
     """The decision as audited when the backend could not run an allowed action."""
-    finding = Finding(
-        rule=rule,
-        name=name,
-        message=f"backend={decision.backend!r} could not run the action: {exc}",
-        severity=Severity.CRITICAL,
-        enforcement=Enforcement.DENY,
+    finding = engine_finding(
+        rule,
+        f"backend={decision.backend!r} could not run the action: {exc}",
         evidence=type(exc).__name__,
     )
     return dataclasses.replace(

@@ -446,6 +446,8 @@ def test_every_outcome_is_audited_in_order(
     assert stats.cpu_seconds == pytest.approx(1.0)
     assert stats.audit_events == 4
     assert stats.audit_path == session.audit.path
+    with pytest.raises(TypeError):  # a frozen snapshot, like every statistics() value
+        stats.verdicts["allow"] = 0  # type: ignore[index]
 
 
 def test_run_action_runs_an_action_built_by_the_host(session: Session, fake: FakeBackend) -> None:

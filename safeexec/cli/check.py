@@ -15,13 +15,13 @@ from typing import Annotated, NoReturn
 import typer
 
 from safeexec import __version__
-from safeexec.analysis.engine import ENGINE_RULES
 from safeexec.errors import PolicyError
 from safeexec.gate import GateResult
 from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
+from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 

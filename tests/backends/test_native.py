@@ -269,12 +269,13 @@ def test_sessions_from_many_threads_are_isolated(backend: NativeBackend, blobs: 
 def test_the_host_never_imports_the_worker() -> None:
     code = (
         "import sys, safeexec.backends.native\n"
-        "print(sorted(m for m in sys.modules if m.startswith('safeexec.sandbox.')))"
+        "import json\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('safeexec.sandbox.'))))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    names = eval(loaded.stdout)
+    names = json.loads(loaded.stdout)
     assert "safeexec.sandbox.worker" not in names
     assert "safeexec.sandbox.zygote" not in names
 
@@ -446,8 +447,9 @@ def test_only_the_environment_the_caller_passes_reaches_the_code(
         with backend.open(
             SessionSpec(limits=Limits(), blobs=blobs, env={"PASSED": "yes"})
         ) as session:
-            seen = out(session, run(session, "import os; sorted(os.environ)"))
+            listing = "import json, os; print(json.dumps(sorted(os.environ)))"
+            seen = out(session, run(session, listing))
     finally:
         del os.environ["SAFEEXEC_HOST_ONLY"]
-    names = eval(seen)
+    names = json.loads(seen)
     assert "PASSED" in names and "SAFEEXEC_HOST_ONLY" not in names
