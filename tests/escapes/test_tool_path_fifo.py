@@ -16,6 +16,7 @@ from pathlib import Path
 from conftest import Canaries
 from tool_support import tool_backend
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
@@ -49,7 +50,9 @@ def test_a_fifo_at_a_tool_path_does_not_hang_the_host(
     done = threading.Event()
     guard = threading.Thread(target=_unblock_later, args=(workdir / "pipe", done), daemon=True)
     guard.start()
-    session = tool_backend(backend).open(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps)
+    session = tool_backend(backend).open(
+        SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps)
+    )
     try:
         code = """
 import os

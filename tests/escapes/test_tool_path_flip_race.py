@@ -16,6 +16,7 @@ from pathlib import Path
 from conftest import Canaries
 from tool_support import tool_backend
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
@@ -87,7 +88,9 @@ def _race(backend: NativeBackend, canaries: Canaries, tmp_path: Path, component:
     caps = CapabilitySet()
     caps.grant(read)
     blobs = BlobStore(tmp_path / "blobs")
-    session = tool_backend(backend).open(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps)
+    session = tool_backend(backend).open(
+        SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs, tools=caps)
+    )
     try:
         code = _attack(canaries.secret_file, component)
         result = session.run(ExecRequest(action_id="race", code=code, limits=Limits()))
