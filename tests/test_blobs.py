@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeexec.blobs import BlobStore
+from safeexec.blobs import KEY_FILE, BlobStore
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import BlobRef
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    """The blob files below ``root`` (not the store's key)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != KEY_FILE)
 
 
 def test_put_returns_the_sha256_and_size_and_get_returns_the_bytes(tmp_path: Path) -> None:
@@ -37,16 +38,22 @@ def test_any_bytes_round_trip(tmp_path_factory: pytest.TempPathFactory, data: by
     assert store.get(store.put(data)) == data
 
 
-def test_blobs_are_sharded_by_the_first_two_hex_digits(tmp_path: Path) -> None:
+def test_blobs_are_stored_under_a_keyed_name_sharded_by_its_first_two_hex_digits(
+    tmp_path: Path,
+) -> None:
     store = BlobStore(tmp_path)
     ref = store.put(b"x")
-    assert (tmp_path / ref.sha256[:2] / ref.sha256).read_bytes() == b"x"
+    path = store.location(ref)
+    assert path.read_bytes() == b"x"
+    assert path.parent == tmp_path / path.name[:2]
+    assert len(path.name) == 64 and path.name != ref.sha256
+    assert _files(tmp_path) == [path]
 
 
 def test_put_is_write_once_and_does_not_rewrite_an_existing_blob(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     first = store.put(b"same")
-    path = tmp_path / first.sha256[:2] / first.sha256
+    path = store.location(first)
     inode = path.stat().st_ino
     assert store.put(b"same") == first
     assert path.stat().st_ino == inode
@@ -70,7 +77,7 @@ def test_get_of_an_absent_blob_raises_key_error(tmp_path: Path) -> None:
 def test_get_verifies_the_hash_and_reports_corruption(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     ref = store.put(b"original")
-    (tmp_path / ref.sha256[:2] / ref.sha256).write_bytes(b"tampered")
+    store.location(ref).write_bytes(b"tampered")
     with pytest.raises(AuditError, match="corrupt"):
         store.get(ref)
 
@@ -104,13 +111,13 @@ def test_a_failed_write_raises_audit_error_and_leaves_no_partial_file(
 ) -> None:
     store = BlobStore(tmp_path)
 
-    def failing_replace(src: str, dst: object) -> None:
+    def failing_rename(src: str, dst: str, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", failing_replace)
+    monkeypatch.setattr(os, "rename", failing_rename)
     with pytest.raises(AuditError, match="cannot write blob"):
         store.put(b"data")
-    assert _files(tmp_path) == []
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [KEY_FILE]
 
 
 def test_fsync_mode_writes_durably(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +131,8 @@ def test_fsync_mode_writes_durably(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(os, "fsync", recording_fsync)
     store = BlobStore(tmp_path, fsync=True)
     assert store.get(store.put(b"durable")) == b"durable"
-    assert len(synced) == 2  # the file, then its directory entry
+    # The key, then its directory entry (once per store); the blob, then its directory entry.
+    assert len(synced) == 4
 
 
 def test_concurrent_puts_of_the_same_bytes_yield_one_intact_blob(tmp_path: Path) -> None:
@@ -151,5 +159,5 @@ def test_put_file_stores_the_file_contents(tmp_path: Path) -> None:
 def test_a_root_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.raises(ConfigurationError, match="cannot create blob store root="):
+    with pytest.raises(ConfigurationError, match="cannot open blob store root="):
         BlobStore(blocker / "blobs")
