@@ -74,6 +74,7 @@ __all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStatistics:
     """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""

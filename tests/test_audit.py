@@ -208,9 +208,7 @@ def test_the_log_file_is_private_and_appended_across_reopens(tmp_path: Path) -> 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_a_failed_write_raises_audit_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_write_raises_audit_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = AuditLog(tmp_path / "audit.jsonl")
 
     def disk_full(fd: int, data: bytes) -> int:
