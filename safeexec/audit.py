@@ -253,8 +253,8 @@ class AuditLog:
     the log and its head are opened through a descriptor of it and never through a symlink.
     ``fsync=True`` makes every line durable before :meth:`write` returns. ``mask_patterns`` are
     regular expressions of secrets to mask in events (a ``secret`` group masks just that part).
-    A write to a log whose end does not match its head raises ``AuditError``: a broken chain is
-    never extended.
+    Before its first append a writer checks the log's end against the head (size, last line's
+    hash) and raises ``AuditError`` if they differ; the whole chain is checked by :meth:`read`.
     """
 
     def __init__(
@@ -445,14 +445,19 @@ class AuditLog:
             named = os.stat(self._name, dir_fd=self._dir, follow_symlinks=False)
         except FileNotFoundError:
             named = None
-        same = named is not None and (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
-        if not same or mine.st_nlink == 0 or not stat.S_ISREG(mine.st_mode):
-            what = "unlinked" if named is None or mine.st_nlink == 0 else "replaced"
-            raise AuditError(
-                f"audit log path={str(self.path)!r} was {what} {when} (the open file is no longer "
-                "the one the path names); events would land in no log. Find out who touched the "
-                "state dir, then open a new AuditLog"
-            )
+        if named is None:
+            what = "unlinked"
+        elif (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
+            what = "replaced"
+        elif mine.st_nlink == 0 or not stat.S_ISREG(mine.st_mode):
+            what = "unlinked"
+        else:
+            return
+        raise AuditError(
+            f"audit log path={str(self.path)!r} was {what} {when} (the open file is no longer "
+            "the one the path names); events would land in no log. Find out who touched the "
+            "state dir, then open a new AuditLog"
+        )
 
     def _check_size(self, head: _Head, size: int) -> None:
         if size != head.size_bytes:

@@ -95,7 +95,8 @@ class BlobStore:
             finally:
                 os.close(shard)
         except (OSError, ConfigurationError) as exc:
-            why = "a symlink is in the way" if getattr(exc, "errno", None) == errno.ELOOP else exc
+            loop = getattr(exc, "errno", None) in (errno.ELOOP, errno.ENOTDIR)
+            why = "something other than a directory (a symlink?) is in the way" if loop else exc
             raise AuditError(f"cannot write blob sha256={digest!r}: {why}") from exc
         return BlobRef(sha256=digest, size=len(data))
 

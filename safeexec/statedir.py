@@ -63,7 +63,8 @@ def open_private_dir(path: Path, *, what: str = "state_dir", tighten: bool = Tru
             os.mkdir(path, 0o700)
         fd = os.open(path, _DIR_FLAGS)
     except OSError as exc:
-        why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        # O_NOFOLLOW | O_DIRECTORY on a symlink fails with ENOTDIR (or ELOOP): say which it is.
+        why = "is a symbolic link" if os.path.islink(path) else exc.strerror
         raise ConfigurationError(
             f"cannot open {what}={str(path)!r}: {why}; pass a real directory of your own"
         ) from exc

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -161,3 +163,72 @@ def test_a_root_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) 
     blocker.write_text("not a directory")
     with pytest.raises(ConfigurationError, match="cannot open blob store root="):
         BlobStore(blocker / "blobs")
+
+
+# -- the store is the host's: keyed names, private modes, no link ever followed -------------------
+
+
+def test_a_symlink_planted_as_a_shard_is_never_written_through(tmp_path: Path) -> None:
+    # Issue 10 item 1: a link at every shard name, whatever the naming, points at a victim dir.
+    root, victim = tmp_path / "blobs", tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    store = BlobStore(root)
+    for shard in range(256):
+        (root / f"{shard:02x}").symlink_to(victim, target_is_directory=True)
+    with pytest.raises(AuditError, match="cannot write blob sha256="):
+        store.put(b"the cell's stdout")
+    assert list(victim.iterdir()) == []
+
+
+def test_a_symlink_planted_at_a_blob_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    ref = BlobRef(sha256=hashlib.sha256(b"payload").hexdigest(), size=7)
+    path = store.location(ref)
+    path.parent.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"host file")
+    path.symlink_to(victim)
+    with pytest.raises(AuditError, match="cannot read blob"):
+        store.get(ref)  # never read through the link
+    assert ref not in store
+    assert store.put(b"payload") == ref
+    assert victim.read_bytes() == b"host file"
+    assert not path.is_symlink() and store.get(ref) == b"payload"
+
+
+def test_a_blob_root_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir(mode=0o700)
+    (tmp_path / "blobs").symlink_to(tmp_path / "real")
+    with pytest.raises(ConfigurationError, match="is a symbolic link"):
+        BlobStore(tmp_path / "blobs")
+
+
+def test_blob_names_are_keyed_per_store_and_unguessable_without_the_key(tmp_path: Path) -> None:
+    # Issue 10 item 3: a name derived from the content alone can be probed with stat().
+    first, second = BlobStore(tmp_path / "one"), BlobStore(tmp_path / "two")
+    ref = first.put(b"code=4821\n")
+    assert second.put(b"code=4821\n") == ref  # the same reference...
+    assert first.location(ref).name != second.location(ref).name  # ...under different names
+    assert not (tmp_path / "one" / ref.sha256[:2] / ref.sha256).exists()
+    key = (tmp_path / "one" / KEY_FILE).read_bytes()
+    assert len(key) == 32
+    expected = hmac.new(key, bytes.fromhex(ref.sha256), hashlib.sha256).hexdigest()
+    assert first.location(ref).name == expected
+    assert BlobStore(tmp_path / "one").location(ref) == first.location(ref)  # the key persists
+
+
+def test_the_store_is_private_directories_0700_files_0600(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    store.put(b"a")
+    store.put(b"b")
+    for path in [tmp_path / "blobs", *(tmp_path / "blobs").rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+        assert path.lstat().st_uid == os.geteuid()
+
+
+def test_a_damaged_key_is_a_configuration_error(tmp_path: Path) -> None:
+    BlobStore(tmp_path / "blobs")
+    (tmp_path / "blobs" / KEY_FILE).write_bytes(b"short")
+    with pytest.raises(ConfigurationError, match="holds 5 bytes, not 32"):
+        BlobStore(tmp_path / "blobs")
