@@ -44,7 +44,13 @@ from typing import Self, TypeVar
 from safeexec import __version__
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import Action, AuditEvent, Budget, Decision, ExecResult, Usage
-from safeexec.statedir import create_file_once, open_private_dir, read_file, replace_file
+from safeexec.statedir import (
+    create_file_once,
+    open_private_dir,
+    owner_and_mode,
+    read_file,
+    replace_file,
+)
 
 __all__ = [
     "DEFAULT_SECRET_PATTERNS",
@@ -290,6 +296,9 @@ class AuditLog:
             raise ConfigurationError(
                 f"cannot open audit log path={str(path)!r}: {why}; pass a writable file path"
             ) from exc
+        # Owner and mode of the directory and the log as opened: a change later (a chmod that
+        # exposes them to other users) is tampering, caught before and after every append.
+        self._modes = (owner_and_mode(self._dir), owner_and_mode(self._fd))
         try:
             with self._exclusive():
                 self._check_same_file("opening")
@@ -451,6 +460,12 @@ class AuditLog:
             what = "replaced"
         elif mine.st_nlink == 0 or not stat.S_ISREG(mine.st_mode):
             what = "unlinked"
+        elif (now := (owner_and_mode(self._dir), owner_and_mode(self._fd))) != self._modes:
+            raise AuditError(
+                f"the owner or mode of audit log path={str(self.path)!r} or of its directory "
+                f"changed {when}: (uid, mode) of directory and log were {_show(self._modes)}, now "
+                f"{_show(now)}; find out who touched the state dir, then open a new AuditLog"
+            )
         else:
             return
         raise AuditError(
@@ -480,6 +495,10 @@ class AuditLog:
                 f"cannot update the chain head {self._head_name!r} of path={str(self.path)!r}: "
                 f"{exc.strerror or exc}"
             ) from exc
+
+
+def _show(modes: tuple[tuple[int, int], ...]) -> str:
+    return ", ".join(f"({uid}, {mode:#o})" for uid, mode in modes)
 
 
 def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification:

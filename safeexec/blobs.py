@@ -30,6 +30,7 @@ from safeexec.statedir import (
     create_file_once,
     open_child_dir,
     open_private_dir,
+    owner_and_mode,
     read_file,
     replace_file,
 )
@@ -57,6 +58,7 @@ class BlobStore:
         self.fsync = fsync
         self._fd = open_private_dir(self.root, what="blob store root")
         weakref.finalize(self, os.close, self._fd)
+        self._mode = owner_and_mode(self._fd)  # as opened; a later chmod is tampering
         self._key = self._load_key()
 
     def _load_key(self) -> bytes:
@@ -87,6 +89,12 @@ class BlobStore:
         """Store ``data`` (once) and return its reference."""
         digest = hashlib.sha256(data).hexdigest()
         name = self._name(digest)
+        if (now := owner_and_mode(self._fd)) != self._mode:
+            raise AuditError(
+                f"cannot write blob sha256={digest!r}: the (uid, mode) of root={str(self.root)!r} "
+                f"changed from {self._mode[0]}, {self._mode[1]:#o} to {now[0]}, {now[1]:#o}; "
+                "find out who touched the state dir, then open a new BlobStore"
+            )
         try:
             shard = open_child_dir(self._fd, name[:2])
             try:

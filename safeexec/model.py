@@ -65,8 +65,6 @@ class _JSON:
         return codec.from_json(cls, data)
 
 
-
-
 class Verdict(StrEnum):
     ALLOW = "allow"
     DENY = "deny"

@@ -33,6 +33,7 @@ __all__ = [
     "ensure_apart",
     "open_child_dir",
     "open_private_dir",
+    "owner_and_mode",
     "read_file",
     "replace_file",
 ]
@@ -155,6 +156,12 @@ def create_file_once(dir_fd: int, name: str, data: bytes, *, fsync: bool) -> boo
     return True
 
 
+def owner_and_mode(fd: int) -> tuple[int, int]:
+    """The (uid, permission bits) of an open file or directory, to notice a later chown/chmod."""
+    info = os.fstat(fd)
+    return info.st_uid, stat.S_IMODE(info.st_mode)
+
+
 def ensure_apart(state_dir: Path, workdir: Path) -> None:
     """Refuse (``ConfigurationError``) a state dir inside, equal to or above ``workdir``.
 
@@ -177,8 +184,8 @@ def _refuse(state_dir: Path, workdir: Path) -> None:
     raise ConfigurationError(
         f"state_dir={str(state_dir)!r} overlaps workdir={str(workdir)!r} (one is inside, equal to "
         "or above the other, possibly through a symlink or bind mount): a session could then "
-        "reach the audit log and blobs; pass a state dir outside the workdir, e.g. the default "
-        f"{str(default_state_dir())!r}"
+        "reach the audit log and blobs; pass a state dir outside the workdir (state_dir= or "
+        "--state-dir), or a workdir that does not contain it"
     )
 
 

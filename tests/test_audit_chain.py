@@ -344,3 +344,18 @@ def test_written_events_carry_their_chain_fields(tmp_path: Path) -> None:
     assert dataclasses.replace(event, sequence=None, prev_sha256=None) == _event(
         "a-1", Verdict.DENY
     )
+
+
+def test_a_chmod_of_the_log_or_its_directory_is_caught_at_the_next_append(tmp_path: Path) -> None:
+    # Landlock does not mediate chmod: an unprivileged host's session (same uid) can do this.
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    for victim, mode in [(state, 0o755), (state / "audit.jsonl", 0o644), (state, 0o500)]:
+        path = state / "audit.jsonl"
+        with AuditLog(path) as log:
+            log.write(_event("before"))
+            victim.chmod(mode)
+            with pytest.raises(AuditError, match=r"owner or mode .* changed before appending"):
+                log.write(_event("after"))
+        victim.chmod(0o700 if victim.is_dir() else 0o600)
+    assert [e.action_id for e in AuditLog(state / "audit.jsonl").read()] == ["before"] * 3

@@ -232,3 +232,11 @@ def test_a_damaged_key_is_a_configuration_error(tmp_path: Path) -> None:
     (tmp_path / "blobs" / KEY_FILE).write_bytes(b"short")
     with pytest.raises(ConfigurationError, match="holds 5 bytes, not 32"):
         BlobStore(tmp_path / "blobs")
+
+
+def test_a_chmod_of_the_store_root_is_caught_at_the_next_put(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    store.put(b"before")
+    (tmp_path / "blobs").chmod(0o755)  # what a cell sharing the host's uid can do
+    with pytest.raises(AuditError, match=r"the \(uid, mode\) of root=.* changed"):
+        store.put(b"after")

@@ -145,7 +145,7 @@ def test_create_file_once_never_overwrites(tmp_path: Path) -> None:
 def test_a_state_dir_overlapping_the_workdir_is_refused(
     tmp_path: Path, state: str, work: str
 ) -> None:
-    with pytest.raises(ConfigurationError, match=r"state_dir=.* overlaps workdir=.*default"):
+    with pytest.raises(ConfigurationError, match=r"state_dir=.* overlaps workdir=.*--state-dir"):
         ensure_apart(tmp_path / state, tmp_path / work)  # neither exists: by path
     (tmp_path / work).mkdir(parents=True, exist_ok=True)
     (tmp_path / state).mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ import pytest
 
 from safeexec.audit import verify_log
 from safeexec.backends.native import NativeBackend
+from safeexec.errors import AuditError
 from safeexec.model import ExecStatus, Outcome
 from safeexec.session import Session
 
@@ -62,8 +63,21 @@ attempt("unlink-log", lambda: (state / "audit.jsonl").unlink())
 attempt("rewrite-log", lambda: (state / "audit.jsonl").write_text(""))
 attempt("replace-head", lambda: (state / "audit.jsonl.head").write_text("{{}}"))
 attempt("plant-link", lambda: (state / "blobs" / "zz").symlink_to(target))
-attempt("chmod-state", lambda: state.chmod(0o777))
 print("done", done)
+"""
+
+
+CHMOD = """
+import pathlib
+state = pathlib.Path(bytes.fromhex({state!r}).decode())
+changed = []
+for path in (state, state / "blobs", state / "audit.jsonl"):
+    try:
+        path.chmod(0o755)
+        changed.append(path.name)
+    except OSError:
+        pass
+print("changed", changed)
 """
 
 
@@ -151,3 +165,25 @@ def test_a_cell_cannot_read_change_or_plant_anything_in_the_state_dir(
             assert stat.S_IMODE(info.st_mode) == 0o700, path
         else:
             assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600, path
+
+
+def test_a_cell_that_changes_the_state_dirs_mode_is_refused_or_caught(
+    backend: NativeBackend, reachable: Path
+) -> None:
+    # Landlock does not mediate chmod. A root host's session runs as another uid, so chmod fails
+    # (EPERM); an unprivileged host's session shares the host's uid and it succeeds. Then the host
+    # notices before it writes anything more (owner and mode are checked on every put and append)
+    # and the step raises AuditError. Preventing the chmod itself needs a private filesystem view
+    # or a seccomp rule (issue 10, items 5 and 6).
+    state = reachable / "state"
+    with _session(backend, state, reachable / "work") as session:
+        try:
+            outcome = session.run(f"```python\n{CHMOD.format(state=_hidden(state))}```")
+        except AuditError as exc:
+            assert "changed" in str(exc), exc
+            assert os.geteuid() != 0, "a root host's session changed the mode of its state dir"
+            return
+        printed = _printed(session, outcome)
+    assert printed in ("changed []\n", None), printed
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert verify_log(state).ok
