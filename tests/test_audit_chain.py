@@ -359,3 +359,18 @@ def test_a_chmod_of_the_log_or_its_directory_is_caught_at_the_next_append(tmp_pa
                 log.write(_event("after"))
         victim.chmod(0o700 if victim.is_dir() else 0o600)
     assert [e.action_id for e in AuditLog(state / "audit.jsonl").read()] == ["before"] * 3
+
+
+def test_a_head_swapped_for_a_symlink_is_neither_read_nor_written_through(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    head = tmp_path / ("audit.jsonl" + HEAD_SUFFIX)
+    with AuditLog(path) as log:
+        log.write(_event("first"))
+        victim = tmp_path / "victim"
+        victim.write_bytes(head.read_bytes())
+        head.unlink()
+        head.symlink_to(victim)
+        with pytest.raises(AuditError, match="cannot read the chain head"):
+            log.write(_event("second"))
+    assert json.loads(victim.read_bytes())["count"] == 1
+    _assert_detected(tmp_path, "cannot read the chain head")
