@@ -505,7 +505,7 @@ class AuditLog:
                 if os.pwrite(fd, record, 0) != len(record):
                     raise OSError(errno.EIO, "short write")
                 if self.fsync:
-                    os.fsync(fd)
+                    os.fdatasync(fd)  # same size, same blocks: the data is all there is to sync
             finally:
                 os.close(fd)
         except OSError as exc:
