@@ -2,8 +2,9 @@
 
 Called in the child forked from the template, before any user code exists in the process.
 Each layer either applies or records why it did not; the host decides (``require``) whether a
-session missing a layer may run. Order: session → workdir → environment → rlimits → (root: mount
-view, then drop to an unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
+session missing a layer may run. Order: session → private root (mount namespace, fresh /proc,
+the workdir moved to a neutral path) → workdir → environment → rlimits → (root: drop to an
+unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
 Namespaces come first and from outside: the template enters one empty network namespace once
 (:func:`enter_template_namespaces`) and makes each session process pid 1 of fresh pid and IPC
 namespaces when it forks it, because a pid namespace only applies to children of its creator.
@@ -11,12 +12,13 @@ namespaces when it forks it, because a pid namespace only applies to children of
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import stat
 from dataclasses import dataclass, field
 
-from safeexec.sandbox import landlock, namespaces, privileges, seccomp
+from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import SessionConfig
 
@@ -99,16 +101,94 @@ def confine(
     confinement: Confinement,
     *,
     own_mount_namespace: bool,
-) -> None:
-    """Apply every remaining layer to this process; failures are recorded, not raised."""
+    workdir_mount: int | None = None,
+) -> SessionConfig:
+    """Apply every remaining layer to this process; failures are recorded, not raised.
+
+    Returns the config as the session now sees it: inside a private root the workdir (and the
+    environment's paths into it) are at the neutral :data:`rootfs.SANDBOX_WORKDIR`.
+    ``workdir_mount`` is the host's size-bounded mount for the workdir, detached, if any.
+    """
     _new_session(confinement)
+    config, private_root = _private_root(config, placement, confinement, workdir_mount)
+    _disk(config, confinement, workdir_mount, private_root=private_root)
     _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement)
-    _drop_privileges(config, placement, confinement, own_mount_namespace=own_mount_namespace)
+    _drop_privileges(
+        config,
+        placement,
+        confinement,
+        own_mount_namespace=own_mount_namespace and not private_root,
+    )
     _no_new_privs(confinement)
     _landlock(config, placement, confinement)
     _seccomp(seccomp_program, confinement)
+    return config
+
+
+def _private_root(
+    config: SessionConfig,
+    placement: Placement,
+    confinement: Confinement,
+    workdir_mount: int | None,
+) -> tuple[SessionConfig, bool]:
+    """Pivot into a minimal root; on failure the session keeps the host's view, and says so.
+
+    A failure part-way leaves the process in a namespace of its own whose root may be half
+    built; Landlock still confines it, and a policy that needs the view ``require``s it.
+    """
+    host_workdir = config.workdir
+    try:
+        workdir = rootfs.enter_private_root(
+            read_only=placement.read_only,
+            read_write=_DEVICES_READ_WRITE,
+            workdir=host_workdir,
+            workdir_mount=workdir_mount,
+        )
+    except OSError as exc:
+        reason = f"private root: {exc.strerror or exc}"
+        confinement.mark(Layer.MOUNTNS, False, reason)
+        confinement.mark(Layer.PROC, False, reason)
+        return config, False
+    confinement.mark(
+        Layer.MOUNTNS,
+        True,
+        f"minimal root: {len(placement.read_only)} runtime paths read-only, workdir at {workdir}",
+    )
+    confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
+    env = {name: _moved(value, host_workdir, workdir) for name, value in config.env.items()}
+    return dataclasses.replace(config, workdir=workdir, env=env), True
+
+
+def _disk(
+    config: SessionConfig, confinement: Confinement, mount: int | None, *, private_root: bool
+) -> None:
+    """Report the host's size-bounded workdir mount; without a private root, attach it over
+    the workdir's path in a mount namespace of our own (the host's mount is not in ours)."""
+    if mount is None:
+        confinement.mark(Layer.DISK, False, "the host gave no size-bounded mount for the workdir")
+        return
+    try:
+        if not private_root:
+            namespaces.unshare(namespaces.CLONE_NEWNS)
+            namespaces.make_root_private()
+            namespaces.attach_mount(mount, config.workdir)
+        limit = os.statvfs(config.workdir)
+    except OSError as exc:
+        confinement.mark(Layer.DISK, False, f"workdir mount: {exc.strerror or exc}")
+        return
+    size = limit.f_blocks * limit.f_frsize
+    confinement.mark(
+        Layer.DISK, True, f"workdir on a tmpfs of {size} bytes, {limit.f_files} inodes"
+    )
+
+
+def _moved(value: str, old: str, new: str) -> str:
+    """``value`` with a leading path ``old`` (or ``old/...``) replaced by ``new``."""
+    if value == old or value.startswith(old.rstrip("/") + "/"):
+        return new + value[len(old.rstrip("/")) :]
+    return value
 
 
 def _new_session(confinement: Confinement) -> None:

@@ -19,6 +19,9 @@ class Layer(StrEnum):
     NETNS = "netns"  # network namespace with no usable interface
     IPCNS = "ipcns"
     PIDNS = "pidns"  # own pid namespace: the worker is pid 1, its death kills the tree
+    MOUNTNS = "mountns"  # a private minimal root: runtime read-only, workdir at a neutral path
+    PROC = "proc"  # a fresh /proc of the session's own pid namespace (hidepid=2)
+    DISK = "disk"  # the workdir on a size-bounded tmpfs: unnamed files count too
     PRIVDROP = "privdrop"  # unprivileged uid/gid, no capabilities
     NO_NEW_PRIVS = "no_new_privs"
     LANDLOCK = "landlock"  # filesystem: read-only runtime, read-write workdir, nothing else
@@ -27,10 +30,16 @@ class Layer(StrEnum):
         "landlock_scope"  # no signals or abstract unix sockets out of the domain (ABI >= 6)
     )
     SECCOMP = "seccomp"
+    # Checked and reported by the host, which makes them before the session runs any code:
+    CGROUP_MEMORY = "cgroup_memory"  # memory.max: charges memfd, tmpfs, shmem, pipe buffers
+    CGROUP_PIDS = "cgroup_pids"  # pids.max for the whole session
+    CGROUP_CPU = "cgroup_cpu"  # a CPU cap, and the CPU meter every limit reads
 
 
 # Required by default wherever the kernel supports them (see NativeBackend.open).
-DEFAULT_REQUIRED = frozenset({Layer.SECCOMP, Layer.LANDLOCK})
+DEFAULT_REQUIRED = frozenset(
+    {Layer.SECCOMP, Layer.LANDLOCK, Layer.CGROUP_MEMORY, Layer.CGROUP_PIDS, Layer.CGROUP_CPU}
+)
 # Plain system calls that work on every Linux; if one fails, something is badly wrong, so the
 # session is refused rather than run with a hole.
 ALWAYS_REQUIRED = frozenset(

@@ -10,6 +10,7 @@ stack as a whole.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import socket
 import sys
@@ -67,6 +68,18 @@ def _probe_seccomp(options: ProbeOptions) -> tuple[bool, str]:
     else:
         return False, "socket(AF_INET) was allowed"
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    for names in seccomp.UNAVAILABLE_CLASSES.values():
+        for name in names:
+            # Zero arguments: a call the filter lets through fails with EFAULT/EINVAL/EBADF.
+            if libc.syscall(syscall_number(name), 0, 0, 0, 0, 0) != -1 or (
+                ctypes.get_errno() != errno.ENOSYS
+            ):
+                return False, f"{name}() reached the kernel"
+    if libc.syscall(syscall_number("fanotify_init"), 0, 0) != -1 or (
+        ctypes.get_errno() != errno.EPERM
+    ):
+        return False, "fanotify_init() was not refused"
     libc.syscall(syscall_number("bpf"), 0, 0, 0)  # killed here: SIGSYS
     return False, "bpf() returned instead of killing the process"
 

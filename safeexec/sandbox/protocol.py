@@ -9,13 +9,15 @@ untrusted input (the code owns that process), so nothing here trusts a field it 
 Channels and the frames on them, in the order they are sent:
 
 * host → template (command line): :class:`TemplateOptions`;
-* host ↔ template (control socket): ``ready`` (template, once), ``spawn`` (host, with the
+* host ↔ template (control socket): ``ready`` (template, once), ``member`` (template, per warm
+  session process it forks ahead, for the host to move into a cgroup), ``spawn`` (host, with the
   session's channel, stdout and stderr descriptors), ``exit`` (template, per reaped session);
 * template → session process (its pool socket): ``claim`` (with the host's descriptors);
 * host → layer probe (command line, ``safeexec doctor`` only): :class:`ProbeOptions`, and the
   probe's last output line back: :class:`ProbeVerdict`;
 * host ↔ session (the session's channel): ``started`` (template, with the worker's pidfd),
-  ``config`` (host: :class:`SessionConfig`), ``hello`` (worker, its layer report), then per call
+  ``config`` (host: :class:`SessionConfig`, with at most one descriptor: the detached,
+  size-bounded mount for the workdir), ``hello`` (worker, its layer report), then per call
   ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host), and ``done``
   (worker).
 """
@@ -36,6 +38,7 @@ __all__ = [
     "Done",
     "Exit",
     "Hello",
+    "Member",
     "Op",
     "ProbeOptions",
     "ProbeVerdict",
@@ -47,6 +50,7 @@ __all__ = [
     "Started",
     "TemplateOptions",
     "ToolCall",
+    "parse_template_frame",
     "parse_worker_frame",
 ]
 
@@ -58,6 +62,7 @@ class Op(StrEnum):
     """Every operation a frame can carry."""
 
     READY = "ready"
+    MEMBER = "member"
     SPAWN = "spawn"
     EXIT = "exit"
     CLAIM = "claim"
@@ -187,6 +192,33 @@ class Exit:
         return cls(pid=_field(message, "pid", int), status=_field(message, "status", int))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Member:
+    """Template to host: a warm session process it forked ahead (not yet claimed), by its pid
+    as the host sees it, so the host can move it into a cgroup of its own before any claim."""
+
+    op: ClassVar[Op] = Op.MEMBER
+    pid: int
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "pid": self.pid}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Member:
+        _expect_op(message, cls.op)
+        return cls(pid=_field(message, "pid", int))
+
+
+def parse_template_frame(message: Mapping[str, object]) -> Exit | Member:
+    """A frame on the control socket after ``ready``: ``exit`` or ``member``, else an error."""
+    op = message.get("op")
+    if op == Op.EXIT.value:
+        return Exit.from_message(message)
+    if op == Op.MEMBER.value:
+        return Member.from_message(message)
+    raise ProtocolError(f"the template may send 'exit' or 'member', not op={str(op)[:50]!r}")
+
+
 # -- template → session process ---------------------------------------------------------------
 
 
@@ -244,6 +276,7 @@ class SessionConfig:
     session's rlimits, fixed for its life; per-call limits travel with each request.
     """
 
+    fds: ClassVar[int] = 1  # at most: the host's detached, size-bounded mount for the workdir
     workdir: str
     env: Mapping[str, str]
     memory_bytes: int

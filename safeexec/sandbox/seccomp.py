@@ -4,6 +4,7 @@ A tight denylist over a default of ALLOW: syscalls no ordinary program needs and
 attack surface or break out of the other layers kill the process (SIGSYS, reported as such) or
 fail with an errno, so ordinary code keeps a clean Python exception. libseccomp also kills any
 syscall made through a foreign ABI (i386 ``int 0x80``, x32), which would bypass a denylist.
+Why the default is ALLOW, and the review of every syscall it lets through: ``SECCOMP.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from safeexec.sandbox.syscalls import check, libc
 
 __all__ = [
     "KILLED_SYSCALLS",
+    "UNAVAILABLE_CLASSES",
     "build_filter",
     "compile_filter",
     "load_compiled",
@@ -84,7 +86,41 @@ _REFUSED_SYSCALLS = (
     "uselib",
     "nfsservctl",
     "name_to_handle_at",
+    # Acting on another process's memory by pid (the pid namespace narrows it, this closes it).
+    "process_madvise",
+    "process_mrelease",
+    "migrate_pages",
+    "move_pages",
+    # x86 segment tables, obsolete filesystem queries and the host's names: no cell needs them.
+    "modify_ldt",
+    "sysfs",
+    "ustat",
+    "_sysctl",
+    "sethostname",
+    "setdomainname",
+    # fanotify watches whole mounts; even unprivileged it reports other processes' file events.
+    "fanotify_init",
+    "fanotify_mark",
 )
+
+# Whole kernel interfaces closed as classes, each with ENOSYS so libraries take their fallback
+# (glibc's POSIX AIO and every event loop already do without these). Each class names a shared
+# resource or a view that neither the rlimits nor Landlock bound:
+UNAVAILABLE_CLASSES: dict[str, tuple[str, ...]] = {
+    # Kernel AIO contexts draw on the machine-wide fs.aio-max-nr: one session could take it all.
+    "aio": (
+        "io_setup",
+        "io_submit",
+        "io_getevents",
+        "io_pgetevents",
+        "io_cancel",
+        "io_destroy",
+    ),
+    # inotify watches any path it can stat, which Landlock does not mediate: host file events.
+    "inotify": ("inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch"),
+    # Secret memory is unmapped from the kernel's direct map and counts against no rlimit.
+    "memfd_secret": ("memfd_secret",),
+}
 
 # io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
 # libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
@@ -121,6 +157,9 @@ def build_filter() -> pyseccomp.SyscallFilter:
         rules.add_rule(eperm, name)
     for name in _UNAVAILABLE_SYSCALLS:
         rules.add_rule(enosys, name)
+    for names in UNAVAILABLE_CLASSES.values():
+        for name in names:
+            rules.add_rule(enosys, name)
     # No new sockets at all: networking is out, and so are connections to host unix services.
     # socketpair(AF_UNIX) stays, since asyncio and multiprocessing use it for local plumbing.
     rules.add_rule(eperm, "socket")

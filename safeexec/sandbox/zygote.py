@@ -30,7 +30,6 @@ import safeexec
 from safeexec.sandbox import namespaces, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
-    recv_frame,
     recv_frame_with_fds,
     send_frame,
     send_frame_with_fds,
@@ -48,6 +47,7 @@ from safeexec.sandbox.protocol import (
     Claim,
     Exit,
     Hello,
+    Member,
     Ready,
     SessionConfig,
     Spawn,
@@ -112,7 +112,9 @@ def _session(claim: Claim, template: _TemplateState) -> None:
     only the identity to take (``uid``/``gid``) comes from the template's claim.
     """
     channel = socket.socket(fileno=_CHANNEL_FD)
-    config = SessionConfig.from_message(recv_frame(channel))
+    # With it, at most one descriptor: the host's detached, size-bounded mount for the workdir.
+    request, fds = recv_frame_with_fds(channel, max_fds=SessionConfig.fds)
+    config = SessionConfig.from_message(request)
     placement = Placement(uid=claim.uid, gid=claim.gid, read_only=template.read_only)
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
@@ -120,16 +122,20 @@ def _session(claim: Claim, template: _TemplateState) -> None:
     # As root the workdir may sit under a directory the session's uid cannot walk through
     # (pytest's 0700 tmp dirs, /root); then the session re-exposes it in its own mount namespace.
     own_mount = os.geteuid() == 0 and not reachable_by_others(config.workdir)
-    executor = _make_executor(config)
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    confine(
+    config = confine(
         config,
         placement,
         template.seccomp_program,
         confinement,
         own_mount_namespace=own_mount,
+        workdir_mount=fds[0] if fds else None,
     )
+    for fd in fds:
+        os.close(fd)
+    # Made after confinement: the restricted runtime resolves the workdir as the session sees it.
+    executor = _make_executor(config)
     send_frame(channel, Hello(layers=confinement.layers).to_message())
     worker.serve(
         channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)
@@ -246,12 +252,20 @@ def _claim(member: _Member, fds: list[int]) -> None:
         member.sock.close()
 
 
-def _refill(pool: list[_Member], template: _TemplateState, size: int) -> None:
+def _refill(
+    pool: list[_Member], template: _TemplateState, size: int, control: socket.socket | None
+) -> None:
+    """Fork members up to ``size``; each is announced to the host (once it is listening), which
+    moves it into a cgroup of its own ahead of any claim: the move waits for an RCU grace
+    period, which should not be on a session open's critical path."""
     while len(pool) < size:
         try:
-            pool.append(_fork_member(template))
+            member = _fork_member(template)
         except OSError:
             return
+        pool.append(member)
+        if control is not None:
+            send_frame(control, Member(pid=member.host_pid).to_message())
 
 
 def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -333,7 +347,7 @@ def main() -> None:
     signal.set_wakeup_fd(wake_write)
     pool_size = options.pool_size
     pool: list[_Member] = []
-    _refill(pool, template, pool_size)
+    _refill(pool, template, pool_size, None)
     refill_at: float | None = None
     ready = Ready(
         pid=int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
@@ -341,6 +355,8 @@ def main() -> None:
         failed=failed,
     )
     send_frame(control, ready.to_message())
+    for member in pool:
+        send_frame(control, Member(pid=member.host_pid).to_message())
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
@@ -350,7 +366,7 @@ def main() -> None:
             events = selector.select(wait)
             if refill_at is not None and time.monotonic() >= refill_at:
                 refill_at = None
-                _refill(pool, template, pool_size)
+                _refill(pool, template, pool_size, control)
             for key, _events in events:
                 if key.fd == wake_read:
                     while True:

@@ -23,3 +23,7 @@ def test_missing_or_malformed_entries_count_as_inactive() -> None:
 def test_seccomp_and_landlock_are_required_by_default() -> None:
     assert {Layer.SECCOMP, Layer.LANDLOCK} <= DEFAULT_REQUIRED
     assert Layer.RLIMITS in ALWAYS_REQUIRED
+
+
+def test_the_session_cgroup_is_required_by_default_where_the_host_has_one() -> None:
+    assert {Layer.CGROUP_MEMORY, Layer.CGROUP_PIDS, Layer.CGROUP_CPU} <= DEFAULT_REQUIRED

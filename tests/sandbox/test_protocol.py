@@ -14,6 +14,7 @@ from safeexec.sandbox.protocol import (
     Done,
     Exit,
     Hello,
+    Member,
     Op,
     ProbeOptions,
     ProbeVerdict,
@@ -25,6 +26,7 @@ from safeexec.sandbox.protocol import (
     Started,
     TemplateOptions,
     ToolCall,
+    parse_template_frame,
     parse_worker_frame,
 )
 
@@ -43,6 +45,7 @@ CONFIG = SessionConfig(
 FRAMES = [
     Ready(pid=7, preloaded=("numpy",), failed={"scipy": "ImportError"}),
     Spawn(),
+    Member(pid=8),
     Exit(pid=7, status=9),
     Claim(uid=1600000007, gid=1600000007),
     Claim(),
@@ -109,6 +112,14 @@ def test_template_options_round_trip_and_reject_junk() -> None:
 def test_a_running_cell_may_send_only_well_formed_done_and_tool(message: dict[str, object]) -> None:
     with pytest.raises(ProtocolError):
         parse_worker_frame(message)
+
+
+def test_the_template_may_send_only_exit_and_member_after_ready() -> None:
+    assert parse_template_frame({"op": "member", "pid": 8}) == Member(pid=8)
+    assert parse_template_frame({"op": "exit", "pid": 7, "status": 0}) == Exit(pid=7, status=0)
+    for junk in ({"op": "ready", "pid": 7}, {"op": "member", "pid": True}, {"op": "member"}, {}):
+        with pytest.raises(ProtocolError):
+            parse_template_frame(junk)
 
 
 def test_wrong_field_types_are_protocol_errors() -> None:

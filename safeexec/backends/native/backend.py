@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from safeexec.backends.base import SessionSpec
+from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
+from safeexec.backends.native.disk import disk_support
 from safeexec.backends.native.session import NativeSession
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
@@ -48,6 +50,8 @@ def supported_layers() -> dict[Layer, LayerStatus]:
         Layer.NETNS: status(Layer.NETNS, ns_ok, ns_why or "unshare(CLONE_NEWNET)"),
         Layer.IPCNS: status(Layer.IPCNS, ns_ok, ns_why or "unshare(CLONE_NEWIPC)"),
         Layer.PIDNS: status(Layer.PIDNS, ns_ok, ns_why or "unshare(CLONE_NEWPID)"),
+        Layer.MOUNTNS: status(Layer.MOUNTNS, ns_ok, ns_why or "unshare(CLONE_NEWNS), chroot"),
+        Layer.PROC: status(Layer.PROC, ns_ok, ns_why or "a /proc per pid namespace"),
         Layer.PRIVDROP: status(
             Layer.PRIVDROP,
             True,
@@ -62,6 +66,8 @@ def supported_layers() -> dict[Layer, LayerStatus]:
         Layer.SECCOMP: status(
             Layer.SECCOMP, seccomp_ok, "seccomp-bpf" if seccomp_ok else "no seccomp"
         ),
+        Layer.DISK: disk_support(),
+        **cgroup_support(),
     }
 
 
@@ -84,7 +90,8 @@ class NativeBackend:
     ``executor`` picks what runs cells inside the worker ("python" or "restricted");
     ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
     ``pool_size`` session processes are kept forked ahead (not yet confined) so an open only
-    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold.
+    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold;
+    ``cpu_cores`` caps how much of the machine's CPU a session's cgroup may use at once.
     """
 
     name: ClassVar[str] = "native"
@@ -98,6 +105,7 @@ class NativeBackend:
         artifact_limits: ArtifactLimits | None = None,
         disk_bytes: int = 1024 * 1024 * 1024,
         pool_size: int = 4,
+        cpu_cores: float = 1.0,
     ) -> None:
         if executor not in _EXECUTORS:
             raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
@@ -107,12 +115,17 @@ class NativeBackend:
         self.artifact_limits = artifact_limits or ArtifactLimits()
         self.disk_bytes = disk_bytes
         self.pool_size = pool_size
+        if not cpu_cores > 0:
+            raise ConfigurationError(f"cpu_cores={cpu_cores!r} must be a positive number of CPUs")
+        self.cpu_cores = cpu_cores
         self._template: _Template | None = None
         self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
         self._watchdog: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._supported = supported_layers()
+        self._warm_groups = WarmGroups()
+        weakref.finalize(self, self._warm_groups.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
     @property
@@ -129,6 +142,8 @@ class NativeBackend:
                     python=self.python,
                     preload=self.preload,
                     pool_size=self.pool_size,
+                    on_member=self._warm_groups.join,
+                    on_exit=self._warm_groups.discard,
                 )
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_template, [self._template])
@@ -183,6 +198,7 @@ class NativeBackend:
                 self._template.close()
                 self._template = None
             self._finalizer.detach()
+        self._warm_groups.close()
 
 
 def _watch_idle_sessions(

@@ -19,7 +19,7 @@ from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError
 from safeexec.model import ExecRequest, Limits
 from safeexec.sandbox.channel import ProtocolError
-from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.layers import Layer, LayerStatus
 from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict
 
 __all__ = ["DoctorReport", "LayerCheck", "diagnose"]
@@ -68,7 +68,12 @@ def attempt(action):
         return "allowed"
     except OSError as exc:
         return type(exc).__name__
-out["read_etc_passwd"] = attempt(lambda: open("/etc/passwd").read())
+out["read_proc_status"] = attempt(lambda: open("/proc/self/status").read())
+# stat is not mediated by Landlock: only a private root hides the host's files and pids.
+out["sees_host_file"] = os.path.exists(HOST_FILE)
+out["sees_host_pid"] = os.path.exists("/proc/%d" % HOST_PID)
+out["sees_own_pid_one"] = os.path.exists("/proc/1")
+open("doctor-wrote-this.txt", "w").write("x")
 out["socket_inet"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
 try:
     [0] * 10**10
@@ -88,6 +93,117 @@ if os.fork() == 0:
     os._exit(0)
 os.wait()
 """
+
+
+_CGROUP_LAYERS = (Layer.CGROUP_MEMORY, Layer.CGROUP_PIDS, Layer.CGROUP_CPU)
+_CGROUP_LIMITS = Limits(memory_bytes=128 << 20, max_processes=16, cpu_seconds=0.5)
+# Four times the memory limit in memfds that are never mapped (RLIMIT_AS does not see them).
+_MEMFD_PROBE = """
+import os
+held = []
+try:
+    while len(held) < 32:
+        fd = os.memfd_create("doctor")
+        os.posix_fallocate(fd, 0, 16 << 20)
+        held.append(fd)
+        print(len(held) << 24, flush=True)
+except OSError:
+    pass
+"""
+# Short-lived children the kernel reaps itself: their CPU reaches no /proc/<pid>/stat.
+_REAPED_BURNER_PROBE = """
+import os, signal, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+for _ in range(20):
+    if os.fork() == 0:
+        end = time.process_time() + 0.1
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    try:
+        os.waitpid(-1, 0)  # with SIGCHLD ignored: blocks until the child is gone, then ECHILD
+    except ChildProcessError:
+        pass
+"""
+_FORK_PROBE = """
+import os, time
+n = 0
+try:
+    while n < 64:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"""
+
+
+def _prove_cgroups(
+    backend: NativeBackend, workdir: Path, blobs: BlobStore
+) -> dict[Layer, tuple[bool, str]]:
+    """A memfd bomb against memory.max, an auto-reaped burner against the CPU meter, a fork
+    loop against pids.max; each in a session of small limits."""
+    limits = _CGROUP_LIMITS
+    proofs: dict[Layer, tuple[bool, str]] = {}
+    with backend.open(SessionSpec(workdir=workdir, limits=limits, blobs=blobs)) as session:
+        memfd = session.run(ExecRequest(action_id="doctor", code=_MEMFD_PROBE, limits=limits))
+        lines = blobs.get(memfd.stdout).decode(errors="replace").split()
+        held = max((int(x) for x in lines if x.isdigit()), default=0)
+        proofs[Layer.CGROUP_MEMORY] = (
+            held < limits.memory_bytes,
+            f"memfd+fallocate held {held >> 20} MiB against {limits.memory_bytes >> 20} MiB "
+            f"({memfd.status.value})",
+        )
+        burner = session.run(
+            ExecRequest(action_id="doctor", code=_REAPED_BURNER_PROBE, limits=limits)
+        )
+        proofs[Layer.CGROUP_CPU] = (
+            burner.status.value == "timeout" and "cpu" in burner.message,
+            f"auto-reaped children burning 2 CPU-s against {limits.cpu_seconds:g} s: "
+            f"{burner.status.value} {burner.message}".rstrip(),
+        )
+        forks = session.run(ExecRequest(action_id="doctor", code=_FORK_PROBE, limits=limits))
+        text = blobs.get(forks.stdout).decode(errors="replace").strip()
+        started = int(text) if text.isdigit() else -1
+        in_group = set(session.process_ids()) <= set(session._group.pids())
+        proofs[Layer.CGROUP_PIDS] = (
+            0 <= started < limits.max_processes and in_group,
+            f"{started} of 64 forks succeeded under pids.max={limits.max_processes}; "
+            f"every session process in the group: {in_group}",
+        )
+    return proofs
+
+
+# An unnamed file (O_TMPFILE) must use up the session's bounded filesystem like a named one.
+_DISK_PROBE = """
+import json, os
+before = os.statvfs(".")
+fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600)
+os.write(fd, b"x" * (4 << 20))
+after = os.statvfs(".")
+print(json.dumps({"size": before.f_blocks * before.f_frsize,
+                  "used": (before.f_bfree - after.f_bfree) * after.f_frsize}))
+"""
+
+
+def _prove_disk(backend: NativeBackend, blobs: BlobStore) -> tuple[LayerStatus, tuple[bool, str]]:
+    """In a session with a workdir of its own: the workdir's filesystem is ``disk_bytes`` and
+    an unnamed 4 MiB file takes 4 MiB of it."""
+    with backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as session:
+        status = session.layers[Layer.DISK]
+        result = session.run(ExecRequest(action_id="doctor", code=_DISK_PROBE))
+    try:
+        seen = json.loads(blobs.get(result.stdout).decode())
+        size, used = int(seen["size"]), int(seen["used"])
+    except (ValueError, KeyError, TypeError):
+        return status, (False, f"the probe failed: {result.status.value} {result.message}")
+    return status, (
+        size == backend.disk_bytes and used >= 4 << 20,
+        f"workdir filesystem of {size} bytes (disk_bytes={backend.disk_bytes}); "
+        f"an O_TMPFILE of 4 MiB used {used >> 20} MiB of it",
+    )
 
 
 def diagnose(*, backend: NativeBackend | None = None) -> DoctorReport:
@@ -149,7 +265,9 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
     with session:
         active = dict(session.layers)
         worker_pid = session.pid or 0
-        result = session.run(ExecRequest(action_id="doctor", code=_SESSION_PROBE))
+        probe = _SESSION_PROBE.replace("HOST_FILE", repr(str(canary)))
+        probe = probe.replace("HOST_PID", str(os.getpid()))
+        result = session.run(ExecRequest(action_id="doctor", code=probe))
         try:
             seen = json.loads(blobs.get(result.stdout).decode())
         except ValueError:
@@ -160,6 +278,10 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
         daemon_session.run(ExecRequest(action_id="doctor", code=_DAEMON_PROBE))
         pids = daemon_session.process_ids()
     survivors = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    if any(supported[layer].active for layer in _CGROUP_LAYERS):
+        proofs.update(_prove_cgroups(backend, workdir, blobs))
+    if supported[Layer.DISK].active:
+        active[Layer.DISK], proofs[Layer.DISK] = _prove_disk(backend, blobs)
     proofs[Layer.PIDNS] = (
         len(pids) >= 2 and not survivors,
         f"a setsid'd grandchild ignoring SIGTERM died with its session ({len(pids)} processes)"
@@ -186,7 +308,8 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
         earlier = proofs.get(Layer.SECCOMP, (True, ""))
         proofs[Layer.SECCOMP] = (
             killed and earlier[0],
-            f"{earlier[1]}; alone: socket(AF_INET) refused, bpf() killed by SIGSYS"
+            f"{earlier[1]}; alone: socket(AF_INET) refused, AIO, inotify, fanotify and "
+            "memfd_secret refused, bpf() killed by SIGSYS"
             if killed
             else f"{earlier[1]}; alone: {detail}",
         )
@@ -231,7 +354,22 @@ def _judge_session(
         return {}
     proofs: dict[Layer, tuple[bool, str]] = {}
     proofs[Layer.SESSION] = (seen.get("sid") == seen.get("pid"), f"sid={seen.get('sid')}")
-    proofs[Layer.WORKDIR] = (seen.get("cwd") == str(workdir), f"cwd={seen.get('cwd')}")
+    wrote = workdir / "doctor-wrote-this.txt"
+    proofs[Layer.WORKDIR] = (
+        wrote.is_file(),
+        f"cwd={seen.get('cwd')}, a file written there reached {workdir}",
+    )
+    wrote.unlink(missing_ok=True)
+    proofs[Layer.MOUNTNS] = (
+        seen.get("sees_host_file") is False and seen.get("cwd") != str(workdir),
+        f"stat of a host file -> {'found' if seen.get('sees_host_file') else 'nothing'}; "
+        f"cwd={seen.get('cwd')}",
+    )
+    proofs[Layer.PROC] = (
+        seen.get("sees_host_pid") is False and seen.get("sees_own_pid_one") is True,
+        f"/proc/<host pid> -> {'found' if seen.get('sees_host_pid') else 'nothing'}; "
+        f"/proc/1 is the worker: {seen.get('sees_own_pid_one')}",
+    )
     env = seen.get("env")
     allowed_env = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "MPLBACKEND", "MPLCONFIGDIR"}
     proofs[Layer.ENV] = (
@@ -262,8 +400,8 @@ def _judge_session(
         f"prctl -> {seen.get('no_new_privs')}",
     )
     proofs[Layer.LANDLOCK] = (
-        seen.get("read_etc_passwd") == "PermissionError",
-        f"open('/etc/passwd') -> {seen.get('read_etc_passwd')}",
+        seen.get("read_proc_status") == "PermissionError",
+        f"open('/proc/self/status') -> {seen.get('read_proc_status')}",
     )
     proofs[Layer.SECCOMP] = (
         seen.get("socket_inet") == "PermissionError",

@@ -11,6 +11,7 @@ import socket
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.native.cgroup import SessionGroup
+from safeexec.backends.native.disk import WorkdirMount
 from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
     _is_pid_one_of_own_namespace,
     _peak_rss_bytes,
-    _process_cpu_seconds,
     _processes_in_pid_namespace,
 )
 from safeexec.backends.native.template import _READ_CHUNK, _STARTUP_SECONDS
@@ -60,6 +62,7 @@ from safeexec.sandbox.channel import (
     encode_frame,
     recv_frame,
     recv_frame_with_fds,
+    send_frame_with_fds,
 )
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
@@ -113,6 +116,7 @@ class _CallState:
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
     killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol"
+    oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
 
 
 class NativeSession:
@@ -139,6 +143,11 @@ class NativeSession:
             raise ConfigurationError(
                 f"workdir={str(self.workdir)!r} is not a directory; create it first"
             )
+        self._disk = WorkdirMount(
+            self.workdir if self._owns_workdir else None,
+            size_bytes=backend.disk_bytes,
+            inodes=backend.artifact_limits.max_entries_scanned,
+        )
         self.limits = limits = spec.limits
         self.blobs = spec.blobs
         self.tools = tools
@@ -156,6 +165,10 @@ class NativeSession:
         # Between calls, leftover processes may use as much CPU as the last call was allowed.
         self._idle_cpu_budget = limits.cpu_seconds
         self._lost_reason = ""
+        self._group = SessionGroup(limits, cpu_cores=backend.cpu_cores, warm=backend._warm_groups)
+        # The cgroup and the tmpfs outlive the process unless removed: also on a session that
+        # is never closed, when it is collected or the interpreter exits.
+        weakref.finalize(self, _release_kernel_objects, self._group, self._disk)
         try:
             self._worker = self._start_worker()
         except BaseException:
@@ -224,6 +237,8 @@ class NativeSession:
             self._closed = True
             self._backend._sessions.discard(self)
             self._stop_worker()
+            self._group.remove()
+            self._disk.remove()
             if self._owns_workdir:
                 remove_tree(str(self.workdir))
 
@@ -250,7 +265,7 @@ class NativeSession:
             worker = self._worker
             if worker is None or self._closed:
                 return
-            cpu = _process_cpu_seconds(worker.pid)
+            cpu = self._group.cpu_seconds(worker.pid)
             reason = ""
             if cpu - self._idle_cpu_base > self._idle_cpu_budget:
                 reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
@@ -348,7 +363,14 @@ class NativeSession:
                     os.close(fd)
                 raise
             pidfd = fds[0]
-            host_end.sendall(encode_frame(config.to_message()))
+            # The session waits for its config before it runs anything: in time to move it.
+            cgroup_layers = self._group.adopt(started.pid)
+            mount = self._disk.clone()
+            try:
+                send_frame_with_fds(host_end, config.to_message(), [] if mount is None else [mount])
+            finally:
+                if mount is not None:
+                    os.close(mount)
             worker = _Worker(
                 pid=started.pid,
                 pidfd=pidfd,
@@ -385,7 +407,11 @@ class NativeSession:
             self._give_workdir_to(uid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
-        worker.layers = parse_layer_report(hello.layers)
+        worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
+        if not self._disk.active:
+            worker.layers[Layer.DISK] = LayerStatus(
+                layer=Layer.DISK, active=False, detail=self._disk.reason
+            )
         missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
         if missing:
             self._kill(worker)
@@ -445,7 +471,8 @@ class NativeSession:
         before = scan(str(self.workdir), artifact_limits)
         started = time.monotonic()
         deadline = started + limits.wall_seconds
-        cpu_start = _process_cpu_seconds(worker.pid)
+        cpu_start = self._group.cpu_seconds(worker.pid)
+        call.oom_kills_before = self._group.oom_kills()
         try:
             worker.channel.settimeout(max(0.001, limits.wall_seconds))
             worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
@@ -456,7 +483,7 @@ class NativeSession:
                 worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
             )
         wall = time.monotonic() - started
-        cpu_end = max(_process_cpu_seconds(worker.pid), call.cpu_seen)
+        cpu_end = max(self._group.cpu_seconds(worker.pid), call.cpu_seen)
         self._idle_cpu_base = self._idle_cpu_seen = cpu_end
         self._idle_cpu_budget = limits.cpu_seconds
         cpu = max(0.0, cpu_end - cpu_start)
@@ -516,7 +543,7 @@ class NativeSession:
                             return
                 if time.monotonic() >= next_cpu_check:
                     next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
-                    call.cpu_seen = _process_cpu_seconds(worker.pid)
+                    call.cpu_seen = self._group.cpu_seconds(worker.pid)
                     if call.cpu_seen - cpu_start > cpu_limit:
                         call.killed_for = "cpu"
                         break
@@ -629,6 +656,14 @@ class NativeSession:
         message, code, number = _describe_death(status)
         if number == signal.SIGSYS:
             record.record(SyscallKilled(signal=number))
+        if number == signal.SIGKILL and self._group.oom_kills() > call.oom_kills_before:
+            # memory.max is the session's memory limit, not the call's.
+            record.limit_hit("memory_bytes", float(self.limits.memory_bytes))
+            return Settled(
+                status=ExecStatus.LIMIT_EXCEEDED,
+                exit_code=code,
+                message="killed: the session's memory cgroup is full",
+            )
         return Settled(
             status=ExecStatus.KILLED if number is not None else ExecStatus.ERROR,
             exit_code=code,
@@ -640,6 +675,11 @@ class NativeSession:
         if self._worker is worker:
             self._worker = None
             self._lost_state = True
+
+
+def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
+    group.remove()
+    disk.remove()
 
 
 def _has_exited(pidfd: int) -> bool:

@@ -9,11 +9,19 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from safeexec.errors import BackendUnavailable
 from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
-from safeexec.sandbox.protocol import Exit, Ready, Spawn, TemplateOptions
+from safeexec.sandbox.protocol import (
+    Exit,
+    Member,
+    Ready,
+    Spawn,
+    TemplateOptions,
+    parse_template_frame,
+)
 
 _READ_CHUNK = 1 << 16
 _STARTUP_SECONDS = 30.0
@@ -22,7 +30,19 @@ _STARTUP_SECONDS = 30.0
 class _Template:
     """Client of one zygote: spawns sessions and learns their exit statuses."""
 
-    def __init__(self, *, python: str, preload: tuple[str, ...], pool_size: int) -> None:
+    def __init__(
+        self,
+        *,
+        python: str,
+        preload: tuple[str, ...],
+        pool_size: int,
+        on_member: Callable[[int], None] | None = None,
+        on_exit: Callable[[int], None] | None = None,
+    ) -> None:
+        """``on_member(pid)`` hears of each warm session process the template forks ahead,
+        ``on_exit(pid)`` of each that exits (both from the template's reader thread)."""
+        self._on_member = on_member
+        self._on_exit = on_exit
         self._lock = threading.Lock()
         self._statuses: dict[int, int] = {}
         self._changed = threading.Condition()
@@ -78,7 +98,7 @@ class _Template:
         while True:
             try:
                 data = self._control.recv(_READ_CHUNK)
-                exits = [Exit.from_message(frame) for frame in decoder.feed(data)] if data else []
+                frames = [parse_template_frame(f) for f in decoder.feed(data)] if data else []
             except (OSError, ProtocolError):
                 data = b""
             if not data:
@@ -86,6 +106,12 @@ class _Template:
                     self._statuses[-1] = 0  # marks the template as gone
                     self._changed.notify_all()
                 return
+            exits = [frame for frame in frames if isinstance(frame, Exit)]
+            for frame in frames:
+                if isinstance(frame, Member) and self._on_member:
+                    self._on_member(frame.pid)
+                elif isinstance(frame, Exit) and self._on_exit:
+                    self._on_exit(frame.pid)
             with self._changed:
                 for exited in exits:
                     self._statuses[exited.pid] = exited.status
