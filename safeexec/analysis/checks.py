@@ -673,7 +673,7 @@ def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
     """A string naming a dunder or a private helper, passed to a call (alone or in a literal)."""
     for site in ctx.calls:
         arguments = [*site.node.args, *(k.value for k in site.node.keywords)]
-        if site.callee in ATTRIBUTE_FUNCTIONS:
+        if site.callee is not None and site.callee in ATTRIBUTE_FUNCTIONS:
             # getattr-like name arguments are SX401's (folded names) and SX303's (unfoldable).
             index = ATTRIBUTE_FUNCTIONS[site.callee]
             names = site.node.args if index is None else site.node.args[index : index + 1]
