@@ -301,7 +301,14 @@ class InProcessRestrictedSession:
         stdout, stderr = _CappedText(limits.output_bytes), _CappedText(limits.output_bytes)
         self._executor.set_sink(stdout)
         self._events, self._tool_calls, self._refusals = [], 0, 0
-        budget = OperationBudget(max(1, int(limits.cpu_seconds * self._rate)))
+        seconds = min(limits.cpu_seconds, limits.wall_seconds)
+        budget = OperationBudget(
+            max(1, int(limits.cpu_seconds * self._rate)),
+            deadline=time.monotonic() + seconds,
+            deadline_reason="cpu_seconds"
+            if limits.cpu_seconds <= limits.wall_seconds
+            else "wall_seconds",
+        )
         self._budget = budget
         before = scan(str(self.workdir), _ARTIFACT_LIMITS)
         error: BaseException | None = None
