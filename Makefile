@@ -1,11 +1,13 @@
-# Quick start: `make demo` (set up + run the pipeline demo) and `make test` (set up + run the tests).
+# Quick start: `make demo` (set up + run the pipeline demo) and `make test` (set up + run the tests;
+# `make test-fast` runs the unit lane only: everything but the slow escape, compat and conformance
+# suites).
 # Both are idempotent: the virtual environment lives in .venv and is rebuilt when the project changes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +22,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check safeexec tests benchmarks

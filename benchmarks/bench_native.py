@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.blobs import BlobStore
 from safeexec.errors import SafeExecError
@@ -100,7 +101,7 @@ def main() -> None:
 
     def open_session() -> NativeSession:
         # A fresh private workdir per session, as when the caller gives none.
-        return backend.open(limits=Limits(), blobs=blobs)
+        return backend.open(SessionSpec(limits=Limits(), blobs=blobs))
 
     open_session().close()  # warm up
 

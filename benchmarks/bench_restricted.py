@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
@@ -136,7 +137,7 @@ def main() -> None:
         ):
             workdir = tmp / label.replace(" ", "-")
             workdir.mkdir()
-            session = backend.open(workdir=workdir, limits=LIMITS, blobs=blobs)
+            session = backend.open(SessionSpec(workdir=workdir, limits=LIMITS, blobs=blobs))
             sessions.append(session)
             workers[label] = worker_runner(session)
     except Exception as exc:  # the worker needs namespaces/seccomp; report rather than die
@@ -208,7 +209,7 @@ def bench_tool_calls(blobs: BlobStore, tmp: Path) -> None:
     gateway = best_of(lambda: [proxy("k", count=i) for i in range(calls)], 5) / calls
     code = f"for i in range({calls}):\n    lookup('k', count=i)\n"
     in_process = RestrictedBackend(in_process=True).open(
-        workdir=tmp / "tools-in-process", limits=LIMITS, blobs=blobs, tools=caps
+        SessionSpec(workdir=tmp / "tools-in-process", limits=LIMITS, blobs=blobs, tools=caps)
     )
     rows = [("direct Python call", direct), ("proxy → gateway → host (same process)", gateway)]
     rows.append(
@@ -222,7 +223,7 @@ def bench_tool_calls(blobs: BlobStore, tmp: Path) -> None:
     try:
         (tmp / "tools-worker").mkdir()
         worker = RestrictedBackend().open(
-            workdir=tmp / "tools-worker", limits=LIMITS, blobs=blobs, tools=caps
+            SessionSpec(workdir=tmp / "tools-worker", limits=LIMITS, blobs=blobs, tools=caps)
         )
         rows.append(
             (

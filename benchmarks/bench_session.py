@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from safeexec.audit import AuditLog
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
@@ -106,7 +107,9 @@ def main() -> int:
         native = NativeBackend()
         workdir = root / "direct"
         workdir.mkdir()
-        direct = native.open(workdir=workdir, limits=policy.limits, blobs=BlobStore(root / "b"))
+        direct = native.open(
+            SessionSpec(workdir=workdir, limits=policy.limits, blobs=BlobStore(root / "b"))
+        )
         request = ExecRequest(action_id="bench", code=CODE, limits=policy.limits)
         with Session(
             policy=roomy, mode="native", state_dir=root / "n", backends={"native": native}

@@ -12,9 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from safeexec.capabilities import tool
-from safeexec.model import Outcome
-from safeexec.session import Session
+from safeexec import Outcome, Session, tool
 
 POLICY = Path(__file__).with_name("codeact_shop_policy")
 

@@ -8,10 +8,12 @@ narrowed (:meth:`Capability.attenuate`), and refuse copying and pickling.
 
 Every call from a sandbox arrives as ``(tool name, JSON arguments)`` and is treated like a request
 to an adversarial API: arguments are validated against the schema with exact types and rebuilt as
-fresh values, unknown parameters are refused, paths resolve beneath the tool's root, network tools
-refuse private, loopback and link-local addresses, then scope, call budget and approval are
-checked. The tool runs in the host; the reply carries a JSON-plain copy of the result (or a short
-error message) and a ``ToolCalled``/``ToolRefused`` event for the audit log.
+fresh values, unknown parameters are refused, paths resolve beneath the tool's root into a
+:class:`BoundPath` (opened through a descriptor, never re-resolved), network tools get a
+:class:`CheckedURL` pinned to the address that was checked (never private, loopback or link-local),
+then scope, call limits, the step's tool budget (charged per call) and approval are checked. The
+tool runs in the host; the reply carries a JSON-plain copy of the result (or a short error message)
+and a ``ToolCalled``/``ToolRefused`` event for the audit log, at most ``MAX_TOOL_EVENTS`` a step.
 
 Inside a sandbox, :func:`tool_function` turns a :class:`ToolDescriptor` and a transport into the
 plain function the code calls.
@@ -20,31 +22,45 @@ plain function the code calls.
 from __future__ import annotations
 
 import functools
-import inspect
-import ipaddress
-import json
-import math
 import os
 import secrets
-import socket
 import threading
-import types
 import typing
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NewType, NoReturn
+from typing import NoReturn
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError
-from safeexec.model import ExecutionEvent, ToolCalled, ToolRefused, sha256_hex
+from safeexec.model import ExecutionEvent, LimitHit, ToolCalled, ToolRefused, sha256_hex
+from safeexec.tool_specs import (
+    Effect,
+    ToolDescriptor,
+    ToolSpec,
+    Url,
+    _bind,
+    _Refusal,
+    _validate,
+    canonical_json,
+    to_plain,
+    tool,
+)
+from safeexec.tool_targets import (
+    BoundPath,
+    CheckedURL,
+    Resolver,
+    TargetRefused,
+    is_forbidden_address,
+)
 
 __all__ = [
+    "MAX_TOOL_EVENTS",
     "ApprovalRequest",
+    "BoundPath",
     "Capability",
     "CapabilitySet",
+    "CheckedURL",
     "Effect",
     "ToolDescriptor",
     "ToolError",
@@ -58,33 +74,10 @@ __all__ = [
     "tool_function",
 ]
 
-Url = NewType("Url", str)
-"""Annotate a tool parameter with ``Url`` to have its host checked (network-effect tools)."""
-
-_MAX_DEPTH = 64
-# What one JSON-plain copy may hold: the copy runs in the host, where no budget interrupts it.
-_MAX_ITEMS = 1_000_000
-_MAX_TEXT_CHARS = 64 * 1024 * 1024
-_MAX_INT_BITS = 14_000  # about Python's 4300-digit limit on int-to-text conversion
 _MAX_ERROR_CHARS = 500
-
-
-class Effect(StrEnum):
-    """What calling a tool may do to the world (recorded on every call)."""
-
-    READ = "read"
-    WRITE = "write"
-    NETWORK = "network"
-    MONEY = "money"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolDescriptor:
-    """What sandboxed code may know about a granted tool: its name and parameter schema."""
-
-    name: str
-    description: str = ""
-    parameters: Mapping[str, JSONValue] = field(default_factory=dict)
+MAX_TOOL_EVENTS = 256
+"""``ToolCalled``/``ToolRefused`` events one step records; past it one ``LimitHit`` of
+``tool_events`` stands for the rest (they are still counted), so a step's audit line is bounded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,348 +102,6 @@ class ApprovalRequest:
 
 class ToolError(Exception):
     """Raised inside the sandbox when a tool call is refused or the tool failed."""
-
-
-# -- JSON-plain values -------------------------------------------------------------------------
-
-
-def to_plain(value: object, *, where: str = "value") -> JSONValue:
-    """A fresh JSON-plain copy of ``value`` with exact types (``bool``/``int``/``float``/``str``,
-    lists, string-keyed dicts); tuples become lists; anything else raises ``TypeError``.
-
-    At most ``_MAX_ITEMS`` values and ``_MAX_TEXT_CHARS`` characters of strings and keys
-    (``ValueError`` beyond), so a hostile value cannot keep the host copying.
-    """
-    return _plain(value, where, 0, [_MAX_ITEMS, _MAX_TEXT_CHARS])
-
-
-def _plain(value: object, where: str, depth: int, left: list[int]) -> JSONValue:
-    if depth > _MAX_DEPTH:
-        raise TypeError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
-    left[0] -= 1
-    if left[0] < 0:
-        raise ValueError(f"{where}: more than {_MAX_ITEMS} values in one JSON value")
-    kind = type(value)
-    if kind is str:
-        left[1] -= len(typing.cast(str, value))
-        if left[1] < 0:
-            raise ValueError(f"{where}: more than {_MAX_TEXT_CHARS} characters of text")
-        return typing.cast(str, value)
-    if kind is int and typing.cast(int, value).bit_length() > _MAX_INT_BITS:
-        raise ValueError(f"{where}: an integer of more than {_MAX_INT_BITS} bits has no JSON form")
-    if value is None or kind is bool or kind is int:
-        return typing.cast(JSONValue, value)
-    if kind is float:
-        if not math.isfinite(typing.cast(float, value)):
-            raise TypeError(f"{where}: {value!r} has no JSON form")
-        return typing.cast(float, value)
-    if kind is list or kind is tuple:
-        items = typing.cast("list[object]", value)
-        if len(items) > left[0]:
-            raise ValueError(f"{where}: more than {_MAX_ITEMS} values in one JSON value")
-        return [_plain(v, f"{where}[{i}]", depth + 1, left) for i, v in enumerate(items)]
-    if kind is dict:
-        out: dict[str, JSONValue] = {}
-        for key, item in typing.cast("dict[object, object]", value).items():
-            if type(key) is not str:
-                raise TypeError(f"{where}: dict keys must be str, got {type(key).__name__}")
-            left[1] -= len(key)
-            out[key] = _plain(item, f"{where}[{key!r}]", depth + 1, left)
-        return out
-    raise TypeError(f"{where}: a {kind.__name__} cannot cross the tool boundary (JSON data only)")
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def canonical_json(value: JSONValue) -> str:
-    """Sorted, compact JSON: what argument and result digests are computed over."""
-    return _CANONICAL.encode(value)
-
-
-# -- tool specs --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class ToolSpec:
-    """A host function offered as a tool: its schema, its effects, and how to confine it.
-
-    Specs compare and hash by identity: two decorations of one function are two tools.
-    """
-
-    name: str
-    description: str
-    parameters: Mapping[str, JSONValue]
-    effects: tuple[Effect, ...]
-    function: Callable[..., object] = field(repr=False, compare=False)
-    root: Path | None = None
-    scope_parameter: str | None = None
-
-    def descriptor(self) -> ToolDescriptor:
-        return ToolDescriptor(
-            name=self.name, description=self.description, parameters=self.parameters
-        )
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        """Call the underlying function directly (host code only; not checked or audited)."""
-        return self.function(*args, **kwargs)
-
-
-def tool(
-    function: Callable[..., object] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    effects: Iterable[Effect | str] = (),
-    root: Path | str | None = None,
-    scope_parameter: str | None = None,
-) -> typing.Any:
-    """Make a :class:`ToolSpec` from a fully annotated function (usable as ``@tool`` or
-    ``@tool(effects=["write"], root=...)``).
-
-    Parameters must be annotated with ``str``, ``int``, ``float``, ``bool``, ``Path`` (resolved
-    beneath ``root``), ``Url``, ``Literal[...]``, ``list[...]``, ``dict[str, ...]`` or an
-    ``Optional`` of those; ``*args``/``**kwargs`` are refused (signatures are closed).
-    ``scope_parameter`` names the argument a capability's scope restricts (default: the first
-    ``Path`` or ``Url`` parameter).
-    """
-
-    def build(func: Callable[..., object]) -> ToolSpec:
-        return _build_spec(
-            func,
-            name=name,
-            description=description,
-            effects=effects,
-            root=root,
-            scope_parameter=scope_parameter,
-        )
-
-    return build if function is None else build(function)
-
-
-def _build_spec(
-    func: Callable[..., object],
-    *,
-    name: str | None,
-    description: str | None,
-    effects: Iterable[Effect | str],
-    root: Path | str | None,
-    scope_parameter: str | None,
-) -> ToolSpec:
-    tool_name = name or str(getattr(func, "__name__", ""))
-    if not tool_name.isidentifier() or tool_name.startswith("_"):
-        raise CapabilityError(
-            f"tool name={tool_name!r} is not a public identifier; pass name='...'"
-        )
-    try:
-        effect_set = tuple(dict.fromkeys(Effect(e) for e in effects))
-    except ValueError as exc:
-        raise CapabilityError(
-            f"tool {tool_name!r}: {exc}; effects are {[e.value for e in Effect]}"
-        ) from None
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception as exc:
-        raise CapabilityError(f"tool {tool_name!r}: cannot resolve type hints: {exc}") from exc
-    properties: dict[str, JSONValue] = {}
-    required: list[JSONValue] = []
-    first_scoped: str | None = None
-    for param in inspect.signature(func).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise CapabilityError(
-                f"tool {tool_name!r}: *{param.name} makes the signature open; "
-                "declare every parameter"
-            )
-        if param.kind is param.POSITIONAL_ONLY:
-            raise CapabilityError(
-                f"tool {tool_name!r}: positional-only parameter {param.name!r}; "
-                "tools are called with named arguments"
-            )
-        if param.name not in hints:
-            raise CapabilityError(
-                f"tool {tool_name!r}: parameter {param.name!r} has no type annotation; "
-                "annotate it so arguments can be validated"
-            )
-        schema = _schema(hints[param.name], f"tool {tool_name!r} parameter {param.name!r}")
-        if param.default is not param.empty:
-            schema["default"] = to_plain(param.default, where=f"default of {param.name!r}")
-        else:
-            required.append(param.name)
-        properties[param.name] = schema
-        if first_scoped is None and schema.get("format") in ("path", "uri"):
-            first_scoped = param.name
-    takes_path = any(isinstance(p, dict) and p.get("format") == "path" for p in properties.values())
-    if takes_path and root is None:
-        raise CapabilityError(
-            f"tool {tool_name!r} takes a Path; pass root=... (paths resolve beneath it)"
-        )
-    if scope_parameter is not None and scope_parameter not in properties:
-        raise CapabilityError(
-            f"tool {tool_name!r}: scope_parameter={scope_parameter!r} is not a parameter"
-        )
-    parameters: dict[str, JSONValue] = {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-    return ToolSpec(
-        name=tool_name,
-        description=description if description is not None else inspect.getdoc(func) or "",
-        parameters=parameters,
-        effects=effect_set,
-        function=func,
-        root=None if root is None else Path(os.path.realpath(root)),
-        scope_parameter=scope_parameter or first_scoped,
-    )
-
-
-def _schema(hint: object, where: str) -> dict[str, JSONValue]:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint is str:
-        return {"type": "string"}
-    if hint is Url:
-        return {"type": "string", "format": "uri"}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if isinstance(hint, type) and issubclass(hint, Path):
-        return {"type": "string", "format": "path"}
-    if origin is typing.Literal:
-        return {"enum": [to_plain(a, where=where) for a in args]}
-    if origin is list and len(args) == 1:
-        return {"type": "array", "items": _schema(args[0], where)}
-    if origin is dict and len(args) == 2 and args[0] is str:
-        return {"type": "object", "additionalProperties": _schema(args[1], where)}
-    if origin in (typing.Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return {"anyOf": [_schema(rest[0], where), {"type": "null"}]}
-    raise CapabilityError(
-        f"{where}: type {hint!r} has no JSON Schema here; use str, int, float, bool, Path, Url, "
-        "Literal, list[...], dict[str, ...] or Optional[...] of those"
-    )
-
-
-# -- argument validation -------------------------------------------------------------------------
-
-
-class _Refusal(Exception):
-    """An argument or call the gateway refuses (message goes back to the code)."""
-
-
-def _validate(schema: Mapping[str, JSONValue], value: object, where: str) -> object:
-    if "anyOf" in schema:
-        if value is None:
-            return None
-        options = schema["anyOf"]
-        assert isinstance(options, list) and isinstance(options[0], dict)
-        return _validate(options[0], value, where)
-    if "enum" in schema:
-        choices = schema["enum"]
-        assert isinstance(choices, list)
-        for choice in choices:
-            if type(choice) is type(value) and choice == value:
-                return choice
-        raise _Refusal(f"{where}: {value!r} is not one of {choices!r}")
-    kind = schema.get("type")
-    if kind == "string":
-        if type(value) is not str:
-            raise _Refusal(f"{where}: expected a string, got {type(value).__name__}")
-        return value
-    if kind == "integer":
-        if type(value) is not int:
-            raise _Refusal(f"{where}: expected an integer, got {type(value).__name__}")
-        return value
-    if kind == "number":
-        if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
-            raise _Refusal(f"{where}: expected a finite number, got {value!r}")
-        return float(value)  # type: ignore[arg-type]
-    if kind == "boolean":
-        if type(value) is not bool:
-            raise _Refusal(f"{where}: expected true or false, got {type(value).__name__}")
-        return value
-    if kind == "array":
-        if type(value) is not list:
-            raise _Refusal(f"{where}: expected a list, got {type(value).__name__}")
-        items = schema["items"]
-        assert isinstance(items, dict)
-        return [_validate(items, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if kind == "object":
-        if type(value) is not dict:
-            raise _Refusal(f"{where}: expected an object, got {type(value).__name__}")
-        values = schema["additionalProperties"]
-        assert isinstance(values, dict)
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _Refusal(f"{where}: keys must be strings")
-            out[key] = _validate(values, item, f"{where}[{key!r}]")
-        return out
-    raise _Refusal(f"{where}: unsupported schema")  # pragma: no cover - schemas come from _schema
-
-
-def _bind(name: str, order: tuple[str, ...], arguments: JSONValue) -> dict[str, JSONValue]:
-    """Bind the wire shape ``{"args": [...], "kwargs": {...}}`` to named parameters."""
-    if type(arguments) is not dict or set(arguments) - {"args", "kwargs"}:
-        raise _Refusal(f"{name}: arguments must be {{'args': [...], 'kwargs': {{...}}}}")
-    args = arguments.get("args", [])
-    kwargs = arguments.get("kwargs", {})
-    if type(args) is not list or type(kwargs) is not dict:
-        raise _Refusal(f"{name}: arguments must be {{'args': [...], 'kwargs': {{...}}}}")
-    if len(args) > len(order):
-        raise _Refusal(f"{name}() takes at most {len(order)} positional arguments")
-    bound: dict[str, JSONValue] = dict(zip(order, args, strict=False))
-    for key, value in kwargs.items():
-        if key in bound:
-            raise _Refusal(f"{name}() got multiple values for argument {key!r}")
-        bound[key] = value
-    return bound
-
-
-def is_forbidden_address(address: str) -> bool:
-    """True for addresses a network tool must never reach: loopback, private, link-local,
-    multicast, reserved, unspecified (and anything that does not parse as an IP address)."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return True
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified
-
-
-def _check_url(value: str, where: str) -> str:
-    parsed = urllib.parse.urlsplit(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise _Refusal(f"{where}: {value!r} is not an http(s) URL with a host")
-    host = parsed.hostname
-    try:
-        infos = socket.getaddrinfo(host, parsed.port or 443, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError) as exc:
-        raise _Refusal(f"{where}: cannot resolve host {host!r} ({exc})") from None
-    addresses = {str(info[4][0]) for info in infos}
-    if not addresses or any(is_forbidden_address(a) for a in addresses):
-        raise _Refusal(
-            f"{where}: host {host!r} resolves to a private, loopback or link-local address"
-        )
-    return value
-
-
-def _resolve_path(root: Path, value: str, where: str) -> Path:
-    if "\x00" in value:
-        raise _Refusal(f"{where}: NUL byte in path")
-    candidate = Path(value)
-    if candidate.is_absolute():
-        raise _Refusal(f"{where}: {value!r} must be relative to the tool's root")
-    resolved = Path(os.path.realpath(root / candidate))
-    if resolved != root and root not in resolved.parents:
-        raise _Refusal(f"{where}: {value!r} resolves outside the tool's root")
-    return resolved
 
 
 # -- capabilities ----------------------------------------------------------------------------------
@@ -647,6 +298,9 @@ def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
     return None
 
 
+_BUDGET_SPENT = "the session's tool-call budget is spent"
+
+
 class CapabilitySet:
     """The capabilities of one session, and the gateway tool calls from its sandbox go through.
 
@@ -654,12 +308,33 @@ class CapabilitySet:
     refused. ``invoke`` never raises for anything the sandboxed code did.
     """
 
-    def __init__(self, *, approve: Callable[[ApprovalRequest], bool] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        approve: Callable[[ApprovalRequest], bool] | None = None,
+        resolve: Resolver | None = None,
+    ) -> None:
         self._approve = approve
+        self._resolve = resolve
         self._by_name: dict[str, Capability] = {}
         self._lock = threading.Lock()
         self._calls = 0
         self._refusals = 0
+        self._budget_left: int | None = None
+        self._step_events = 0
+
+    def begin_step(self, *, tool_calls_left: int | None = None) -> None:
+        """Start a step: at most ``tool_calls_left`` calls may run until the next ``begin_step``
+        (``None``: only the grants limit them), and the per-step event cap starts again.
+
+        The session calls this before every run, so its tool budget is charged per call, not
+        after the step; a call past it is refused like one past ``max_calls``.
+        """
+        if tool_calls_left is not None and type(tool_calls_left) is not int:
+            raise CapabilityError(f"tool_calls_left={tool_calls_left!r} must be an integer")
+        with self._lock:
+            self._budget_left = None if tool_calls_left is None else max(0, tool_calls_left)
+            self._step_events = 0
 
     def grant(
         self,
@@ -716,17 +391,33 @@ class CapabilitySet:
         capability = self._by_name.get(name) if type(name) is str else None
         if capability is None:
             return self._refuse(str(name)[:100], "", f"tool {str(name)[:100]!r} was not granted")
-        spec = capability.spec
         try:
             kwargs, plain = self._check_arguments(capability, arguments)
         except _Refusal as exc:
             return self._refuse(name, capability.id, str(exc))
+        try:
+            return self._run_checked(capability, kwargs, plain)
+        finally:
+            _close_paths(kwargs)  # a bound path lives for the one call it was checked for
+
+    def _run_checked(
+        self, capability: Capability, kwargs: dict[str, object], plain: JSONValue
+    ) -> ToolReply:
+        name, spec = capability.tool, capability.spec
         remaining = capability.remaining_calls
         if remaining is not None and remaining <= 0:
             return self._refuse(name, capability.id, f"call limit reached for {name!r}")
+        if self._budget_left is not None and self._budget_left <= 0:
+            # Before the approval prompt: a spent budget asks nobody.
+            return self._refuse(name, capability.id, _BUDGET_SPENT)
         if capability.requires_approval and not self._approved(capability, plain):
             return self._refuse(name, capability.id, f"call to {name!r} was not approved")
+        if not self._take_budget():
+            return self._refuse(name, capability.id, _BUDGET_SPENT)
         if not capability._charge():
+            with self._lock:
+                if self._budget_left is not None:
+                    self._budget_left += 1  # the call does not run: give its budget back
             return self._refuse(name, capability.id, f"call limit reached for {name!r}")
         arguments_sha256 = sha256_hex(canonical_json(plain))
         with self._lock:
@@ -744,7 +435,9 @@ class CapabilitySet:
                 effects=tuple(e.value for e in spec.effects),
                 ok=False,
             )
-            return ToolReply(ok=False, error=f"tool {name!r} failed: {message}", event=event)
+            return ToolReply(
+                ok=False, error=f"tool {name!r} failed: {message}", event=self._recorded(event)
+            )
         event = ToolCalled(
             tool=name,
             capability_id=capability.id,
@@ -753,13 +446,36 @@ class CapabilitySet:
             effects=tuple(e.value for e in spec.effects),
             ok=True,
         )
-        return ToolReply(ok=True, value=value, event=event)
+        return ToolReply(ok=True, value=value, event=self._recorded(event))
+
+    def _take_budget(self) -> bool:
+        """Charge one call to the step's tool budget; False if none is left."""
+        with self._lock:
+            if self._budget_left is not None:
+                if self._budget_left <= 0:
+                    return False
+                self._budget_left -= 1
+            return True
+
+    def _recorded(self, event: ExecutionEvent) -> ExecutionEvent | None:
+        """The event to record for one reply: the step's first ``MAX_TOOL_EVENTS`` as they are,
+        then one ``LimitHit`` standing for the rest, then nothing."""
+        with self._lock:
+            self._step_events += 1
+            count = self._step_events
+        if count <= MAX_TOOL_EVENTS:
+            return event
+        if count == MAX_TOOL_EVENTS + 1:
+            return LimitHit(limit="tool_events", value=float(MAX_TOOL_EVENTS))
+        return None
 
     def _refuse(self, name: str, capability_id: str, reason: str) -> ToolReply:
         with self._lock:
             self._refusals += 1
+        # Reasons may quote the sandbox's arguments: bounded, so one event stays small.
+        reason = reason[:_MAX_ERROR_CHARS]
         event = ToolRefused(tool=name, capability_id=capability_id, reason=reason)
-        return ToolReply(ok=False, error=reason, event=event)
+        return ToolReply(ok=False, error=reason, event=self._recorded(event))
 
     def _approved(self, capability: Capability, plain: JSONValue) -> bool:
         if self._approve is None:
@@ -798,14 +514,25 @@ class CapabilitySet:
             value = _validate(schema, raw, where)
             plain[key] = typing.cast(JSONValue, value)  # _validate built a fresh plain value
             fmt = _parameter_format(spec, key)
-            if value is not None and fmt == "path":
-                assert spec.root is not None and isinstance(value, str)
-                value = _resolve_path(spec.root, value, where)
-            elif value is not None and fmt == "uri":
-                assert isinstance(value, str)
-                value = _check_url(value, where)
+            try:
+                if value is not None and fmt == "path":
+                    assert spec.root is not None and isinstance(value, str)
+                    value = BoundPath._resolve(str(spec.root), value)
+                elif value is not None and fmt == "uri":
+                    assert isinstance(value, str)
+                    if self._resolve is None:
+                        value = CheckedURL._check(value)
+                    else:
+                        value = CheckedURL._check(value, resolve=self._resolve)
+            except TargetRefused as exc:
+                _close_paths(kwargs)
+                raise _Refusal(f"{where}: {exc}") from None
             kwargs[key] = value
-        self._check_scope(capability, kwargs)
+        try:
+            self._check_scope(capability, kwargs)
+        except _Refusal:
+            _close_paths(kwargs)
+            raise
         return kwargs, plain
 
     @staticmethod
@@ -815,17 +542,16 @@ class CapabilitySet:
             return
         value = kwargs.get(spec.scope_parameter)
         fmt = _parameter_format(spec, spec.scope_parameter)
-        if fmt == "path" and isinstance(value, Path):
-            assert spec.root is not None
-            roots = [Path(os.path.realpath(spec.root / s)) for s in capability.scope]
-            if any(value == r or r in value.parents for r in roots):
+        if fmt == "path" and isinstance(value, BoundPath):
+            # The bound path is lexically normal and link-free, so its text is where it is.
+            if any(_path_within(value.relative, entry) for entry in capability.scope):
                 return
-        elif fmt == "uri" and isinstance(value, str):
+        elif fmt == "uri" and isinstance(value, CheckedURL):
             # An entry is a host name, a scheme ("https"), or a URL prefix ("https://api.x/v1/").
-            parts = urllib.parse.urlsplit(value)
+            url = value.url
             for entry in capability.scope:
-                prefix = "://" in entry and value.startswith(entry.rstrip("/") + "/")
-                if entry in (parts.hostname, parts.scheme) or prefix or value == entry:
+                prefix = "://" in entry and url.startswith(entry.rstrip("/") + "/")
+                if entry in (value.host, value.scheme) or prefix or url == entry:
                     return
         elif value is not None and str(value) in capability.scope:
             return
@@ -833,6 +559,13 @@ class CapabilitySet:
             f"{spec.name}: {spec.scope_parameter}={value if fmt != 'path' else '...'}"
             f" is outside the granted scope"
         )
+
+
+def _close_paths(kwargs: Mapping[str, object]) -> None:
+    """End the descriptors of a call's bound paths (the tool returned, or never ran)."""
+    for value in kwargs.values():
+        if isinstance(value, BoundPath):
+            value._close()
 
 
 # -- the sandbox side ---------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from safeexec.model import (
     Estimate,
     Finding,
     Limits,
-    Severity,
     Verdict,
 )
+from safeexec.policy.engine_rules import BACKEND_NOT_ALLOWED, BUDGET_EXHAUSTED, engine_finding
 from safeexec.policy.schema import Policy
 
 __all__ = ["decide", "order_findings"]
@@ -120,25 +120,13 @@ def _known(bound: Bound) -> float | None:
 
 
 def _budget_exhausted(dimension: str, message: str) -> Finding:
-    return Finding(
-        rule="SX510",
-        name="budget-exhausted",
-        message=message,
-        severity=Severity.HIGH,
-        enforcement=Enforcement.DENY,
-        evidence=dimension,
-    )
+    return engine_finding(BUDGET_EXHAUSTED, message, evidence=dimension)
 
 
 def _backend_not_allowed(backend: str, allowed: tuple[str, ...]) -> Finding:
-    return Finding(
-        rule="SX520",
-        name="backend-not-allowed",
-        message=(
-            f"backend={backend!r} is not allowed by the policy (allowed: "
-            f"{', '.join(allowed) or 'none'}); pick an allowed backend or change [backends]"
-        ),
-        severity=Severity.HIGH,
-        enforcement=Enforcement.DENY,
+    return engine_finding(
+        BACKEND_NOT_ALLOWED,
+        f"backend={backend!r} is not allowed by the policy (allowed: "
+        f"{', '.join(allowed) or 'none'}); pick an allowed backend or change [backends]",
         evidence=backend,
     )

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 from safeexec.audit import AuditLog
+from safeexec.backends.base import SessionSpec
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError, PolicyError, SafeExecError
 from safeexec.model import AuditEvent, Outcome
@@ -126,12 +127,14 @@ def _best_mode(policy: Policy, notes: list[str]) -> str:
             backend = default_backend(mode)
             with tempfile.TemporaryDirectory(prefix="safeexec-probe-") as scratch:
                 opened = backend.open(
-                    workdir=Path(scratch),
-                    limits=policy.limits,
-                    blobs=BlobStore(Path(scratch) / ".blobs"),
-                    require=frozenset(policy.backends.require),
-                    imports=policy.imports.allow,
-                    env={},
+                    SessionSpec(
+                        workdir=Path(scratch),
+                        limits=policy.limits,
+                        blobs=BlobStore(Path(scratch) / ".blobs"),
+                        require=frozenset(policy.backends.require),
+                        imports=policy.imports.allow,
+                        env={},
+                    )
                 )
                 opened.close()
             return mode

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from safeexec.model import Bound, BoundKind, Estimate
 from safeexec.parse import Parsed
-from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON
+from safeexec.qualnames import dotted_name, import_bindings, qualified_name
 
 __all__ = ["estimate"]
 
@@ -59,17 +59,10 @@ def estimate(parsed: Parsed, *, tool_names: Collection[str] = ()) -> Estimate:
     """Return static CPU, memory, output and tool-call bounds of ``parsed``; never runs the code.
 
     ``tool_names`` are the tools bound into the session (called by plain name); with none, the
-    code can call no tool and ``tool_calls`` is known to be 0. Never raises: if the estimator
-    itself fails, every bound is ``unknown`` with a reason starting ``"estimator crashed"``, which
-    the scanner turns into an SX900 deny.
+    code can call no tool and ``tool_calls`` is known to be 0. A crash of the estimator itself
+    propagates: the gate (:func:`safeexec.gate.check`) turns it into an SX900 deny.
     """
-    try:
-        return _Estimator(parsed.tree, frozenset(tool_names)).run()
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        crashed = Bound.unknown(f"{ESTIMATOR_CRASHED_REASON} ({type(exc).__name__})")
-        return Estimate(cpu=crashed, memory=crashed, output=crashed, tool_calls=crashed)
+    return _Estimator(parsed.tree, frozenset(tool_names)).run()
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,12 +296,7 @@ class _Estimator:
                 cost.add(combined.either(_Cost()))
             return cost
         if isinstance(stmt, ast.Import | ast.ImportFrom):
-            for alias in stmt.names:
-                if isinstance(stmt, ast.Import):
-                    bound = alias.asname or alias.name.partition(".")[0]
-                    self.modules[bound] = alias.name if alias.asname else bound
-                elif stmt.module and stmt.level == 0 and alias.name != "*":
-                    self.modules[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+            self.modules.update(import_bindings(stmt))
             return cost
         if isinstance(stmt, ast.Assign):
             cost.add(self._expr(stmt.value))
@@ -409,12 +397,10 @@ class _Estimator:
         return cost
 
     def _call(self, node: ast.Call, cost: _Cost) -> None:
-        name = _dotted(node.func)
-        if name is None:
+        resolved = qualified_name(node.func, self.modules)
+        if resolved is None:
             return
-        head, dot, rest = name.partition(".")
-        if head in self.modules:
-            name = self.modules[head] + dot + rest
+        name = resolved[0]
         if name in _ARRAY_CONSTRUCTORS and node.args:
             self._array(node, name, cost)
         function = self.functions.get(name)
@@ -467,7 +453,7 @@ class _Estimator:
         for op, right in zip(node.ops, node.comparators, strict=True):
             if not isinstance(op, ast.In | ast.NotIn) or not isinstance(right, ast.Call):
                 continue
-            if _dotted(right.func) == "range":
+            if dotted_name(right.func) == "range":
                 continue
             trips = self._trips(right)
             if trips.kind is not BoundKind.UNKNOWN:
@@ -588,7 +574,7 @@ class _Estimator:
         )
         if not isinstance(node, ast.Call):
             return unknown
-        name = _dotted(node.func)
+        name = dotted_name(node.func)
         args = node.args
         if name == "range" and 1 <= len(args) <= 3 and not node.keywords:
             values = [self._int(a) for a in args]
@@ -648,10 +634,10 @@ class _Estimator:
             return None if inner is None else -inner
         if (
             isinstance(node, ast.Call)
-            and _dotted(node.func) in ("int", "len")
+            and dotted_name(node.func) in ("int", "len")
             and len(node.args) == 1
         ):
-            if _dotted(node.func) == "len":
+            if dotted_name(node.func) == "len":
                 size = self._trips(node.args[0])
                 return size.value if size.kind is BoundKind.KNOWN else None
             return self._int(node.args[0], depth + 1)
@@ -703,17 +689,6 @@ def _count(value: float) -> str:
     return f"{value:.3g}" if value >= 1e6 else f"{value:g}"
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _literal_size(node: ast.expr) -> float:
     """Bytes a literal sequence occupies when repeated: characters, or pointers for lists."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
@@ -736,7 +711,7 @@ def _exits_early(body: list[ast.stmt]) -> bool:
         node = stack.pop()
         if isinstance(node, ast.Break | ast.Return | ast.Raise | ast.Yield | ast.YieldFrom):
             return True  # a yield suspends the loop: its consumer decides how long it runs
-        if isinstance(node, ast.Call) and _dotted(node.func) in _EXIT_CALLS:
+        if isinstance(node, ast.Call) and dotted_name(node.func) in _EXIT_CALLS:
             return True
         if isinstance(node, ast.If) and _constant_truth(node.test) is False:
             stack.extend(node.orelse)

@@ -10,11 +10,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from safeexec.analysis import scan
-from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.decide import decide
 from safeexec.estimate import estimate
 from safeexec.model import Action, Budget, Decision, Estimate, Finding
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
+from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.schema import Policy
 
 __all__ = ["GateResult", "check", "fresh_budget"]

@@ -32,17 +32,28 @@ from safeexec.model import (
     Verdict,
 )
 from safeexec.policy.schema import ObserveConfig
+from safeexec.sandbox.tracebacks import trim_traceback_lines
 
-__all__ = ["observe"]
+__all__ = ["escape_controls", "observe"]
 
 # Only the first and last lines of an output are decoded (as many as could be shown, plus room
 # for a traceback), each side within _SCAN_BYTES; the middle is only counted.
 _SCAN_BYTES = 4 * 1024 * 1024
 _TRACEBACK_LINES = 200
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_TRACEBACK_START = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line \d+')
+# Terminal escape sequences, 7-bit (ESC [ ..., ESC ] ... ST, ESC x) and their 8-bit C1 forms (CSI
+# U+009B, OSC U+009D ending in BEL or ST U+009C), which terminals honour just the same.
+_ANSI_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[@-_]"
+)
+# What no reader should be handed raw: C0 controls but tab and newline, DEL, the C1 controls
+# (U+0080-U+009F: 8-bit CSI, NEL, ...), the bidi marks, embeddings, overrides and isolates that
+# reorder what a reader sees (U+061C, U+200E/F, U+202A-E, U+2066-9), and the Unicode line and
+# paragraph separators (U+2028/9) that split one line in two for many readers.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,9 +156,9 @@ def _labelled(label: str, message: str) -> str:
 def _event_line(event: ExecutionEvent) -> str:
     match event:
         case ToolRefused(tool=tool, reason=reason):
-            return f"[tool refused: {tool}: {_one_line(reason)}]"
+            return f"[tool refused: {_one_line(tool)}: {_one_line(reason)}]"
         case GuardDenied(guard=guard, detail=detail):
-            return f"[guard denied: {guard}: {_one_line(detail)}]"
+            return f"[guard denied: {_one_line(guard)}: {_one_line(detail)}]"
         case LimitHit(limit=limit, value=value):
             return f"[limit hit: {limit} = {value:g}]"
         case SyscallKilled(signal=number, syscall=syscall):
@@ -203,7 +214,7 @@ def _read_stream(
     if lines and lines[-1] == "":
         lines.pop()
     if trim_traceback:
-        lines = _trim_tracebacks(lines)
+        lines = trim_traceback_lines(lines)
     return _Stream(
         label=label,
         lines=tuple(_cap_line(line, config.max_line_chars) for line in lines),
@@ -247,49 +258,12 @@ def _decode(data: bytes) -> str:
     text = _ANSI_ESCAPE.sub("", text)
     if "\r" in text:
         text = "\n".join(_after_last_carriage_return(line) for line in text.split("\n"))
-    return _CONTROL.sub("\ufffd", text)
+    return escape_controls(text)
 
 
 def _after_last_carriage_return(line: str) -> str:
     parts = [part for part in line.split("\r") if part]
     return parts[-1] if parts else ""
-
-
-def _trim_tracebacks(lines: list[str]) -> list[str]:
-    """Drop traceback frames leading up to the user's code, and safeexec's frames anywhere."""
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        out.append(line)
-        if line != _TRACEBACK_START:
-            continue
-        frames: list[tuple[str, list[str]]] = []
-        while index < len(lines) and lines[index].startswith("  "):
-            match = _FRAME.match(lines[index])
-            if match is not None:
-                frames.append((match.group("file"), [lines[index]]))
-            elif frames:
-                frames[-1][1].append(lines[index])
-            else:
-                out.append(lines[index])
-            index += 1
-        first_user = next((i for i, (file, _) in enumerate(frames) if _is_user_file(file)), None)
-        kept = frames[first_user:] if first_user is not None else []
-        for file, frame_lines in kept:
-            if not _is_safeexec_file(file):
-                out.extend(frame_lines)
-    return out
-
-
-def _is_user_file(file: str) -> bool:
-    """Code the model wrote: ``<cell-3>``, ``<action>``, ``<string>`` (not ``<frozen ...>``)."""
-    return file.startswith("<") and file.endswith(">") and not file.startswith("<frozen")
-
-
-def _is_safeexec_file(file: str) -> bool:
-    return "/safeexec/" in file.replace("\\", "/")
 
 
 def _cap_line(line: str, max_chars: int) -> str:
@@ -439,5 +413,14 @@ def _one_line(text: str) -> str:
     return _clean(text.strip().split("\n", 1)[0])
 
 
+def escape_controls(text: str) -> str:
+    """``text`` with every control a reader must not be handed raw (C0 but tab and newline, DEL,
+    C1, bidi controls, U+2028/9) replaced by U+FFFD, one for one, so columns stay where they were.
+
+    The one home of that escaping: observations use it, and so does every CLI text output.
+    """
+    return _CONTROL.sub("\ufffd", text)
+
+
 def _clean(text: str) -> str:
-    return _CONTROL.sub("\ufffd", _ANSI_ESCAPE.sub("", text.replace("\r", "")))
+    return escape_controls(_ANSI_ESCAPE.sub("", text.replace("\r", "")))

@@ -6,29 +6,10 @@ whitespace stripped (the text ends in one newline), and identifiers rewritten to
 as CPython binds them (``ｅｘｅｃ`` *is* ``exec``). Callers must run ``Parsed.code``, never
 ``Action.code``.
 
-Rules (all severity ``high``, enforcement ``deny``):
-
-- ``SX001 syntax-error`` — CPython rejects the code, in its parser or its compiler (``return``
-  outside a function, null bytes); the message is CPython's, the evidence is the offending line
-  with a caret under the column.
-- ``SX002 input-too-large`` — the UTF-8 source is longer than ``max_source_bytes``, or checking
-  it would take too long: libcst's time follows the sum of the depths of the tree's nodes plus a
-  few units per line, and that *parse work* is capped by ``max_parse_work`` (a 600-line action
-  costs about 30,000; 1 MB of blank lines or hundreds of deeply nested lists cost millions).
-- ``SX003 parser-mismatch`` — CPython accepts the code but libcst rejects it, sees a different
-  statement structure (every statement's kind and block depth are compared), does not reprint it
-  exactly, or the identifier normalisation could not be proven faithful; the checker cannot see
-  what would run.
-- ``SX004 nesting-too-deep`` — the syntax tree is deeper than ``max_nesting``, measured on
-  CPython's tree *before* libcst sees the code (libcst segfaults on ~1,500 nested parentheses and
-  goes quadratic on deep nesting), counting the chains libcst nests where CPython's tree is flat
-  (``a and b and ...``, adjacent string literals); also when a parser or the checker runs out of
-  stack. CPython's own tokenizer stops at 200 nested brackets and 100 indentation levels.
-- ``SX005 invalid-encoding`` — lone surrogates / undecodable bytes, or a PEP 263 coding cookie
-  other than ``utf-8``.
-
-When CPython rejects the code, the finding is ``SX001`` with CPython's message even if libcst would
-accept it: the model needs the interpreter's own diagnosis, and the action is denied either way.
+A failure is a deny finding of one of the engine's parse rules (documented in
+:mod:`safeexec.policy.engine_rules`): ``SX001 syntax-error`` (with CPython's own message even if
+libcst would accept the code), ``SX002 input-too-large``, ``SX003 parser-mismatch``, ``SX004
+nesting-too-deep`` and ``SX005 invalid-encoding``.
 """
 
 from __future__ import annotations
@@ -47,7 +28,16 @@ from dataclasses import dataclass
 
 import libcst
 
-from safeexec.model import Action, Enforcement, Finding, Severity, Span
+from safeexec.model import Action, Finding, Span
+from safeexec.policy.engine_rules import (
+    INPUT_TOO_LARGE,
+    INVALID_ENCODING,
+    NESTING_TOO_DEEP,
+    PARSER_MISMATCH,
+    SYNTAX_ERROR,
+    engine_finding,
+)
+from safeexec.policy.schema import Rule
 
 __all__ = ["ParseFailure", "Parsed", "gc_paused", "parse"]
 
@@ -69,12 +59,6 @@ class ParseFailure:
     action: Action
     finding: Finding
 
-
-_SYNTAX_ERROR = ("SX001", "syntax-error")
-_TOO_LARGE = ("SX002", "input-too-large")
-_MISMATCH = ("SX003", "parser-mismatch")
-_TOO_DEEP = ("SX004", "nesting-too-deep")
-_ENCODING = ("SX005", "invalid-encoding")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHAIN_TYPES = frozenset({ast.BoolOp, ast.Constant, ast.JoinedStr})
@@ -142,14 +126,14 @@ def _parse(
         size = _utf8_length(code)
         return _fail(
             action,
-            _TOO_LARGE,
+            INPUT_TOO_LARGE,
             f"source is {size:,} bytes, above the limit of {max_source_bytes:,} bytes; "
             "send a smaller action or move data into a file",
         )
     surrogate = _SURROGATE.search(code)
     if surrogate is not None:
         return _fail_at(
-            action, code, _ENCODING, _surrogate_message(surrogate.group()), surrogate.start()
+            action, code, INVALID_ENCODING, _surrogate_message(surrogate.group()), surrogate.start()
         )
     code = code.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     # Trailing whitespace means nothing to CPython (unless a backslash continues the last line),
@@ -162,7 +146,7 @@ def _parse(
         line, name = cookie
         return _fail(
             action,
-            _ENCODING,
+            INVALID_ENCODING,
             f"coding cookie {name!r} is not allowed; the source is UTF-8, remove the cookie",
             span=Span(
                 start_line=line,
@@ -174,7 +158,7 @@ def _parse(
         )
     null = code.find("\0")
     if null >= 0:
-        return _fail_at(action, code, _SYNTAX_ERROR, "source code cannot contain null bytes", null)
+        return _fail_at(action, code, SYNTAX_ERROR, "source code cannot contain null bytes", null)
 
     # CPython's parser and compiler warn about some valid code (``'\d'``, ``x is 1``). Under a
     # host's ``-W error`` those warnings would become syntax errors, so the verdict would depend
@@ -207,7 +191,7 @@ def _parse(
     except libcst.ParserSyntaxError as exc:
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             f"CPython accepts this code but the checker's parser (libcst) does not: "
             f"{exc.message}; rewrite this construct more plainly",
             span=_point(code, exc.raw_line, exc.raw_column + 1),
@@ -216,34 +200,36 @@ def _parse(
     except (RecursionError, MemoryError):
         return _fail(
             action,
-            _TOO_DEEP,
+            NESTING_TOO_DEEP,
             "the checker's parser (libcst) ran out of stack; split the code into "
             "smaller, less nested statements",
         )
     except libcst.CSTValidationError as exc:
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             f"CPython accepts this code but the checker's parser (libcst) does not: "
             f"{str(exc).rstrip('.')}; "
             "rewrite this construct more plainly",
         )
     except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
         return _fail(
-            action, _MISMATCH, f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}"
+            action,
+            PARSER_MISMATCH,
+            f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}",
         )
     try:
         return _cross_check(action, code, tree, module, needs_normalising=needs_normalising)
     except (RecursionError, MemoryError):
         return _fail(
             action,
-            _TOO_DEEP,
+            NESTING_TOO_DEEP,
             "the checker ran out of stack on this code; split it into smaller, less nested "
             "statements",
         )
     except Exception as exc:  # a bug in libcst or here: fail closed
         return _fail(
-            action, _MISMATCH, f"the parsers' cross-check failed: {type(exc).__name__}: {exc}"
+            action, PARSER_MISMATCH, f"the parsers' cross-check failed: {type(exc).__name__}: {exc}"
         )
 
 
@@ -257,14 +243,14 @@ def _cross_check(
         # Reprinting costs a fifth of parsing, so plain printable ASCII is trusted to round-trip.
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             "the checker's parser (libcst) does not reproduce this source exactly; remove "
             "unusual whitespace such as form feeds",
         )
     if _ast_outline(tree) != _cst_outline(module):
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             "CPython and the checker's parser (libcst) see different statement structure in "
             "this code; write its blocks and indentation more plainly",
         )
@@ -273,7 +259,7 @@ def _cross_check(
         if stray is not None:
             return _fail(
                 action,
-                _MISMATCH,
+                PARSER_MISMATCH,
                 f"identifier {stray!r} is not in NFKC form where the checker could not "
                 "normalise it (e.g. inside an f-string); write identifiers in ASCII",
             )
@@ -290,12 +276,12 @@ def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
         # CPython's parser signals its own stack limit with these, not with a SyntaxError.
         return _fail(
             action,
-            _TOO_DEEP,
+            NESTING_TOO_DEEP,
             "expression nesting is too deep for the Python parser; split it into "
             "named intermediate steps",
         )
     except Exception as exc:
-        return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+        return _fail(action, SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 def _syntax_failure(
@@ -306,7 +292,7 @@ def _syntax_failure(
     end_line = exc.end_lineno or line
     return _fail(
         action,
-        _SYNTAX_ERROR,
+        SYNTAX_ERROR,
         exc.msg or "invalid syntax",
         span=_span(code, line, column, end_line, end_column),
         evidence=_caret(code, line, column, end_line, end_column),
@@ -329,11 +315,11 @@ def _compiler_rejects(action: Action, code: str, tree: ast.Module) -> ParseFailu
     except (RecursionError, MemoryError):
         return _fail(
             action,
-            _TOO_DEEP,
+            NESTING_TOO_DEEP,
             "the code is nested too deeply for the Python compiler; split it into named steps",
         )
     except Exception as exc:
-        return _fail(action, _SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
+        return _fail(action, SYNTAX_ERROR, f"{type(exc).__name__}: {exc}")
     return None
 
 
@@ -380,7 +366,7 @@ def _measure_tree(
         if work > max_work:
             return _fail(
                 action,
-                _TOO_LARGE,
+                INPUT_TOO_LARGE,
                 f"the code is too large to check: its parse work is above {max_work:,} "
                 "(max_parse_work, the sum of syntax-tree node depths plus "
                 f"{_WORK_PER_LINE} per line); send a smaller action",
@@ -393,7 +379,7 @@ def _measure_tree(
                 span = _point(code, where.lineno, column)
             return _fail(
                 action,
-                _TOO_DEEP,
+                NESTING_TOO_DEEP,
                 f"the syntax tree is nested more than {max_nesting} levels deep "
                 "(max_nesting); split the expression into named intermediate steps",
                 span=span,
@@ -457,7 +443,7 @@ def _normalise_identifiers(
     except Exception as exc:  # tokenize disagreeing with CPython's parser: fail closed
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             f"the identifier scan failed where CPython's parser did not: {exc}; "
             "write identifiers in ASCII",
         )
@@ -474,7 +460,7 @@ def _normalise_identifiers(
     if renormalised_tree is None or ast.dump(renormalised_tree) != ast.dump(tree):
         return _fail(
             action,
-            _MISMATCH,
+            PARSER_MISMATCH,
             "rewriting identifiers to the form CPython binds (NFKC) changed the meaning "
             "of the code; write identifiers in ASCII",
         )
@@ -602,29 +588,18 @@ def _lines(code: str) -> list[str]:
 
 def _fail(
     action: Action,
-    rule: tuple[str, str],
+    rule: Rule,
     message: str,
     *,
     span: Span | None = None,
     evidence: str = "",
 ) -> ParseFailure:
     return ParseFailure(
-        action=action,
-        finding=Finding(
-            rule=rule[0],
-            name=rule[1],
-            message=message,
-            severity=Severity.HIGH,
-            enforcement=Enforcement.DENY,
-            span=span,
-            evidence=evidence,
-        ),
+        action=action, finding=engine_finding(rule, message, span=span, evidence=evidence)
     )
 
 
-def _fail_at(
-    action: Action, code: str, rule: tuple[str, str], message: str, index: int
-) -> ParseFailure:
+def _fail_at(action: Action, code: str, rule: Rule, message: str, index: int) -> ParseFailure:
     """A finding pointing at character ``index`` of ``code`` (any newline convention)."""
     before = code[:index]
     line = before.count("\n") + before.count("\r") - before.count("\r\n") + 1

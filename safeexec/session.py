@@ -2,8 +2,10 @@
 
 One call is one agent step: extract → combine → parse → scan + estimate → decide → (approve) →
 backend run → observe → charge the budget → audit. A session owns its double budget, its audit log
-and blob store (under ``state_dir``, default ``./.safeexec``) and one backend session per mode,
-opened lazily and kept, so state carries over between steps like a notebook kernel.
+and blob store (under ``state_dir``, default :func:`~safeexec.statedir.default_state_dir`) and one
+backend session per mode, opened lazily and kept, so state carries over between steps like a
+notebook kernel. The state dir is the host's alone: 0700, and never inside, equal to or above the
+workdir (``ConfigurationError``), so no session can reach the log or the blobs.
 
 Every outcome, denials included, is audited before ``run`` returns or raises. "Policy said no" is
 an :class:`~safeexec.model.Outcome` with a deny decision; an exhausted budget is a deny finding
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import tempfile
 import threading
 import uuid
 from collections import Counter
@@ -24,18 +27,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Self
 
-from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
 from safeexec.audit import AuditLog, build_event
-from safeexec.backends.base import Backend, BackendSession, ToolGateway
+from safeexec.backends.base import Backend, BackendSession, SessionSpec, ToolGateway
+from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
 from safeexec.errors import (
     BackendUnavailable,
-    CapabilityError,
     ConfigurationError,
     InternalError,
     SafeExecError,
@@ -47,30 +49,35 @@ from safeexec.model import (
     ActionSource,
     Budget,
     Decision,
-    Enforcement,
     ExecRequest,
     ExecResult,
     Finding,
     Observation,
     Outcome,
-    Severity,
     Verdict,
 )
 from safeexec.observe import observe
+from safeexec.policy.engine_rules import (
+    BACKEND_CRASHED,
+    BACKEND_UNAVAILABLE,
+    CHECK_CRASHED,
+    NO_CODE,
+    engine_finding,
+)
+from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule
+from safeexec.statedir import default_state_dir, ensure_apart, open_private_dir
 
 __all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
 
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
 
-DEFAULT_STATE_DIR = Path(".safeexec")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStatistics:
-    """Counters of one session since it was opened."""
+    """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""
 
     session_id: str
     steps: int
@@ -127,9 +134,11 @@ class Session:
     (``None``: the built-in ones, made on first use). ``approver`` answers ``needs_approval``
     decisions (without one they are denied); ``tool_approver`` answers tool calls whose grant
     requires approval (without one they are refused). ``clock`` must return aware datetimes.
-    ``state_dir`` (default ``./.safeexec``) holds ``audit.jsonl``, ``blobs/`` and, unless
-    ``workdir`` is given, ``work/<session_id>/``; ``audit_fsync`` makes every audit line and blob
-    durable before the step returns. Use as a context manager, or call :meth:`close`.
+    ``state_dir`` (default ``$XDG_STATE_HOME/safeexec``, else ``~/.local/state/safeexec``) holds
+    ``audit.jsonl``, its chain head and ``blobs/``; it must lie apart from ``workdir``. Without
+    ``workdir`` a fresh private temporary directory is made and removed on :meth:`close`.
+    ``audit_fsync`` makes every audit line and blob durable before the step returns. Use as a
+    context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -150,12 +159,10 @@ class Session:
         self.mode = mode
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
         # Absolute: the sandboxed worker runs in its own directory, where "./x" means nothing.
-        self.state_dir = Path(DEFAULT_STATE_DIR if state_dir is None else state_dir).absolute()
-        self.workdir = (
-            Path(workdir).absolute()
-            if workdir is not None
-            else self.state_dir / "work" / self.session_id
-        )
+        self.state_dir = Path(default_state_dir() if state_dir is None else state_dir).absolute()
+        if workdir is not None:
+            ensure_apart(self.state_dir, Path(workdir).absolute())
+        os.close(open_private_dir(self.state_dir))
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None
         self._owned: set[str] = set()
@@ -164,6 +171,12 @@ class Session:
         self._clock = clock or _utc_now
         self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
         self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
+        self._owns_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix=f"safeexec-{self.session_id}-"))
+            if workdir is None
+            else Path(workdir).absolute()
+        )
         budget = self.policy.budget
         self._budget = Budget(
             steps_left=budget.steps,
@@ -223,8 +236,8 @@ class Session:
             return SessionStatistics(
                 session_id=self.session_id,
                 steps=sum(self._verdicts.values()),
-                verdicts=dict(self._verdicts),
-                statuses=dict(self._statuses),
+                verdicts=MappingProxyType(dict(self._verdicts)),
+                statuses=MappingProxyType(dict(self._statuses)),
                 approvals_granted=self._approvals[True],
                 approvals_refused=self._approvals[False],
                 internal_errors=self._internal_errors,
@@ -251,13 +264,13 @@ class Session:
             self._open.clear()
             for mode in sorted(self._owned):
                 # Backends this session made (e.g. the native template process) die with it.
-                close = getattr(self._backends.pop(mode), "close", None)
-                if callable(close):
-                    try:
-                        close()
-                    except Exception as exc:
-                        failures.append(exc)
+                try:
+                    self._backends.pop(mode).close()
+                except Exception as exc:
+                    failures.append(exc)
             self.audit.close()
+            if self._owns_workdir:
+                remove_tree(str(self.workdir))
             if failures:
                 raise InternalError(
                     f"closing {len(failures)} backend(s) or session(s) failed: {failures[0]!r}"
@@ -289,46 +302,33 @@ class Session:
     ) -> Capability:
         """Grant a tool (a ``@tool`` spec, or a token to narrow) to this session's code.
 
-        The policy's ``[capabilities.<tool>]`` decides: a tool it does not list, or lists as not
-        grantable, raises ``CapabilityError``; its ``max_calls`` caps the grant, its ``scopes``
-        bound the scope and its ``requires_approval`` cannot be switched off. Grant tools before
-        the first ``run`` of a mode (its sandbox learns the tool names when it starts).
+        The policy's ``[capabilities.<tool>]`` decides (see
+        :func:`safeexec.policy.grants.reconcile_grant`); a tool it does not let be granted raises
+        ``CapabilityError``. Grant tools before the first ``run`` of a mode (its sandbox learns
+        the tool names when it starts).
         """
         name = tool.tool if isinstance(tool, Capability) else getattr(tool, "name", None)
-        config = next((c for c in self.policy.capabilities if c.tool == name), None)
-        if config is None or not config.grantable:
-            why = "lists no [capabilities] entry for it" if config is None else "marks it"
-            raise CapabilityError(
-                f"tool name={name!r} is not grantable: policy {self.policy.info.id!r} {why}"
-                f"{' not grantable' if config is not None else ''}; add or change "
-                f"[capabilities.{name}] in the policy to grant it"
-            )
+        held = tool if isinstance(tool, Capability) else None
+        terms = reconcile_grant(
+            self.policy,
+            name,
+            max_calls=max_calls,
+            scope=scope,
+            requires_approval=requires_approval,
+            held_calls=None if held is None else held.remaining_calls,
+            held_scope=None if held is None else held.scope,
+        )
         if self._open:
             raise ConfigurationError(
                 f"cannot grant tool name={name!r} after the sandbox of mode(s) "
                 f"{sorted(self._open)} started; grant tools before the first run"
             )
-        caps = [n for n in (config.max_calls, max_calls) if n is not None]
-        if isinstance(tool, Capability) and tool.remaining_calls is not None:
-            caps.append(tool.remaining_calls)
-        limit = min(caps) if caps else None
-        granted_scope = None if scope is None else frozenset(scope)
-        if config.scopes:
-            allowed = frozenset(config.scopes)
-            if granted_scope is not None and not granted_scope <= allowed:
-                raise CapabilityError(
-                    f"scope={sorted(granted_scope)!r} for tool {name!r} exceeds the policy's "
-                    f"scopes={sorted(allowed)!r}; ask for a subset"
-                )
-            granted_scope = granted_scope or allowed
-        if isinstance(tool, Capability) and tool.scope is not None and granted_scope is not None:
-            granted_scope = granted_scope & tool.scope
         with self._lock:
             return self._capabilities.grant(
                 tool,
-                max_calls=limit,
-                scope=granted_scope,
-                requires_approval=config.requires_approval or bool(requires_approval),
+                max_calls=terms.max_calls,
+                scope=terms.scope,
+                requires_approval=terms.requires_approval,
             )
 
     def _tool_gateway(self) -> ToolGateway | None:
@@ -356,21 +356,21 @@ class Session:
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
             decision = _fail_closed(
-                decision, "SX900", "check-crashed", InternalError("no checked code to run")
+                decision, CHECK_CRASHED, InternalError("no checked code to run")
             )
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
                 result = self._execute(decision, action, checked)
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
-                decision = _fail_closed(decision, "SX901", "backend-unavailable", exc)
+                decision = _fail_closed(decision, BACKEND_UNAVAILABLE, exc)
             except Exception as exc:
                 failure = InternalError(
                     f"backend={decision.backend!r} failed running action_id="
                     f"{action.action_id!r}: {exc!r}; the session was reset and the step denied"
                 )
                 failure.__cause__ = exc
-                decision = _fail_closed(decision, "SX902", "backend-crashed", exc)
+                decision = _fail_closed(decision, BACKEND_CRASHED, exc)
                 self._discard(decision.backend)
         try:
             observation = observe(
@@ -433,6 +433,8 @@ class Session:
     def _execute(self, decision: Decision, action: Action, checked: str) -> ExecResult:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
+        # The gateway charges the session's tool budget per call, so one step cannot overspend it.
+        self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
         result = session.run(request)
         if not isinstance(result, ExecResult):
             raise TypeError(f"backend returned {type(result).__name__}, not ExecResult")
@@ -444,14 +446,17 @@ class Session:
             return self._open[mode]
         backend = self._backend(mode)
         self.workdir.mkdir(parents=True, exist_ok=True)
+        ensure_apart(self.state_dir, self.workdir)  # again, now that both exist: by inode too
         session = backend.open(
-            workdir=self.workdir,
-            limits=decision.limits,
-            blobs=self.blobs,
-            tools=self._tool_gateway(),
-            require=frozenset(self.policy.backends.require),
-            imports=self.policy.imports.allow,
-            env=self._sandbox_env(),
+            SessionSpec(
+                workdir=self.workdir,
+                limits=decision.limits,
+                blobs=self.blobs,
+                tools=self._tool_gateway(),
+                require=frozenset(self.policy.backends.require),
+                imports=self.policy.imports.allow,
+                env=self._sandbox_env(),
+            )
         )
         self._open[mode] = session
         return session
@@ -533,14 +538,10 @@ def _no_code_action() -> Action:
     return Action.create("", source=ActionSource.RAW)
 
 
-_NO_CODE = Finding(
-    rule="SX006",
-    name="no-code",
-    message=(
-        "no code was found in the reply; put the code to run in a fenced block (```python ... ```)"
-    ),
-    severity=Severity.LOW,
-    enforcement=Enforcement.DENY,
+_NO_CODE = engine_finding(
+    NO_CODE,
+    "no code was found in the reply; put the code to run in a fenced block (```python ... ```)",
+    evidence="",
 )
 
 
@@ -550,14 +551,11 @@ def _check_crashed(stage: str, exc: BaseException) -> Finding:
     )
 
 
-def _fail_closed(decision: Decision, rule: str, name: str, exc: BaseException) -> Decision:
+def _fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
     """The decision as audited when the backend could not run an allowed action."""
-    finding = Finding(
-        rule=rule,
-        name=name,
-        message=f"backend={decision.backend!r} could not run the action: {exc}",
-        severity=Severity.CRITICAL,
-        enforcement=Enforcement.DENY,
+    finding = engine_finding(
+        rule,
+        f"backend={decision.backend!r} could not run the action: {exc}",
         evidence=type(exc).__name__,
     )
     return dataclasses.replace(

@@ -9,6 +9,7 @@ import pytest
 
 from safeexec import capabilities
 from safeexec.capabilities import (
+    MAX_TOOL_EVENTS,
     ApprovalRequest,
     Capability,
     CapabilitySet,
@@ -20,7 +21,7 @@ from safeexec.capabilities import (
     tool_function,
 )
 from safeexec.errors import CapabilityError
-from safeexec.model import ToolCalled, ToolRefused, sha256_hex
+from safeexec.model import LimitHit, ToolCalled, ToolRefused, sha256_hex
 
 
 def call(args: list[object] | None = None, **kwargs: object) -> dict[str, object]:
@@ -41,9 +42,12 @@ def search(query: str, max_price: float | None = None, tags: list[str] | None = 
 def test_public_api_is_pinned() -> None:
     assert sorted(capabilities.__all__) == [
         "ApprovalRequest",
+        "BoundPath",
         "Capability",
         "CapabilitySet",
+        "CheckedURL",
         "Effect",
+        "MAX_TOOL_EVENTS",
         "ToolDescriptor",
         "ToolError",
         "ToolReply",
@@ -337,6 +341,13 @@ def test_network_tool_refuses_loopback_hosts() -> None:
         "http://localhost/",
         "http://[::1]/",
         "file:///etc/passwd",
+        # numeric spellings of loopback that getaddrinfo resolves locally
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://127.1/",
+        "http://0177.0.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://127.0.0.1:99999/",
     ):
         reply = caps.invoke("fetch", call([url]))
         assert not reply.ok, url
@@ -374,3 +385,112 @@ def test_statistics_count_calls_and_refusals() -> None:
     caps.invoke("reserve", call(["a"]))
     caps.invoke("nope", call())
     assert caps.statistics() == {"calls": 1, "refusals": 2, "granted": 1}
+
+
+# -- the session's tool budget, charged per call ---------------------------------------------------
+
+
+def _counter() -> tuple[CapabilitySet, list[int]]:
+    ran: list[int] = []
+
+    @tool(effects=["money"])
+    def pay(amount: int) -> int:
+        ran.append(amount)
+        return amount
+
+    caps = CapabilitySet()
+    caps.grant(pay)  # no max_calls: only the budget limits it
+    return caps, ran
+
+
+def test_a_spent_tool_budget_refuses_calls_within_the_step() -> None:
+    caps, ran = _counter()
+    caps.begin_step(tool_calls_left=5)
+    replies = [caps.invoke("pay", call([i])) for i in range(50)]
+    assert ran == [0, 1, 2, 3, 4]
+    assert [r.ok for r in replies].count(True) == 5
+    refused = [r.event for r in replies if not r.ok]
+    assert all(isinstance(e, ToolRefused) and "budget is spent" in e.reason for e in refused)
+    caps.begin_step(tool_calls_left=1)  # the session's next step: what its budget says
+    assert caps.invoke("pay", call([9])).ok and not caps.invoke("pay", call([10])).ok
+
+
+def test_a_budget_shared_by_two_tools_counts_both() -> None:
+    caps, ran = _counter()
+
+    @tool(effects=["money"])
+    def refund(amount: int) -> int:
+        ran.append(-amount)
+        return amount
+
+    caps.grant(refund)
+    caps.begin_step(tool_calls_left=3)
+    for i in range(10):
+        caps.invoke("pay", call([i]))
+        caps.invoke("refund", call([i]))
+    assert len(ran) == 3
+
+
+def test_a_spent_budget_asks_no_approver() -> None:
+    asked: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return True
+
+    caps = CapabilitySet(approve=approve)
+    caps.grant(reserve, requires_approval=True)
+    caps.begin_step(tool_calls_left=2)
+    for _ in range(100):
+        caps.invoke("reserve", call(["p"]))
+    assert len(asked) == 2
+
+
+def test_a_call_refused_by_max_calls_does_not_spend_the_budget() -> None:
+    caps, ran = _counter()
+    caps.grant(reserve, max_calls=1)
+    caps.begin_step(tool_calls_left=2)
+    for _ in range(5):
+        caps.invoke("reserve", call(["p"]))
+    assert caps.invoke("pay", call([1])).ok and ran == [1]
+
+
+def test_tool_events_per_step_are_capped_with_one_summary() -> None:
+    caps, ran = _counter()
+    caps.begin_step(tool_calls_left=None)
+    events = [caps.invoke("pay", call([i])).event for i in range(MAX_TOOL_EVENTS + 500)]
+    assert len(ran) == MAX_TOOL_EVENTS + 500  # every call still ran (no budget)
+    assert all(isinstance(e, ToolCalled) for e in events[:MAX_TOOL_EVENTS])
+    assert events[MAX_TOOL_EVENTS] == LimitHit(limit="tool_events", value=MAX_TOOL_EVENTS)
+    assert events[MAX_TOOL_EVENTS + 1 :] == [None] * 499
+    caps.begin_step()
+    assert isinstance(caps.invoke("pay", call([0])).event, ToolCalled)  # a new step records
+
+
+def test_failing_and_refused_calls_share_the_event_cap() -> None:
+    @tool(effects=["read"])
+    def broken() -> int:
+        raise RuntimeError("boom")
+
+    caps = CapabilitySet()
+    caps.grant(broken)
+    events = [caps.invoke("broken", call()).event for _ in range(400)]
+    events += [caps.invoke("nope", call()).event for _ in range(400)]
+    assert sum(e is not None for e in events) == MAX_TOOL_EVENTS + 1
+
+
+def test_a_refusal_echoing_a_huge_argument_stays_small() -> None:
+    @tool(effects=["read"])
+    def pick(choice: Literal["a", "b"]) -> str:
+        return choice
+
+    caps = CapabilitySet()
+    caps.grant(pick)
+    reply = caps.invoke("pick", call(["x" * 10_000_000]))
+    assert not reply.ok and isinstance(reply.event, ToolRefused)
+    assert len(reply.error) <= 500 and len(reply.event.reason) <= 500
+
+
+def test_begin_step_takes_an_integer_budget() -> None:
+    with pytest.raises(CapabilityError, match="tool_calls_left"):
+        CapabilitySet().begin_step(tool_calls_left=1.5)  # type: ignore[arg-type]

@@ -113,12 +113,16 @@ def test_an_estimate_of_more_tool_calls_than_are_left_is_denied() -> None:
 
 
 def test_a_backend_outside_the_allowlist_is_denied() -> None:
-    decision = decide(findings=(), estimate=None, policy=POLICY, budget=PLENTY, backend="dsl")
+    decision = decide(findings=(), estimate=None, policy=POLICY, budget=PLENTY, backend="fake")
     assert decision.verdict is Verdict.DENY
     (finding,) = decision.findings
-    assert (finding.rule, finding.name, finding.evidence) == ("SX520", "backend-not-allowed", "dsl")
+    assert (finding.rule, finding.name, finding.evidence) == (
+        "SX520",
+        "backend-not-allowed",
+        "fake",
+    )
     assert "native, restricted" in finding.message
-    assert decision.backend == "dsl"
+    assert decision.backend == "fake"
 
 
 def test_a_requested_allowed_backend_is_chosen() -> None:
@@ -158,7 +162,7 @@ def test_findings_are_ordered_by_position_with_engine_findings_first() -> None:
         estimate=None,
         policy=POLICY,
         budget=Budget(steps_left=0, cpu_seconds_left=1.0, tool_calls_left=0),
-        backend="dsl",
+        backend="fake",
     )
     assert [f.rule for f in decision.findings] == ["SX510", "SX520", "SX200", "SX301", "SX201"]
 

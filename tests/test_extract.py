@@ -237,7 +237,9 @@ def test_raw_reply_with_null_bytes_or_surrogates_is_not_code() -> None:
 
 
 def test_each_action_carries_the_sha256_of_its_code() -> None:
-    for action in extract("```python\nx = 1\n```\n```python\ny = 2\n```"):
+    actions = extract("```python\nx = 1\n```\n```python\ny = 2\n```")
+    assert len(actions) == 2
+    for action in actions:
         assert action.code_sha256 == sha256_hex(action.code)
         assert action.language == "python"
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+import safeexec.gate as gate_module
 from safeexec.gate import check, fresh_budget
 from safeexec.model import Action, Budget, Verdict
 from safeexec.policy.loader import load_policy
@@ -35,3 +38,14 @@ def test_fresh_budget_comes_from_the_policy() -> None:
     budget = fresh_budget(DEFAULT)
     assert budget.steps_left == DEFAULT.budget.steps
     assert budget.tool_calls_left == DEFAULT.budget.tool_calls
+
+
+def test_an_estimator_crash_is_an_sx900_deny(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: object, **kwargs: object) -> object:
+        raise MemoryError
+
+    monkeypatch.setattr(gate_module, "estimate", explode)
+    result = check("x = 1", DEFAULT)
+    assert result.decision.verdict is Verdict.DENY
+    assert [f.rule for f in result.findings] == ["SX900"]
+    assert "MemoryError" in result.findings[0].message

@@ -24,7 +24,7 @@ from safeexec.model import (
     ToolRefused,
     Verdict,
 )
-from safeexec.observe import observe
+from safeexec.observe import escape_controls, observe
 from safeexec.parse import ParseFailure, parse
 from safeexec.policy.schema import ObserveConfig
 
@@ -517,3 +517,55 @@ def test_observation_size_is_bounded_for_any_output(
     assert len(observation.text.split("\n")) <= max_lines
     if max_line_chars >= 64:
         assert all(len(line) <= max_line_chars for line in observation.text.split("\n"))
+
+
+# One sample of each class a reader must not be handed raw, with what the observation shows.
+_UNSAFE_CONTROLS = {
+    "c0": "\x07\x1b",
+    "c1": "\x85\x90\x9f",
+    "bidi-embedding-override": "\u202a\u202b\u202c\u202d\u202e",
+    "bidi-isolate": "\u2066\u2067\u2068\u2069",
+    "bidi-mark": "\u200e\u200f\u061c",
+    "line-separators": "\u2028\u2029",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_UNSAFE_CONTROLS))
+def test_every_class_of_control_is_escaped_in_output(blobs: BlobStore, kind: str) -> None:
+    controls = _UNSAFE_CONTROLS[kind]
+    stdout = f"before{controls}after\n".encode()
+    line = _text(blobs, _result(blobs, stdout=stdout)).split("\n")[2]
+    assert line == "before" + "\ufffd" * len(controls) + "after"
+
+
+@pytest.mark.parametrize("kind", sorted(_UNSAFE_CONTROLS))
+def test_every_class_of_control_is_escaped_in_events_and_artifact_names(
+    blobs: BlobStore, kind: str
+) -> None:
+    controls = _UNSAFE_CONTROLS[kind]
+    result = _result(
+        blobs,
+        events=(
+            ToolRefused(tool=f"t{controls}", capability_id="", reason=f"no{controls}pe"),
+            GuardDenied(guard=f"g{controls}", detail=f"d{controls}"),
+        ),
+        artifacts=(
+            Artifact(name=f"a{controls}.txt", blob=blobs.put(b"x"), media_type="text/plain"),
+        ),
+    )
+    text = _text(blobs, result)
+    assert not any(c in text for c in controls)
+    assert "\ufffd" * len(controls) in text
+
+
+def test_eight_bit_csi_and_osc_sequences_are_removed_like_their_seven_bit_forms(
+    blobs: BlobStore,
+) -> None:
+    stdout = "\x9b31mred\x9b0m \x9d0;title\x9c\x9d8;;x\x07done\n".encode()
+    assert _text(blobs, _result(blobs, stdout=stdout)).split("\n")[2] == "red done"
+
+
+def test_escape_controls_keeps_tab_newline_and_printable_text_one_for_one() -> None:
+    text = "tab\there\nline é 中 \u200d \u00a0 \U0001f600"
+    assert escape_controls(text) == text
+    assert escape_controls("a\u202eb") == "a\ufffdb"

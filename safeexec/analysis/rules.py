@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import translate
 
-from safeexec.analysis.engine import IMPORT_NOT_ALLOWED
+from safeexec.policy.engine_rules import IMPORT_NOT_ALLOWED
 from safeexec.policy.schema import MatchKind, Policy, Rule
 
 __all__ = ["CompiledRules", "NameTable", "compile_rules", "module_matches"]

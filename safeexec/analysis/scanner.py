@@ -23,13 +23,14 @@ from safeexec.analysis.checks import (
     REGISTERED_CHECKS,
 )
 from safeexec.analysis.constants import StringFolder
-from safeexec.analysis.engine import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
-from safeexec.model import Bound, BoundKind, Enforcement, Estimate, Finding, Span
+from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
+from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.policy.schema import Policy, Rule, RuleStatus
-from safeexec.policy.vocabulary import ESTIMATOR_CRASHED_REASON, SYNTAX_NODE_TYPES
+from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
+from safeexec.qualnames import import_bindings, qualified_name
 
 __all__ = ["scan"]
 
@@ -220,28 +221,22 @@ class _Scanner:
                 self._emit(self.rules.names.lookup(name), node, {"name": name}, name)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        bindings = import_bindings(node)
         if isinstance(node, ast.Import):
-            for alias in node.names:
+            # One binding per alias, each reported right after its import.
+            for alias, (bound, qualified) in zip(node.names, bindings, strict=True):
                 self._import_event(node, alias.name, ())
-                if alias.asname:
-                    self.aliases[alias.asname] = alias.name
-                    self._store(alias.asname, node)
-                else:
-                    root = alias.name.partition(".")[0]
-                    self.aliases[root] = root
-                    self._store(root, node)
+                self._bind_import(node, bound, qualified)
             return
         module = "." * node.level + (node.module or "")
         names = tuple(a.name for a in node.names if a.name != "*")
         self._import_event(node, module, names)
-        for alias in node.names:
-            if alias.name == "*":
-                continue
-            bound = alias.asname or alias.name
-            self.aliases[bound] = (
-                f"{module}.{alias.name}" if node.level == 0 else f"{module}{alias.name}"
-            )
-            self._store(bound, node)
+        for bound, qualified in bindings:
+            self._bind_import(node, bound, qualified)
+
+    def _bind_import(self, node: ast.AST, bound: str, qualified: str) -> None:
+        self.aliases[bound] = qualified
+        self._store(bound, node)
 
     def _import_event(self, node: ast.AST, module: str, names: tuple[str, ...]) -> None:
         policy_imports = self.rules.policy.imports
@@ -289,27 +284,27 @@ class _Scanner:
         key = id(node)
         if key in self._resolved:
             return self._resolved[key]
+        result = qualified_name(node, self.aliases) or self._resolve_import_call(node)
+        self._resolved[key] = result
+        return result
+
+    def _resolve_import_call(self, node: ast.expr) -> tuple[str, bool] | None:
+        """``__import__('os').system`` is ``os.system``: the call's result is the module."""
         parts: list[str] = []
-        current: ast.expr = node
+        current = node
         while isinstance(current, ast.Attribute):
             parts.append(current.attr)
             current = current.value
-        result: tuple[str, bool] | None = None
-        if isinstance(current, ast.Name):
-            base = self.aliases.get(current.id)
-            rooted = base is not None
-            parts.append(base if base is not None else current.id)
-            result = (".".join(reversed(parts)).removeprefix("builtins."), rooted)
-        elif isinstance(current, ast.Call) and parts:
-            # __import__('os').system: the call result is the module.
-            callee = self._resolve(current.func)
-            if callee is not None and callee[0] in IMPORT_FUNCTIONS and current.args:
-                module = StringFolder({}).fold(current.args[0])
-                if module is not None:
-                    parts.append(module.partition(".")[0])
-                    result = (".".join(reversed(parts)), True)
-        self._resolved[key] = result
-        return result
+        if not (isinstance(current, ast.Call) and parts and current.args):
+            return None
+        callee = self._resolve(current.func)
+        if callee is None or callee[0] not in IMPORT_FUNCTIONS:
+            return None
+        module = StringFolder({}).fold(current.args[0])
+        if module is None:
+            return None
+        parts.append(module.partition(".")[0])
+        return ".".join(reversed(parts)), True
 
     def _resolve_references(
         self,
@@ -431,11 +426,6 @@ class _Scanner:
                 self._emit(rules, hit.node, hit.fields, hit.evidence)
 
     def _check_estimate(self, estimate: Estimate) -> None:
-        for metric in ("cpu", "memory", "output", "tool_calls"):
-            bound: Bound = getattr(estimate, metric)
-            if bound.reason.startswith(ESTIMATOR_CRASHED_REASON):
-                self.findings.append(engine_finding(CHECK_CRASHED, f"{bound.reason}; denying"))
-                return
         for rule in self.rules.estimates:
             match = rule.match
             assert match is not None

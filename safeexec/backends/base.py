@@ -1,4 +1,4 @@
-"""The one seam every execution mode implements: ``Backend.open()`` → ``BackendSession.run()``.
+"""The one seam every execution mode implements: ``Backend.open(spec)`` → ``BackendSession.run()``.
 
 Backends execute what they are told; they never decide. The host's tools reach sandboxed code only
 through a :class:`ToolGateway`, which checks and runs each call in the host.
@@ -7,6 +7,7 @@ through a :class:`ToolGateway`, which checks and runs each call in the host.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -18,7 +19,21 @@ from safeexec.capabilities import ToolDescriptor, ToolReply
 from safeexec.codec import JSONValue
 from safeexec.model import ExecRequest, ExecResult, Limits
 
-__all__ = ["Backend", "BackendSession", "ToolDescriptor", "ToolGateway", "ToolReply"]
+__all__ = [
+    "CALL_LIMITS",
+    "SESSION_LIMITS",
+    "Backend",
+    "BackendSession",
+    "SessionSpec",
+    "ToolDescriptor",
+    "ToolGateway",
+    "ToolReply",
+]
+
+# Which ``Limits`` fields bind what, as described on :class:`SessionSpec` (a test checks that
+# every field of ``Limits`` is in exactly one of them).
+SESSION_LIMITS = frozenset({"memory_bytes", "file_size_bytes", "max_processes", "max_open_files"})
+CALL_LIMITS = frozenset({"wall_seconds", "cpu_seconds", "output_bytes"})
 
 
 class ToolGateway(Protocol):
@@ -33,6 +48,33 @@ class ToolGateway(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSpec:
+    """Everything a backend needs to open one session, fixed for the session's life.
+
+    Limits come from two places. ``limits`` here binds the session: its ``SESSION_LIMITS``
+    (``memory_bytes``, ``file_size_bytes``, ``max_processes``, ``max_open_files``) are the
+    worker's rlimits, set once when it starts and kept until it is replaced; its
+    ``cpu_seconds`` only sizes the worker's lifetime CPU backstop and its idle budget. Each call
+    is bound by the ``CALL_LIMITS`` of its own ``ExecRequest.limits`` (``wall_seconds``,
+    ``cpu_seconds``, ``output_bytes``), enforced from outside for that call alone; the session
+    fields of a request's limits are not read.
+
+    ``workdir`` ``None`` makes a temporary directory that is removed on close; ``require``
+    names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
+    policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
+    environment the sandboxed code sees (modes without one ignore it).
+    """
+
+    blobs: BlobStore
+    limits: Limits = field(default_factory=Limits)
+    workdir: Path | None = None
+    tools: ToolGateway | None = None
+    require: frozenset[str] = frozenset()
+    imports: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
 class BackendSession(Protocol):
     """A stateful execution context, like a notebook kernel."""
 
@@ -42,6 +84,16 @@ class BackendSession(Protocol):
 
     def reset(self) -> None:
         """Forget all state (variables, imports); the workdir is kept."""
+        ...
+
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
+
+        A bad name or a non-file in the way raises ``ConfigurationError``."""
+        ...
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
         ...
 
     def close(self) -> None:
@@ -54,21 +106,10 @@ class Backend(Protocol):
 
     name: ClassVar[str]
 
-    def open(
-        self,
-        *,
-        workdir: Path,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> BackendSession:
-        """Open a session in ``workdir``.
+    def open(self, spec: SessionSpec) -> BackendSession:
+        """Open a session as ``spec`` says; ``BackendUnavailable`` if it cannot be had."""
+        ...
 
-        ``require`` names confinement layers that must apply (else ``BackendUnavailable``);
-        ``imports`` is the policy's module allowlist (enforced at run time by modes that can);
-        ``env`` is the only environment the sandboxed code sees.
-        """
+    def close(self) -> None:
+        """Release what the backend holds (a template process); open sessions keep running."""
         ...

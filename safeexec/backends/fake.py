@@ -2,8 +2,9 @@
 
 Nothing is executed: each :class:`~safeexec.model.ExecRequest` goes to a handler that returns a
 :class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
-``limits.output_bytes`` and stored in the blob store, calls are recorded, a closed session refuses
-to run, and layers it does not claim to have make ``open`` raise ``BackendUnavailable``.
+``limits.output_bytes`` as every mode caps it (head and tail) and stored in the blob store, calls
+are recorded, a closed session refuses to run, files move in and out of the workdir, and layers it
+does not claim to have make ``open`` raise ``BackendUnavailable``.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import ToolGateway
-from safeexec.blobs import BlobStore
-from safeexec.errors import BackendError, BackendUnavailable
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.workdir import download_file, upload_file
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     Artifact,
     ExecRequest,
     ExecResult,
     ExecStatus,
     ExecutionEvent,
-    Limits,
     Usage,
 )
 
-__all__ = ["FakeBackend", "FakeOpen", "FakeReply", "FakeSession", "not_executed"]
+__all__ = ["FakeBackend", "FakeReply", "FakeSession", "not_executed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,24 +46,12 @@ class FakeReply:
     state_lost: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FakeOpen:
-    """The arguments one ``FakeBackend.open`` call received."""
-
-    workdir: Path
-    limits: Limits
-    tools: ToolGateway | None
-    require: frozenset[str]
-    imports: tuple[str, ...]
-    env: Mapping[str, str]
-
-
 class FakeSession:
     """A recorded session: ``requests`` in order, ``resets`` counted, ``closed`` once closed."""
 
-    def __init__(self, backend: FakeBackend, opened: FakeOpen, blobs: BlobStore) -> None:
+    def __init__(self, backend: FakeBackend, opened: SessionSpec) -> None:
         self._backend = backend
-        self._blobs = blobs
+        self._blobs = opened.blobs
         self.opened = opened
         self.requests: list[ExecRequest] = []
         self.resets = 0
@@ -76,18 +65,20 @@ class FakeSession:
         self.requests.append(request)
         self._backend.calls.append(request)
         reply = self._backend.handler(request)
-        cap = request.limits.output_bytes
-        stdout, stderr = _bytes(reply.stdout), _bytes(reply.stderr)
-        truncated = len(stdout) > cap or len(stderr) > cap
+        # Capped the way every real mode caps a run's output (head and tail, the middle counted).
+        stdout = HeadTailCapture(request.limits.output_bytes)
+        stderr = HeadTailCapture(request.limits.output_bytes)
+        stdout.feed(_bytes(reply.stdout))
+        stderr.feed(_bytes(reply.stderr))
         usage = reply.usage
         if usage.output_bytes == 0:
-            usage = replace(usage, output_bytes=min(len(stdout), cap) + min(len(stderr), cap))
+            usage = replace(usage, output_bytes=stdout.total + stderr.total)
         return ExecResult(
             status=reply.status,
             exit_code=reply.exit_code,
-            stdout=self._blobs.put(stdout[:cap]),
-            stderr=self._blobs.put(stderr[:cap]),
-            truncated=truncated,
+            stdout=self._blobs.put(stdout.value()),
+            stderr=self._blobs.put(stderr.value()),
+            truncated=stdout.truncated or stderr.truncated,
             artifacts=tuple(
                 Artifact(name=name, media_type=_media_type(name), blob=self._blobs.put(data))
                 for name, data in sorted(reply.artifacts.items())
@@ -102,6 +93,20 @@ class FakeSession:
         if self.closed:
             raise BackendError("fake session is closed; cannot reset it")
         self.resets += 1
+
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` in the workdir, as the real modes do (no symlink followed)."""
+        upload_file(str(self._workdir()), name, data)
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
+        return download_file(str(self._workdir()), name, self.opened.limits.file_size_bytes)
+
+    def _workdir(self) -> Path:
+        if self.closed:
+            raise BackendError("fake session is closed; no workdir to transfer files with")
+        assert self.opened.workdir is not None  # FakeBackend.open refuses a spec without one
+        return self.opened.workdir
 
     def close(self) -> None:
         self.closed = True
@@ -127,35 +132,23 @@ class FakeBackend:
         self.calls: list[ExecRequest] = []
         self.sessions: list[FakeSession] = []
 
-    def open(
-        self,
-        *,
-        workdir: Path,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> FakeSession:
-        missing = require - self.layers
+    def open(self, spec: SessionSpec) -> FakeSession:
+        """Record ``spec`` (as ``session.opened``); its workdir is made if it does not exist."""
+        missing = spec.require - self.layers
         if missing:
             raise BackendUnavailable(
                 f"fake backend cannot apply required layers {sorted(missing)}; "
                 f"it claims only {sorted(self.layers)} (pass layers= to FakeBackend)"
             )
-        workdir.mkdir(parents=True, exist_ok=True)
-        opened = FakeOpen(
-            workdir=workdir,
-            limits=limits,
-            tools=tools,
-            require=require,
-            imports=imports,
-            env=dict(env or {}),
-        )
-        session = FakeSession(self, opened, blobs)
+        if spec.workdir is None:
+            raise ConfigurationError("the fake backend needs spec.workdir; pass a directory")
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        session = FakeSession(self, spec)
         self.sessions.append(session)
         return session
+
+    def close(self) -> None:
+        """Nothing to release: the fake holds no process (its sessions close themselves)."""
 
 
 def not_executed(request: ExecRequest) -> FakeReply:

@@ -30,19 +30,26 @@ cannot fork and for the ablation. It is **weaker**, plainly:
 
 from __future__ import annotations
 
-import io
 import linecache
 import os
 import tempfile
 import threading
 import time
-import traceback
-from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import BackendSession, ToolGateway
-from safeexec.backends.native import MAX_REFUSAL_EVENTS, NativeBackend
+from safeexec.backends.base import BackendSession, SessionSpec
+from safeexec.backends.capping import CappedText
+from safeexec.backends.native import NativeBackend
+from safeexec.backends.result import (
+    CallRecord,
+    Settled,
+    call_tool,
+    finish,
+    raised,
+    succeeded,
+    timed_out,
+)
 from safeexec.backends.workdir import (
     ArtifactLimits,
     collect_artifacts,
@@ -51,7 +58,6 @@ from safeexec.backends.workdir import (
     scan,
     upload_file,
 )
-from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply, tool_function
 from safeexec.codec import JSONValue
 from safeexec.errors import BackendUnavailable
@@ -59,14 +65,11 @@ from safeexec.model import (
     ExecRequest,
     ExecResult,
     ExecStatus,
-    ExecutionEvent,
     GuardDenied,
-    LimitHit,
     Limits,
-    ToolRefused,
-    Usage,
 )
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 __all__ = [
     "InProcessRestrictedBackend",
@@ -97,9 +100,6 @@ def in_process_gaps() -> tuple[str, ...]:
 
 
 _WATCHDOG_SECONDS = 0.005
-_MESSAGE_CHARS = 2000
-_MAX_CHAINED_ERRORS = 16
-_MAX_GROUPED_ERRORS = 256
 # Artifacts are read into the host process: a smaller total than the worker's.
 _ARTIFACT_LIMITS = ArtifactLimits(max_file_bytes=16 * 1024 * 1024, max_total_bytes=16 * 1024 * 1024)
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -144,40 +144,17 @@ class RestrictedBackend:
         if native is not None:
             native.close()
 
-    def open(
-        self,
-        *,
-        workdir: Path | None = None,
-        limits: Limits,
-        blobs: BlobStore,
-        tools: ToolGateway | None = None,
-        require: frozenset[str] = frozenset(),
-        imports: tuple[str, ...] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> BackendSession:
+    def open(self, spec: SessionSpec) -> BackendSession:
         """Open a session; in-process sessions refuse any ``require``d confinement layer."""
         if not self.in_process:
-            return self._native_backend().open(
-                workdir=workdir,
-                limits=limits,
-                blobs=blobs,
-                tools=tools,
-                require=require,
-                imports=imports,
-                env=env,
-            )
-        if require:
+            return self._native_backend().open(spec)
+        if spec.require:
             raise BackendUnavailable(
                 f"in-process restricted mode provides no confinement layers, but "
-                f"require={sorted(require)!r}; use RestrictedBackend() (in the worker) instead"
+                f"require={sorted(spec.require)!r}; use RestrictedBackend() (in the worker) instead"
             )
         return InProcessRestrictedSession(
-            workdir=workdir,
-            blobs=blobs,
-            tools=tools,
-            imports=tuple(imports),
-            operations_per_cpu_second=self.operations_per_cpu_second,
-            limits=limits,
+            spec, operations_per_cpu_second=self.operations_per_cpu_second
         )
 
 
@@ -191,49 +168,14 @@ class InProcessRestrictedBackend(RestrictedBackend):
         super().__init__(in_process=True, operations_per_cpu_second=operations_per_cpu_second)
 
 
-class _CappedText(io.TextIOBase):
-    """A text sink keeping the first and last ``cap // 2`` UTF-8 bytes and counting the rest
-    (the same shape as the worker's capped pipes)."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(0, cap)
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.total = 0
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    def write(self, text: str) -> int:
-        data = str(text).encode("utf-8", "backslashreplace")
-        self.total += len(data)
-        head_room = self.cap - self.cap // 2 - len(self._head)
-        if head_room > 0:
-            self._head += data[:head_room]
-            data = data[head_room:]
-        if data:
-            self._tail += data
-            keep = self.cap // 2
-            if len(self._tail) > 2 * keep + 65536:
-                del self._tail[: len(self._tail) - keep]
-        return len(text)
-
-    def value(self) -> bytes:
-        if not self.truncated:
-            return bytes(self._head + self._tail)
-        keep = self.cap // 2
-        tail = bytes(self._tail[len(self._tail) - keep :]) if keep else b""
-        omitted = self.total - len(self._head) - len(tail)
-        return bytes(self._head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
-
-
 class _Watchdog:
-    """Stops the run's budget when the executing thread overruns its CPU or wall time."""
+    """Stops the run's budget when the executing thread overruns the call's CPU or wall time, or
+    the host process grows by more than the session's ``memory_bytes``."""
 
-    def __init__(self, budget: OperationBudget, limits: Limits) -> None:
+    def __init__(self, budget: OperationBudget, limits: Limits, *, memory_bytes: int) -> None:
         self._budget = budget
         self._limits = limits
+        self._memory_bytes = memory_bytes
         self._done = threading.Event()
         self._clock = time.pthread_getcpuclockid(threading.get_ident())
         self.cpu_start = time.clock_gettime(self._clock)
@@ -258,39 +200,29 @@ class _Watchdog:
                 self._budget.stop("wall_seconds")
             elif self.cpu_seconds() >= self._limits.cpu_seconds:
                 self._budget.stop("cpu_seconds")
-            elif _virtual_memory_bytes() - self._memory_start > self._limits.memory_bytes:
+            elif _virtual_memory_bytes() - self._memory_start > self._memory_bytes:
                 self._budget.stop("memory_bytes")
 
 
 class InProcessRestrictedSession:
     """A restricted session in the host process (see the module docstring for what it lacks)."""
 
-    def __init__(
-        self,
-        *,
-        workdir: Path | None,
-        blobs: BlobStore,
-        tools: ToolGateway | None,
-        imports: tuple[str, ...],
-        operations_per_cpu_second: int,
-        limits: Limits,
-    ) -> None:
+    def __init__(self, spec: SessionSpec, *, operations_per_cpu_second: int) -> None:
+        workdir, tools, limits = spec.workdir, spec.tools, spec.limits
         self._owns_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.blobs = blobs
+        self.blobs = spec.blobs
         self.limits = limits
         self._tools = tools
         self._rate = operations_per_cpu_second
         self._cell = 0
         self._closed = False
         self._lock = threading.Lock()
-        self._events: list[ExecutionEvent] = []
-        self._tool_calls = 0
-        self._refusals = 0
+        self._record = CallRecord()
         self._budget: OperationBudget | None = None
         self._executor = RestrictedExecutor(
-            imports=imports,
+            imports=tuple(spec.imports),
             workdir=self.workdir,
             count_operations=True,
             output_bytes=limits.output_bytes,
@@ -303,26 +235,11 @@ class InProcessRestrictedSession:
     def _invoke(self, name: str, arguments: JSONValue) -> ToolReply:
         budget = self._budget
         if budget is None or budget.exhausted:
-            reply = ToolReply(
-                ok=False,
-                error="the run was stopped; no more tool calls",
-                event=ToolRefused(tool=name, capability_id="", reason="run stopped"),
-            )
-        elif self._tools is None:  # pragma: no cover - no proxies are bound without a gateway
-            reply = ToolReply(ok=False, error=f"no tool named {name!r} is granted")
-        else:
-            self._tool_calls += 1
-            try:
-                reply = self._tools.invoke(name, arguments)
-            except Exception as exc:  # a gateway must not raise; fail closed for the code
-                reply = ToolReply(ok=False, error=f"tool {name!r} failed: {type(exc).__name__}")
-        if isinstance(reply.event, ToolRefused):
-            self._refusals += 1  # past the first MAX_REFUSAL_EVENTS only counted, as in the worker
-            if self._refusals > MAX_REFUSAL_EVENTS:
-                return reply
-        if reply.event is not None:
-            self._events.append(reply.event)
-        return reply
+            # No event: the stop itself is recorded, and a stopped run must not grow the log.
+            return ToolReply(ok=False, error="the run was stopped; no more tool calls")
+        if self._tools is None:  # pragma: no cover - no proxies are bound without a gateway
+            return ToolReply(ok=False, error=f"no tool named {name!r} is granted")
+        return call_tool(self._tools, name, arguments, self._record)
 
     def run(self, request: ExecRequest) -> ExecResult:
         with self._lock:
@@ -334,9 +251,9 @@ class InProcessRestrictedSession:
         limits = request.limits
         self._cell += 1
         filename = f"<cell-{self._cell}>"
-        stdout, stderr = _CappedText(limits.output_bytes), _CappedText(limits.output_bytes)
+        stdout, stderr = CappedText(limits.output_bytes), CappedText(limits.output_bytes)
         self._executor.set_sink(stdout)
-        self._events, self._tool_calls, self._refusals = [], 0, 0
+        record = self._record = CallRecord()
         seconds = min(limits.cpu_seconds, limits.wall_seconds)
         budget = OperationBudget(
             max(1, int(limits.cpu_seconds * self._rate)),
@@ -355,7 +272,7 @@ class InProcessRestrictedSession:
             filename,
         )
         try:
-            with _Watchdog(budget, limits) as watchdog:
+            with _Watchdog(budget, limits, memory_bytes=self.limits.memory_bytes) as watchdog:
                 try:
                     shown = self._executor.execute(request.code, filename=filename, budget=budget)
                     if shown is not None:
@@ -363,66 +280,52 @@ class InProcessRestrictedSession:
                 except Exception as exc:
                     error = exc
             if error is not None and not budget.exhausted:
-                stderr.write(_format_error(error))
+                stderr.write(format_exception(error))
         finally:
             linecache.cache.pop(filename, None)
             self._budget = None
-        self._events.extend(
+        record.events.extend(
             GuardDenied(guard=guard, detail=detail) for guard, detail in self._executor.last_denials
         )
-        status, exit_code, message = self._settle(budget, error, limits)
-        if stdout.truncated or stderr.truncated:
-            self._events.append(LimitHit(limit="output_bytes", value=float(limits.output_bytes)))
-        if self._refusals > MAX_REFUSAL_EVENTS:
-            self._events.append(
-                LimitHit(limit="tool_refusal_events", value=float(MAX_REFUSAL_EVENTS))
-            )
+        settled = self._settle(budget, error, limits)
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=_ARTIFACT_LIMITS
         )
-        return ExecResult(
-            status=status,
-            exit_code=exit_code,
-            stdout=self.blobs.put(stdout.value()),
-            stderr=self.blobs.put(stderr.value()),
-            truncated=stdout.truncated or stderr.truncated,
+        return finish(
+            settled,
+            record=record,
+            stdout=stdout.capture,
+            stderr=stderr.capture,
+            limits=limits,
+            blobs=self.blobs,
             artifacts=artifacts,
-            events=tuple(self._events),
-            usage=Usage(
-                cpu_seconds=round(watchdog.cpu_seconds(), 3),
-                wall_seconds=round(time.monotonic() - watchdog.wall_start, 6),
-                output_bytes=stdout.total + stderr.total,
-                tool_calls=self._tool_calls,
-            ),
-            message=message,
+            cpu_seconds=watchdog.cpu_seconds(),
+            wall_seconds=time.monotonic() - watchdog.wall_start,
         )
 
     def _settle(
         self, budget: OperationBudget, error: BaseException | None, limits: Limits
-    ) -> tuple[ExecStatus, int | None, str]:
+    ) -> Settled:
+        record = self._record
         reason = budget.reason()
         if reason == "wall_seconds":
-            self._events.append(LimitHit(limit="wall_seconds", value=limits.wall_seconds))
-            return ExecStatus.TIMEOUT, None, f"wall timeout after {limits.wall_seconds:g} s"
+            return timed_out("wall_seconds", limits=limits, record=record)
         if reason in ("cpu_seconds", "operations"):
-            self._events.append(LimitHit(limit="cpu_seconds", value=limits.cpu_seconds))
             detail = "" if reason == "cpu_seconds" else " (operation budget)"
-            return ExecStatus.TIMEOUT, None, f"cpu timeout after {limits.cpu_seconds:g} s{detail}"
+            return timed_out("cpu_seconds", limits=limits, record=record, detail=detail)
+        memory_bytes = self.limits.memory_bytes  # a session limit, like the worker's rlimit
         if reason == "memory_bytes":
-            self._events.append(LimitHit(limit="memory_bytes", value=float(limits.memory_bytes)))
-            return (
-                ExecStatus.LIMIT_EXCEEDED,
-                None,
-                f"memory limit: the process grew by more than {limits.memory_bytes} bytes",
+            record.limit_hit("memory_bytes", float(memory_bytes))
+            return Settled(
+                status=ExecStatus.LIMIT_EXCEEDED,
+                exit_code=None,
+                message=f"memory limit: the process grew by more than {memory_bytes} bytes",
             )
         if error is None:
-            return ExecStatus.OK, 0, ""
-        kind = type(error).__name__
-        text = _safe_str(error)
-        if isinstance(error, MemoryError):
-            self._events.append(LimitHit(limit="memory_bytes", value=float(limits.memory_bytes)))
-            return ExecStatus.LIMIT_EXCEEDED, 1, f"MemoryError: {text}".rstrip(": ")
-        return ExecStatus.ERROR, 1, f"{kind}: {text}" if text else kind
+            return succeeded()
+        return raised(
+            type(error).__name__, exception_message(error), limits=self.limits, record=record
+        )
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""
@@ -457,74 +360,3 @@ def _virtual_memory_bytes() -> int:
             return int(fh.read().split()[0]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _safe_str(error: BaseException) -> str:
-    try:
-        return str(error)[:_MESSAGE_CHARS]
-    except Exception:
-        return "<unprintable>"
-
-
-def _cut_chain(error: BaseException) -> None:
-    """Unlink ``__cause__``/``__context__`` past the first ``_MAX_CHAINED_ERRORS`` exceptions.
-
-    The traceback is formatted in the host after the run, with no budget: a chain of a million
-    ``raise ... from e`` must not be walked whole.
-    """
-    seen: set[int] = set()
-    pending: list[BaseException] = [error]
-    while pending:
-        current = pending.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if len(seen) >= _MAX_CHAINED_ERRORS:
-            current.__cause__ = current.__context__ = None
-            continue
-        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
-
-
-def _small_groups(error: BaseException) -> bool:
-    """Do the exception groups under ``error`` hold at most ``_MAX_GROUPED_ERRORS`` exceptions?
-
-    ``TracebackException`` builds a report for every member, shown or not.
-    """
-    pending: list[object] = [error]
-    count = 0
-    while pending:
-        current = pending.pop()
-        count += 1
-        if count > _MAX_GROUPED_ERRORS:
-            return False
-        if isinstance(current, BaseExceptionGroup):
-            members = current.exceptions
-            if type(members) is not tuple:
-                return False
-            pending += members
-        if isinstance(current, BaseException):
-            pending += [e for e in (current.__cause__, current.__context__) if e is not None]
-    return True
-
-
-def _format_error(error: BaseException) -> str:
-    """The traceback of user frames only (``<cell-N>``), or just the exception line."""
-    try:
-        _cut_chain(error)
-        if not _small_groups(error):
-            return f"{type(error).__name__}: {_safe_str(error)}\n"
-        info = traceback.TracebackException.from_exception(error)
-        pending: list[traceback.TracebackException | None] = [info]
-        seen: set[int] = set()
-        while pending:
-            current = pending.pop()
-            if current is None or id(current) in seen:
-                continue
-            seen.add(id(current))
-            current.stack = traceback.StackSummary.from_list(
-                [f for f in current.stack if f.filename.startswith("<cell-")]
-            )
-            pending += [current.__cause__, current.__context__]
-        return "".join(info.format())
-    except Exception:
-        return f"{type(error).__name__}: <traceback unavailable>\n"

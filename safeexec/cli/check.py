@@ -15,12 +15,13 @@ from typing import Annotated, NoReturn
 import typer
 
 from safeexec import __version__
-from safeexec.analysis.engine import ENGINE_RULES
 from safeexec.errors import PolicyError
 from safeexec.gate import GateResult
 from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
+from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
+from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 
@@ -110,7 +111,11 @@ def explain(
 
 
 def render_text(results: list[tuple[str, GateResult]]) -> str:
-    """ruff-style lines ``file:line:col: SX201 message`` with the source line and a caret."""
+    """ruff-style lines ``file:line:col: SX201 message`` with the source line and a caret.
+
+    The code under check is untrusted text: its controls reach the terminal escaped (one for one,
+    so the caret still points at the right column).
+    """
     out: list[str] = []
     for name, result in results:
         # Spans point into the code as checked (the parser normalises line ends and identifiers).
@@ -119,18 +124,20 @@ def render_text(results: list[tuple[str, GateResult]]) -> str:
         for finding in result.decision.findings:
             line, column = _position(finding)
             tag = "" if finding.enforcement is Enforcement.DENY else f" [{finding.enforcement}]"
-            out.append(f"{name}:{line}:{column}: {finding.rule} {finding.message}{tag}")
+            message = escape_controls(finding.message.replace("\n", " "))
+            out.append(f"{escape_controls(name)}:{line}:{column}: {finding.rule} {message}{tag}")
             if finding.span is not None and 1 <= line <= len(lines):
                 source = lines[line - 1]
                 width = 1
                 if finding.span.end_line == line:
                     width = max(1, finding.span.end_column - column + 1)
                 gutter = " " * len(str(line))
-                out.append(f"  {line} | {source}")
+                out.append(f"  {line} | {escape_controls(source)}")
                 out.append(f"  {gutter} | {' ' * (column - 1)}{'^' * min(width, 200)}")
         verdict = result.decision.verdict.value
         count = len(result.decision.findings)
-        out.append(f"{name}: {verdict} ({count} finding{'s' if count != 1 else ''})")
+        plural = "s" if count != 1 else ""
+        out.append(f"{escape_controls(name)}: {verdict} ({count} finding{plural})")
     return "\n".join(out) + "\n"
 
 

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from safeexec.analysis.engine import ENGINE_RULES
 from safeexec.errors import PolicyError
 from safeexec.policy.docs import write_rule_docs
+from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.lint import lint_policy
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import shipped_packs

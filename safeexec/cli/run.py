@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -17,7 +18,7 @@ from safeexec.errors import SafeExecError
 from safeexec.model import ExecStatus, Outcome
 from safeexec.session import Session
 
-__all__ = ["exit_code", "run"]
+__all__ = ["Mode", "exit_code", "run"]
 
 EXIT_OK = 0
 EXIT_RAISED = 1
@@ -35,6 +36,13 @@ _STATUS_EXIT = {
 }
 
 
+class Mode(StrEnum):
+    """The modes ``--mode`` offers: the real backends (the fake is for tests, not a mode)."""
+
+    NATIVE = "native"
+    RESTRICTED = "restricted"
+
+
 def exit_code(outcome: Outcome) -> int:
     """The process exit code one outcome stands for."""
     if outcome.result is None:
@@ -48,8 +56,8 @@ def run(
         typer.Argument(help="Files holding model replies, run in order; '-' or none reads stdin."),
     ] = None,
     mode: Annotated[
-        str | None,
-        typer.Option("--mode", help="Backend: native, restricted, fake (default: the policy's)."),
+        Mode | None,
+        typer.Option("--mode", help="Backend to run in (default: the policy's)."),
     ] = None,
     policy: Annotated[
         str, typer.Option("--policy", help="Policy pack name or path to a pack or .toml file.")
@@ -58,12 +66,17 @@ def run(
         bool, typer.Option("--json", help="Print one Outcome JSON object per action, per line.")
     ] = False,
     workdir: Annotated[
-        Path | None, typer.Option("--workdir", help="Working directory for the code.")
+        Path | None,
+        typer.Option(
+            "--workdir", help="Working directory for the code (default: a fresh temporary one)."
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None,
         typer.Option(
-            "--state-dir", help="Where audit.jsonl and blobs/ live (default ./.safeexec)."
+            "--state-dir",
+            help="Where audit.jsonl and blobs/ live, apart from the workdir "
+            "(default $XDG_STATE_HOME/safeexec, else ~/.local/state/safeexec).",
         ),
     ] = None,
 ) -> None:
@@ -75,7 +88,8 @@ def run(
     try:
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
-        with Session(policy=policy, mode=mode, workdir=workdir, state_dir=state_dir) as session:
+        chosen = None if mode is None else mode.value
+        with Session(policy=policy, mode=chosen, workdir=workdir, state_dir=state_dir) as session:
             for name, text in replies:
                 outcome = session.run(text)
                 code = max(code, exit_code(outcome))

@@ -53,7 +53,7 @@ class PolicyInfo:
 class BackendsConfig:
     """Which execution modes a policy admits and which confinement layers it requires."""
 
-    allowed: tuple[str, ...] = ("native", "restricted", "dsl")
+    allowed: tuple[str, ...] = ("native", "restricted")
     default: str = "native"
     require: tuple[str, ...] = ()
 

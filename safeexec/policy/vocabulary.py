@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from safeexec.policy.engine_rules import ENGINE_RULES
+
 __all__ = [
     "CHECKS",
     "ENGINE_RULE_IDS",
     "ESTIMATE_BOUNDS",
     "ESTIMATE_METRICS",
-    "ESTIMATOR_CRASHED_REASON",
     "MATCH_FIELDS",
     "MATCH_PLACEHOLDERS",
     "SYNTAX_NODE_TYPES",
@@ -179,17 +180,11 @@ SYNTAX_NODE_TYPES = frozenset(
     }
 )
 
-# Ids the engine and other pipeline stages raise themselves; a pack may not declare them.
-ENGINE_RULE_IDS = frozenset(
-    {"SX001", "SX002", "SX003", "SX004", "SX005", "SX006", "SX510", "SX520"}
-)
+# Ids the engine and other pipeline stages raise themselves (the catalogue in engine_rules); a
+# pack may not declare them.
+ENGINE_RULE_IDS = frozenset(rule.id for rule in ENGINE_RULES)
 
 
 def reserved_rule_id(rule_id: str) -> bool:
     """Whether ``rule_id`` belongs to the engine (SX0xx parse, SX510/SX520, SX9xx)."""
     return rule_id in ENGINE_RULE_IDS or rule_id.startswith(("SX0", "SX9"))
-
-
-# The reason prefix of a bound the estimator could not compute because it crashed; the scanner
-# turns such a bound into an SX900 deny (fail closed).
-ESTIMATOR_CRASHED_REASON = "estimator crashed"

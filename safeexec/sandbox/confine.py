@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import resource
 import stat
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from safeexec.sandbox import landlock, namespaces, privileges, seccomp
 from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.protocol import SessionConfig
 
 __all__ = [
     "Confinement",
-    "SessionConfig",
+    "Placement",
     "confine",
     "enter_template_namespaces",
     "reachable_by_others",
@@ -38,44 +38,13 @@ _DEVICES_READ_WRITE = ("/dev/null", "/dev/zero")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SessionConfig:
-    """What the host asks of one session (its config frame, sent on the session's channel)."""
+class Placement:
+    """What the template adds to the host's :class:`SessionConfig`: who the session becomes and
+    which runtime paths it may read."""
 
-    workdir: str
-    env: Mapping[str, str]
-    memory_bytes: int
-    cpu_seconds: float
-    file_size_bytes: int
-    max_processes: int
-    max_open_files: int
     uid: int | None  # set when the host runs as root: the unprivileged identity to become
     gid: int | None
     read_only: tuple[str, ...]
-    executor: str = "python"
-    imports: tuple[str, ...] = ()
-    tool_names: tuple[str, ...] = ()
-
-    @classmethod
-    def from_message(
-        cls, data: Mapping[str, object], *, read_only: tuple[str, ...]
-    ) -> SessionConfig:
-        env = data["env"]
-        assert isinstance(env, dict)
-        return cls(
-            workdir=str(data["workdir"]),
-            env={str(k): str(v) for k, v in env.items()},
-            memory_bytes=int(data["memory_bytes"]),  # type: ignore[call-overload]
-            cpu_seconds=float(data["cpu_seconds"]),  # type: ignore[arg-type]
-            file_size_bytes=int(data["file_size_bytes"]),  # type: ignore[call-overload]
-            max_processes=int(data["max_processes"]),  # type: ignore[call-overload]
-            max_open_files=int(data["max_open_files"]),  # type: ignore[call-overload]
-            uid=None if data.get("uid") is None else int(data["uid"]),  # type: ignore[call-overload]
-            gid=None if data.get("gid") is None else int(data["gid"]),  # type: ignore[call-overload]
-            read_only=read_only,
-            executor=str(data.get("executor", "python")),
-            imports=tuple(str(m) for m in data.get("imports", ())),  # type: ignore[attr-defined]
-            tool_names=tuple(str(t) for t in data.get("tool_names", ())),  # type: ignore[attr-defined]
-        )
 
 
 @dataclass(slots=True)
@@ -125,6 +94,7 @@ def reachable_by_others(path: str) -> bool:
 
 def confine(
     config: SessionConfig,
+    placement: Placement,
     seccomp_program: bytes,
     confinement: Confinement,
     *,
@@ -132,12 +102,12 @@ def confine(
 ) -> None:
     """Apply every remaining layer to this process; failures are recorded, not raised."""
     _new_session(confinement)
-    _enter_workdir(config, confinement)
+    _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement)
-    _drop_privileges(config, confinement, own_mount_namespace=own_mount_namespace)
+    _drop_privileges(config, placement, confinement, own_mount_namespace=own_mount_namespace)
     _no_new_privs(confinement)
-    _landlock(config, confinement)
+    _landlock(config, placement, confinement)
     _seccomp(seccomp_program, confinement)
 
 
@@ -149,15 +119,16 @@ def _new_session(confinement: Confinement) -> None:
         confinement.mark(Layer.SESSION, False, f"setsid: {exc.strerror}")
 
 
-def _enter_workdir(config: SessionConfig, confinement: Confinement) -> None:
+def _enter_workdir(config: SessionConfig, placement: Placement, confinement: Confinement) -> None:
+    uid, gid = placement.uid, placement.gid
     try:
-        if config.uid is not None and config.gid is not None:
-            os.chown(config.workdir, config.uid, config.gid)
+        if uid is not None and gid is not None:
+            os.chown(config.workdir, uid, gid)
         os.chdir(config.workdir)
         tmp = os.path.join(config.workdir, ".tmp")
         os.makedirs(tmp, mode=0o700, exist_ok=True)
-        if config.uid is not None and config.gid is not None:
-            os.chown(tmp, config.uid, config.gid, follow_symlinks=False)
+        if uid is not None and gid is not None:
+            os.chown(tmp, uid, gid, follow_symlinks=False)
         confinement.mark(Layer.WORKDIR, True, config.workdir)
     except OSError as exc:
         confinement.mark(Layer.WORKDIR, False, f"{config.workdir}: {exc.strerror}")
@@ -253,13 +224,17 @@ def _expose_workdir(path: str) -> None:
 
 
 def _drop_privileges(
-    config: SessionConfig, confinement: Confinement, *, own_mount_namespace: bool
+    config: SessionConfig,
+    placement: Placement,
+    confinement: Confinement,
+    *,
+    own_mount_namespace: bool,
 ) -> None:
     try:
-        if config.uid is not None and config.gid is not None:
+        if placement.uid is not None and placement.gid is not None:
             if own_mount_namespace:
                 _expose_workdir(config.workdir)
-            privileges.drop_to(config.uid, config.gid)
+            privileges.drop_to(placement.uid, placement.gid)
         privileges.drop_capabilities()
     except OSError as exc:
         confinement.mark(Layer.PRIVDROP, False, f"{exc.strerror or exc}")
@@ -275,10 +250,10 @@ def _no_new_privs(confinement: Confinement) -> None:
         confinement.mark(Layer.NO_NEW_PRIVS, False, f"prctl: {exc.strerror}")
 
 
-def _landlock(config: SessionConfig, confinement: Confinement) -> None:
+def _landlock(config: SessionConfig, placement: Placement, confinement: Confinement) -> None:
     try:
         result = landlock.restrict(
-            read_only=config.read_only, read_write=(config.workdir, *_DEVICES_READ_WRITE)
+            read_only=placement.read_only, read_write=(config.workdir, *_DEVICES_READ_WRITE)
         )
     except OSError as exc:
         reason = f"landlock: {exc.strerror or exc}"

@@ -85,11 +85,15 @@ class LandlockResult:
     scoped: bool
 
 
-def restrict(*, read_only: Iterable[str], read_write: Iterable[str]) -> LandlockResult:
+def restrict(
+    *, read_only: Iterable[str], read_write: Iterable[str], make_symlinks: bool = False
+) -> LandlockResult:
     """Confine this process (and its future children) to the given paths; raises ``OSError``.
 
-    ``read_only`` paths get read and execute; ``read_write`` ones every right. Paths that do not
-    exist are skipped. TCP bind/connect and out-of-domain signals are denied where supported.
+    ``read_only`` paths get read and execute; ``read_write`` ones every right but making device
+    nodes and, unless ``make_symlinks``, symbolic links: a link planted in the workdir is the
+    first step of every race against a host that opens paths there. Paths that do not exist are
+    skipped. TCP bind/connect and out-of-domain signals are denied where supported.
     """
     abi = abi_version()
     if abi < 1:
@@ -108,8 +112,9 @@ def restrict(*, read_only: Iterable[str], read_write: Iterable[str]) -> Landlock
         read_rights = EXECUTE | READ_FILE | READ_DIR
         for path in read_only:
             _add_path(ruleset, path, read_rights & handled_fs)
+        withheld = MAKE_CHAR | MAKE_BLOCK | (0 if make_symlinks else MAKE_SYM)
         for path in read_write:
-            _add_path(ruleset, path, handled_fs & ~(MAKE_CHAR | MAKE_BLOCK))
+            _add_path(ruleset, path, handled_fs & ~withheld)
         syscall("landlock_restrict_self", ruleset, 0)
     finally:
         os.close(ruleset)

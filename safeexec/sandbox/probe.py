@@ -10,13 +10,13 @@ stack as a whole.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import socket
 import sys
 import tempfile
 
 from safeexec.sandbox import landlock, privileges, seccomp
+from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict
 from safeexec.sandbox.syscalls import syscall_number
 
 __all__ = ["PROBES", "main"]
@@ -27,20 +27,20 @@ def _landlock_alone(read_only: list[str]) -> None:
     landlock.restrict(read_only=read_only, read_write=(tempfile.mkdtemp(),))
 
 
-def _probe_landlock(options: dict[str, object]) -> tuple[bool, str]:
-    _landlock_alone([str(p) for p in options["read_only"]])  # type: ignore[attr-defined]
+def _probe_landlock(options: ProbeOptions) -> tuple[bool, str]:
+    _landlock_alone(list(options.read_only))
     try:
-        with open(str(options["canary_file"])) as fh:
+        with open(options.canary_file) as fh:
             fh.read()
     except PermissionError:
         return True, "reading a world-readable file outside the allowed paths: EACCES"
     return False, "a file outside the allowed paths was readable"
 
 
-def _probe_landlock_net(options: dict[str, object]) -> tuple[bool, str]:
-    _landlock_alone([str(p) for p in options["read_only"]])  # type: ignore[attr-defined]
+def _probe_landlock_net(options: ProbeOptions) -> tuple[bool, str]:
+    _landlock_alone(list(options.read_only))
     try:
-        socket.create_connection(("127.0.0.1", int(options["port"])), timeout=2)  # type: ignore[call-overload]
+        socket.create_connection(("127.0.0.1", options.port), timeout=2)
     except PermissionError:
         return True, "TCP connect to a listening host loopback port: EACCES"
     except OSError as exc:
@@ -48,16 +48,16 @@ def _probe_landlock_net(options: dict[str, object]) -> tuple[bool, str]:
     return False, "connected to the host's loopback listener"
 
 
-def _probe_landlock_scope(options: dict[str, object]) -> tuple[bool, str]:
-    _landlock_alone([str(p) for p in options["read_only"]])  # type: ignore[attr-defined]
+def _probe_landlock_scope(options: ProbeOptions) -> tuple[bool, str]:
+    _landlock_alone(list(options.read_only))
     try:
-        os.kill(int(options["host_pid"]), 0)  # type: ignore[call-overload]
+        os.kill(options.host_pid, 0)
     except PermissionError:
         return True, "signalling a process outside the domain: EPERM"
     return False, "a process outside the domain could be signalled"
 
 
-def _probe_seccomp(options: dict[str, object]) -> tuple[bool, str]:
+def _probe_seccomp(options: ProbeOptions) -> tuple[bool, str]:
     privileges.set_no_new_privs()
     seccomp.load_compiled(seccomp.compile_filter())
     try:
@@ -80,12 +80,12 @@ PROBES = {
 
 
 def main() -> None:
-    layer, options = sys.argv[1], json.loads(sys.argv[2])
+    layer, options = sys.argv[1], ProbeOptions.from_argument(sys.argv[2])
     try:
         blocked, detail = PROBES[layer](options)
     except OSError as exc:
         blocked, detail = False, f"could not apply the layer: {exc}"
-    print(json.dumps({"blocked": blocked, "detail": detail}))
+    print(ProbeVerdict(blocked=blocked, detail=detail).to_line())
 
 
 if __name__ == "__main__":

@@ -14,20 +14,21 @@ import os
 import socket
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 # One exception class for refused or failed tool calls in every mode, so sandboxed code can
 # ``except ToolError`` whether it runs here or in-process.
 from safeexec.capabilities import ToolError
-from safeexec.sandbox.channel import recv_frame, send_frame
+from safeexec.codec import JSONValue
+from safeexec.sandbox.channel import ProtocolError, recv_frame, send_frame
 from safeexec.sandbox.executor import Executor
+from safeexec.sandbox.protocol import Done, Reply, Run, ToolCall
+from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 __all__ = ["ToolError", "serve"]
 
-_SANDBOX_DIR = os.path.dirname(os.path.abspath(__file__))
-_MESSAGE_CHARS = 2000
 FIGURES_DIR = "figures"
 
 
@@ -42,15 +43,18 @@ class _ToolChannel:
         def call_tool(*args: object, **kwargs: object) -> object:
             _check_plain(args, depth=0)
             _check_plain(kwargs, depth=0)
+            # Checked above: exact JSON types only.
+            call = ToolCall(
+                name=name,
+                args=cast(tuple[JSONValue, ...], args),
+                kwargs=cast(dict[str, JSONValue], kwargs),
+            )
             with self._lock:
-                send_frame(
-                    self._channel,
-                    {"op": "tool", "name": name, "args": {"args": list(args), "kwargs": kwargs}},
-                )
-                reply = recv_frame(self._channel)
-            if reply.get("ok") is True:
-                return reply.get("value")
-            raise ToolError(str(reply.get("error") or f"tool {name!r} failed"))
+                send_frame(self._channel, call.to_message())
+                reply = Reply.from_message(recv_frame(self._channel))
+            if reply.ok:
+                return reply.value
+            raise ToolError(reply.error or f"tool {name!r} failed")
 
         call_tool.__name__ = call_tool.__qualname__ = name
         return call_tool
@@ -83,40 +87,8 @@ def _check_plain(value: object, *, depth: int) -> None:
     )
 
 
-def _is_user_frame(frame: traceback.FrameSummary) -> bool:
-    return not os.path.abspath(frame.filename).startswith(_SANDBOX_DIR + os.sep)
-
-
-def _trim(exc_info: traceback.TracebackException) -> None:
-    seen: set[int] = set()
-    pending: list[traceback.TracebackException | None] = [exc_info]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.stack = traceback.StackSummary.from_list(
-            [f for f in current.stack if _is_user_frame(f)]
-        )
-        pending += [current.__cause__, current.__context__]
-
-
-def _describe(exc: BaseException) -> dict[str, object]:
-    try:
-        message = str(exc)
-    except BaseException:  # a user-defined __str__ may raise anything
-        message = "<unprintable>"
-    return {"type": type(exc).__name__[:200], "message": message[:_MESSAGE_CHARS]}
-
-
 def _write_traceback(exc: BaseException) -> None:
-    try:
-        exc_info = traceback.TracebackException.from_exception(exc)
-        _trim(exc_info)
-        text = "".join(exc_info.format())
-    except BaseException:
-        text = f"{type(exc).__name__}: <traceback unavailable>\n"
-    os.write(2, text.encode("utf-8", "backslashreplace"))
+    os.write(2, format_exception(exc).encode("utf-8", "backslashreplace"))
 
 
 def _flush_streams() -> None:
@@ -156,12 +128,12 @@ def _reap_orphans() -> None:
             return
 
 
-def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> dict[str, object]:
+def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> Done:
     import linecache
 
     filename = f"<cell-{cell}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    outcome: dict[str, object] = {"op": "done", "ok": True}
+    outcome = Done(ok=True)
     worker_pid = os.getpid()
     try:
         shown = executor.execute(code, filename=filename)
@@ -170,13 +142,15 @@ def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> dic
     except BaseException as exc:  # user code may raise anything, SystemExit included
         _flush_streams()
         _write_traceback(exc)
-        outcome = {"op": "done", "ok": False, "error": _describe(exc)}
+        outcome = Done(
+            ok=False, error_type=type(exc).__name__, error_message=exception_message(exc)
+        )
     finally:
         _flush_streams()
         if os.getpid() != worker_pid:
             # A child the cell forked fell out of it (no os._exit): it holds a copy of the
             # channel and must neither answer for the cell nor read the host's next request.
-            os._exit(0 if outcome.get("ok") else 1)
+            os._exit(0 if outcome.ok else 1)
     _save_figures(workdir, cell)
     _reap_orphans()
     return outcome
@@ -191,14 +165,14 @@ def serve(
     cell = 0
     while True:
         try:
-            request = recv_frame(channel)
+            request = Run.from_message(recv_frame(channel))
         except (EOFError, OSError):
             os._exit(0)
-        if request.get("op") != "run" or not isinstance(request.get("code"), str):
+        except ProtocolError:
             os._exit(2)
         cell += 1
-        outcome = _run_cell(executor, str(request["code"]), cell=cell, workdir=workdir)
+        outcome = _run_cell(executor, request.code, cell=cell, workdir=workdir)
         try:
-            send_frame(channel, outcome)
+            send_frame(channel, outcome.to_message())
         except OSError:
             os._exit(0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
-import json
 import os
 import selectors
 import signal
@@ -38,13 +37,23 @@ from safeexec.sandbox.channel import (
 )
 from safeexec.sandbox.confine import (
     Confinement,
-    SessionConfig,
+    Placement,
     confine,
     enter_template_namespaces,
     reachable_by_others,
 )
 from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.protocol import (
+    Claim,
+    Exit,
+    Hello,
+    Ready,
+    SessionConfig,
+    Spawn,
+    Started,
+    TemplateOptions,
+)
 from safeexec.sandbox.seccomp import compile_filter
 from safeexec.sandbox.syscalls import libc
 
@@ -96,18 +105,15 @@ def _make_executor(config: SessionConfig) -> Executor:
     return PythonExecutor()
 
 
-def _session(claim: dict[str, object], template: _TemplateState) -> None:
+def _session(claim: Claim, template: _TemplateState) -> None:
     """In a claimed session process: read the host's config, confine, and serve the host.
 
     The config (env, workdir, limits) comes straight from the host over the session's channel;
     only the identity to take (``uid``/``gid``) comes from the template's claim.
     """
     channel = socket.socket(fileno=_CHANNEL_FD)
-    request = recv_frame(channel)
-    if request.get("op") != "config":
-        raise ProtocolError(f"expected the host's 'config', got {request.get('op')!r}")
-    request = {**request, "uid": claim.get("uid"), "gid": claim.get("gid")}
-    config = SessionConfig.from_message(request, read_only=template.read_only)
+    config = SessionConfig.from_message(recv_frame(channel))
+    placement = Placement(uid=claim.uid, gid=claim.gid, read_only=template.read_only)
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
@@ -119,11 +125,12 @@ def _session(claim: dict[str, object], template: _TemplateState) -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     confine(
         config,
+        placement,
         template.seccomp_program,
         confinement,
         own_mount_namespace=own_mount,
     )
-    send_frame(channel, {"op": "hello", "layers": confinement.layers})
+    send_frame(channel, Hello(layers=confinement.layers).to_message())
     worker.serve(
         channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)
     )
@@ -188,7 +195,8 @@ def _fork_member(template: _TemplateState) -> _Member:
             os.dup2(theirs.fileno(), _MEMBER_FD)
             os.closerange(_MEMBER_FD + 1, os.sysconf("SC_OPEN_MAX"))
             member = socket.socket(fileno=_MEMBER_FD)
-            claim, fds = recv_frame_with_fds(member, max_fds=3)
+            claimed, fds = recv_frame_with_fds(member, max_fds=Spawn.fds)
+            claim = Claim.from_message(claimed)
             channel_fd, stdout_fd, stderr_fd = fds
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
@@ -221,18 +229,15 @@ def _fork_member(template: _TemplateState) -> _Member:
 
 def _claim(member: _Member, fds: list[int]) -> None:
     """Announce ``member`` to the host on its channel, then hand it the host's descriptors."""
-    started: dict[str, object] = {"op": "started", "pid": member.host_pid, "pidns": member.pidns}
-    request: dict[str, object] = {"op": "claim"}
-    if os.geteuid() == 0:
-        # The session's identity: unique on this machine for as long as its worker (and so
-        # everything in its pid namespace) lives, whatever other templates or hosts run.
-        request["uid"] = request["gid"] = _UID_BASE + member.host_pid
-        started["uid"] = _UID_BASE + member.host_pid
+    # On a root host, the session's identity: unique on this machine for as long as its worker
+    # (and so everything in its pid namespace) lives, whatever other templates or hosts run.
+    uid = _UID_BASE + member.host_pid if os.geteuid() == 0 else None
+    started = Started(pid=member.host_pid, pidns=member.pidns, uid=uid)
     try:
         channel = socket.socket(fileno=os.dup(fds[0]))
-        send_frame_with_fds(channel, started, [member.pidfd])
+        send_frame_with_fds(channel, started.to_message(), [member.pidfd])
         channel.close()
-        send_frame_with_fds(member.sock, request, fds)
+        send_frame_with_fds(member.sock, Claim(uid=uid, gid=uid).to_message(), fds)
     except OSError:
         os.kill(member.pid, signal.SIGKILL)
     finally:
@@ -279,7 +284,7 @@ def _reap(control: socket.socket, template: _TemplateState, pool: list[_Member])
             member.sock.close()
         host_pid = template.sessions.pop(pid, None)
         if host_pid is not None:
-            send_frame(control, {"op": "exit", "pid": host_pid, "status": status})
+            send_frame(control, Exit(pid=host_pid, status=status).to_message())
 
 
 def _kill_sessions(template: _TemplateState) -> None:
@@ -300,8 +305,8 @@ def _become_pid_one(control: socket.socket) -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    options = json.loads(sys.argv[2])
-    loaded, failed = _preload([str(m) for m in options.get("preload", [])])
+    options = TemplateOptions.from_argument(sys.argv[2])
+    loaded, failed = _preload(list(options.preload))
     with contextlib.suppress(ImportError):
         importlib.import_module("safeexec.sandbox.restricted")
     read_only = runtime_read_only_paths()
@@ -326,17 +331,16 @@ def main() -> None:
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_write)
-    pool_size = max(0, int(options.get("pool_size", 0)))
+    pool_size = options.pool_size
     pool: list[_Member] = []
     _refill(pool, template, pool_size)
     refill_at: float | None = None
-    ready = {
-        "op": "ready",
-        "pid": int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
-        "preloaded": loaded,
-        "failed": failed,
-    }
-    send_frame(control, ready)
+    ready = Ready(
+        pid=int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
+        preloaded=tuple(loaded),
+        failed=failed,
+    )
+    send_frame(control, ready.to_message())
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
@@ -364,7 +368,11 @@ def main() -> None:
                     return
                 except ProtocolError:
                     return
-                if request.get("op") != "spawn" or len(fds) != 3:
+                try:
+                    Spawn.from_message(request)
+                    if len(fds) != Spawn.fds:
+                        raise ProtocolError(f"a spawn carries {Spawn.fds} descriptors")
+                except ProtocolError:
                     for fd in fds:
                         os.close(fd)
                     continue

@@ -6,17 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.backends.base import Backend, BackendSession
+from safeexec.backends.base import Backend, BackendSession, SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply, FakeSession, not_executed
 from safeexec.blobs import BlobStore
-from safeexec.errors import BackendError, BackendUnavailable
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import ExecRequest, ExecStatus, LimitHit, Limits, Usage
 
 
 def _open(backend: FakeBackend, tmp_path: Path, **options: object) -> FakeSession:
-    return backend.open(
+    spec = SessionSpec(
         workdir=tmp_path / "work", limits=Limits(), blobs=BlobStore(tmp_path / "blobs"), **options
     )  # type: ignore[arg-type]
+    return backend.open(spec)
 
 
 def test_the_fake_satisfies_the_backend_protocols(tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_run_returns_the_handlers_reply_with_output_in_the_blob_store(tmp_path: 
 
     backend = FakeBackend(handler)
     blobs = BlobStore(tmp_path / "blobs")
-    session = backend.open(workdir=tmp_path / "work", limits=Limits(), blobs=blobs)
+    session = backend.open(SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs))
     request = ExecRequest(action_id="a-1", code="print(42)")
     result = session.run(request)
     assert seen == [request] == backend.calls == session.requests
@@ -61,14 +62,14 @@ def test_run_returns_the_handlers_reply_with_output_in_the_blob_store(tmp_path: 
     assert not result.truncated
 
 
-def test_output_is_capped_at_the_requests_output_limit(tmp_path: Path) -> None:
+def test_output_is_capped_head_and_tail_at_the_requests_output_limit(tmp_path: Path) -> None:
     backend = FakeBackend(lambda request: FakeReply(stdout="x" * 100))
     blobs = BlobStore(tmp_path / "blobs")
-    session = backend.open(workdir=tmp_path / "w", limits=Limits(), blobs=blobs)
+    session = backend.open(SessionSpec(workdir=tmp_path / "w", limits=Limits(), blobs=blobs))
     result = session.run(ExecRequest(action_id="a", code="", limits=Limits(output_bytes=10)))
     assert result.truncated
-    assert blobs.get(result.stdout) == b"x" * 10
-    assert result.usage.output_bytes == 10
+    assert blobs.get(result.stdout) == b"xxxxx\n[... 90 bytes omitted ...]\nxxxxx"
+    assert result.usage.output_bytes == 100
 
 
 def test_open_records_its_arguments_and_creates_the_workdir(tmp_path: Path) -> None:
@@ -120,3 +121,19 @@ def test_handler_exceptions_propagate_to_the_caller(tmp_path: Path) -> None:
     session = _open(FakeBackend(broken), tmp_path)
     with pytest.raises(RuntimeError, match="handler bug"):
         session.run(ExecRequest(action_id="a", code=""))
+
+
+def test_the_fake_moves_files_like_the_real_modes(tmp_path: Path) -> None:
+    session = _open(FakeBackend(not_executed), tmp_path)
+    session.upload("in/data.txt", b"payload")
+    assert session.download("in/data.txt") == b"payload"
+    with pytest.raises(ConfigurationError):
+        session.upload("../escape.txt", b"x")
+    session.close()
+    with pytest.raises(BackendError):
+        session.download("in/data.txt")
+
+
+def test_the_fake_needs_a_workdir(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"spec\.workdir"):
+        FakeBackend(not_executed).open(SessionSpec(blobs=BlobStore(tmp_path)))

@@ -6,12 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.backends.native import NativeBackend
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
 from safeexec.errors import BackendUnavailable
 from safeexec.model import ExecRequest, ExecStatus, Limits
+
+
+def _blobs(tmp_path: Path) -> BlobStore:
+    # Beside the workdir, never in it: a session must not reach the host's blobs.
+    return BlobStore(tmp_path.with_name(tmp_path.name + "-blobs"))
 
 
 def request(code: str, **limits: float) -> ExecRequest:
@@ -20,9 +26,9 @@ def request(code: str, **limits: float) -> ExecRequest:
 
 def test_the_default_runs_inside_the_confined_worker(tmp_path: Path) -> None:
     backend = RestrictedBackend()
-    session = backend.open(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"))
+    session = backend.open(SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path)))
     try:
-        assert type(session).__module__ == "safeexec.backends.native"
+        assert isinstance(session, NativeSession)
         result = session.run(request("x = 1\nx + 1"))
         assert result.status is ExecStatus.OK
     finally:
@@ -34,16 +40,18 @@ def test_the_default_runs_inside_the_confined_worker(tmp_path: Path) -> None:
 def test_in_process_refuses_required_confinement_layers(tmp_path: Path) -> None:
     with pytest.raises(BackendUnavailable, match="no confinement layers"):
         RestrictedBackend(in_process=True).open(
-            workdir=tmp_path,
-            limits=Limits(),
-            blobs=BlobStore(tmp_path / ".b"),
-            require=frozenset({"seccomp"}),
+            SessionSpec(
+                workdir=tmp_path,
+                limits=Limits(),
+                blobs=_blobs(tmp_path),
+                require=frozenset({"seccomp"}),
+            )
         )
 
 
 def test_in_process_session_refuses_runs_after_close(tmp_path: Path) -> None:
     session = RestrictedBackend(in_process=True).open(
-        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b")
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path))
     )
     session.close()
     session.close()  # idempotent
@@ -51,13 +59,18 @@ def test_in_process_session_refuses_runs_after_close(tmp_path: Path) -> None:
         session.run(request("1"))
 
 
-def test_in_process_memory_growth_is_a_limit(tmp_path: Path) -> None:
+def test_in_process_memory_growth_is_a_limit_of_the_session(tmp_path: Path) -> None:
+    # memory_bytes is a session limit in every mode (the worker's rlimit); a request's is unread.
     session = RestrictedBackend(in_process=True).open(
-        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b")
+        SessionSpec(
+            workdir=tmp_path,
+            limits=Limits(memory_bytes=64 * 1024 * 1024),
+            blobs=_blobs(tmp_path),
+        )
     )
     try:
         code = "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))"
-        result = session.run(request(code, memory_bytes=64 * 1024 * 1024, wall_seconds=60.0))
+        result = session.run(request(code, memory_bytes=1 << 40, wall_seconds=60.0))
         assert result.status is ExecStatus.LIMIT_EXCEEDED, result.message
         assert any(e.kind == "limit_hit" and e.limit == "memory_bytes" for e in result.events)
         session.run(request("del chunks"))
@@ -74,7 +87,7 @@ def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path:
     caps = CapabilitySet()
     caps.grant(ping)
     session = RestrictedBackend(in_process=True).open(
-        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), tools=caps
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path), tools=caps)
     )
     try:
         session.run(request("x = 1"))
@@ -91,7 +104,7 @@ def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path:
 
 def test_in_process_sleep_ends_at_the_wall_limit(tmp_path: Path) -> None:
     session = RestrictedBackend(in_process=True).open(
-        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), imports=("time",)
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path), imports=("time",))
     )
     try:
         result = session.run(request("import time\ntime.sleep(3600)", wall_seconds=0.3))

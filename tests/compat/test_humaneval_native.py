@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -51,6 +52,6 @@ def test_canonical_solution_passes_in_native_mode(
         + problem["test"]
         + f"\n\ncheck({problem['entry_point']})\n"
     )
-    with backend.open(limits=Limits(), blobs=blobs) as session:
+    with backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as session:
         result = session.run(ExecRequest(action_id=problem["task_id"], code=program))
     assert result.status is ExecStatus.OK, (result.message, blobs.get(result.stderr)[-2000:])

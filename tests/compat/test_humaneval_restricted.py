@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -61,7 +62,7 @@ def test_all_but_the_eval_problem_pass_in_the_confined_worker(tmp_path: Path) ->
     blobs = BlobStore(tmp_path / "blobs")
     (tmp_path / "work").mkdir()
     session = RestrictedBackend().open(
-        workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS
+        SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
     )
     failed = []
     try:

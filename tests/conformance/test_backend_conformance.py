@@ -1,7 +1,7 @@
 """One conformance suite for every execution mode: same program, same result shape.
 
 Parametrised over ``native``, ``restricted`` (in the confined worker) and
-``restricted-in-process``; ``dsl`` joins when it runs Python-shaped requests.
+``restricted-in-process``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.backends.base import Backend, BackendSession
+from safeexec.backends.base import Backend, BackendSession, SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
@@ -49,7 +49,9 @@ class Harness:
         workdir = self.tmp_path / f"work-{len(self.sessions)}"
         workdir.mkdir()
         session = self.backend.open(
-            workdir=workdir, limits=Limits(), blobs=self.blobs, tools=tools, imports=IMPORTS
+            SessionSpec(
+                workdir=workdir, limits=Limits(), blobs=self.blobs, tools=tools, imports=IMPORTS
+            )
         )
         self.sessions.append(session)
         return session

@@ -32,6 +32,7 @@ from restricted_support import (  # noqa: F401
     worker_restricted_backend,
 )
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
@@ -227,7 +228,7 @@ def sandbox(backend: NativeBackend, canaries: Canaries, tmp_path: Path) -> Itera
     blobs = BlobStore(tmp_path / "blobs")
     workdir = tmp_path / "work"
     workdir.mkdir()
-    session = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
+    session = backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs))
     try:
         yield Sandbox(session, blobs, canaries, restricted=backend.name == "restricted")
     finally:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 
-from safeexec.backends.base import BackendSession, ToolGateway
+from safeexec.backends.base import BackendSession, SessionSpec, ToolGateway
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
@@ -80,12 +80,13 @@ limits = json.loads(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limits["as"], limits["as"]))
 resource.setrlimit(resource.RLIMIT_FSIZE, (limits["fsize"], limits["fsize"]))
 resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu"], limits["cpu"]))
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, Limits
+from safeexec.model import ExecRequest
 blobs = BlobStore(Path(limits["blobs"]))
 session = RestrictedBackend(in_process=True).open(
-    workdir=Path(limits["workdir"]), limits=Limits(), blobs=blobs, imports=tuple(limits["imports"])
+    SessionSpec(workdir=Path(limits["workdir"]), blobs=blobs, imports=tuple(limits["imports"]))
 )
 out = sys.stdout
 sys.stdout = sys.stderr
@@ -195,13 +196,13 @@ class InProcessRestrictedHarness:
     def close(self) -> None:
         """Sessions close themselves."""
 
-    def open(
-        self, *, workdir: Path | None = None, limits: Limits, blobs: BlobStore,
-        imports: tuple[str, ...] = (), **_ignored: object,
-    ) -> InProcessChildSession:  # fmt: skip
+    def open(self, spec: SessionSpec) -> InProcessChildSession:
+        workdir = spec.workdir
         if workdir is None:
             workdir = Path(tempfile.mkdtemp(prefix="safeexec-inproc-"))
-        return InProcessChildSession(backend=self, workdir=workdir, blobs=blobs, imports=imports)
+        return InProcessChildSession(
+            backend=self, workdir=workdir, blobs=spec.blobs, imports=spec.imports
+        )
 
 
 # -- the restricted-only attacks ------------------------------------------------------------------
@@ -290,7 +291,7 @@ def restricted_box(
         workdir.mkdir()
         blobs = BlobStore(tmp_path / "blobs")
         session = backend.open(
-            workdir=workdir, limits=Limits(), blobs=blobs, tools=tools, imports=imports
+            SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs, tools=tools, imports=imports)
         )
         sessions.append(session)
         return RestrictedBox(session, blobs, canaries.secret)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import platform
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 def test_raw_syscalls_through_ctypes_meet_the_same_walls(sandbox: Sandbox) -> None:
     code = """
-import ctypes, errno, os
+import ctypes, errno, json, os
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 out = {}
@@ -33,11 +34,12 @@ out['umount2'] = libc.syscall(166, b'/', 0), ctypes.get_errno()
 out['pivot_root'] = libc.syscall(155, b'.', b'.'), ctypes.get_errno()
 out['setns'] = libc.syscall(308, 0, 0), ctypes.get_errno()
 out['userfaultfd'] = libc.syscall(323, 0), ctypes.get_errno()
-print(out)
+print(json.dumps(out))
 """
     ran = sandbox.run(code)
     assert ran.result.status is ExecStatus.OK, ran.text
-    results = eval(ran.stdout)
+    results = json.loads(ran.stdout)
+    assert len(results) == 11, results
     assert all(value == -1 for value, _errno in results.values()), results
     assert results["io_uring"][1] == 38  # ENOSYS: libraries fall back to ordinary syscalls
     sandbox.assert_usable()

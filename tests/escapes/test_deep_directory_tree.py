@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
@@ -38,7 +39,7 @@ def _dig(workdir: Path, depth: int, outside: Path) -> None:
 def test_closing_a_session_removes_a_workdir_nested_thousands_deep(
     backend: NativeBackend, tmp_path: Path
 ) -> None:
-    session = backend.open(limits=Limits(), blobs=BlobStore(tmp_path / "blobs"))
+    session = backend.open(SessionSpec(limits=Limits(), blobs=BlobStore(tmp_path / "blobs")))
     workdir = Path(session.workdir)  # made by the session, so removed by its close
     native = type(session).__name__ == "NativeSession"
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -17,7 +18,9 @@ def test_a_session_cannot_see_or_signal_another(
     other_dir = tmp_path / "other"
     other_dir.mkdir()
     (other_dir / "private.txt").write_text("other session's data")
-    other = backend.open(workdir=other_dir, limits=Limits(), blobs=BlobStore(tmp_path / "b2"))
+    other = backend.open(
+        SessionSpec(workdir=other_dir, limits=Limits(), blobs=BlobStore(tmp_path / "b2"))
+    )
     try:
         other_pid = other.pid
         code = f"""

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from safeexec.model import ExecStatus
@@ -10,7 +11,7 @@ if TYPE_CHECKING:
 
 def test_prctl_cannot_lift_any_layer(sandbox: Sandbox) -> None:
     code = """
-import ctypes
+import ctypes, json
 libc = ctypes.CDLL(None, use_errno=True)
 out = {}
 out['unset_no_new_privs'] = libc.prctl(38, 0, 0, 0, 0)   # PR_SET_NO_NEW_PRIVS 0
@@ -19,7 +20,7 @@ out['seccomp_mode'] = libc.prctl(21, 0, 0, 0, 0)         # PR_GET_SECCOMP
 out['ambient_raise'] = libc.prctl(47, 2, 21, 0, 0)       # PR_CAP_AMBIENT_RAISE CAP_SYS_ADMIN
 out['set_mm'] = libc.prctl(35, 8, 0, 0, 0)               # PR_SET_MM
 out['dumpable'] = libc.prctl(4, 1, 0, 0, 0)              # PR_SET_DUMPABLE
-print(out)
+print(json.dumps(out))
 try:
     open('/etc/shadow')
     print('shadow readable')
@@ -29,7 +30,7 @@ except OSError:
     ran = sandbox.run(code)
     assert ran.result.status is ExecStatus.OK, ran.text
     first, verdict = ran.stdout.splitlines()
-    results = eval(first)
+    results = json.loads(first)
     assert results["unset_no_new_privs"] == -1
     assert results["no_new_privs"] == 1
     assert results["seccomp_mode"] == 2

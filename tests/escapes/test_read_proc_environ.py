@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,8 @@ print(dict(os.environ))
 
 
 def test_the_sandbox_sees_only_its_scrubbed_environment(sandbox: Sandbox) -> None:
-    ran = sandbox.run("import os; print(sorted(os.environ))")
-    names = eval(ran.stdout)
+    ran = sandbox.run("import json, os; print(json.dumps(sorted(os.environ)))")
+    assert ran.result.status is ExecStatus.OK, ran.text
+    names = json.loads(ran.stdout)
     assert "SAFEEXEC_CANARY_SECRET" not in names
     assert set(names) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "MPLBACKEND", "MPLCONFIGDIR"}

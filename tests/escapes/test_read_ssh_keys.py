@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 def test_the_host_users_ssh_directory_is_unreadable(sandbox: Sandbox) -> None:
     host_home = os.path.expanduser("~")
     code = f"""
-import os
+import json, os
 
 found = []
 for path in [{host_home!r} + '/.ssh', {host_home!r}, '/root/.ssh', '/home']:
@@ -20,11 +21,12 @@ for path in [{host_home!r} + '/.ssh', {host_home!r}, '/root/.ssh', '/home']:
         found.append((path, os.listdir(path)))
     except OSError as exc:
         found.append((path, type(exc).__name__))
-print(found)
+print(json.dumps(found))
 """
     ran = sandbox.run(code)
     assert ran.result.status is ExecStatus.OK, ran.text
-    listing = eval(ran.stdout)  # our own test output: a list of (path, names | error)
+    listing = json.loads(ran.stdout)  # a list of [path, names | error]
+    assert len(listing) == 4
     for path, names in listing:
         assert isinstance(names, str) or names == [], f"{path} is visible: {names}"
     sandbox.assert_usable()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -30,12 +31,13 @@ ATTACKS = [
 _CHILD = r"""
 import json, sys, tempfile
 from pathlib import Path
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, Limits
 tmp = Path(tempfile.mkdtemp())
 session = RestrictedBackend(in_process=True).open(
-    workdir=tmp / "work", limits=Limits(), blobs=BlobStore(tmp / "blobs"), imports=("re",)
+    SessionSpec(workdir=None, limits=Limits(), blobs=BlobStore(tmp / "blobs"), imports=("re",))
 )
 out = []
 for code in json.loads(sys.argv[1]):
@@ -77,7 +79,7 @@ def test_backtracking_is_stopped_in_the_worker(
     blobs = BlobStore(tmp_path / "blobs")
     (tmp_path / "work").mkdir()
     session = worker_restricted_backend.open(
-        workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=("re",)
+        SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=("re",))
     )
     try:
         result = session.run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -60,7 +61,7 @@ def test_sessions_cannot_meet_through_shared_memory(
     workdir = tmp_path / "other"
     workdir.mkdir()
     blobs = BlobStore(tmp_path / "blobs-other")
-    other = backend.open(workdir=workdir, limits=Limits(), blobs=blobs)
+    other = backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs))
     try:
         result = other.run(ExecRequest(action_id="find", code=FIND, limits=Limits()))
         assert result.status is ExecStatus.OK, result.message

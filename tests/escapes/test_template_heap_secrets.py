@@ -13,6 +13,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -69,7 +70,7 @@ def test_a_session_cannot_read_an_earlier_sessions_env_from_the_template(
 
     secret = NEEDLE + secrets.token_hex(16)
     blobs = BlobStore(tmp_path / "blobs-victim")
-    victim = backend.open(limits=Limits(), blobs=blobs, env={"API_KEY": secret})
+    victim = backend.open(SessionSpec(limits=Limits(), blobs=blobs, env={"API_KEY": secret}))
     try:
         assert victim.run(ExecRequest(action_id="v", code="print(1)")).status is ExecStatus.OK
     finally:
@@ -81,7 +82,7 @@ def test_a_session_cannot_read_an_earlier_sessions_env_from_the_template(
         workdir = tmp_path / f"attacker-{number}"
         workdir.mkdir()
         attacker_blobs = BlobStore(tmp_path / f"blobs-{number}")
-        attacker = backend.open(workdir=workdir, limits=Limits(), blobs=attacker_blobs)
+        attacker = backend.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=attacker_blobs))
         try:
             result = attacker.run(
                 ExecRequest(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from safeexec.analysis.engine import ENGINE_RULES
 from safeexec.policy.docs import render_rule, write_rule_docs
+from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.lint import lint_policy
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import RuleStatus
@@ -23,7 +23,9 @@ def test_rule_page_has_the_four_ruff_style_sections() -> None:
 
 def test_every_shipped_rule_is_documented() -> None:
     for pack in ("default", "strict", "data-analysis"):
-        for rule in load_policy(pack).rules:
+        rules = load_policy(pack).rules
+        assert rules, pack
+        for rule in rules:
             assert rule.description and rule.rationale and rule.example, rule.id
 
 

@@ -174,12 +174,14 @@ def test_toml_syntax_errors_carry_the_line() -> None:
 
 
 def test_backend_default_must_be_allowed() -> None:
-    error = _error('[backends]\nallowed = ["dsl"]\ndefault = "native"\n')
+    error = _error('[backends]\nallowed = ["restricted"]\ndefault = "native"\n')
     assert error.pointer == "/backends/default"
 
 
 def test_unknown_backend_and_layer_names_are_refused() -> None:
     assert _error('[backends]\nallowed = ["docker"]\n').pointer == "/backends/allowed/0"
+    # No DSL backend exists yet: a pack naming it is refused, not silently never run.
+    assert _error('[backends]\nallowed = ["dsl"]\n').pointer == "/backends/allowed/0"
     assert _error('[backends]\nrequire = ["selinux"]\n').pointer == "/backends/require/0"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.base import SessionSpec
 from safeexec.sandbox.restricted import (
     DENIED_ATTRIBUTES,
     MODULE_ALLOWLISTS,
@@ -345,7 +346,11 @@ def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
     from safeexec.model import ExecRequest, GuardDenied, Limits
 
     session = RestrictedBackend(in_process=True).open(
-        workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".blobs")
+        SessionSpec(
+            workdir=tmp_path,
+            limits=Limits(),
+            blobs=BlobStore(tmp_path.with_name(tmp_path.name + "-blobs")),
+        )
     )
     try:
         result = session.run(

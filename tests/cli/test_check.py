@@ -104,3 +104,15 @@ def test_explain_prints_the_rule_documentation() -> None:
     assert "SX900" in runner.invoke(app, ["explain", "SX900"]).output
     missing = runner.invoke(app, ["explain", "SX999"])
     assert missing.exit_code == 2
+
+
+def test_check_text_output_escapes_controls_in_the_code_one_for_one(tmp_path: Path) -> None:
+    # A bidi override, an 8-bit CSI and a line separator in the code must not reach the terminal.
+    bad = _write(tmp_path, "bad.py", "x = '\u202e\x9b2J\u2028'; y = ().__class__\n")
+    result = runner.invoke(app, ["check", bad])
+    assert result.exit_code == 3
+    assert not any(c in result.output for c in "\u202e\x9b\u2028")
+    lines = result.output.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("  1 | "))
+    assert lines[index] == "  1 | x = '\ufffd\ufffd2J\ufffd'; y = ().__class__"
+    assert lines[index + 1].index("^") == lines[index].index("(")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from restricted_corpus import CORPUS, REFUSED, Snippet
 
+from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
@@ -99,7 +100,9 @@ def test_snippet_runs_unchanged_through_the_backend(
     (tmp_path / "work").mkdir()
     expected = run_plain(snippet, tmp_path / "plain")
     blobs = BlobStore(tmp_path / "blobs")
-    session = backend.open(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
+    session = backend.open(
+        SessionSpec(workdir=tmp_path / "work", limits=Limits(), blobs=blobs, imports=IMPORTS)
+    )
     try:
         for cell, (stdout, shown) in zip(snippet.cells, expected, strict=True):
             result = session.run(ExecRequest(action_id="a", code=cell))

@@ -23,7 +23,7 @@ POLICY_TOML = """\
 id = "cli-test"
 
 [backends]
-allowed = ["fake", "dsl"]
+allowed = ["fake", "native"]
 default = "fake"
 """
 
@@ -198,7 +198,6 @@ def test_workdir_option_is_the_backends_workdir(workspace: Path, fake: FakeBacke
         (["missing.md"], "no such file: 'missing.md'"),
         (["--policy", "no-such-pack", "r.md"], "no policy pack named"),
         (["--policy", "bad.toml", "r.md"], "unknown top-level key 'limitz'"),
-        (["--mode", "dsl", "r.md"], "no backend named name='dsl'"),
         (["latin1.md"], "not UTF-8"),
     ],
 )
@@ -249,3 +248,10 @@ def test_the_installed_command_runs_in_a_real_subprocess(tmp_path: Path) -> None
     blobs = BlobStore(tmp_path / "state" / "blobs")
     assert blobs.get(ran["event"]["stdout_ref"]) == b"45\n"
     assert ran["event"]["stderr_ref"] in blobs
+
+
+@pytest.mark.parametrize("mode", ["fake", "dsl"])
+def test_only_real_backends_are_offered_as_modes(workspace: Path, mode: str) -> None:
+    code, _out, err = invoke(workspace, "--mode", mode, write(workspace, "r.md", fenced("x = 1\n")))
+    assert code == 2
+    assert "Invalid value for '--mode'" in err and f"'{mode}' is not one of" in err, err

@@ -1,0 +1,63 @@
+"""Head-and-tail output capping, shared by every backend that captures a run's output.
+
+A run's stdout and stderr are capped while they are read (the worker's pipes) or written (the
+in-process sink): the first and last ``cap // 2`` bytes are kept, the middle is only counted, and
+the kept value says how much was left out. Memory stays bounded however much the code prints.
+"""
+
+from __future__ import annotations
+
+import io
+
+__all__ = ["CappedText", "HeadTailCapture"]
+
+# The tail buffer may grow this far past what it keeps before it is cut (fewer, larger cuts).
+_TAIL_SLACK = 1 << 16
+
+
+class HeadTailCapture:
+    """Keeps the first and last ``cap // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, cap)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Take the next bytes of the stream."""
+        self.total += len(data)
+        head_room = self.cap - self.cap // 2 - len(self.head)
+        if head_room > 0:
+            self.head += data[:head_room]
+            data = data[head_room:]
+        if data:
+            self.tail += data
+            keep = self.cap // 2
+            if len(self.tail) > 2 * keep + _TAIL_SLACK:
+                del self.tail[: len(self.tail) - keep]
+
+    @property
+    def truncated(self) -> bool:
+        """Did the stream hold more than ``cap`` bytes?"""
+        return self.total > self.cap
+
+    def value(self) -> bytes:
+        """What was kept, with a marker saying how many bytes were omitted in between."""
+        if not self.truncated:
+            return bytes(self.head + self.tail)
+        keep = self.cap // 2
+        tail = bytes(self.tail[len(self.tail) - keep :]) if keep else b""
+        omitted = self.total - len(self.head) - len(tail)
+        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
+
+
+class CappedText(io.TextIOBase):
+    """A text sink whose UTF-8 bytes go to a :class:`HeadTailCapture` (``capture``)."""
+
+    def __init__(self, cap: int) -> None:
+        self.capture = HeadTailCapture(cap)
+
+    def write(self, text: str) -> int:
+        self.capture.feed(str(text).encode("utf-8", "backslashreplace"))
+        return len(text)

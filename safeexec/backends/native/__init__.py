@@ -1,0 +1,31 @@
+"""The ``native`` mode: real CPython in a confined subprocess that keeps state between calls.
+
+Sessions are forked from a template process (``safeexec.sandbox.zygote``) that the host starts
+with ``execve`` and a minimal environment, so no host memory reaches a sandbox. Each session is
+confined in the child (namespaces, rlimits, privilege drop, no_new_privs, Landlock, seccomp; see
+``safeexec.sandbox.confine``) and serves requests over a private socketpair. The host trusts
+nothing it gets back: frames are bounded JSON, output is capped while it is read, artifacts are
+read as regular files beneath the workdir without following links, and every limit is enforced
+from outside by SIGKILL of the whole process tree.
+
+One module per job: ``backend`` (the factory, layer probing, the idle watchdog), ``template``
+(the zygote's host-side client), ``session`` (a session's lifecycle and one call), ``procfs``
+(what the host reads about a session's processes) and ``doctor`` (the layer self-test).
+"""
+
+from __future__ import annotations
+
+from safeexec.backends.native.backend import NativeBackend, supported_layers
+from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
+from safeexec.backends.native.session import NativeSession
+from safeexec.backends.workdir import ArtifactLimits
+
+__all__ = [
+    "ArtifactLimits",
+    "DoctorReport",
+    "LayerCheck",
+    "NativeBackend",
+    "NativeSession",
+    "diagnose",
+    "supported_layers",
+]

@@ -1,0 +1,205 @@
+"""The native backend: the factory of sessions, what this machine can confine, the idle watchdog."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.native.session import NativeSession
+from safeexec.backends.native.template import _Template
+from safeexec.backends.workdir import ArtifactLimits
+from safeexec.errors import ConfigurationError
+from safeexec.sandbox import landlock
+from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
+
+__all__ = ["NativeBackend", "supported_layers"]
+
+_EXECUTORS = ("python", "restricted")
+_WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
+
+
+def supported_layers() -> dict[Layer, LayerStatus]:
+    """What this kernel and this host process can offer, checked without confining anything."""
+    abi = landlock.abi_version()
+    root = os.geteuid() == 0
+    userns = _userns_allowed()
+    ns_ok = root or userns
+    ns_why = (
+        ""
+        if ns_ok
+        else "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone)"
+    )
+    seccomp_ok = Path("/proc/sys/kernel/seccomp/actions_avail").exists()
+
+    def status(layer: Layer, ok: bool, detail: str) -> LayerStatus:
+        return LayerStatus(layer=layer, active=ok, detail=detail)
+
+    return {
+        Layer.SESSION: status(Layer.SESSION, True, "setsid"),
+        Layer.WORKDIR: status(Layer.WORKDIR, True, "private directory per session"),
+        Layer.ENV: status(Layer.ENV, True, "only names the policy passes through"),
+        Layer.RLIMITS: status(Layer.RLIMITS, True, "setrlimit"),
+        Layer.NETNS: status(Layer.NETNS, ns_ok, ns_why or "unshare(CLONE_NEWNET)"),
+        Layer.IPCNS: status(Layer.IPCNS, ns_ok, ns_why or "unshare(CLONE_NEWIPC)"),
+        Layer.PIDNS: status(Layer.PIDNS, ns_ok, ns_why or "unshare(CLONE_NEWPID)"),
+        Layer.PRIVDROP: status(
+            Layer.PRIVDROP,
+            True,
+            "root: per-session unprivileged uid" if root else "already unprivileged",
+        ),
+        Layer.NO_NEW_PRIVS: status(Layer.NO_NEW_PRIVS, True, "prctl(PR_SET_NO_NEW_PRIVS)"),
+        Layer.LANDLOCK: status(
+            Layer.LANDLOCK, abi >= 1, f"ABI {abi}" if abi else "kernel has no Landlock"
+        ),
+        Layer.LANDLOCK_NET: status(Layer.LANDLOCK_NET, abi >= 4, f"ABI {abi} (needs 4)"),
+        Layer.LANDLOCK_SCOPE: status(Layer.LANDLOCK_SCOPE, abi >= 6, f"ABI {abi} (needs 6)"),
+        Layer.SECCOMP: status(
+            Layer.SECCOMP, seccomp_ok, "seccomp-bpf" if seccomp_ok else "no seccomp"
+        ),
+    }
+
+
+def _userns_allowed() -> bool:
+    for knob, minimum in (
+        ("/proc/sys/kernel/unprivileged_userns_clone", 1),
+        ("/proc/sys/user/max_user_namespaces", 1),
+    ):
+        try:
+            if int(Path(knob).read_text().strip()) < minimum:
+                return False
+        except (OSError, ValueError):
+            continue
+    return True
+
+
+class NativeBackend:
+    """Factory of native sessions; owns one template process (started on first use).
+
+    ``executor`` picks what runs cells inside the worker ("python" or "restricted");
+    ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
+    ``pool_size`` session processes are kept forked ahead (not yet confined) so an open only
+    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold.
+    """
+
+    name: ClassVar[str] = "native"
+
+    def __init__(
+        self,
+        *,
+        executor: str = "python",
+        preload: tuple[str, ...] = (),
+        python: str | None = None,
+        artifact_limits: ArtifactLimits | None = None,
+        disk_bytes: int = 1024 * 1024 * 1024,
+        pool_size: int = 4,
+    ) -> None:
+        if executor not in _EXECUTORS:
+            raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
+        self.executor = executor
+        self.preload = tuple(preload)
+        self.python = python or sys.executable
+        self.artifact_limits = artifact_limits or ArtifactLimits()
+        self.disk_bytes = disk_bytes
+        self.pool_size = pool_size
+        self._template: _Template | None = None
+        self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
+        self._watchdog: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._supported = supported_layers()
+        self._finalizer = weakref.finalize(self, _close_template, [None])
+
+    @property
+    def supported(self) -> Mapping[Layer, LayerStatus]:
+        """Which layers this machine can provide (before any session is opened)."""
+        return dict(self._supported)
+
+    def _get_template(self) -> _Template:
+        with self._lock:
+            if self._template is None or not self._template.alive:
+                if self._template is not None:
+                    self._template.close()
+                self._template = _Template(
+                    python=self.python,
+                    preload=self.preload,
+                    pool_size=self.pool_size,
+                )
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_template, [self._template])
+            if self._watchdog is None or not self._watchdog.is_alive():
+                self._stopping = threading.Event()
+                self._watchdog = threading.Thread(
+                    target=_watch_idle_sessions,
+                    args=(weakref.ref(self), self._stopping),
+                    name="safeexec-native-watchdog",
+                    daemon=True,
+                )
+                self._watchdog.start()
+            return self._template
+
+    def start(self) -> None:
+        """Start the template now rather than on the first ``open``."""
+        self._get_template()
+
+    def statistics(self) -> dict[str, int | str]:
+        """Live figures: the template's pid, open sessions, the pool size, preloaded modules."""
+        template = self._template
+        return {
+            "template_pid": template.pid if template is not None else 0,
+            "open_sessions": len(self._sessions),
+            "pool_size": self.pool_size,
+            "preloaded": ",".join(template.preloaded) if template is not None else "",
+        }
+
+    def open(self, spec: SessionSpec) -> NativeSession:
+        """Open a confined session; ``BackendUnavailable`` if a required layer cannot be had.
+
+        Layers in ``spec.require`` must apply; seccomp and Landlock are required anyway where
+        the kernel has them.
+        """
+        return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
+
+    def _required(self, require: frozenset[str]) -> frozenset[Layer]:
+        known = {layer.value for layer in Layer}
+        unknown = sorted(set(require) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
+            )
+        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported[layer].active}
+        return frozenset({Layer(name) for name in require} | defaults | ALWAYS_REQUIRED)
+
+    def close(self) -> None:
+        """Stop the template process (open sessions keep running until closed)."""
+        self._stopping.set()
+        with self._lock:
+            if self._template is not None:
+                self._template.close()
+                self._template = None
+            self._finalizer.detach()
+
+
+def _watch_idle_sessions(
+    backend_ref: weakref.ref[NativeBackend], stopping: threading.Event
+) -> None:
+    """Between calls, kill sessions whose leftover processes burn CPU or fill the disk."""
+    while not stopping.wait(_WATCH_SECONDS):
+        backend = backend_ref()
+        if backend is None:
+            return
+        sessions = list(backend._sessions)
+        del backend
+        for session in sessions:
+            session._watch_idle()
+
+
+def _close_template(holder: list[_Template | None]) -> None:
+    template = holder[0]
+    if template is not None:
+        template.close()

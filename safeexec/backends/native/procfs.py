@@ -1,0 +1,104 @@
+"""What the host reads about a session's processes from outside the sandbox (``/proc``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_SIGNAL_REASONS: dict[int, str] = {
+    signal.SIGSYS: "seccomp",
+    signal.SIGKILL: "out of memory, CPU rlimit or an outside kill",
+    signal.SIGSEGV: "crash, e.g. C stack overflow",
+    signal.SIGXCPU: "CPU rlimit",
+    signal.SIGXFSZ: "file size rlimit",
+    signal.SIGBUS: "bad memory access",
+    signal.SIGABRT: "abort",
+}
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """CPU of ``pid``, its reaped children and its live descendants, in seconds."""
+    total = 0
+    pending = [pid]
+    seen = 0
+    while pending and seen < 4096:
+        current = pending.pop()
+        seen += 1
+        try:
+            with open(f"/proc/{current}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
+                    pending += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / _CLK_TCK
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _is_pid_one_of_own_namespace(pid: int) -> bool:
+    """Whether ``pid`` is pid 1 of a pid namespace below ours (then its death kills its tree)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    levels = line.split()[1:]
+                    return len(levels) >= 2 and levels[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (a session without its own pid namespace)."""
+    found: list[int] = []
+    pending = [pid]
+    while pending and len(found) < 65536:
+        current = pending.pop()
+        found.append(current)
+        with contextlib.suppress(OSError, ValueError):
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as fh:
+                    pending += [int(child) for child in fh.read().split()]
+    return found
+
+
+def _processes_in_pid_namespace(inode: int) -> list[int]:
+    survivors = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino == inode:
+                    survivors.append(int(entry))
+            except OSError:
+                continue
+    return survivors
+
+
+def _describe_death(status: int | None) -> tuple[str, int | None, int | None]:
+    """(message, exit code, signal) for a session process's wait status."""
+    if status is None:
+        return "the worker died (exit status unknown)", None, None
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        reason = _SIGNAL_REASONS.get(number, "")
+        return f"killed by {name}" + (f" ({reason})" if reason else ""), -number, number
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    return f"the worker exited with code {code}", code, None

@@ -1,0 +1,673 @@
+"""A native session: the confined worker's lifecycle and one call (run, pump, tools, settle)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import selectors
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.native.procfs import (
+    _descendants,
+    _describe_death,
+    _is_pid_one_of_own_namespace,
+    _peak_rss_bytes,
+    _process_cpu_seconds,
+    _processes_in_pid_namespace,
+)
+from safeexec.backends.native.template import _READ_CHUNK, _STARTUP_SECONDS
+from safeexec.backends.result import (
+    CallRecord,
+    Settled,
+    call_tool,
+    finish,
+    raised,
+    succeeded,
+    timed_out,
+)
+from safeexec.backends.workdir import (
+    TMP_DIR,
+    chown_beneath,
+    collect_artifacts,
+    disk_usage,
+    download_file,
+    remove_tree,
+    scan,
+    upload_file,
+)
+from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
+from safeexec.model import (
+    ExecRequest,
+    ExecResult,
+    ExecStatus,
+    Limits,
+    SyscallKilled,
+)
+from safeexec.sandbox.channel import (
+    FrameDecoder,
+    ProtocolError,
+    encode_frame,
+    recv_frame,
+    recv_frame_with_fds,
+)
+from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
+from safeexec.sandbox.protocol import (
+    Done,
+    Hello,
+    Reply,
+    Run,
+    SessionConfig,
+    Started,
+    ToolCall,
+    parse_worker_frame,
+)
+
+if TYPE_CHECKING:
+    from safeexec.backends.native.backend import NativeBackend
+
+__all__ = ["NativeSession"]
+
+_MAX_WORKER_FRAME = 8 * 1024 * 1024
+_CPU_POLL_SECONDS = 0.05
+_KILL_WAIT_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class _Worker:
+    pid: int
+    pidfd: int
+    pidns: int
+    channel: socket.socket
+    stdout: int
+    stderr: int
+    private_pidns: bool = False  # checked by the host, not taken from the worker's word
+    layers: dict[Layer, LayerStatus] = field(default_factory=dict)
+    decoder: FrameDecoder = field(
+        default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
+    )
+
+    def close_fds(self) -> None:
+        self.channel.close()
+        for fd in (self.pidfd, self.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@dataclass(slots=True)
+class _CallState:
+    stdout: HeadTailCapture
+    stderr: HeadTailCapture
+    record: CallRecord = field(default_factory=CallRecord)
+    outcome: Done | None = None
+    died: bool = False
+    cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
+    killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol"
+
+
+class NativeSession:
+    """A stateful, confined CPython worker; see :meth:`NativeBackend.open`.
+
+    Its rlimits come from the spec's limits, each call's time and output limits from the call's
+    request (see :class:`~safeexec.backends.base.SessionSpec`).
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: NativeBackend,
+        spec: SessionSpec,
+        required: frozenset[Layer],
+    ) -> None:
+        self._backend = backend
+        workdir, tools = spec.workdir, spec.tools
+        self._owns_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else Path(workdir)
+        )
+        if not self.workdir.is_dir():
+            raise ConfigurationError(
+                f"workdir={str(self.workdir)!r} is not a directory; create it first"
+            )
+        self.limits = limits = spec.limits
+        self.blobs = spec.blobs
+        self.tools = tools
+        self.required = required
+        self.imports = tuple(spec.imports)
+        self.env = dict(spec.env)
+        self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._lost_state = False
+        self._uid: int | None = None  # a root host's sessions run as a uid of their own
+        self._worker: _Worker | None = None
+        self._idle_cpu_base = 0.0
+        self._idle_cpu_seen = 0.0
+        # Between calls, leftover processes may use as much CPU as the last call was allowed.
+        self._idle_cpu_budget = limits.cpu_seconds
+        self._lost_reason = ""
+        try:
+            self._worker = self._start_worker()
+        except BaseException:
+            self.close()
+            raise
+        backend._sessions.add(self)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def layers(self) -> Mapping[Layer, LayerStatus]:
+        """The confinement layers in force for the current worker, as it reported them."""
+        with self._lock:
+            return dict(self._worker.layers) if self._worker is not None else {}
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the current worker (pid 1 of the session's own pid namespace)."""
+        worker = self._worker
+        return worker.pid if worker is not None else None
+
+    def run(self, request: ExecRequest) -> ExecResult:
+        """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions."""
+        with self._lock:
+            if self._closed:
+                raise BackendError("run() on a closed native session; open a new one")
+            restarted = False
+            if self._worker is not None and _has_exited(self._worker.pidfd):
+                # It died between calls (e.g. the kernel's OOM killer): not this call's doing.
+                worker = self._worker
+                status = self._backend._get_template().exit_status(worker.pid, timeout=1.0)
+                self._kill(worker)
+                self._discard(worker)
+                self._lost_reason = f"the worker died between calls: {_describe_death(status)[0]}"
+            if self._worker is None:
+                self._worker = self._start_worker()
+                restarted = True
+            result = self._run_on(self._worker, request)
+            if restarted and self._lost_state:
+                self._lost_state = False
+                note = "session restarted; state from before was lost"
+                if self._lost_reason:
+                    note += f" ({self._lost_reason})"
+                    self._lost_reason = ""
+                result = dataclasses.replace(
+                    result,
+                    state_lost=True,
+                    message=f"{note}; {result.message}" if result.message else note,
+                )
+            return result
+
+    def reset(self) -> None:
+        """Forget all state by replacing the worker with a fresh one; the workdir is kept."""
+        with self._lock:
+            if self._closed:
+                raise BackendError("reset() on a closed native session")
+            self._stop_worker()
+            self._lost_state = False
+            self._worker = self._start_worker()
+
+    def close(self) -> None:
+        """Kill the whole process tree and release everything; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._backend._sessions.discard(self)
+            self._stop_worker()
+            if self._owns_workdir:
+                remove_tree(str(self.workdir))
+
+    def __enter__(self) -> NativeSession:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def process_ids(self) -> list[int]:
+        """Host pids of every process in the session's pid namespace (empty when none runs)."""
+        worker = self._worker
+        if worker is None:
+            return []
+        if not worker.private_pidns:
+            return _descendants(worker.pid)
+        return _processes_in_pid_namespace(worker.pidns)
+
+    def _watch_idle(self) -> None:
+        """Called by the backend's watchdog: between calls, enforce CPU and disk budgets."""
+        if not self._lock.acquire(blocking=False):
+            return  # a call is running and watches itself
+        try:
+            worker = self._worker
+            if worker is None or self._closed:
+                return
+            cpu = _process_cpu_seconds(worker.pid)
+            reason = ""
+            if cpu - self._idle_cpu_base > self._idle_cpu_budget:
+                reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
+            elif cpu > self._idle_cpu_seen and (
+                disk_usage(str(self.workdir), self._backend.artifact_limits)
+                > self._backend.disk_bytes
+            ):
+                reason = (
+                    f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes "
+                    f"or {self._backend.artifact_limits.max_entries_scanned} entries"
+                )
+            self._idle_cpu_seen = cpu
+            if reason:
+                self._kill(worker, verify=True)
+                self._discard(worker)
+                self._lost_reason = f"killed while idle: {reason}"
+        finally:
+            self._lock.release()
+
+    def upload(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
+
+        A bad name or a non-file in the way raises ``ConfigurationError``; a symlink or FIFO in
+        the way, ``OSError``."""
+        with self._lock:
+            upload_file(str(self.workdir), name, data, owner=self._uid)
+
+    def download(self, name: str) -> bytes:
+        """The bytes of regular file ``name`` in the workdir (capped by ``file_size_bytes``)."""
+        return download_file(str(self.workdir), name, self.limits.file_size_bytes)
+
+    # -- worker lifecycle ---------------------------------------------------------------------
+
+    def _give_workdir_to(self, uid: int) -> None:
+        """As root, hand the workdir tree to the session's uid.
+
+        Walks with directory descriptors opened ``O_NOFOLLOW``, so a directory swapped for a
+        symlink mid-walk cannot redirect a chown outside the workdir.
+        """
+        os.chown(self.workdir, uid, uid, follow_symlinks=False)
+        root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
+        finally:
+            os.close(root)
+
+    def _session_env(self) -> dict[str, str]:
+        tmp = str(self.workdir / TMP_DIR)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(self.workdir),
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        }
+        env.update(self.env)
+        return env
+
+    def _start_worker(self) -> _Worker:
+        template = self._backend._get_template()
+        host_end, child_end = socket.socketpair()
+        out_read, out_write = os.pipe2(os.O_CLOEXEC)
+        err_read, err_write = os.pipe2(os.O_CLOEXEC)
+        limits = self.limits
+        config = SessionConfig(
+            workdir=str(self.workdir),
+            env=self._session_env(),
+            memory_bytes=limits.memory_bytes,
+            cpu_seconds=limits.cpu_seconds,
+            file_size_bytes=limits.file_size_bytes,
+            max_processes=limits.max_processes,
+            max_open_files=limits.max_open_files,
+            executor=self._backend.executor,
+            imports=self.imports,
+            tool_names=self._tool_names,
+        )
+        try:
+            template.spawn([child_end.fileno(), out_write, err_write])
+        finally:
+            child_end.close()
+            os.close(out_write)
+            os.close(err_write)
+        host_end.settimeout(_STARTUP_SECONDS)
+        pidfd = -1
+        try:
+            message, fds = recv_frame_with_fds(host_end, max_fds=1)
+            try:
+                started = Started.from_message(message)
+                if len(fds) != 1:
+                    raise ProtocolError("a 'started' frame carries exactly the worker's pidfd")
+            except ProtocolError:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            pidfd = fds[0]
+            host_end.sendall(encode_frame(config.to_message()))
+            worker = _Worker(
+                pid=started.pid,
+                pidfd=pidfd,
+                pidns=started.pidns,
+                channel=host_end,
+                stdout=out_read,
+                stderr=err_read,
+            )
+        except (OSError, EOFError, ProtocolError, BackendError) as exc:
+            host_end.close()
+            os.close(out_read)
+            os.close(err_read)
+            if pidfd >= 0:
+                os.close(pidfd)
+            raise BackendError(f"could not start a native session: {exc}") from exc
+        try:
+            hello = Hello.from_message(recv_frame(host_end))
+        except (OSError, EOFError, ProtocolError) as exc:
+            self._kill(worker)
+            status = template.exit_status(worker.pid, timeout=1.0)
+            why, _code, _sig = _describe_death(status)
+            stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
+            worker.close_fds()
+            raise BackendError(
+                f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
+            ) from exc
+        host_end.settimeout(None)
+        worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
+        uid = started.uid
+        if os.geteuid() == 0 and uid is not None and uid > 0:
+            # Chosen by the template from the worker's pid, so unique on this machine while the
+            # session lives; no user code runs before the first request, so this is in time.
+            self._uid = uid
+            self._give_workdir_to(uid)
+        for fd in (out_read, err_read):
+            os.set_blocking(fd, False)
+        worker.layers = parse_layer_report(hello.layers)
+        missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
+        if missing:
+            self._kill(worker)
+            worker.close_fds()
+            reasons = "; ".join(f"{name}: {worker.layers[Layer(name)].detail}" for name in missing)
+            raise BackendUnavailable(
+                f"required confinement layers are unavailable: {reasons}. "
+                "Run `safeexec doctor` to see why, or drop them from `require`."
+            )
+        return worker
+
+    def _stop_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._kill(worker)
+            template = self._backend._template
+            if template is not None:
+                template.exit_status(worker.pid, timeout=0.5)
+            worker.close_fds()
+
+    def _kill(self, worker: _Worker, *, verify: bool = False) -> list[int]:
+        """SIGKILL the worker, whose pid namespace dies with it; ``verify`` checks that nothing
+        survived (and kills what did), at the price of a scan of /proc."""
+        if not worker.private_pidns:
+            # No namespace to take the tree down: stop everything below the worker first (so
+            # nothing forks away), then kill it all and the worker's process group.
+            tree = _descendants(worker.pid)
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in tree:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+            with contextlib.suppress(OSError):
+                os.killpg(worker.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+        poller = selectors.DefaultSelector()
+        poller.register(worker.pidfd, selectors.EVENT_READ)
+        poller.select(_KILL_WAIT_SECONDS)
+        poller.close()
+        survivors: list[int] = []
+        if verify and worker.private_pidns:
+            survivors = _processes_in_pid_namespace(worker.pidns)
+        for pid in survivors:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return survivors
+
+    # -- one call -------------------------------------------------------------------------------
+
+    def _run_on(self, worker: _Worker, request: ExecRequest) -> ExecResult:
+        limits = request.limits
+        call = _CallState(
+            stdout=HeadTailCapture(limits.output_bytes),
+            stderr=HeadTailCapture(limits.output_bytes),
+        )
+        artifact_limits = self._backend.artifact_limits
+        before = scan(str(self.workdir), artifact_limits)
+        started = time.monotonic()
+        deadline = started + limits.wall_seconds
+        cpu_start = _process_cpu_seconds(worker.pid)
+        try:
+            worker.channel.settimeout(max(0.001, limits.wall_seconds))
+            worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
+        except (OSError, ProtocolError):
+            call.died = True
+        if not call.died:
+            self._pump(
+                worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
+            )
+        wall = time.monotonic() - started
+        cpu_end = max(_process_cpu_seconds(worker.pid), call.cpu_seen)
+        self._idle_cpu_base = self._idle_cpu_seen = cpu_end
+        self._idle_cpu_budget = limits.cpu_seconds
+        cpu = max(0.0, cpu_end - cpu_start)
+        rss = _peak_rss_bytes(worker.pid)
+        settled = self._settle(worker, call, limits)
+        artifacts = collect_artifacts(
+            str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
+        )
+        return finish(
+            settled,
+            record=call.record,
+            stdout=call.stdout,
+            stderr=call.stderr,
+            limits=limits,
+            blobs=self.blobs,
+            artifacts=artifacts,
+            cpu_seconds=cpu,
+            wall_seconds=wall,
+            max_rss_bytes=rss,
+            state_lost=self._worker is None,
+        )
+
+    def _pump(
+        self,
+        worker: _Worker,
+        call: _CallState,
+        *,
+        deadline: float,
+        cpu_start: float,
+        cpu_limit: float,
+    ) -> None:
+        """Move bytes until the worker answers, dies, or overruns a limit (then kill it)."""
+        selector = selectors.DefaultSelector()
+        selector.register(worker.channel, selectors.EVENT_READ, "channel")
+        selector.register(worker.stdout, selectors.EVENT_READ, call.stdout)
+        selector.register(worker.stderr, selectors.EVENT_READ, call.stderr)
+        selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
+        next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
+        try:
+            while call.outcome is None and not call.died:
+                now = time.monotonic()
+                if now >= deadline:
+                    call.killed_for = "wall"
+                    break
+                for key, _mask in selector.select(min(deadline - now, _CPU_POLL_SECONDS)):
+                    if isinstance(key.data, HeadTailCapture):
+                        data = _read_some(key.fd)
+                        if data:
+                            key.data.feed(data)
+                        elif data is not None:
+                            selector.unregister(key.fd)
+                    elif key.data == "pidfd":
+                        call.died = True
+                    else:
+                        self._on_channel(worker, call, deadline)
+                        if call.killed_for:
+                            return
+                if time.monotonic() >= next_cpu_check:
+                    next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
+                    call.cpu_seen = _process_cpu_seconds(worker.pid)
+                    if call.cpu_seen - cpu_start > cpu_limit:
+                        call.killed_for = "cpu"
+                        break
+                if time.monotonic() >= next_disk_check:
+                    scan_started = time.monotonic()
+                    usage = disk_usage(str(self.workdir), self._backend.artifact_limits)
+                    if usage > self._backend.disk_bytes:
+                        call.killed_for = "disk"
+                        break
+                    # A big workdir is scanned less often: at most a tenth of the host's time.
+                    scanned_for = time.monotonic() - scan_started
+                    next_disk_check = time.monotonic() + max(_CPU_POLL_SECONDS, 10 * scanned_for)
+        finally:
+            selector.close()
+            # Output written before the answer is already in the pipes; take it, bounded.
+            for fd, stream in ((worker.stdout, call.stdout), (worker.stderr, call.stderr)):
+                stream_budget = stream.cap + 4 * _READ_CHUNK
+                while stream_budget > 0:
+                    data = _read_some(fd)
+                    if not data:
+                        break
+                    stream.feed(data)
+                    stream_budget -= len(data)
+
+    def _on_channel(self, worker: _Worker, call: _CallState, deadline: float) -> None:
+        try:
+            data = worker.channel.recv(_READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            call.died = True
+            return
+        try:
+            frames = [parse_worker_frame(frame) for frame in worker.decoder.feed(data)]
+        except ProtocolError:
+            call.killed_for = "protocol"
+            return
+        for frame in frames:
+            if isinstance(frame, Done):
+                call.outcome = frame
+            else:
+                self._answer_tool(worker, call, frame, deadline)
+                if call.killed_for or call.died:
+                    return
+
+    def _answer_tool(
+        self, worker: _Worker, call: _CallState, frame: ToolCall, deadline: float
+    ) -> None:
+        name = frame.name
+        if self.tools is None or name not in self._tool_names:
+            reply = Reply(ok=False, error=f"no tool named {name[:100]!r} is granted")
+        else:
+            answer = call_tool(self.tools, name, frame.arguments(), call.record)
+            reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
+        try:
+            body = encode_frame(reply.to_message())
+        except (TypeError, ValueError, ProtocolError):
+            failed = Reply(ok=False, error=f"tool {name[:100]!r} returned a value that is not JSON")
+            body = encode_frame(failed.to_message())
+        try:
+            worker.channel.settimeout(max(0.001, deadline - time.monotonic()))
+            worker.channel.sendall(body)
+        except TimeoutError:
+            call.killed_for = "wall"  # the code stopped reading its own replies
+        except OSError:
+            call.died = True  # the worker closed its end
+
+    def _settle(self, worker: _Worker, call: _CallState, limits: Limits) -> Settled:
+        """Decide how a finished call ended, killing and reaping the worker if it must go."""
+        record = call.record
+        if call.outcome is not None and not call.killed_for:
+            if call.outcome.ok:
+                return succeeded()
+            # The worker's own rlimit is what a MemoryError met, whatever the call asked for.
+            return raised(
+                call.outcome.error_type,
+                call.outcome.error_message,
+                limits=self.limits,
+                record=record,
+            )
+        template = self._backend._get_template()
+        if call.killed_for:
+            survivors = self._kill(worker, verify=True)
+            template.exit_status(worker.pid, timeout=1.0)
+            self._discard(worker)
+            tail = f"; killed {len(survivors)} leftover processes" if survivors else ""
+            if call.killed_for == "wall":
+                return timed_out("wall_seconds", limits=limits, record=record, detail=tail)
+            if call.killed_for == "cpu":
+                return timed_out("cpu_seconds", limits=limits, record=record, detail=tail)
+            if call.killed_for == "disk":
+                budget = self._backend.disk_bytes
+                record.limit_hit("disk_bytes", float(budget))
+                return Settled(
+                    status=ExecStatus.LIMIT_EXCEEDED,
+                    exit_code=None,
+                    message=f"killed: the workdir grew past its disk budget of {budget} bytes or "
+                    f"{self._backend.artifact_limits.max_entries_scanned} entries{tail}",
+                )
+            return Settled(
+                status=ExecStatus.KILLED,
+                exit_code=None,
+                message="killed: the worker broke the channel protocol",
+            )
+        status = template.exit_status(worker.pid, timeout=2.0)
+        self._kill(worker)
+        self._discard(worker)
+        message, code, number = _describe_death(status)
+        if number == signal.SIGSYS:
+            record.record(SyscallKilled(signal=number))
+        return Settled(
+            status=ExecStatus.KILLED if number is not None else ExecStatus.ERROR,
+            exit_code=code,
+            message=message,
+        )
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.close_fds()
+        if self._worker is worker:
+            self._worker = None
+            self._lost_state = True
+
+
+def _has_exited(pidfd: int) -> bool:
+    """A pidfd polls readable once its process has exited."""
+    poller = selectors.DefaultSelector()
+    try:
+        poller.register(pidfd, selectors.EVENT_READ)
+        return bool(poller.select(0))
+    finally:
+        poller.close()
+
+
+def _read_some(fd: int) -> bytes | None:
+    """Read what is available: bytes, ``b""`` at end of file, ``None`` if nothing right now."""
+    try:
+        return os.read(fd, _READ_CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _drain(fd: int, limit: int) -> bytes:
+    os.set_blocking(fd, False)
+    out = bytearray()
+    while len(out) < limit:
+        data = _read_some(fd)
+        if not data:
+            break
+        out += data
+    return bytes(out)

@@ -1,0 +1,134 @@
+"""The host-side client of the template process (zygote) that forks native sessions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from safeexec.errors import BackendUnavailable
+from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
+from safeexec.sandbox.protocol import Exit, Ready, Spawn, TemplateOptions
+
+_READ_CHUNK = 1 << 16
+_STARTUP_SECONDS = 30.0
+
+
+class _Template:
+    """Client of one zygote: spawns sessions and learns their exit statuses."""
+
+    def __init__(self, *, python: str, preload: tuple[str, ...], pool_size: int) -> None:
+        self._lock = threading.Lock()
+        self._statuses: dict[int, int] = {}
+        self._changed = threading.Condition()
+        host_end, child_end = socket.socketpair()
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",  # the template must stay single-threaded to fork safely
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": _template_cache_dir(),
+        }
+        options = TemplateOptions(preload=preload, pool_size=pool_size)
+        self._process = subprocess.Popen(
+            [
+                python,
+                "-I",
+                "-m",
+                "safeexec.sandbox.zygote",
+                str(child_end.fileno()),
+                options.to_argument(),
+            ],
+            env=env,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=[child_end.fileno()],
+            start_new_session=True,
+        )
+        child_end.close()
+        self._control = host_end
+        host_end.settimeout(_STARTUP_SECONDS)
+        try:
+            ready = Ready.from_message(recv_frame(host_end))
+        except (OSError, EOFError, ProtocolError) as exc:
+            self._process.kill()
+            raise BackendUnavailable(
+                f"the native template process did not start: {exc!r}; run `safeexec doctor`"
+            ) from exc
+        host_end.settimeout(None)
+        # The process that forks sessions (a child of the one we started, in its own pid ns).
+        self.pid = ready.pid
+        self.preloaded = ready.preloaded
+        self._reader = threading.Thread(
+            target=self._read_exits, name="safeexec-template", daemon=True
+        )
+        self._reader.start()
+
+    def _read_exits(self) -> None:
+        decoder = FrameDecoder(max_frame_bytes=4096)
+        while True:
+            try:
+                data = self._control.recv(_READ_CHUNK)
+                exits = [Exit.from_message(frame) for frame in decoder.feed(data)] if data else []
+            except (OSError, ProtocolError):
+                data = b""
+            if not data:
+                with self._changed:
+                    self._statuses[-1] = 0  # marks the template as gone
+                    self._changed.notify_all()
+                return
+            with self._changed:
+                for exited in exits:
+                    self._statuses[exited.pid] = exited.status
+                    if len(self._statuses) > 10_000:
+                        self._statuses.pop(next(iter(self._statuses)))
+                self._changed.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return -1 not in self._statuses and self._process.poll() is None
+
+    def spawn(self, fds: list[int]) -> None:
+        """Ask for a session on ``fds`` (channel, stdout, stderr). The session's config goes to
+        it over its own channel, never through the template: whatever the template reads stays
+        in its heap, which every later session inherits (a passed-through env secret would)."""
+        with self._lock:
+            send_frame_with_fds(self._control, Spawn().to_message(), fds)
+
+    def exit_status(self, pid: int, *, timeout: float) -> int | None:
+        """The wait status of a finished session process, once the template has reaped it."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while pid not in self._statuses:
+                left = deadline - time.monotonic()
+                if left <= 0 or -1 in self._statuses:
+                    return None
+                self._changed.wait(left)
+            return self._statuses.pop(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._control.shutdown(socket.SHUT_RDWR)
+        self._control.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def _template_cache_dir() -> str:
+    path = Path(tempfile.gettempdir()) / f"safeexec-template-{os.geteuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    if path.is_symlink() or path.stat().st_uid != os.geteuid():
+        raise BackendUnavailable(f"template cache dir={str(path)!r} is not ours; remove it")
+    return str(path)

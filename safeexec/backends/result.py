@@ -1,0 +1,150 @@
+"""Turning a finished call into an :class:`~safeexec.model.ExecResult`, for every backend.
+
+A backend measures a call (its output, its CPU and wall time, what its code raised or why it was
+killed); this module says what the measurements mean, the same way for every mode: which status
+and message a timeout or a ``MemoryError`` gets, which ``LimitHit`` events go with them, how tool
+calls are run and counted (the gateway caps how many tool events a step keeps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from safeexec.backends.base import ToolGateway
+from safeexec.backends.capping import HeadTailCapture
+from safeexec.blobs import BlobStore
+from safeexec.capabilities import ToolReply
+from safeexec.codec import JSONValue
+from safeexec.model import (
+    Artifact,
+    ExecResult,
+    ExecStatus,
+    ExecutionEvent,
+    LimitHit,
+    Limits,
+    Usage,
+)
+
+__all__ = [
+    "CallRecord",
+    "Settled",
+    "call_tool",
+    "finish",
+    "raised",
+    "succeeded",
+    "timed_out",
+]
+
+@dataclass(slots=True)
+class CallRecord:
+    """The events and tool calls of one call in progress."""
+
+    events: list[ExecutionEvent] = field(default_factory=list)
+    tool_calls: int = 0
+
+    def record(self, event: ExecutionEvent) -> None:
+        """Keep an event of the call (the tool gateway already caps a step's tool events)."""
+        self.events.append(event)
+
+    def limit_hit(self, limit: str, value: float) -> None:
+        """Record that the call reached ``limit`` (a ``Limits`` field name or a backend's own)."""
+        self.events.append(LimitHit(limit=limit, value=value))
+
+
+def call_tool(
+    gateway: ToolGateway, name: str, arguments: JSONValue, record: CallRecord
+) -> ToolReply:
+    """Run one tool call through ``gateway``, counted and recorded; never raises."""
+    record.tool_calls += 1
+    try:
+        reply = gateway.invoke(name, arguments)
+    except Exception as exc:  # a gateway must not raise; fail closed for the code
+        return ToolReply(ok=False, error=f"tool {name!r} failed: {type(exc).__name__}")
+    if reply.event is not None:
+        record.record(reply.event)
+    return reply
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settled:
+    """How a call ended: its status, exit code and a one-line message (empty when it ran fine)."""
+
+    status: ExecStatus
+    exit_code: int | None
+    message: str = ""
+
+
+def succeeded() -> Settled:
+    """The code ran to its end."""
+    return Settled(status=ExecStatus.OK, exit_code=0)
+
+
+def raised(kind: str, text: str, *, limits: Limits, record: CallRecord) -> Settled:
+    """The code raised ``kind`` with message ``text``; a ``MemoryError`` is the memory limit."""
+    if kind == "MemoryError":
+        record.limit_hit("memory_bytes", float(limits.memory_bytes))
+        return Settled(
+            status=ExecStatus.LIMIT_EXCEEDED,
+            exit_code=1,
+            message=f"MemoryError: {text}".rstrip(": "),
+        )
+    return Settled(
+        status=ExecStatus.ERROR, exit_code=1, message=f"{kind}: {text}" if text else kind
+    )
+
+
+def timed_out(
+    limit: Literal["wall_seconds", "cpu_seconds"],
+    *,
+    limits: Limits,
+    record: CallRecord,
+    detail: str = "",
+) -> Settled:
+    """The call was stopped at its wall or CPU time limit; ``detail`` is appended to the message."""
+    seconds = limits.wall_seconds if limit == "wall_seconds" else limits.cpu_seconds
+    record.limit_hit(limit, seconds)
+    kind = "wall" if limit == "wall_seconds" else "cpu"
+    return Settled(
+        status=ExecStatus.TIMEOUT,
+        exit_code=None,
+        message=f"{kind} timeout after {seconds:g} s{detail}",
+    )
+
+
+def finish(
+    settled: Settled,
+    *,
+    record: CallRecord,
+    stdout: HeadTailCapture,
+    stderr: HeadTailCapture,
+    limits: Limits,
+    blobs: BlobStore,
+    artifacts: tuple[Artifact, ...],
+    cpu_seconds: float,
+    wall_seconds: float,
+    max_rss_bytes: int = 0,
+    state_lost: bool = False,
+) -> ExecResult:
+    """The result of a finished call: output stored as blobs, the output-cap event added."""
+    truncated = stdout.truncated or stderr.truncated
+    if truncated:
+        record.limit_hit("output_bytes", float(limits.output_bytes))
+    return ExecResult(
+        status=settled.status,
+        exit_code=settled.exit_code,
+        stdout=blobs.put(stdout.value()),
+        stderr=blobs.put(stderr.value()),
+        truncated=truncated,
+        artifacts=artifacts,
+        events=tuple(record.events),
+        usage=Usage(
+            cpu_seconds=round(cpu_seconds, 3),
+            wall_seconds=round(wall_seconds, 6),
+            max_rss_bytes=max_rss_bytes,
+            output_bytes=stdout.total + stderr.total,
+            tool_calls=record.tool_calls,
+        ),
+        message=settled.message,
+        state_lost=state_lost,
+    )

@@ -1,0 +1,477 @@
+"""The one definition of what host, template and worker say to each other.
+
+Every frame on the three channels is a JSON object with an ``op`` (see :class:`Op`) and is built
+and parsed here, by both ends: the sender calls ``to_message()``, the receiver
+``Frame.from_message()``, which raises :class:`~safeexec.sandbox.channel.ProtocolError` for an
+unexpected operation or a field of the wrong type. The host reads the worker's frames as
+untrusted input (the code owns that process), so nothing here trusts a field it did not check.
+
+Channels and the frames on them, in the order they are sent:
+
+* host → template (command line): :class:`TemplateOptions`;
+* host ↔ template (control socket): ``ready`` (template, once), ``spawn`` (host, with the
+  session's channel, stdout and stderr descriptors), ``exit`` (template, per reaped session);
+* template → session process (its pool socket): ``claim`` (with the host's descriptors);
+* host → layer probe (command line, ``safeexec doctor`` only): :class:`ProbeOptions`, and the
+  probe's last output line back: :class:`ProbeVerdict`;
+* host ↔ session (the session's channel): ``started`` (template, with the worker's pidfd),
+  ``config`` (host: :class:`SessionConfig`), ``hello`` (worker, its layer report), then per call
+  ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host), and ``done``
+  (worker).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, TypeVar, cast
+
+from safeexec.codec import JSONValue
+from safeexec.sandbox.channel import ProtocolError
+
+__all__ = [
+    "Claim",
+    "Done",
+    "Exit",
+    "Hello",
+    "Op",
+    "ProbeOptions",
+    "ProbeVerdict",
+    "Ready",
+    "Reply",
+    "Run",
+    "SessionConfig",
+    "Spawn",
+    "Started",
+    "TemplateOptions",
+    "ToolCall",
+    "parse_worker_frame",
+]
+
+_MAX_ERROR_TYPE_CHARS = 200
+_MAX_ERROR_MESSAGE_CHARS = 2000
+
+
+class Op(StrEnum):
+    """Every operation a frame can carry."""
+
+    READY = "ready"
+    SPAWN = "spawn"
+    EXIT = "exit"
+    CLAIM = "claim"
+    STARTED = "started"
+    CONFIG = "config"
+    HELLO = "hello"
+    RUN = "run"
+    TOOL = "tool"
+    REPLY = "reply"
+    DONE = "done"
+
+
+_T = TypeVar("_T")
+
+
+def _expect_op(message: Mapping[str, object], op: Op) -> None:
+    got = message.get("op")
+    if got != op.value:
+        raise ProtocolError(f"expected a {op.value!r} frame, got op={str(got)[:50]!r}")
+
+
+def _field(message: Mapping[str, object], name: str, kind: type[_T]) -> _T:
+    value = message.get(name)
+    # bool is an int subclass: a count or a pid must not be True.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ProtocolError(f"frame field {name!r} is not a {kind.__name__}")
+    return value
+
+
+def _optional_int(message: Mapping[str, object], name: str) -> int | None:
+    return None if message.get(name) is None else _field(message, name, int)
+
+
+def _strings(message: Mapping[str, object], name: str) -> tuple[str, ...]:
+    values = message.get(name, [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ProtocolError(f"frame field {name!r} is not a list of strings")
+    return tuple(values)
+
+
+def _string_map(message: Mapping[str, object], name: str) -> dict[str, str]:
+    values = message.get(name, {})
+    if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+        raise ProtocolError(f"frame field {name!r} is not an object of strings")
+    return dict(values)
+
+
+# -- host ↔ template ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TemplateOptions:
+    """How the host starts the template: the command-line argument after the control fd."""
+
+    preload: tuple[str, ...] = ()  # modules imported once, shared by every session
+    pool_size: int = 0  # session processes kept forked ahead
+
+    def to_argument(self) -> str:
+        return json.dumps({"preload": list(self.preload), "pool_size": self.pool_size})
+
+    @classmethod
+    def from_argument(cls, text: str) -> TemplateOptions:
+        message = _json_object(text, "template options")
+        return cls(
+            preload=_strings(message, "preload"),
+            pool_size=max(0, _field(message, "pool_size", int)),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ready:
+    """The template is serving: its pid as the host sees it, and what it preloaded."""
+
+    op: ClassVar[Op] = Op.READY
+    pid: int
+    preloaded: tuple[str, ...] = ()
+    failed: Mapping[str, str] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, object]:
+        return {
+            "op": self.op.value,
+            "pid": self.pid,
+            "preloaded": list(self.preloaded),
+            "failed": dict(self.failed),
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Ready:
+        _expect_op(message, cls.op)
+        return cls(
+            pid=_field(message, "pid", int),
+            preloaded=_strings(message, "preloaded"),
+            failed=_string_map(message, "failed"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spawn:
+    """Host to template: start a session on the three descriptors attached to this frame."""
+
+    op: ClassVar[Op] = Op.SPAWN
+    fds: ClassVar[int] = 3  # the session's channel, stdout and stderr
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Spawn:
+        _expect_op(message, cls.op)
+        return cls()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Exit:
+    """Template to host: a session process it reaped, with its wait status."""
+
+    op: ClassVar[Op] = Op.EXIT
+    pid: int
+    status: int
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "pid": self.pid, "status": self.status}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Exit:
+        _expect_op(message, cls.op)
+        return cls(pid=_field(message, "pid", int), status=_field(message, "status", int))
+
+
+# -- template → session process ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """Template to a pooled session process: serve the host on the attached descriptors.
+
+    ``uid``/``gid`` are set when the host runs as root: the unprivileged identity to become.
+    """
+
+    op: ClassVar[Op] = Op.CLAIM
+    uid: int | None = None
+    gid: int | None = None
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "uid": self.uid, "gid": self.gid}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Claim:
+        _expect_op(message, cls.op)
+        return cls(uid=_optional_int(message, "uid"), gid=_optional_int(message, "gid"))
+
+
+# -- host ↔ session ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Started:
+    """Template to host, first on a session's channel, with the worker's pidfd attached."""
+
+    op: ClassVar[Op] = Op.STARTED
+    pid: int  # as the host sees it
+    pidns: int  # the inode of the worker's pid namespace
+    uid: int | None = None  # the session's own uid on a root host
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "pid": self.pid, "pidns": self.pidns, "uid": self.uid}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Started:
+        _expect_op(message, cls.op)
+        return cls(
+            pid=_field(message, "pid", int),
+            pidns=_field(message, "pidns", int),
+            uid=_optional_int(message, "uid"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionConfig:
+    """What the host asks of one session: built on the host, read by the session process.
+
+    Sent straight to the session on its own channel, never through the template (whatever the
+    template reads stays in the heap every later session inherits). The limits here are the
+    session's rlimits, fixed for its life; per-call limits travel with each request.
+    """
+
+    workdir: str
+    env: Mapping[str, str]
+    memory_bytes: int
+    cpu_seconds: float
+    file_size_bytes: int
+    max_processes: int
+    max_open_files: int
+    executor: str = "python"
+    imports: tuple[str, ...] = ()
+    tool_names: tuple[str, ...] = ()
+
+    def to_message(self) -> dict[str, object]:
+        """The ``config`` frame."""
+        return {
+            "op": Op.CONFIG.value,
+            "workdir": self.workdir,
+            "env": dict(self.env),
+            "memory_bytes": self.memory_bytes,
+            "cpu_seconds": self.cpu_seconds,
+            "file_size_bytes": self.file_size_bytes,
+            "max_processes": self.max_processes,
+            "max_open_files": self.max_open_files,
+            "executor": self.executor,
+            "imports": list(self.imports),
+            "tool_names": list(self.tool_names),
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> SessionConfig:
+        """Parse a ``config`` frame; ``ProtocolError`` if it is anything else."""
+        _expect_op(message, Op.CONFIG)
+        cpu = message.get("cpu_seconds")
+        if isinstance(cpu, bool) or not isinstance(cpu, int | float):
+            raise ProtocolError("frame field 'cpu_seconds' is not a number")
+        return cls(
+            workdir=_field(message, "workdir", str),
+            env=_string_map(message, "env"),
+            memory_bytes=_field(message, "memory_bytes", int),
+            cpu_seconds=float(cpu),
+            file_size_bytes=_field(message, "file_size_bytes", int),
+            max_processes=_field(message, "max_processes", int),
+            max_open_files=_field(message, "max_open_files", int),
+            executor=_field(message, "executor", str),
+            imports=_strings(message, "imports"),
+            tool_names=_strings(message, "tool_names"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hello:
+    """Worker to host once confined: the layer report (checked by the host, see ``layers``)."""
+
+    op: ClassVar[Op] = Op.HELLO
+    layers: Mapping[str, object]
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "layers": dict(self.layers)}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Hello:
+        _expect_op(message, cls.op)
+        return cls(layers=_field(message, "layers", dict))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+    """Host to worker: run one cell."""
+
+    op: ClassVar[Op] = Op.RUN
+    code: str
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "code": self.code}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Run:
+        _expect_op(message, cls.op)
+        return cls(code=_field(message, "code", str))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """Worker to host mid-run: call granted tool ``name``; answered by one :class:`Reply`."""
+
+    op: ClassVar[Op] = Op.TOOL
+    name: str
+    args: tuple[JSONValue, ...] = ()
+    kwargs: Mapping[str, JSONValue] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, object]:
+        return {
+            "op": self.op.value,
+            "name": self.name,
+            "args": {"args": list(self.args), "kwargs": dict(self.kwargs)},
+        }
+
+    def arguments(self) -> JSONValue:
+        """The arguments as the tool gateway takes them."""
+        return {"args": list(self.args), "kwargs": dict(self.kwargs)}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> ToolCall:
+        _expect_op(message, cls.op)
+        arguments = _field(message, "args", dict)
+        args, kwargs = arguments.get("args", []), arguments.get("kwargs", {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise ProtocolError("tool arguments must be {'args': [...], 'kwargs': {...}}")
+        return cls(name=_field(message, "name", str), args=tuple(args), kwargs=kwargs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """Host to worker: the answer to one :class:`ToolCall`."""
+
+    op: ClassVar[Op] = Op.REPLY
+    ok: bool
+    value: JSONValue = None
+    error: str = ""
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "ok": self.ok, "value": self.value, "error": self.error}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Reply:
+        _expect_op(message, cls.op)
+        return cls(
+            ok=_field(message, "ok", bool),
+            value=cast(JSONValue, message.get("value")),  # decoded JSON is a JSONValue
+            error=_field(message, "error", str),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Done:
+    """Worker to host: the cell finished; if it raised, the exception's type and message."""
+
+    op: ClassVar[Op] = Op.DONE
+    ok: bool
+    error_type: str = ""
+    error_message: str = ""
+
+    def to_message(self) -> dict[str, object]:
+        message: dict[str, object] = {"op": self.op.value, "ok": self.ok}
+        if not self.ok:
+            message["error"] = {
+                "type": self.error_type[:_MAX_ERROR_TYPE_CHARS],
+                "message": self.error_message[:_MAX_ERROR_MESSAGE_CHARS],
+            }
+        return message
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Done:
+        _expect_op(message, cls.op)
+        ok = _field(message, "ok", bool)
+        if ok:
+            return cls(ok=True)
+        error = _field(message, "error", dict)
+        return cls(
+            ok=False,
+            error_type=_field(error, "type", str)[:_MAX_ERROR_TYPE_CHARS] or "Error",
+            error_message=_field(error, "message", str)[:_MAX_ERROR_MESSAGE_CHARS],
+        )
+
+
+# -- host → layer probe (``safeexec doctor``) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeOptions:
+    """What a single-layer probe (``safeexec.sandbox.probe``) tries to reach: its argument."""
+
+    read_only: tuple[str, ...]  # the runtime paths Landlock leaves readable
+    canary_file: str  # a world-readable file outside them
+    port: int  # a listening loopback TCP port of the host
+    host_pid: int  # a process outside the probe's Landlock domain
+
+    def to_argument(self) -> str:
+        return json.dumps(
+            {
+                "read_only": list(self.read_only),
+                "canary_file": self.canary_file,
+                "port": self.port,
+                "host_pid": self.host_pid,
+            }
+        )
+
+    @classmethod
+    def from_argument(cls, text: str) -> ProbeOptions:
+        message = _json_object(text, "probe options")
+        return cls(
+            read_only=_strings(message, "read_only"),
+            canary_file=_field(message, "canary_file", str),
+            port=_field(message, "port", int),
+            host_pid=_field(message, "host_pid", int),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeVerdict:
+    """What a probe prints as its last line: did the layer block what it tried, and how."""
+
+    blocked: bool
+    detail: str
+
+    def to_line(self) -> str:
+        return json.dumps({"blocked": self.blocked, "detail": self.detail})
+
+    @classmethod
+    def from_line(cls, text: str) -> ProbeVerdict:
+        message = _json_object(text, "probe verdict")
+        return cls(blocked=_field(message, "blocked", bool), detail=_field(message, "detail", str))
+
+
+def _json_object(text: str, what: str) -> dict[str, object]:
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"the {what} are not JSON") from None
+    if not isinstance(message, dict):
+        raise ProtocolError(f"the {what} are not a JSON object")
+    return message
+
+
+def parse_worker_frame(message: Mapping[str, object]) -> Done | ToolCall:
+    """A frame from a running cell: ``done`` or ``tool``; anything else is a ``ProtocolError``."""
+    op = message.get("op")
+    if op == Op.DONE.value:
+        return Done.from_message(message)
+    if op == Op.TOOL.value:
+        return ToolCall.from_message(message)
+    raise ProtocolError(f"a running cell may send 'done' or 'tool', not op={str(op)[:50]!r}")

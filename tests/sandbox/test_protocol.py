@@ -1,0 +1,146 @@
+"""The host↔worker protocol: one definition per frame, strict on what it reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import safeexec
+from safeexec.sandbox.channel import ProtocolError, decode_body, encode_frame
+from safeexec.sandbox.protocol import (
+    Claim,
+    Done,
+    Exit,
+    Hello,
+    Op,
+    ProbeOptions,
+    ProbeVerdict,
+    Ready,
+    Reply,
+    Run,
+    SessionConfig,
+    Spawn,
+    Started,
+    TemplateOptions,
+    ToolCall,
+    parse_worker_frame,
+)
+
+CONFIG = SessionConfig(
+    workdir="/w",
+    env={"PATH": "/usr/bin"},
+    memory_bytes=1 << 30,
+    cpu_seconds=2.5,
+    file_size_bytes=1 << 20,
+    max_processes=16,
+    max_open_files=64,
+    executor="restricted",
+    imports=("math",),
+    tool_names=("fetch",),
+)
+FRAMES = [
+    Ready(pid=7, preloaded=("numpy",), failed={"scipy": "ImportError"}),
+    Spawn(),
+    Exit(pid=7, status=9),
+    Claim(uid=1600000007, gid=1600000007),
+    Claim(),
+    Started(pid=7, pidns=4026531836, uid=None),
+    CONFIG,
+    Hello(layers={"seccomp": {"active": True, "detail": "x"}}),
+    Run(code="print(1)"),
+    ToolCall(name="fetch", args=("a", 1), kwargs={"k": [True, None]}),
+    Reply(ok=False, error="refused"),
+    Done(ok=True),
+    Done(ok=False, error_type="KeyError", error_message="'x'"),
+]
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: type(f).__name__)
+def test_every_frame_survives_the_wire_unchanged(frame: object) -> None:
+    message = frame.to_message()  # type: ignore[attr-defined]
+    wire = decode_body(encode_frame(message)[4:])
+    assert type(frame).from_message(wire) == frame  # type: ignore[attr-defined]
+
+
+def test_every_operation_has_a_frame() -> None:
+    ops = {frame.to_message()["op"] for frame in FRAMES}  # type: ignore[attr-defined]
+    assert ops == {op.value for op in Op}
+
+
+def test_probe_options_and_verdicts_round_trip_and_reject_junk() -> None:
+    options = ProbeOptions(read_only=("/usr",), canary_file="/tmp/c", port=4242, host_pid=9)
+    assert ProbeOptions.from_argument(options.to_argument()) == options
+    verdict = ProbeVerdict(blocked=True, detail="EACCES")
+    assert ProbeVerdict.from_line(verdict.to_line()) == verdict
+    with pytest.raises(ProtocolError):
+        ProbeOptions.from_argument('{"read_only": [], "canary_file": "/c", "port": "1"}')
+    with pytest.raises(ProtocolError):
+        ProbeVerdict.from_line('{"blocked": 1, "detail": ""}')  # 1 is not a verdict
+
+
+def test_template_options_round_trip_and_reject_junk() -> None:
+    options = TemplateOptions(preload=("numpy",), pool_size=4)
+    assert TemplateOptions.from_argument(options.to_argument()) == options
+    for junk in ("[]", "{not json", '{"preload": "numpy", "pool_size": 1}', '{"preload": []}'):
+        with pytest.raises(ProtocolError):
+            TemplateOptions.from_argument(junk)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"op": "spawn"},
+        {"op": "run", "code": "1"},
+        {"op": "nonsense"},
+        {},
+        {"op": "done"},
+        {"op": "done", "ok": "yes"},
+        {"op": "done", "ok": False},
+        {"op": "done", "ok": False, "error": "boom"},
+        {"op": "done", "ok": False, "error": {"type": 1, "message": ""}},
+        {"op": "tool", "name": 3, "args": {"args": [], "kwargs": {}}},
+        {"op": "tool", "name": "t", "args": [1, 2]},
+        {"op": "tool", "name": "t", "args": {"args": {}, "kwargs": {}}},
+        {"op": "tool", "name": "t", "args": {"args": [], "kwargs": []}},
+    ],
+)
+def test_a_running_cell_may_send_only_well_formed_done_and_tool(message: dict[str, object]) -> None:
+    with pytest.raises(ProtocolError):
+        parse_worker_frame(message)
+
+
+def test_wrong_field_types_are_protocol_errors() -> None:
+    with pytest.raises(ProtocolError, match="'pid'"):
+        Started.from_message({"op": "started", "pid": True, "pidns": 1})
+    with pytest.raises(ProtocolError, match="'pid'"):
+        Exit.from_message({"op": "exit", "pid": "7", "status": 0})
+    with pytest.raises(ProtocolError, match="expected a 'config' frame"):
+        SessionConfig.from_message({**CONFIG.to_message(), "op": "run"})
+    with pytest.raises(ProtocolError, match="'env'"):
+        SessionConfig.from_message({**CONFIG.to_message(), "env": {"A": 1}})
+    with pytest.raises(ProtocolError, match="'cpu_seconds'"):
+        SessionConfig.from_message({**CONFIG.to_message(), "cpu_seconds": True})
+    with pytest.raises(ProtocolError, match="'layers'"):
+        Hello.from_message({"op": "hello", "layers": []})
+
+
+def test_an_error_report_is_bounded_on_both_ends() -> None:
+    sent = Done(ok=False, error_type="E" * 10_000, error_message="m" * 10_000).to_message()
+    forged = {"op": "done", "ok": False, "error": {"type": "E" * 10_000, "message": "m" * 10_000}}
+    for message in (sent, forged):
+        done = Done.from_message(message)
+        assert (len(done.error_type), len(done.error_message)) == (200, 2000)
+
+
+def test_no_module_builds_a_frame_by_hand() -> None:
+    # The wire is defined once: any other module naming an "op" key is a second definition.
+    package = Path(safeexec.__file__).parent
+    pattern = re.compile(r"""["']op["']\s*[:\]]|\.get\(\s*["']op["']""")
+    offenders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name != "protocol.py" and pattern.search(path.read_text())
+    ]
+    assert offenders == []

@@ -1,0 +1,52 @@
+"""The slow marker follows the directory: escapes, compat and conformance leave the fast lane."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+@dataclass
+class _Item:
+    path: Path
+    markers: list[str] = field(default_factory=list)
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.markers.append(marker.name)
+
+
+def _lanes_hook() -> Callable[..., None]:
+    spec = importlib.util.spec_from_file_location("tests_root_conftest", TESTS / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    hook: Callable[..., None] = module.pytest_collection_modifyitems
+    return hook
+
+
+def test_tests_under_the_slow_suites_are_marked_slow(request: pytest.FixtureRequest) -> None:
+    hook = _lanes_hook()
+    items = [
+        _Item(TESTS / suite / "test_x.py")
+        for suite in ("escapes", "compat", "conformance", "analysis", "policy")
+    ]
+    items.append(_Item(TESTS / "test_escapes_named_like_a_suite.py"))
+    hook(request.config, items)
+    assert [item.markers for item in items] == [["slow"]] * 3 + [[]] * 3
+
+
+def test_every_collected_test_is_in_the_lane_of_its_directory(
+    request: pytest.FixtureRequest,
+) -> None:
+    items = request.session.items
+    assert request.node in items
+    for item in items:
+        suite = Path(item.path).resolve().relative_to(TESTS).parts[0]
+        slow = item.get_closest_marker("slow") is not None
+        assert slow == (suite in ("escapes", "compat", "conformance")), item.nodeid
