@@ -106,6 +106,10 @@ def default_backend(name: str) -> Backend:
             from safeexec.backends.restricted import RestrictedBackend
 
             return RestrictedBackend()
+        if name == "restricted-inprocess":
+            from safeexec.backends.restricted import InProcessRestrictedBackend
+
+            return InProcessRestrictedBackend()
         if name == "fake":
             from safeexec.backends.fake import FakeBackend, not_executed
 
@@ -116,7 +120,8 @@ def default_backend(name: str) -> Backend:
             "install the missing piece or choose another mode"
         ) from exc
     raise BackendUnavailable(
-        f"no backend named name={name!r}; choose one of 'native', 'restricted', 'fake' "
+        f"no backend named name={name!r}; choose one of 'native', 'restricted', "
+        "'restricted-inprocess', 'fake' "
         "or pass backends={...} to Session"
     )
 

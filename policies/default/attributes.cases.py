@@ -197,3 +197,23 @@ print(math, dir(json))  # ok: SX410
 m = math  # ok: SX410
 print(m.pi, math.sqrt(4), getattr(json, "dumps")([1]))  # ok: SX410
 math  # ok: SX410
+
+# SX411: attribute names as data, passed into calls.
+import enum
+import statistics
+
+
+def _probe():
+    pass
+
+
+functools.wraps(statistics.mean, updated=("__globals__",))(_probe)  # expect: SX411
+functools.wraps(statistics.mean, ("__module__",), ["__dict__", "__code__"])  # expect: SX411
+functools.partial(print, "__class__")  # expect: SX411
+print("__glo" + "bals__")  # expect: SX411
+Color = enum.Enum("Color", "RED")
+functools.reduce(getattr, ["_convert_"], Color)  # expect: SX303, SX411
+sorted(["a"], key=len)  # ok: SX411
+record = {"_id": 1}
+print(record.get("_id"), "_private")  # ok: SX411
+functools.wraps(statistics.mean)(_probe)  # ok: SX411

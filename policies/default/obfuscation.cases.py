@@ -3,13 +3,13 @@
 # case: getattr passed around instead of called
 import functools, operator
 g = getattr  # expect: SX303
-g((), "__class__")
+g((), "__class__")  # expect: SX411
 peek = functools.partial(getattr, ())  # expect: SX303
-peek("__class__")
+peek("__class__")  # expect: SX411
 
 # case: vars()/globals() lookups of names
 vars()["__builtins__"]  # expect: SX302, SX401
-globals().get("__builtins__")  # expect: SX302
+globals().get("__builtins__")  # expect: SX302, SX411
 
 # case: the subclass walk spread over helper functions and a walrus
 def base(o):

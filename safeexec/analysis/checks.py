@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
@@ -649,6 +650,42 @@ def _string_annotation_code(ctx: ScanContext) -> Iterator[CheckHit]:
         if _string_is_code(str(node.value)):
             text = clip_text(str(node.value))
             yield CheckHit(node=node, fields={"annotation": text}, evidence=text)
+
+
+# A dunder (``__globals__``) or a sunder helper (``_convert_``): names only attribute machinery
+# uses. Single-underscore data keys (``"_id"``) are ordinary and not matched.
+_ATTRIBUTE_NAME_TEXT = re.compile(r"^(__[A-Za-z0-9_]+__|_[A-Za-z0-9][A-Za-z0-9_]*_)$")
+
+
+def _argument_elements(node: ast.expr) -> Iterator[ast.expr]:
+    """An argument, or every element of a tuple/list/set literal it is (nested too)."""
+    if isinstance(node, ast.Starred):
+        yield from _argument_elements(node.value)
+    elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+        for element in node.elts:
+            yield from _argument_elements(element)
+    else:
+        yield node
+
+
+@_register("attribute-name-argument")
+def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
+    """A string naming a dunder or a private helper, passed to a call (alone or in a literal)."""
+    for site in ctx.calls:
+        arguments = [*site.node.args, *(k.value for k in site.node.keywords)]
+        if site.callee is not None and site.callee in ATTRIBUTE_FUNCTIONS:
+            # getattr-like name arguments are SX401's (folded names) and SX303's (unfoldable).
+            index = ATTRIBUTE_FUNCTIONS[site.callee]
+            names = site.node.args if index is None else site.node.args[index : index + 1]
+            arguments = [a for a in arguments if all(a is not n for n in names)]
+        for argument in arguments:
+            for element in _argument_elements(argument):
+                text = ctx.folder.fold(element)
+                if text is not None and _ATTRIBUTE_NAME_TEXT.match(text):
+                    callee = site.callee or "a call"
+                    yield CheckHit(
+                        node=element, fields={"name": text, "function": callee}, evidence=text
+                    )
 
 
 REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(_registry)

@@ -71,7 +71,33 @@ from safeexec.model import (
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
 
-__all__ = ["InProcessRestrictedSession", "RestrictedBackend"]
+__all__ = [
+    "InProcessRestrictedBackend",
+    "InProcessRestrictedSession",
+    "RestrictedBackend",
+    "in_process_gaps",
+]
+
+# What the in-process mode does not protect against (``safeexec doctor`` prints this list).
+_IN_PROCESS_GAPS = (
+    "the restricted runtime is the only wall: a RestrictedPython or guard bug is a host compromise",
+    "single C operations run to the end: 'x' * 10**10, math.factorial(10**8), huge sorted() or "
+    "big-integer arithmetic (only re is time-limited, on the regex engine)",
+    "memory is watched, not bounded: one huge allocation happens before the watchdog sees it, "
+    "and other host threads' allocations count too",
+    "file sizes and disk use in the workdir are not bounded; open() is confined by path checks "
+    "only, as the host's own uid",
+    "no confinement layer (namespaces, Landlock, seccomp, rlimits) can be required",
+    "deep nesting (hashing a million-deep tuple) overflows the C stack and kills the host process",
+    "library code written in Python (difflib, statistics) runs without budget ticks between its "
+    "own loop steps",
+)
+
+
+def in_process_gaps() -> tuple[str, ...]:
+    """What ``restricted-inprocess`` does not protect against, one sentence each."""
+    return _IN_PROCESS_GAPS
+
 
 _WATCHDOG_SECONDS = 0.005
 # Artifacts are read into the host process: a smaller total than the worker's.
@@ -130,6 +156,16 @@ class RestrictedBackend:
         return InProcessRestrictedSession(
             spec, operations_per_cpu_second=self.operations_per_cpu_second
         )
+
+
+class InProcessRestrictedBackend(RestrictedBackend):
+    """``restricted-inprocess``: restricted Python in the host process (see
+    :func:`in_process_gaps`); a pack must name it in ``[backends] allowed``; never a default."""
+
+    name: ClassVar[str] = "restricted-inprocess"
+
+    def __init__(self, *, operations_per_cpu_second: int = 100_000_000) -> None:
+        super().__init__(in_process=True, operations_per_cpu_second=operations_per_cpu_second)
 
 
 class _Watchdog:
@@ -218,7 +254,14 @@ class InProcessRestrictedSession:
         stdout, stderr = CappedText(limits.output_bytes), CappedText(limits.output_bytes)
         self._executor.set_sink(stdout)
         record = self._record = CallRecord()
-        budget = OperationBudget(max(1, int(limits.cpu_seconds * self._rate)))
+        seconds = min(limits.cpu_seconds, limits.wall_seconds)
+        budget = OperationBudget(
+            max(1, int(limits.cpu_seconds * self._rate)),
+            deadline=time.monotonic() + seconds,
+            deadline_reason="cpu_seconds"
+            if limits.cpu_seconds <= limits.wall_seconds
+            else "wall_seconds",
+        )
         self._budget = budget
         before = scan(str(self.workdir), _ARTIFACT_LIMITS)
         error: BaseException | None = None

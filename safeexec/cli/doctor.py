@@ -8,15 +8,28 @@ from typing import Annotated
 import typer
 
 from safeexec.backends.native import diagnose
+from safeexec.backends.restricted import in_process_gaps
+from safeexec.policy import load_policy, shipped_packs
+from safeexec.sandbox.restricted.reachability import CrawlReport, crawl_modes
 
 __all__ = ["doctor"]
 
 
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    reachability: Annotated[
+        bool,
+        typer.Option(
+            "--reachability", help="Also crawl what restricted code can reach, for every pack."
+        ),
+    ] = False,
 ) -> None:
-    """Report each layer (supported, active, self-test) and exit 1 if any fails open."""
+    """Report each layer (supported, active, self-test) and exit 1 if any fails open; list what
+    ``restricted-inprocess`` does not stop; ``--reachability`` proves the restricted guards."""
     report = diagnose()
+    crawled = _crawl_packs() if reachability else []
+    reached = [f"{pack}: {r.kind} via {r.path}" for pack, c in crawled for r in c.reached]
+    ok = report.ok and not reached
     if as_json:
         rows = [
             {
@@ -28,7 +41,14 @@ def doctor(
             }
             for check in report.checks
         ]
-        typer.echo(json.dumps({"ok": report.ok, "layers": rows}, indent=2))
+        document = {
+            "ok": ok,
+            "layers": rows,
+            "restricted_inprocess_does_not_protect_against": list(in_process_gaps()),
+        }
+        if reachability:
+            document["restricted_reachable"] = reached
+        typer.echo(json.dumps(document, indent=2))
     else:
         typer.echo(f"{'layer':<16}{'kernel':<9}{'active':<9}{'self-test':<11}detail")
         for check in report.checks:
@@ -38,7 +58,27 @@ def doctor(
                 f"{proven:<11}{check.detail}"
             )
         typer.echo("all layers active and proven" if report.ok else "SOME LAYERS ARE MISSING")
-    raise typer.Exit(code=0 if report.ok else 1)
+        typer.echo("restricted-inprocess (opt-in) does not protect against:")
+        for gap in in_process_gaps():
+            typer.echo(f"  - {gap}")
+        if reachability:
+            for pack, crawl_report in crawled:
+                mode = "in-process" if crawl_report.counting else "worker"
+                typer.echo(
+                    f"reachability {pack} ({mode}): {crawl_report.objects} objects, "
+                    f"{crawl_report.calls} calls, {len(crawl_report.reached)} forbidden reached"
+                )
+            for line in reached:
+                typer.echo(f"  REACHED {line}")
+    raise typer.Exit(code=0 if ok else 1)
+
+
+def _crawl_packs() -> list[tuple[str, CrawlReport]]:
+    return [
+        (pack, crawled)
+        for pack in shipped_packs()
+        for crawled in crawl_modes(load_policy(pack).imports.allow)
+    ]
 
 
 def _yes(flag: bool) -> str:

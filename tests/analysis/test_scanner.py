@@ -173,6 +173,7 @@ def test_each_check_fires_only_on_its_pattern() -> None:
     cases = {
         "dynamic-attribute-name": ("getattr(o, n)", "getattr(o, 'x')"),
         "dynamic-import": ("__import__(n)", "__import__('json')"),
+        "attribute-name-argument": ("f(updated=('__globals__',))", "f(d.get('_id'))"),
         "path-outside-workdir": ("open('/etc/passwd')", "open('data/x.txt')"),
         "module-reexport": ("import json\njson._os", "import json\njson.dumps"),
         "tool-not-granted": ("run_shell(c='id')", "fetch_url(url='x')"),

@@ -182,6 +182,7 @@ def test_shipped_rule_ids_sit_in_the_documented_range_of_their_kind() -> None:
         "dynamic-format-template": "SX4",
         "module-mutation": "SX4",
         "module-as-value": "SX4",
+        "attribute-name-argument": "SX4",
         "tool-not-granted": "SX6",
         "tool-call-limit": "SX6",
         "tool-requires-approval": "SX6",

@@ -42,6 +42,13 @@ DENIED_ATTRIBUTES = frozenset(
         "im_self",
         "attrgetter",
         "methodcaller",
+        # Property internals: a library property's setter is host code that writes to whatever
+        # it is handed (``csv.DictReader.fieldnames.fset(host_class, ...)``).
+        "fget",
+        "fset",
+        "fdel",
+        # ``AttributeError.obj`` is whatever host code was looking at when it failed.
+        "obj",
         # ``ABCMeta.register`` changes a library ABC's registry for the whole process
         # (``collections.abc.Mapping.register(list)``); own classes may still register.
         "register",
@@ -231,4 +238,10 @@ _BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
     name: value
     for name, value in vars(builtins).items()
     if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+# Where the code of an allowlisted module really lives (its private implementation modules):
+# functions from these homes run on sandboxed code's behalf and are vetted with the module.
+IMPLEMENTATION_MODULES: Mapping[str, frozenset[str]] = {
+    "json": frozenset({"_json"}),
 }

@@ -19,10 +19,20 @@ class OperationBudget:
     head and function entry raises.
     """
 
-    def __init__(self, max_operations: int) -> None:
+    def __init__(
+        self,
+        max_operations: int,
+        *,
+        deadline: float | None = None,
+        deadline_reason: str = "wall_seconds",
+    ) -> None:
         self.max_operations = max_operations
         self._counter = iter(range(max_operations, 0, -1))
         self.stopped_by: str | None = None
+        # When the run must end (``time.monotonic()``) and which limit that is: single C calls
+        # that can take a time limit (the timed ``re``) are given what is left.
+        self.deadline = deadline
+        self.deadline_reason = deadline_reason
 
     @property
     def counter(self) -> Iterator[int]:

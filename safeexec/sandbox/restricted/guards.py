@@ -164,13 +164,12 @@ class Guards:
         if self.is_own(obj):
             if name.startswith("__") and name.endswith("__"):
                 if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
-                    return self._checked(getattr(obj, name))
-            elif (
-                name.startswith("_")
-                or self._defined_by_code(obj, name)
-                or (name == "register" and isinstance(obj, type))
-            ):
-                return self._checked(getattr(obj, name))
+                    return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
+            elif self._defined_by_code(obj, name) or (name == "register" and isinstance(obj, type)):
+                # A private name is the code's own only where an own class (or the instance)
+                # defines it: inherited from a library class or a metaclass (``EnumType._convert_``,
+                # ``ABCMeta._dump_registry``) it is host code the library never meant to expose.
+                return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
         elif name in USER_DUNDERS:
             if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
                 return self._checked(getattr(obj, name))
@@ -185,6 +184,32 @@ class Guards:
                 return True
         cls = obj if isinstance(obj, type) else type(obj)
         return any(k in self.own_classes and name in k.__dict__ for k in cls.__mro__)
+
+    def _unbound_checked(self, owner: object, name: str, value: object) -> object:
+        """A host-made function read off an own class (a dataclass ``__init__``, an inherited
+        ``Enum.__repr__``) runs unguarded host code on its first argument: it only takes
+        instances of that class, never a host object to write to or look through."""
+        if not isinstance(owner, type) or not isinstance(value, types.FunctionType):
+            return value
+        if self.is_own_function(value):
+            return value
+        for base in owner.__mro__:
+            if name in base.__dict__:
+                if isinstance(base.__dict__[name], staticmethod):
+                    return value
+                break
+
+        def unbound(receiver: object, /, *args: object, **kwargs: object) -> object:
+            if not isinstance(receiver, owner):
+                raise GuardError(
+                    f"{owner.__name__}.{name} takes an instance of {owner.__name__!r} first, "
+                    f"not {type(receiver).__name__!r}"
+                )
+            return value(receiver, *args, **kwargs)
+
+        unbound.__name__ = unbound.__qualname__ = name
+        unbound.__doc__ = value.__doc__
+        return unbound
 
     @staticmethod
     def _checked(value: object) -> object:

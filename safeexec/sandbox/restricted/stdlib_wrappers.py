@@ -39,15 +39,43 @@ def _own_only(executor: RestrictedExecutor, decorator: Callable[..., object]) ->
 
 
 def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> object:
-    """``functools.wraps`` that only ever writes to functions the code defined."""
+    """``functools.wraps`` that only ever writes the standard attributes, to functions the code
+    defined: ``assigned``/``updated`` would make ``update_wrapper`` (host code) read and merge
+    attribute names the code chose (``updated=("__globals__",)`` merges a module's globals into
+    the sandbox's namespace)."""
 
-    def wrapped(original: object, **kwargs: object) -> object:
+    def wrapped(original: object, *args: object, **kwargs: object) -> object:
+        if args or kwargs:
+            raise GuardError(
+                "functools.wraps takes only the wrapped function in restricted mode: "
+                "assigned= and updated= are fixed"
+            )
+
         def apply(wrapper: object) -> object:
             if not executor.guards.is_own_function(wrapper):
                 raise GuardError("functools.wraps applies only to functions defined by the code")
-            return wraps(original, **kwargs)(wrapper)
+            return wraps(original)(wrapper)
 
         return apply
+
+    return wrapped
+
+
+def _wrap_abstractmethod(
+    executor: RestrictedExecutor, abstractmethod: Callable[..., Any]
+) -> object:
+    """``abc.abstractmethod`` sets ``__isabstractmethod__`` on its argument: own functions (or
+    ``classmethod``/``staticmethod``/``property`` of them) only, never a host object."""
+
+    def wrapped(funcobj: object) -> object:
+        inner = funcobj
+        if isinstance(funcobj, classmethod | staticmethod):
+            inner = funcobj.__func__
+        elif isinstance(funcobj, property):
+            inner = funcobj.fget
+        if not executor.guards.is_own_function(inner):
+            raise GuardError("abc.abstractmethod applies only to functions defined by the code")
+        return abstractmethod(funcobj)
 
     return wrapped
 
@@ -120,4 +148,5 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "time.sleep": _wrap_sleep,
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
+    "abc.abstractmethod": _wrap_abstractmethod,
 }

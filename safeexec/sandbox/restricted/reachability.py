@@ -1,0 +1,665 @@
+"""A reachability proof for the guards: crawl everything sandboxed code can touch, report what it
+must never hold.
+
+:func:`crawl` builds a real :class:`RestrictedExecutor` for an import allowlist, makes own objects
+of every kind the runtime supports by running restricted code, and then explores from the safe
+builtins, every module view, those own objects and the ``print`` collector:
+
+* it follows every attribute name the guards allow — names from ``dir()`` of the object, of its
+  type and of the type's metaclass, and every key in their MROs' ``__dict__`` — taking a plain
+  ``getattr`` where the compiler emits a plain load and the real ``_getattr_`` guard otherwise;
+* it calls every reachable callable with attribute-name-like arguments (``"__globals__"``,
+  ``"_convert_"``, tuples and lists of such names, module names, format templates) and with own
+  and host objects, positionally and as keyword arguments named by the callable's signature, and
+  follows what comes back, what was raised, and what was written into container arguments.
+
+Anything of a forbidden kind that turns up is a :class:`Reached` line in the report: a real module,
+a frame, a code object, a traceback, a module's globals dict, a function or module-bound builtin
+from a module outside the vetted homes, a metaclass or a class that builds functions or opens
+files, the real builtins, ``sys.modules``, the runtime's own objects, a change to the sandbox's
+namespace made by host code, or a change to a host object. The crawl is bounded by depth and by
+counts, so it runs in seconds; host objects a probe changed are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import inspect
+import io
+import itertools
+import signal
+import sys
+import tempfile
+import threading
+import types
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from safeexec.capabilities import ToolDescriptor, ToolReply, tool_function
+from safeexec.sandbox.restricted.allowlist import (
+    DENIED_ATTRIBUTES,
+    IMPLEMENTATION_MODULES,
+    MODULE_ALLOWLISTS,
+)
+from safeexec.sandbox.restricted.budget import OperationBudget
+from safeexec.sandbox.restricted.executor import RestrictedExecutor
+from safeexec.sandbox.restricted.guards import GuardError, Guards
+
+__all__ = ["CrawlLimits", "CrawlReport", "Reached", "crawl", "crawl_modes"]
+
+from safeexec.sandbox.restricted.reachability_probes import (
+    _DANGEROUS_CLASSES,
+    _FILENAME,
+    _KEYWORD_PROBES,
+    _MISSING,
+    _MUTABLE,
+    _PASS_THROUGH_KEYWORDS,
+    _PROBE_OBJECTS,
+    _RUNTIME_HOMES,
+    _SCALARS,
+    OWN_KINDS,
+    PROBE_MODULES,
+    PROBE_NAMES,
+    PROBE_TEMPLATES,
+    _behaviour,
+    _candidate_names,
+    _identity,
+    _is_bound,
+    _is_data,
+    _is_globals,
+    _items,
+    _ProbeTimeout,
+    _public_names,
+    _restore,
+    _Snapshot,
+    _state,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reached:
+    """One forbidden thing sandboxed code can reach: its kind, the path to it, what it is."""
+
+    kind: str
+    path: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrawlLimits:
+    """Bounds of one crawl: attribute depth, objects visited, calls made (per callable too)."""
+
+    max_depth: int = 5
+    max_call_depth: int = 2
+    max_objects: int = 40_000
+    max_calls: int = 150_000
+    max_calls_per_callable: int = 200
+    probe_seconds: float = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrawlReport:
+    """What one crawl visited and every forbidden thing it reached (``ok`` when none)."""
+
+    imports: tuple[str, ...]
+    counting: bool
+    objects: int
+    calls: int
+    timeouts: int
+    own_kinds: tuple[str, ...]
+    impossible_kinds: tuple[str, ...]
+    reached: tuple[Reached, ...]
+    truncated: bool
+
+    @property
+    def ok(self) -> bool:
+        return not self.reached
+
+
+def crawl_modes(
+    imports: tuple[str, ...], *, limits: CrawlLimits | None = None
+) -> tuple[CrawlReport, ...]:
+    """:func:`crawl` the runtime as the worker runs it and as in-process runs it (counting)."""
+    return tuple(crawl(imports, counting=counting, limits=limits) for counting in (False, True))
+
+
+def crawl(
+    imports: tuple[str, ...], *, counting: bool = False, limits: CrawlLimits | None = None
+) -> CrawlReport:
+    """Crawl what restricted code under the import allowlist ``imports`` can reach."""
+    with (
+        tempfile.TemporaryDirectory(prefix="safeexec-reach-") as workdir,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        return _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir)).run()
+
+
+@dataclass(slots=True)
+class _Node:
+    obj: object
+    path: str
+    depth: int
+    calls: int
+
+
+@dataclass(slots=True)
+class _Probe:
+    value: Callable[[], object]
+    label: str
+
+
+def _equal_rebinding(now: dict[object, object], saved: dict[object, object], key: str) -> bool:
+    """Module globals the library itself rebinds to an equal value (``time.tzset`` renews
+    ``tzname``), and the ``__builtins__`` entry the interpreter adds to a dict used as globals."""
+    if key == "__builtins__" and key not in saved:
+        return True
+    if key not in now or key not in saved:
+        return False
+    old, new = saved[key], now[key]
+    return type(old) is type(new) and isinstance(old, (*_SCALARS, tuple)) and old == new
+
+
+class _Crawler:
+    def __init__(
+        self, imports: tuple[str, ...], counting: bool, limits: CrawlLimits, workdir: Path
+    ) -> None:
+        self.imports = tuple(imports)
+        self.counting = counting
+        self.limits = limits
+        self.sink = io.StringIO()
+        self.executor = RestrictedExecutor(
+            imports=self.imports,
+            workdir=workdir,
+            count_operations=counting,
+            output_bytes=4096,
+            sink=self.sink,
+        )
+        descriptor = ToolDescriptor(name="probe_tool", description="a tool proxy")
+        self.executor.bind_tools(
+            {"probe_tool": tool_function(descriptor, lambda name, args: ToolReply(ok=True))}
+        )
+        self.reached: list[Reached] = []
+        self.seen: set[object] = set()
+        self.probed: set[object] = set()
+        self.bound: set[object] = set()
+        self.keep: list[object] = []
+        self.queue: deque[_Node] = deque()
+        self.calls = 0
+        self.timeouts = 0
+        self.objects = 0
+        self.truncated = False
+        self.snapshots: dict[int, _Snapshot] = {}
+        self.vetted: set[int] = set()
+        allowed = [m for m in MODULE_ALLOWLISTS if self.executor._import_allowed(m)]
+        self.homes = tuple(
+            {
+                *allowed,
+                *_RUNTIME_HOMES,
+                *(h for m in allowed for h in IMPLEMENTATION_MODULES.get(m, ())),
+            }
+        )
+        self.allowed_modules = allowed
+
+    # -- setup ------------------------------------------------------------------------------------
+    def run(self) -> CrawlReport:
+        namespace = self.executor._namespace
+        table = namespace["__builtins__"]
+        assert isinstance(table, dict)
+        self.table = table
+        self.namespace = namespace
+        roots: list[tuple[object, str]] = [(v, f"builtins.{k}") for k, v in sorted(table.items())]
+        for name in self.allowed_modules:
+            if name == "__future__":
+                continue
+            try:
+                view = self.executor._import(name, fromlist=("x",))
+            except ImportError:
+                continue
+            roots.append((view, name))
+        # Host state as the code first finds it: snapshot before any own code or probe runs.
+        self._snapshot_host(roots)
+        for name in self.allowed_modules:
+            # Module globals are host state too (``EnumType._convert_`` writes members into them).
+            module = sys.modules.get(name)
+            if module is not None:
+                self._remember(vars(module), f"the globals of {name}")
+        self.vetted = {id(v) for v, _ in roots}
+        for root, _ in roots:
+            self.vetted.update(id(v) for v in getattr(root, "__dict__", {}).values())
+        own_kinds, impossible = self._make_own_objects()
+        self._execute(_PROBE_OBJECTS)
+        collector = namespace["_print"]
+        before = dict(namespace)
+        for name, value in sorted(namespace.items(), key=lambda kv: kv[0]):
+            if name.startswith("_") or name in table:
+                continue
+            roots.append((value, name))
+        roots.append((collector, "<print collector>"))
+        roots.append((namespace.get("print", getattr(collector, "_call_print", None)), "print"))
+        roots.extend((s, repr(s)) for s in (*PROBE_NAMES, *PROBE_MODULES, *PROBE_TEMPLATES))
+        self.namespace_before = before
+        self.pool = self._pool()
+        for obj, path in roots:
+            self._push(obj, path, 0, 0)
+        with self._open_budget():
+            while self.queue:
+                node = self.queue.popleft()
+                self._visit(node)
+        self._check_namespace("after the crawl")
+        self._check_host_objects(None, "after the crawl")
+        return CrawlReport(
+            imports=self.imports,
+            counting=self.counting,
+            objects=self.objects,
+            calls=self.calls,
+            timeouts=self.timeouts,
+            own_kinds=own_kinds,
+            impossible_kinds=impossible,
+            reached=tuple(self.reached),
+            truncated=self.truncated,
+        )
+
+    def _execute(self, code: str) -> None:
+        self.executor.execute(code, filename=_FILENAME)
+
+    def _make_own_objects(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        made: list[str] = []
+        impossible: list[str] = []
+        for kind, code in OWN_KINDS.items():
+            try:
+                self._execute(code)
+            except (ImportError, SyntaxError):
+                impossible.append(kind)
+            else:
+                made.append(kind)
+        return tuple(made), tuple(impossible)
+
+    @contextlib.contextmanager
+    def _open_budget(self) -> Iterator[None]:
+        """Own functions the probes call draw from an open budget (a counting run's is closed)."""
+        budget = OperationBudget(2**62)
+        self.executor._budget = budget
+        self.namespace["_budget_"] = budget.counter
+        try:
+            yield
+        finally:
+            self.executor._budget = OperationBudget(1)
+            self.executor._budget.stop("closed")
+            self.namespace["_budget_"] = self.executor._budget.counter
+
+    def _pool(self) -> list[_Probe]:
+        """Arguments for the probes, the likeliest openers first (keyword probes use a prefix)."""
+        ns = self.namespace
+        host_function = self._first_host(lambda v: isinstance(v, types.FunctionType))
+        host_class = self._first_host(lambda v: isinstance(v, type))
+        probes: list[_Probe] = []
+        if host_function is not None:
+            probes.append(_Probe(lambda: host_function[0], host_function[1]))
+        probes += [
+            _Probe(lambda: ns["probe_function"], "probe_function"),
+            _Probe(lambda: PROBE_NAMES, "PROBE_NAMES"),
+            _Probe(lambda: "__globals__", "'__globals__'"),
+            _Probe(lambda: "uuid", "'uuid'"),
+            _Probe(lambda: ns["probe_public"], "probe_public"),
+            _Probe(lambda: ns["ProbeClass"], "ProbeClass"),
+            _Probe(lambda: ns["probe_instance"], "probe_instance"),
+        ]
+        if host_class is not None:
+            probes.append(_Probe(lambda: host_class[0], host_class[1]))
+        probes += [
+            _Probe(lambda: ns["probe_true"], "probe_true"),
+            _Probe(lambda: list(PROBE_NAMES), "list(PROBE_NAMES)"),
+            _Probe(dict, "{}"),
+            _Probe(list, "[]"),
+            _Probe(lambda: None, "None"),
+            _Probe(lambda: True, "True"),
+            _Probe(lambda: len, "len"),
+            _Probe(lambda: "__dict__", "'__dict__'"),
+            _Probe(lambda: "os", "'os'"),
+            _Probe(lambda: PROBE_TEMPLATES[2], repr(PROBE_TEMPLATES[2])),
+        ]
+        return probes
+
+    def _first_host(self, test: Callable[[object], bool]) -> tuple[object, str] | None:
+        for name in sorted(self.allowed_modules):
+            view = self.executor._views.get(name)
+            if view is None:
+                continue
+            for attr, value in sorted(vars(view).items()):
+                if not attr.startswith("_") and test(value):
+                    return value, f"{name}.{attr}"
+        return None
+
+    # -- host state -------------------------------------------------------------------------------
+    def _snapshot_host(self, roots: list[tuple[object, str]]) -> None:
+        """Record the attribute dicts and items of host objects reachable by attribute loads."""
+        pending = deque((obj, path, 0) for obj, path in roots)
+        seen: set[int] = set()
+        while pending:
+            obj, path, depth = pending.popleft()
+            if id(obj) in seen or isinstance(obj, _SCALARS) or len(seen) > 20_000:
+                continue
+            seen.add(id(obj))
+            self.keep.append(obj)
+            self._remember(obj, path)
+            if depth >= 3:
+                continue
+            for name in _public_names(obj):
+                try:
+                    pending.append((getattr(obj, name), f"{path}.{name}", depth + 1))
+                except Exception:
+                    continue
+
+    def _remember(self, obj: object, path: str) -> None:
+        state = _state(obj)
+        if state is not None:
+            self.snapshots[id(obj)] = _Snapshot(obj=obj, path=path, items=state[0], saved=state[1])
+
+    def _check_host_objects(self, objs: list[object] | None, cause: str) -> None:
+        targets = (
+            list(self.snapshots.values())
+            if objs is None
+            else [self.snapshots[id(o)] for o in objs if id(o) in self.snapshots]
+        )
+        for snap in targets:
+            state = _state(snap.obj)
+            if state is None or state[0] == snap.items:
+                continue
+            before = {k for k, _ in snap.items}
+            after = {k for k, _ in state[0]}
+            keys = sorted(
+                map(str, (after ^ before) | {k for k, v in state[0] if (k, v) not in snap.items})
+            )
+            if isinstance(snap.obj, dict) and isinstance(snap.saved, dict):
+                keys = [k for k in keys if not _equal_rebinding(snap.obj, snap.saved, k)]
+                if not keys:
+                    continue
+            self.reached.append(
+                Reached(
+                    kind="host object changed",
+                    path=cause,
+                    detail=f"{snap.path} ({type(snap.obj).__name__}) was changed: {keys[:6]}",
+                )
+            )
+            _restore(snap)
+
+    def _check_namespace(self, cause: str) -> None:
+        now = self.namespace
+        before = self.namespace_before
+        changed = [
+            k
+            for k in set(now) | set(before)
+            if k not in ("_budget_", "_print", "_")
+            and now.get(k, _MISSING) is not before.get(k, _MISSING)
+        ]
+        if not changed:
+            return
+        self.reached.append(
+            Reached(
+                kind="sandbox namespace changed",
+                path=cause,
+                detail="host code wrote " + ", ".join(sorted(changed)[:12]),
+            )
+        )
+        for key in sorted(changed):
+            if key in now and not key.startswith("_"):
+                self._push(
+                    now[key], f"{cause} -> namespace[{key!r}]", 1, self.limits.max_call_depth
+                )
+        budget, printer = now.get("_budget_"), now.get("_print")
+        now.clear()
+        now.update(before)
+        now["_budget_"], now["_print"] = budget, printer
+
+    # -- the walk ---------------------------------------------------------------------------------
+    def _push(self, obj: object, path: str, depth: int, calls: int) -> None:
+        if depth > 0 and isinstance(obj, _SCALARS):
+            return  # plain values: nothing behind them the type does not already show
+        if isinstance(obj, _MUTABLE) and calls == 0 and id(obj) in self.snapshots:
+            self.reached.append(
+                Reached(kind="shared container", path=path, detail="a container the host shares")
+            )
+        plain = _is_data(obj) or (
+            isinstance(obj, BaseException) and not self.executor.guards.is_own(obj)
+        )
+        if plain and not self._unseen(_items(obj)):
+            return  # a container or exception of things already visited adds nothing
+        if _is_bound(obj):
+            behaviour = _behaviour(obj)
+            if behaviour in self.bound:
+                return  # the same method of another receiver: probed once is enough
+            self.bound.add(behaviour)
+        key = _identity(obj)
+        if key in self.seen:
+            return
+        if self.objects >= self.limits.max_objects:
+            self.truncated = True
+            return
+        self.seen.add(key)
+        self.keep.append(obj)
+        self.objects += 1
+        problem = self._forbidden(obj)
+        if problem is not None:
+            self.reached.append(Reached(kind=problem[0], path=path, detail=problem[1]))
+            return
+        self.queue.append(_Node(obj, path, depth, calls))
+
+    def _unseen(self, items: list[tuple[object, object]]) -> bool:
+        return any(
+            not isinstance(v, _SCALARS) and _identity(v) not in self.seen
+            for _, value in items
+            for v in (value if isinstance(value, tuple) else (value,))
+        )
+
+    def _visit(self, node: _Node) -> None:
+        obj = node.obj
+        if _is_data(obj) or (
+            isinstance(obj, BaseException) and not self.executor.guards.is_own(obj)
+        ):
+            if node.depth < self.limits.max_depth:
+                for index, item in _items(obj):
+                    self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
+            return
+        if node.depth < self.limits.max_depth:
+            for name in sorted(_candidate_names(obj)):
+                try:
+                    value = self._load(obj, name)
+                except GuardError:
+                    continue
+                except Exception:
+                    continue
+                self._push(value, f"{node.path}.{name}", node.depth + 1, node.calls)
+            for index, item in _items(obj):
+                self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
+        if callable(obj) and node.calls < self.limits.max_call_depth and not self._own_code(obj):
+            behaviour = _behaviour(obj)
+            if behaviour not in self.probed:
+                self.probed.add(behaviour)
+                self._probe_calls(node)
+
+    @contextlib.contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """Stop a probe that loops in host Python code (``Sequence.index`` of a sequence that
+        never ends) after ``probe_seconds``; only the main thread has the timer signal."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def expire(signum: int, frame: object) -> None:
+            raise _ProbeTimeout
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, self.limits.probe_seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def _own_code(self, obj: object) -> bool:
+        """Is ``obj`` restricted code (its body is guarded; probing it shows nothing new)?"""
+        function = getattr(obj, "__func__", obj)
+        return isinstance(function, types.FunctionType) and function.__globals__ is self.namespace
+
+    def _load(self, obj: object, name: str) -> object:
+        """What ``obj.name`` gives restricted code: a plain load, or the ``_getattr_`` guard."""
+        if name.startswith("_") or name in DENIED_ATTRIBUTES:
+            return self.executor.guards.getattr_guard(obj, name)
+        return getattr(obj, name)
+
+    def _probe_calls(self, node: _Node) -> None:
+        func = node.obj
+        probes = self._argument_sets(func, first_call=node.calls == 0)
+        for args, kwargs, label in itertools.islice(probes, self.limits.max_calls_per_callable):
+            if self.calls >= self.limits.max_calls:
+                self.truncated = True
+                return
+            self.calls += 1
+            values = [p.value() for p in args]
+            keywords = {k: p.value() for k, p in kwargs.items()}
+            path = f"{node.path}({label})"
+            try:
+                with self._deadline():
+                    result: object = func(*values, **keywords)  # type: ignore[operator]
+            except _ProbeTimeout:
+                self.timeouts += 1
+                result = None
+            except Exception as exc:
+                result = exc
+            self._check_namespace(path)
+            self._check_host_objects(
+                [*values, *keywords.values(), getattr(func, "__self__", None), func], path
+            )
+            if result is not None:
+                self._push(result, path, node.depth + 1, node.calls + 1)
+            for index, value in enumerate([*values, *keywords.values()]):
+                if isinstance(value, dict | list) and value:
+                    self._push(value, f"{path} -> argument {index}", node.depth + 1, node.calls + 1)
+
+    def _argument_sets(
+        self, func: object, *, first_call: bool
+    ) -> Iterator[tuple[tuple[_Probe, ...], dict[str, _Probe], str]]:
+        """Positional probes (one argument from the whole pool, several from its head), then
+        keyword probes for every optional parameter (and pass-through ``**kwargs`` names)."""
+        try:
+            signature: inspect.Signature | None = inspect.signature(func)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            signature = None
+        # What a call returned is probed again with the head of the pool only.
+        pool = self.pool if first_call else self.pool[:9]
+        receivers = pool
+        objclass = getattr(func, "__objclass__", None)
+        if isinstance(func, types.WrapperDescriptorType | types.MethodDescriptorType) and (
+            isinstance(objclass, type)
+        ):
+            # An unbound C method takes only instances of its class as ``self``.
+            receivers = [p for p in pool if isinstance(p.value(), objclass)]
+            if not receivers:
+                return
+        if signature is None:
+            required, optional, var_positional, pass_through = 1, [], True, False
+        else:
+            params = list(signature.parameters.values())
+            required = sum(
+                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+                for p in params
+            )
+            optional = [
+                p.name
+                for p in params
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty
+            ]
+            var_positional = any(p.kind is p.VAR_POSITIONAL for p in params)
+            # ``**kwargs`` of Python code may pass names on to a helper; C code's does not.
+            pass_through = any(p.kind is p.VAR_KEYWORD for p in params) and isinstance(
+                getattr(func, "__func__", func), types.FunctionType
+            )
+        heads: list[tuple[_Probe, ...]]
+        if required == 0:
+            heads = [()]
+            yield (), {}, ""
+            if var_positional or optional:
+                heads += [(p,) for p in receivers]
+        elif required == 1:
+            heads = [(p,) for p in receivers]
+        else:
+            width = 9 if required == 2 else 6
+            rest = list(itertools.product(pool[:width], repeat=min(required, 3) - 1))
+            heads = [(r, *tail) for r in receivers[:width] for tail in rest]
+            heads = [h + (pool[0],) * (required - len(h)) for h in heads]
+        yield from ((h, {}, ", ".join(p.label for p in h)) for h in heads if h)
+        if signature is None:
+            for a, b in itertools.product(receivers[:9], pool[:9]):
+                yield (a, b), {}, f"{a.label}, {b.label}"
+        if not first_call:
+            return
+        names = optional + (
+            [k for k in _PASS_THROUGH_KEYWORDS if k not in optional] if pass_through else []
+        )
+        values = [p for p in pool if p.label in _KEYWORD_PROBES]
+        for head in heads[:2]:
+            for name in names:
+                for value in values:
+                    label = ", ".join([*(p.label for p in head), f"{name}={value.label}"])
+                    yield head, {name: value}, label
+
+    # -- what must never be reached ------------------------------------------------------------
+    def _forbidden(self, obj: object) -> tuple[str, str] | None:
+        if isinstance(obj, types.ModuleType):
+            return "module", f"the real module {obj.__name__!r}"
+        if isinstance(obj, types.FrameType):
+            return "frame", f"a frame of {obj.f_code.co_name!r}"
+        if isinstance(obj, types.CodeType):
+            return "code object", f"the code of {obj.co_name!r}"
+        if isinstance(obj, types.TracebackType):
+            return "traceback", "a traceback (its frames hold globals)"
+        if obj is builtins.__dict__ or obj is builtins:
+            return "real builtins", "the interpreter's builtins"
+        if obj is sys.modules:
+            return "sys.modules", "the module table"
+        if obj is self.namespace or obj is self.table:
+            return "runtime object", "the sandbox's own namespace or builtins table (its guards)"
+        if isinstance(obj, Guards | RestrictedExecutor | OperationBudget):
+            return "runtime object", f"the runtime's {type(obj).__name__}"
+        if isinstance(obj, dict) and _is_globals(obj):
+            return "globals dict", f"the globals of module {obj.get('__name__')!r}"
+        if isinstance(obj, type):
+            if issubclass(obj, type):
+                return "metaclass", f"the metaclass {obj.__qualname__!r}"
+            if obj in _DANGEROUS_CLASSES:
+                return "dangerous class", f"the class {obj.__qualname__!r}"
+        function = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        if isinstance(function, types.FunctionType):
+            return self._foreign_function(function)
+        if isinstance(obj, types.BuiltinFunctionType | types.BuiltinMethodType):
+            owner = getattr(obj, "__self__", None)
+            if isinstance(owner, types.ModuleType):
+                if id(obj) in self.vetted:
+                    return None
+                if owner.__name__ != "builtins" and self._vetted_home(owner.__name__):
+                    return None
+                return "module builtin", f"{owner.__name__}.{obj.__name__} (bound to its module)"
+        return None
+
+    def _foreign_function(self, function: types.FunctionType) -> tuple[str, str] | None:
+        if function.__globals__ is self.namespace:
+            return None
+        if function.__code__.co_filename == _FILENAME:
+            return "foreign globals", f"own function {function.__qualname__!r} with other globals"
+        home = function.__globals__.get("__name__")
+        if id(function) in self.vetted or (isinstance(home, str) and self._vetted_home(home)):
+            return None
+        if set(function.__globals__) <= {"__builtins__"} and function.__module__ in (
+            None,
+            "__sandbox__",
+        ):
+            return None  # generated for an own class (dataclass, namedtuple) with empty globals
+        return "foreign function", f"{home}.{function.__qualname__} runs with its module's globals"
+
+    def _vetted_home(self, module: str) -> bool:
+        return any(module == h or module.startswith(h + ".") for h in self.homes)
