@@ -58,6 +58,7 @@ def check(
     """
     if isinstance(action, str):
         action = Action.create(action)
+    chosen = policy.backends.default if backend is None else backend
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
     parsed: Parsed | None = None
@@ -71,7 +72,7 @@ def check(
             else:
                 parsed = outcome
                 estimated = estimate(parsed, tool_names=tool_names)
-                findings = scan(parsed, policy, estimate=estimated)
+                findings = scan(parsed, policy, estimate=estimated, mode=chosen)
     except Exception as exc:
         findings = (engine_finding(CHECK_CRASHED, f"the check crashed ({type(exc).__name__})"),)
     decision = decide(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
+from safeexec.policy.modes import explicitly_allowed
 
 __all__ = [
     "ATTRIBUTE_FUNCTIONS",
@@ -129,13 +130,43 @@ _HAZARDOUS_MODULES = frozenset(
 _HARMLESS_MODULE_DUNDERS = frozenset({"__name__", "__doc__", "__version__", "__all__"})
 
 
-def reexport_hazard(attribute: str) -> bool:
-    """Whether reading ``attribute`` off an imported module reaches past what it should export."""
+def reexport_hazard(attribute: str, allow: tuple[str, ...] = ()) -> bool:
+    """Whether reading ``attribute`` off an imported module reaches past what it should export.
+
+    A module the mode's allowlist ``allow`` names explicitly is no hazard to reach this way
+    (``glob.glob`` in native mode): the code could import it directly.
+    """
     if attribute in _HAZARDOUS_MODULES:
-        return True
+        return not explicitly_allowed(attribute, allow)
     if attribute.startswith("__") and attribute.endswith("__"):
         return attribute not in _HARMLESS_MODULE_DUNDERS
     return attribute.startswith("_")
+
+
+@_register("object-namespace-dict")
+def _object_namespace_dict(ctx: ScanContext) -> Iterator[CheckHit]:
+    """``vars`` anywhere, except (native mode) ``vars(obj)`` of one argument that is no module.
+
+    ``vars(point)`` of the code's own object is ordinary; ``vars(os)['system']`` would hide a
+    module attribute from the call rules, and ``vars()`` is ``locals()``.
+    """
+    own_objects: set[int] = set()
+    if ctx.mode == "native":
+        modules = {id(node) for node, _qualified, rooted in ctx.references if rooted}
+        for call in ctx.calls:
+            args = call.node.args
+            if (
+                call.callee == "vars"
+                and isinstance(call.node.func, ast.Name)
+                and len(args) == 1
+                and not call.node.keywords
+                and not isinstance(args[0], ast.Starred)
+                and id(args[0]) not in modules
+            ):
+                own_objects.add(id(call.node.func))
+    for node, qualified, rooted in ctx.references:
+        if qualified == "vars" and not rooted and id(node) not in own_objects:
+            yield CheckHit(node=node, fields={"name": "vars"}, evidence="vars")
 
 
 @_register("dynamic-attribute-name")
@@ -278,7 +309,7 @@ def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
 def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
     """Reaching a hazardous module, private name or dunder through an imported module."""
     for site in ctx.attributes:
-        if site.rooted and site.base is not None and reexport_hazard(site.node.attr):
+        if site.rooted and site.base is not None and reexport_hazard(site.node.attr, ctx.allow):
             name = f"{site.base}.{site.node.attr}"
             yield CheckHit(
                 node=site.node, fields={"name": clip_text(name), "module": site.base}, evidence=name
@@ -298,7 +329,7 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             for name_node in getter.args if base is not None else ():
                 attribute = ctx.folder.fold(name_node)
                 head = None if attribute is None else attribute.partition(".")[0]
-                if head is not None and reexport_hazard(head):
+                if head is not None and reexport_hazard(head, ctx.allow):
                     name = f"{base}.{head}"
                     yield CheckHit(
                         node=call.node,
@@ -309,7 +340,7 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             continue
         base = modules.get(id(call.node.args[0]))
         attribute = ctx.folder.fold(call.node.args[1])
-        if base is not None and attribute is not None and reexport_hazard(attribute):
+        if base is not None and attribute is not None and reexport_hazard(attribute, ctx.allow):
             name = f"{base}.{attribute}"
             yield CheckHit(
                 node=call.node, fields={"name": clip_text(name), "module": base}, evidence=name

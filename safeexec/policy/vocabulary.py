@@ -59,6 +59,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "dynamic-format-template": frozenset({"method"}),
         "module-mutation": frozenset({"name"}),
         "module-as-value": frozenset({"name"}),
+        "object-namespace-dict": frozenset({"name"}),
     }
 )
 

@@ -57,7 +57,7 @@ def test_policy_and_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_json_output_is_the_decision(tmp_path: Path) -> None:
-    path = _write(tmp_path, "bad.py", "import os\n")
+    path = _write(tmp_path, "bad.py", "import ctypes\n")
     result = runner.invoke(app, ["check", "--format", "json", path])
     assert result.exit_code == 3
     (entry,) = json.loads(result.output)

@@ -4,7 +4,7 @@ may use. Data only; the guards and the transformer enforce it."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # Public-looking attribute names that lead somewhere dangerous on objects the code did not create:
 # string formatting walks attributes; frames, code objects and tracebacks lead to globals.
@@ -232,3 +232,27 @@ _BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
     for name, value in vars(builtins).items()
     if isinstance(value, type) and issubclass(value, BaseException)
 }
+
+
+def module_matches(module: str, patterns: Iterable[str]) -> bool:
+    """``*`` matches every module; ``a.*`` matches ``a`` and its submodules; ``a`` only ``a``.
+
+    The one matcher of import patterns: the static gate and the restricted runtime both use it,
+    so they cannot read a pack's ``[imports]`` differently.
+    """
+    for pattern in patterns:
+        if pattern == "*" or pattern == module:
+            return True
+        if pattern.endswith(".*"):
+            stem = pattern[:-2]
+            if module == stem or module.startswith(stem + "."):
+                return True
+    return False
+
+
+def restricted_modules(allow: Iterable[str]) -> tuple[str, ...]:
+    """The modules restricted mode can import under the allowlist ``allow``: those it covers
+    that have a module view. The gate's restricted allowlist and the runtime's imports are both
+    this set."""
+    patterns = tuple(allow)
+    return tuple(sorted(name for name in MODULE_ALLOWLISTS if module_matches(name, patterns)))

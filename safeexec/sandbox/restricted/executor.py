@@ -15,6 +15,7 @@ from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
     MODULE_ALLOWLISTS,
+    module_matches,
 )
 from safeexec.sandbox.restricted.budget import (
     _COUNTED_RANGE_ABOVE,
@@ -232,12 +233,7 @@ class RestrictedExecutor:
         return iter(source)  # type: ignore[call-overload]
 
     def _import_allowed(self, name: str) -> bool:
-        for entry in self._imports:
-            if entry == name or (entry.endswith(".*") and name.startswith(entry[:-1])):
-                return True
-            if entry.endswith(".*") and name == entry[:-2]:
-                return True
-        return False
+        return module_matches(name, self._imports)
 
     def _import(
         self,

@@ -68,6 +68,7 @@ import sqlite3
 conn = sqlite3.connect(":memory:")
 conn.execute("CREATE TABLE acct (id INTEGER, balance INTEGER CHECK (balance >= 0))")
 conn.execute("INSERT INTO acct VALUES (1, 100)")
+conn.commit()
 try:
     with conn:
         conn.execute("UPDATE acct SET balance = balance - 150 WHERE id = 1")
