@@ -6,9 +6,9 @@ openly: it must *not* fire yet, and the runner fails once it does, so the note g
 Any other finding on an annotated or unannotated line is a failure too. A file is split into
 independent cases at ``# case: <title>`` lines; a ``# mode: restricted`` line in a case checks
 it for that execution mode (default: the pack's default backend); findings without a position
-(estimate rules) belong to a case's first line. ``*.test.toml`` files hold decision cases (code → verdict and
-backend). The runner fails a pack with no tests and a rule of the pack without at least one
-expect and one ok case.
+(estimate rules) belong to a case's first line. ``*.test.toml`` files hold decision cases (code →
+verdict and backend). The runner fails a pack with no tests and a rule of the pack without at
+least one expect and one ok case.
 """
 
 from __future__ import annotations
