@@ -28,10 +28,11 @@ from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanConte
 from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
 from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
-from safeexec.policy.modes import explicitly_allowed
-from safeexec.policy.schema import Policy, Rule, RuleStatus
+from safeexec.policy.modes import explicitly_allowed, mode_imports
+from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
 from safeexec.qualnames import import_bindings, qualified_name
+from safeexec.sandbox.restricted.allowlist import restricted_modules
 
 __all__ = ["scan"]
 
@@ -500,19 +501,42 @@ class _Scanner:
                 Enforcement.APPROVE,
             ):
                 enforcement = Enforcement.WARN
+            clipped = _Fields({k: clip_text(v) for k, v in fields.items()})
+            message = rule.message.format_map(clipped)
+            remedy = self._remedy(rule, clipped) if enforcement is Enforcement.DENY else ""
             self.findings.append(
                 Finding(
                     rule=rule.id,
                     name=rule.name,
-                    message=rule.message.format_map(
-                        _Fields({k: clip_text(v) for k, v in fields.items()})
-                    ),
+                    message=f"{message}; to run it: {remedy}" if remedy else message,
                     severity=rule.severity,
                     enforcement=enforcement,
                     span=span,
                     evidence=clip_text(evidence, 200),
                 )
             )
+
+    def _remedy(self, rule: Rule, fields: _Fields) -> str:
+        """What would make the refused code run: the mode or pack extension that allows an
+        import, else the rule's own ``remedy`` (the safe alternative)."""
+        module = fields.get("module")
+        if rule.match is not None and rule.match.kind is MatchKind.IMPORT and module:
+            policy = self.rules.policy
+            native = mode_imports(policy.imports, "native")
+            if self.rules.mode != "native" and explicitly_allowed(module, native):
+                where = f"where `{policy.info.id}` allows it"
+                return f"run it in native mode (`--mode native`), {where}"
+            if self.rules.mode == "restricted" and not restricted_modules((module,)):
+                return (
+                    f"restricted mode has no view of `{module}`: run it in native mode with a "
+                    "pack that allows it (`safeexec check --suggest-policy`)"
+                )
+            if not (rule.match.allow or rule.match.deny) and not module.startswith("."):
+                return (
+                    f'a pack that extends `{policy.info.id}` with `[imports] extend_allow = ["'
+                    f'{module}"]` (`safeexec check --suggest-policy` prints it)'
+                )
+        return rule.remedy.format_map(fields) if rule.remedy else ""
 
     def _engine(self, rule: Rule, node: ast.AST, message: str) -> None:
         finding = engine_finding(rule, message)

@@ -265,6 +265,7 @@ _RULE_KEYS: dict[str, _Check] = {
     "references": _str_list(),
     "match": lambda v, p, c: None,  # validated by _validate_match
     "check": _is_str,
+    "remedy": _is_str,
     "modes": _str_list(lambda b: b in _BACKENDS, f"a backend ({', '.join(_BACKENDS)})"),
 }
 _RULE_REQUIRED = ("id", "name", "severity", "enforcement", "message")

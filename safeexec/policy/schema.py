@@ -139,6 +139,7 @@ class Rule:
     description: str = ""
     example: str = ""
     bypasses: tuple[str, ...] = ()
+    remedy: str = ""  # what would make refused code run; appended to the finding's message
     modes: tuple[str, ...] = ()
     source: str = ""
 

@@ -14,6 +14,7 @@ from safeexec.capabilities import ToolError
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
+    LAZY_INTERNAL_IMPORTS,
     MODULE_ALLOWLISTS,
     module_matches,
 )
@@ -175,7 +176,7 @@ class RestrictedExecutor:
         guards = self.guards
         namespace: dict[str, object] = {
             "__builtins__": self._builtins(guards),
-            "__name__": "__sandbox__",
+            "__name__": "__main__",  # the code is the main program: `if __name__ == ...` holds
             "_getattr_": guards.getattr_guard,
             "_write_": guards.write_guard,
             "_type_": type,
@@ -245,6 +246,12 @@ class RestrictedExecutor:
     ) -> ModuleView:
         if level != 0:
             raise ImportError("relative imports are not available in restricted mode")
+        needed_by = LAZY_INTERNAL_IMPORTS.get(name)
+        if needed_by is not None and any(self._import_allowed(m) for m in needed_by):
+            import importlib
+
+            importlib.import_module(name)  # for the C caller, which reads sys.modules
+            return ModuleView(name, {})
         if name not in MODULE_ALLOWLISTS or not self._import_allowed(name):
             _record_denial("import", name)
             raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")

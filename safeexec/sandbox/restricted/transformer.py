@@ -45,6 +45,12 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             return
         if not name.startswith("_"):
             return
+        if (
+            name == "__name__"
+            and isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+        ):
+            return  # reading the module's name (`if __name__ == "__main__":`), a plain string
         if self._in_class_body and (
             (allow_magic_methods and name in USER_DUNDERS) or name in _CLASS_BODY_NAMES
         ):
