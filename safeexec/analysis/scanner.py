@@ -523,7 +523,11 @@ class _Scanner:
         if rule.match is not None and rule.match.kind is MatchKind.IMPORT and module:
             policy = self.rules.policy
             native = mode_imports(policy.imports, "native")
-            if self.rules.mode != "native" and explicitly_allowed(module, native):
+            if (
+                self.rules.mode != "native"
+                and "native" in policy.backends.allowed
+                and explicitly_allowed(module, native)
+            ):
                 where = f"where `{policy.info.id}` allows it"
                 return f"run it in native mode (`--mode native`), {where}"
             if self.rules.mode == "restricted" and not restricted_modules((module,)):
