@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
 from safeexec.policy.modes import explicitly_allowed
+from safeexec.qualnames import dotted_name
 
 __all__ = [
     "ATTRIBUTE_FUNCTIONS",
@@ -623,7 +624,49 @@ def _range_trips(node: ast.expr) -> float:
             return math.inf
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return float(len(node.elts))
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        return _slice_trips(node.slice, _range_trips(node.value))
+    if (
+        isinstance(node, ast.Call)
+        and dotted_name(node.func) in ("itertools.islice", "islice")
+        and len(node.args) == 2
+        and not node.keywords
+    ):
+        stop = _constant_int(node.args[1])
+        return math.inf if stop is None else float(max(stop, 0))
     return math.inf
+
+
+def _constant_int(node: ast.expr | None) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _constant_int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _slice_trips(part: ast.Slice, whole: float) -> float:
+    """At most how many items a constant slice holds: ``hits[:2]`` bounds a loop whatever
+    ``hits`` is (the estimator's ``_slice_trips`` reads the same slices for the CPU bound)."""
+    values = [_constant_int(p) for p in (part.lower, part.upper, part.step)]
+    given = [p is not None for p in (part.lower, part.upper, part.step)]
+    if any(g and v is None for g, v in zip(given, values, strict=True)):
+        return whole
+    lower, upper, step = values
+    step = 1 if step is None else step
+    start = 0 if lower is None else lower
+    if step <= 0:
+        return whole
+    if upper is not None and upper >= 0 and start >= 0:
+        span = upper - start
+    elif upper is None and start < 0:
+        span = -start
+    elif upper is not None and upper < 0 and start < 0:
+        span = upper - start
+    else:
+        return whole
+    return min(float(math.ceil(max(span, 0) / step)), whole)
 
 
 _TYPE_EXPRESSION_NODES = (

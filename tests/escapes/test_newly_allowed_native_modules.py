@@ -76,12 +76,13 @@ def test_sqlite3_tempfile_and_archives_cannot_write_outside(sandbox: Sandbox) ->
             (
                 _attempt(
                     "sqlite-outside",
-                    f"c = sqlite3.connect({outside + '/evil.db'!r}); c.execute('create table t(x)'); "
-                    "got = c.commit()",
+                    f"c = sqlite3.connect({outside + '/evil.db'!r}); "
+                    "c.execute('create table t(x)'); got = c.commit()",
                 ),
                 _attempt(
                     "sqlite-attach",
-                    f"c = sqlite3.connect(':memory:'); c.execute(\"attach '{outside}/x.db' as x\"); "
+                    "c = sqlite3.connect(':memory:'); "
+                    f"c.execute(\"attach '{outside}/x.db' as x\"); "
                     "got = c.execute('create table x.t(a)')",
                 ),
                 _attempt("tempfile-dir", f"got = tempfile.mkstemp(dir={outside!r})"),
