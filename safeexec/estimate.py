@@ -572,9 +572,19 @@ class _Estimator:
         unknown = _Amount(
             0.0, BoundKind.UNKNOWN, f"the length of the iterable at line {node.lineno}"
         )
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            return self._slice_trips(node.value, node.slice, unknown)
         if not isinstance(node, ast.Call):
             return unknown
         name = dotted_name(node.func)
+        if name in ("itertools.islice", "islice") and len(args := node.args) in (2, 3):
+            # islice(it, stop) / islice(it, start, stop) yields at most stop - start items.
+            bounds = [self._int(a) if not _is_none(a) else None for a in args[1:]]
+            stop = bounds[-1]
+            start = bounds[0] if len(bounds) == 2 else 0.0
+            if stop is not None and start is not None and not node.keywords:
+                return _Amount(min(max(stop - start, 0.0), _CAP))
+            return unknown
         args = node.args
         if name == "range" and 1 <= len(args) <= 3 and not node.keywords:
             values = [self._int(a) for a in args]
@@ -619,6 +629,33 @@ class _Estimator:
                 product = _Amount(capped, product.kind, product.reason)
             return product
         return unknown
+
+    def _slice_trips(self, value: ast.expr, part: ast.Slice, unknown: _Amount) -> _Amount:
+        """At most how many items ``value[lower:upper:step]`` holds: a constant slice bounds a
+        loop over it whatever ``value`` is (``for hit in hits[:2]`` runs at most twice)."""
+        step = 1.0 if part.step is None else self._int(part.step)
+        lower = None if part.lower is None else self._int(part.lower)
+        upper = None if part.upper is None else self._int(part.upper)
+        if step is None or step <= 0 or (part.lower is not None and lower is None):
+            return unknown
+        if part.upper is not None and upper is None:
+            return unknown
+        whole = self._trips(value)
+        start = 0.0 if lower is None else lower
+        if upper is not None and upper >= 0 and start >= 0:
+            span = upper - start
+        elif upper is None and start < 0:
+            span = -start  # `[-3:]`: the last three at most
+        elif upper is not None and upper < 0 and start < 0:
+            span = upper - start  # `[-5:-2]`
+        elif whole.kind is BoundKind.KNOWN:
+            span = whole.value  # never more than the whole
+        else:
+            return unknown
+        count = math.ceil(max(span, 0.0) / step)
+        if whole.kind is BoundKind.KNOWN:
+            return _Amount(min(float(count), whole.value, _CAP))
+        return _Amount(min(float(count), _CAP))
 
     def _int(self, node: ast.expr, depth: int = 0) -> float | None:
         if depth > 50:
@@ -702,6 +739,10 @@ def _constant_truth(node: ast.expr) -> bool | None:
     if isinstance(node, ast.Constant):
         return bool(node.value)
     return None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _exits_early(body: list[ast.stmt]) -> bool:

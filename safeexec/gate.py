@@ -6,18 +6,22 @@ This is what ``safeexec check`` and the policy-test runner call; it never raises
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from safeexec.analysis import scan
 from safeexec.decide import decide
 from safeexec.estimate import estimate
-from safeexec.model import Action, Budget, Decision, Estimate, Finding
+from safeexec.model import Action, Budget, Decision, Enforcement, Estimate, Finding, Severity
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
 from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
-from safeexec.policy.schema import Policy
+from safeexec.policy.loader import policy_digest
+from safeexec.policy.modes import mode_imports
+from safeexec.policy.schema import MatchKind, Policy
+from safeexec.sandbox.restricted.allowlist import restricted_modules
 
-__all__ = ["GateResult", "check", "fresh_budget"]
+__all__ = ["GateResult", "PolicySuggestion", "check", "fresh_budget", "suggest_policy"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -58,6 +62,7 @@ def check(
     """
     if isinstance(action, str):
         action = Action.create(action)
+    chosen = policy.backends.default if backend is None else backend
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
     parsed: Parsed | None = None
@@ -71,7 +76,7 @@ def check(
             else:
                 parsed = outcome
                 estimated = estimate(parsed, tool_names=tool_names)
-                findings = scan(parsed, policy, estimate=estimated)
+                findings = scan(parsed, policy, estimate=estimated, mode=chosen)
     except Exception as exc:
         findings = (engine_finding(CHECK_CRASHED, f"the check crashed ({type(exc).__name__})"),)
     decision = decide(
@@ -82,3 +87,78 @@ def check(
         backend=backend,
     )
     return GateResult(action=action, parsed=parsed, estimate=estimated, decision=decision)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicySuggestion:
+    """The smallest pack extension that lets code past the import rules, and what still refuses it.
+
+    ``toml`` is a pack file extending the policy (empty when no import needs allowing);
+    ``remaining`` are the deny findings no import extension removes (each says how to proceed).
+    """
+
+    modules: tuple[str, ...]
+    native_only: bool
+    toml: str
+    remaining: tuple[Finding, ...]
+
+
+def suggest_policy(
+    action: Action | str, policy: Policy, *, backend: str | None = None
+) -> PolicySuggestion:
+    """For policy authors: which modules a pack extending ``policy`` must allow so that
+    ``action`` passes the import rules in ``backend`` (default: the policy's), found by checking
+    again with each refused module allowed until nothing new is refused."""
+    mode = policy.backends.default if backend is None else backend
+    # Modules a critical rule refuses are never suggested: allowing one overrides that rule,
+    # a decision for a reviewer (`policy lint` flags it), not for a suggestion.
+    import_rules = {
+        r.id: r.severity is Severity.CRITICAL
+        for r in policy.rules
+        if r.match is not None and r.match.kind is MatchKind.IMPORT
+    }
+    added: list[str] = []
+    candidate = policy
+    for _ in range(16):  # each round adds at least one module; code imports few
+        findings = check(action, candidate, backend=mode).findings
+        refused = [
+            f for f in findings if f.rule in import_rules and f.enforcement is Enforcement.DENY
+        ]
+        critical = {f.evidence for f in refused if import_rules[f.rule]}
+        wanted = [
+            f.evidence
+            for f in refused
+            if f.evidence
+            and f.evidence not in critical
+            and not f.evidence.startswith(".")
+            and f.evidence not in added
+            and (mode != "restricted" or restricted_modules((f.evidence,)))
+        ]
+        if not wanted:
+            break
+        added.extend(dict.fromkeys(wanted))
+        candidate = _with_imports(policy, tuple(added), native_only=mode == "native")
+    remaining = tuple(f for f in findings if f.enforcement is Enforcement.DENY)
+    native_only = mode == "native" and any(
+        m not in mode_imports(policy.imports, "restricted") for m in added
+    )
+    key = "extend_native_allow" if native_only else "extend_allow"
+    toml = (
+        f'extends = "{policy.info.id}"\n\n[policy]\nid = "{policy.info.id}-extended"\n\n'
+        f"[imports]\n{key} = {json.dumps(added)}\n"
+        if added
+        else ""
+    )
+    return PolicySuggestion(
+        modules=tuple(added), native_only=native_only, toml=toml, remaining=remaining
+    )
+
+
+def _with_imports(policy: Policy, modules: tuple[str, ...], *, native_only: bool) -> Policy:
+    imports = policy.imports
+    if native_only:
+        imports = replace(imports, native_allow=(*imports.native_allow, *modules))
+    else:
+        imports = replace(imports, allow=(*imports.allow, *modules))
+    widened = replace(policy, imports=imports, digest="")
+    return replace(widened, digest=policy_digest(widened))

@@ -1,4 +1,4 @@
-"""Test lanes: everything under the escape, compatibility and conformance suites is ``slow``.
+"""Test lanes: the escape, compatibility, conformance and corpus suites are ``slow``.
 
 ``make test-fast`` (``pytest -m "not slow"``) runs the unit lane; ``make test`` and CI run all.
 The lane follows from where a test lives, so a new escape test cannot land in the fast lane.
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-SLOW_SUITES = frozenset({"escapes", "compat", "conformance"})
+SLOW_SUITES = frozenset({"escapes", "compat", "conformance", "corpus"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

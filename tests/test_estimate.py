@@ -179,3 +179,15 @@ def test_a_loop_ended_by_a_handled_exception_is_not_endless() -> None:
 def test_a_function_rebinding_its_own_name_is_not_recursion() -> None:
     code = "def pager(t):\n    global pager\n    pager = print\n    pager(t)\npager('x')"
     assert _estimate(code).cpu.kind is not BoundKind.UNBOUNDED
+
+
+def test_a_constant_slice_bounds_the_loop_over_it() -> None:
+    def cpu(code: str) -> BoundKind:
+        parsed = parse(Action.create(code))
+        assert isinstance(parsed, Parsed)
+        return estimate(parsed).cpu.kind
+
+    assert cpu("for h in get()[:3]:\n    print(h)\n") is BoundKind.KNOWN
+    assert cpu("for h in get()[-2:]:\n    print(h)\n") is BoundKind.KNOWN
+    assert cpu("for h in get()[1:]:\n    print(h)\n") is BoundKind.UNKNOWN
+    assert cpu("for h in get()[:n]:\n    print(h)\n") is BoundKind.UNKNOWN

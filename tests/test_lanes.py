@@ -1,4 +1,4 @@
-"""The slow marker follows the directory: escapes, compat and conformance leave the fast lane."""
+"""The slow marker follows the directory: escapes, compat, conformance and corpus are slow."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def test_tests_under_the_slow_suites_are_marked_slow(request: pytest.FixtureRequ
     hook = _lanes_hook()
     items = [
         _Item(TESTS / suite / "test_x.py")
-        for suite in ("escapes", "compat", "conformance", "analysis", "policy")
+        for suite in ("escapes", "compat", "conformance", "corpus", "analysis", "policy")
     ]
     items.append(_Item(TESTS / "test_escapes_named_like_a_suite.py"))
     hook(request.config, items)
-    assert [item.markers for item in items] == [["slow"]] * 3 + [[]] * 3
+    assert [item.markers for item in items] == [["slow"]] * 4 + [[]] * 3
 
 
 def test_every_collected_test_is_in_the_lane_of_its_directory(
@@ -49,4 +49,4 @@ def test_every_collected_test_is_in_the_lane_of_its_directory(
     for item in items:
         suite = Path(item.path).resolve().relative_to(TESTS).parts[0]
         slow = item.get_closest_marker("slow") is not None
-        assert slow == (suite in ("escapes", "compat", "conformance")), item.nodeid
+        assert slow == (suite in ("escapes", "compat", "conformance", "corpus")), item.nodeid

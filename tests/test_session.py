@@ -99,7 +99,7 @@ def session(tmp_path: Path, fake: FakeBackend) -> Iterator[Session]:
 
 
 def _approve_everything(
-    parsed: Parsed, policy: Policy, *, estimate: object = None
+    parsed: Parsed, policy: Policy, *, estimate: object = None, mode: object = None
 ) -> tuple[Finding, ...]:
     return (
         Finding(
@@ -218,7 +218,9 @@ def test_a_syntax_error_is_denied_with_sx001_and_never_reaches_the_backend(
 def test_a_deny_finding_keeps_the_code_from_running(
     session: Session, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def deny(parsed: Parsed, policy: Policy, *, estimate: object = None) -> tuple[Finding, ...]:
+    def deny(
+        parsed: Parsed, policy: Policy, *, estimate: object = None, mode: object = None
+    ) -> tuple[Finding, ...]:
         return (
             Finding(
                 rule="SX201",
@@ -239,7 +241,9 @@ def test_a_deny_finding_keeps_the_code_from_running(
 def test_a_crashing_check_fails_closed_with_sx900(
     session: Session, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(parsed: Parsed, policy: Policy, *, estimate: object = None) -> tuple[Finding, ...]:
+    def crash(
+        parsed: Parsed, policy: Policy, *, estimate: object = None, mode: object = None
+    ) -> tuple[Finding, ...]:
         raise RecursionError("too deep")
 
     monkeypatch.setattr(gate_module, "scan", crash)

@@ -14,7 +14,7 @@ print(stats.pearsonr(frame["x"], frame["y"]))  # ok: SX307
 # case: the default pack's denials still hold
 import subprocess  # expect: SX201, SX202
 import numpy
-numpy.os  # expect: SX403
+numpy._globals  # expect: SX403
 
 # case: unpickling and expression evaluation
 import pandas as pd

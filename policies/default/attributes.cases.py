@@ -66,7 +66,8 @@ frame = Frame()
 print(frame.back, frame.globals_)  # ok: SX402
 
 # case: re-exported modules and private names of allowed modules
-import random, json, pathlib, typing
+# mode: restricted
+import random, json, pathlib, typing  # expect: SX201
 random._os  # expect: SX403
 json.decoder  # ok: SX403
 pathlib.os  # expect: SX403
@@ -75,11 +76,17 @@ json.__loader__  # expect: SX401, SX403
 print(json.__name__, random.random())  # ok: SX403
 
 # case: re-exports through a bound module alias
-import pathlib
+# mode: restricted
+import pathlib  # expect: SX201
 p = pathlib
 p.os  # expect: SX403
-from pathlib import Path
+from pathlib import Path  # expect: SX201
 Path("x").exists()  # ok: SX403
+
+# case: natively, a module the code may import anyway is no hazard to reach through another
+import pathlib, logging
+pathlib.os.path.join("a", "b")  # ok: SX403
+logging.handlers.socket  # expect: SX403
 
 # case: the builtins namespace by name
 __builtins__  # expect: SX404
@@ -217,3 +224,35 @@ sorted(["a"], key=len)  # ok: SX411
 record = {"_id": 1}
 print(record.get("_id"), "_private")  # ok: SX411
 functools.wraps(statistics.mean)(_probe)  # ok: SX411
+
+# case: natively, reading a class's name through __class__ binds only a string
+class Shape:
+    def describe(self):
+        return self.__class__.__name__ + "/" + self.__class__.__qualname__  # ok: SX401
+kind = Shape().__class__  # expect: SX401
+base = Shape().__class__.__base__  # expect: SX401
+walk = ().__class__.__name__.__class__  # expect: SX401
+
+# case: restricted mode refuses __class__ itself, so the gate does too
+# mode: restricted
+class Shape:
+    pass
+name = Shape().__class__.__name__  # expect: SX401
+
+# case: the interpreter's internals stay out of reach in native mode
+import sys, threading
+print(sys.version, sys.argv, sys.platform)  # ok: SX310
+sys.stdout.write("x\n")  # ok: SX310
+frame = sys._getframe(0)  # expect: SX310, SX403
+loaded = sys.modules["json"]  # expect: SX310
+sys.settrace(None)  # expect: SX310
+threading.settrace(print)  # expect: SX310
+hook = sys.meta_path  # expect: SX310
+
+# case: the data stack runs natively, without unpickling or string evaluation
+import numpy as np, pandas as pd
+frame = pd.DataFrame({"a": [1, 2]})  # ok: SX307
+frame.to_csv("a.csv")  # ok: SX307
+pd.read_pickle("frame.pkl")  # expect: SX307
+pd.eval("1 + 1")  # expect: SX307
+view = np.lib.stride_tricks.as_strided(np.zeros(1), shape=(10**6,))  # expect: SX310

@@ -31,9 +31,23 @@ print(pattern.findall("a1b22"), text, values)  # ok: SX302
 g = globals()  # expect: SX302
 b = globals()["__builtins__"]  # expect: SX302, SX401
 l = locals()  # expect: SX302
-v = vars(object)  # expect: SX302
+v = vars(object)  # ok: SX302
 def f():
-    return vars()["x"]  # expect: SX302
+    return vars()["x"]  # expect: SX311
+
+# case: vars of the code's own object runs natively; of a module, or with no argument, never
+import json
+class Point:
+    pass
+print(vars(Point()))  # ok: SX311
+j = vars(json)  # expect: SX311, SX410
+k = vars  # expect: SX311
+
+# case: restricted mode has no vars at all
+# mode: restricted
+class Point:
+    pass
+print(vars(Point()))  # expect: SX311
 
 # case: getattr with literal names is checked like attribute access
 class Point:
@@ -65,12 +79,18 @@ getattr(object, *["__class__"])  # expect: SX303
 
 # case: process and network calls reached through re-exports
 import pathlib  # ok: SX201
-pathlib.os.system("id")  # expect: SX304, SX403
+pathlib.os.system("id")  # expect: SX304
+# ok: SX403
+
+# case: in restricted mode a re-exported module is a hazard as well
+# mode: restricted
+import pathlib  # expect: SX201
+pathlib.os  # expect: SX403
 
 # case: process calls by alias
-from os import system as run  # expect: SX201, SX202
+from os import system as run  # ok: SX201, SX202
 run("id")  # expect: SX304
-import os as o  # expect: SX201, SX202
+import os as o  # ok: SX201, SX202
 o.popen("id")  # expect: SX304
 o.execv("/bin/sh", ["sh"])  # expect: SX304
 

@@ -24,3 +24,15 @@ send_email(to="a@example.org", body="hi")  # expect: SX603
 def send(to):
     return to
 send("a@example.org")  # ok: SX603
+
+# case: a loop over a constant slice is bounded by the slice
+hits = fetch_url(url="https://example.org/search")
+for page in hits[:10]:
+    fetch_url(url=page)  # ok: SX602
+for page in hits[-5:]:
+    fetch_url(url=page)  # ok: SX602
+
+# case: a slice without a constant end bounds nothing (reported at the tool's first call)
+hits = fetch_url(url="https://example.org/search")  # expect: SX602
+for page in hits[1:]:
+    fetch_url(url=page)

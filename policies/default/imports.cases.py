@@ -18,26 +18,43 @@ import urllib.request  # expect: SX201, SX202
 import ctypes.util  # expect: SX201, SX202
 
 # case: aliases and from-imports are still the same modules
-import os as o  # expect: SX201, SX202
-from os import path as p  # expect: SX201, SX202
+import subprocess as o  # expect: SX201, SX202
+from socket import socket as p  # expect: SX201, SX202
 from importlib import import_module  # expect: SX201, SX202
-import numpy as np  # expect: SX201
+import scipy as sp  # expect: SX201
 # ok: SX202
+
+# case: native mode runs the workdir, thread and data modules behind the kernel layers
+import os, sys, shutil, glob, tempfile, threading, asyncio, sqlite3  # ok: SX201, SX202
+from os import path as p  # ok: SX201, SX202
+import numpy as np, pandas as pd  # ok: SX201
+import zipfile, gzip, tarfile  # ok: SX201
+
+# case: restricted mode has no view of the native-only modules
+# mode: restricted
+import os  # expect: SX201, SX205
+import sqlite3  # expect: SX201, SX205
+import numpy as np  # expect: SX201, SX205
+import json, math  # ok: SX201, SX205
+
+# case: an allowlisted module without a restricted view is refused there, as the runtime would
+# mode: restricted
+import pathlib  # expect: SX201
 
 # case: relative imports are never covered by the allowlist
 from . import secrets_module  # expect: SX201
 from .. import parent  # expect: SX201
 
 # case: star import of a denied module
-from os import *  # expect: SX201, SX202
+from subprocess import *  # expect: SX201, SX202
 
 # case: import by string literal is checked like an import statement
-m = __import__("os")  # expect: SX201, SX202, SX301
+m = __import__("pty")  # expect: SX201, SX202, SX301
 q = __import__("json")  # expect: SX301
 # ok: SX201
 
 # case: string-built import names are folded and checked
-m = __import__("o" + "s")  # expect: SX201, SX202, SX301
+m = __import__("p" + "ty")  # expect: SX201, SX202, SX301
 n = __import__("".join(["sub", "process"]))  # expect: SX201, SX202, SX301
 k = __import__("ptx"[::-1] .replace("x", "y"))  # expect: SX201, SX301
 
@@ -53,7 +70,7 @@ again = __import__(config["m"].strip())  # expect: SX204, SX301
 
 # case: importlib by alias
 import importlib as il  # expect: SX201, SX202
-il.import_module("o" + "s")  # expect: SX201, SX202
+il.import_module("p" + "ty")  # expect: SX201, SX202
 
 # case: a rebinding defeats folding, so the import is dynamic
 name = "json"

@@ -8,7 +8,7 @@ peek = functools.partial(getattr, ())  # expect: SX303
 peek("__class__")  # expect: SX411
 
 # case: vars()/globals() lookups of names
-vars()["__builtins__"]  # expect: SX302, SX401
+vars()["__builtins__"]  # expect: SX311, SX401
 globals().get("__builtins__")  # expect: SX302, SX411
 
 # case: the subclass walk spread over helper functions and a walrus
@@ -62,20 +62,23 @@ def nothing():
     return None
 
 # case: module aliases through rebinding and attribute hops
-import pathlib
+# mode: restricted
+import pathlib  # expect: SX201
 p = pathlib
 p = pathlib
 shell = p.os  # expect: SX403
 shell.popen("id")  # expect: SX304
 
 # case: re-exports reached by getattr with a literal name
-import pathlib, json
+# mode: restricted
+import pathlib, json  # expect: SX201
 getattr(pathlib, "os")  # expect: SX403
 getattr(json, "o" + "s")  # expect: SX403
 getattr(json, "dumps")({"a": 1})  # ok: SX403
 
 # case: re-exports reached by operator.attrgetter
-import operator, pathlib, json
+# mode: restricted
+import operator, pathlib, json  # expect: SX201
 operator.attrgetter("os")(pathlib)  # expect: SX403
 operator.attrgetter("o" + "s.system")(pathlib)  # expect: SX403
 operator.attrgetter("dumps", "loads")(json)  # ok: SX403

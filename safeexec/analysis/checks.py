@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
+from safeexec.policy.modes import explicitly_allowed
+from safeexec.qualnames import dotted_name
 
 __all__ = [
     "ATTRIBUTE_FUNCTIONS",
@@ -130,13 +132,43 @@ _HAZARDOUS_MODULES = frozenset(
 _HARMLESS_MODULE_DUNDERS = frozenset({"__name__", "__doc__", "__version__", "__all__"})
 
 
-def reexport_hazard(attribute: str) -> bool:
-    """Whether reading ``attribute`` off an imported module reaches past what it should export."""
+def reexport_hazard(attribute: str, allow: tuple[str, ...] = ()) -> bool:
+    """Whether reading ``attribute`` off an imported module reaches past what it should export.
+
+    A module the mode's allowlist ``allow`` names explicitly is no hazard to reach this way
+    (``glob.glob`` in native mode): the code could import it directly.
+    """
     if attribute in _HAZARDOUS_MODULES:
-        return True
+        return not explicitly_allowed(attribute, allow)
     if attribute.startswith("__") and attribute.endswith("__"):
         return attribute not in _HARMLESS_MODULE_DUNDERS
     return attribute.startswith("_")
+
+
+@_register("object-namespace-dict")
+def _object_namespace_dict(ctx: ScanContext) -> Iterator[CheckHit]:
+    """``vars`` anywhere, except (native mode) ``vars(obj)`` of one argument that is no module.
+
+    ``vars(point)`` of the code's own object is ordinary; ``vars(os)['system']`` would hide a
+    module attribute from the call rules, and ``vars()`` is ``locals()``.
+    """
+    own_objects: set[int] = set()
+    if ctx.mode == "native":
+        modules = {id(node) for node, _qualified, rooted in ctx.references if rooted}
+        for call in ctx.calls:
+            args = call.node.args
+            if (
+                call.callee == "vars"
+                and isinstance(call.node.func, ast.Name)
+                and len(args) == 1
+                and not call.node.keywords
+                and not isinstance(args[0], ast.Starred)
+                and id(args[0]) not in modules
+            ):
+                own_objects.add(id(call.node.func))
+    for node, qualified, rooted in ctx.references:
+        if qualified == "vars" and not rooted and id(node) not in own_objects:
+            yield CheckHit(node=node, fields={"name": "vars"}, evidence="vars")
 
 
 @_register("dynamic-attribute-name")
@@ -279,7 +311,7 @@ def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
 def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
     """Reaching a hazardous module, private name or dunder through an imported module."""
     for site in ctx.attributes:
-        if site.rooted and site.base is not None and reexport_hazard(site.node.attr):
+        if site.rooted and site.base is not None and reexport_hazard(site.node.attr, ctx.allow):
             name = f"{site.base}.{site.node.attr}"
             yield CheckHit(
                 node=site.node, fields={"name": clip_text(name), "module": site.base}, evidence=name
@@ -299,7 +331,7 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             for name_node in getter.args if base is not None else ():
                 attribute = ctx.folder.fold(name_node)
                 head = None if attribute is None else attribute.partition(".")[0]
-                if head is not None and reexport_hazard(head):
+                if head is not None and reexport_hazard(head, ctx.allow):
                     name = f"{base}.{head}"
                     yield CheckHit(
                         node=call.node,
@@ -310,7 +342,7 @@ def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
             continue
         base = modules.get(id(call.node.args[0]))
         attribute = ctx.folder.fold(call.node.args[1])
-        if base is not None and attribute is not None and reexport_hazard(attribute):
+        if base is not None and attribute is not None and reexport_hazard(attribute, ctx.allow):
             name = f"{base}.{attribute}"
             yield CheckHit(
                 node=call.node, fields={"name": clip_text(name), "module": base}, evidence=name
@@ -593,7 +625,49 @@ def _range_trips(node: ast.expr) -> float:
             return math.inf
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return float(len(node.elts))
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        return _slice_trips(node.slice, _range_trips(node.value))
+    if (
+        isinstance(node, ast.Call)
+        and dotted_name(node.func) in ("itertools.islice", "islice")
+        and len(node.args) == 2
+        and not node.keywords
+    ):
+        stop = _constant_int(node.args[1])
+        return math.inf if stop is None else float(max(stop, 0))
     return math.inf
+
+
+def _constant_int(node: ast.expr | None) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _constant_int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _slice_trips(part: ast.Slice, whole: float) -> float:
+    """At most how many items a constant slice holds: ``hits[:2]`` bounds a loop whatever
+    ``hits`` is (the estimator's ``_slice_trips`` reads the same slices for the CPU bound)."""
+    values = [_constant_int(p) for p in (part.lower, part.upper, part.step)]
+    given = [p is not None for p in (part.lower, part.upper, part.step)]
+    if any(g and v is None for g, v in zip(given, values, strict=True)):
+        return whole
+    lower, upper, step = values
+    step = 1 if step is None else step
+    start = 0 if lower is None else lower
+    if step <= 0:
+        return whole
+    if upper is not None and upper >= 0 and start >= 0:
+        span = upper - start
+    elif upper is None and start < 0:
+        span = -start
+    elif upper is not None and upper < 0 and start < 0:
+        span = upper - start
+    else:
+        return whole
+    return min(float(math.ceil(max(span, 0) / step)), whole)
 
 
 _TYPE_EXPRESSION_NODES = (

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 
 from safeexec.policy.engine_rules import IMPORT_NOT_ALLOWED
+from safeexec.policy.modes import mode_imports, module_matches
 from safeexec.policy.schema import MatchKind, Policy, Rule
 
 __all__ = ["CompiledRules", "NameTable", "compile_rules", "module_matches"]
@@ -54,7 +55,11 @@ class NameTable:
 
 @dataclass(slots=True)
 class CompiledRules:
+    """``policy``'s rules in force in ``mode``, with that mode's import allowlist."""
+
     policy: Policy
+    mode: str = "native"
+    allow: tuple[str, ...] = ()
     imports: list[Rule] = field(default_factory=list)
     calls: NameTable = field(default_factory=NameTable)
     attributes: NameTable = field(default_factory=NameTable)
@@ -64,26 +69,31 @@ class CompiledRules:
     checks: dict[str, list[Rule]] = field(default_factory=dict)
 
 
-def compile_rules(policy: Policy) -> CompiledRules:
-    """Compile ``policy``'s rules; cached per digest, re-checked against the policy itself."""
-    cached = _by_digest.get(policy.digest) if policy.digest else None
+def compile_rules(policy: Policy, mode: str | None = None) -> CompiledRules:
+    """Compile ``policy``'s rules for ``mode`` (default: the policy's default backend); cached
+    per digest and mode, re-checked against the policy itself."""
+    chosen = policy.backends.default if mode is None else mode
+    key = (policy.digest, chosen)
+    cached = _by_digest.get(key) if policy.digest else None
     # A hand-made Policy may carry a stale digest (dataclasses.replace): compare to be sure.
     if cached is not None and (cached.policy is policy or cached.policy == policy):
         return cached
-    compiled = _compile(policy)
+    compiled = _compile(policy, chosen)
     if policy.digest:
         if len(_by_digest) >= 32:
             _by_digest.clear()
-        _by_digest[policy.digest] = compiled
+        _by_digest[key] = compiled
     return compiled
 
 
-_by_digest: dict[str, CompiledRules] = {}
+_by_digest: dict[tuple[str, str], CompiledRules] = {}
 
 
-def _compile(policy: Policy) -> CompiledRules:
-    compiled = CompiledRules(policy=policy)
+def _compile(policy: Policy, mode: str) -> CompiledRules:
+    compiled = CompiledRules(policy=policy, mode=mode, allow=mode_imports(policy.imports, mode))
     for rule in policy.rules:
+        if not rule.applies_in(mode):
+            continue
         if rule.check is not None:
             compiled.checks.setdefault(rule.check, []).append(rule)
             continue
@@ -112,15 +122,3 @@ def _compile(policy: Policy) -> CompiledRules:
 
 def _builtin_name(name: str) -> str:
     return name.removeprefix("builtins.")
-
-
-def module_matches(module: str, patterns: Iterable[str]) -> bool:
-    """``*`` matches every module; ``a.*`` matches ``a`` and its submodules; ``a`` only ``a``."""
-    for pattern in patterns:
-        if pattern == "*" or pattern == module:
-            return True
-        if pattern.endswith(".*"):
-            stem = pattern[:-2]
-            if module == stem or module.startswith(stem + "."):
-                return True
-    return False

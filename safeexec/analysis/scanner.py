@@ -28,9 +28,11 @@ from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanConte
 from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
 from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
-from safeexec.policy.schema import Policy, Rule, RuleStatus
+from safeexec.policy.modes import explicitly_allowed, mode_imports
+from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
 from safeexec.qualnames import import_bindings, qualified_name
+from safeexec.sandbox.restricted.allowlist import restricted_modules
 
 __all__ = ["scan"]
 
@@ -45,6 +47,8 @@ _FORMAT_FIELD = re.compile(r"\{([^{}!:]*)")
 # Builtins whose calls checks inspect by name: a variable bound to one resolves through it
 # (``f = open; f('/etc/passwd')``), like a variable bound to a module.
 _TRACKED_BUILTINS = frozenset({"open"})
+# Attributes that turn ``x.__class__`` into a plain string (see ``_traverse``).
+_TYPE_NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
 
 
 class _ScanTimeout(Exception):
@@ -56,17 +60,20 @@ def scan(
     policy: Policy,
     *,
     estimate: Estimate | None = None,
+    mode: str | None = None,
     time_budget_seconds: float = _DEFAULT_TIME_BUDGET_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Finding, ...]:
     """Return every finding ``policy``'s rules raise about ``parsed``, in source order.
 
+    ``mode`` is the execution mode the code will run in (default: the policy's default backend):
+    it picks the import allowlist and the rules in force (:mod:`safeexec.policy.modes`).
     ``estimate`` feeds the ``estimate`` rules (SX5xx); without it they cannot fire. The scan never
     raises: a crash or a scan past ``time_budget_seconds`` (by ``clock``) is an SX900 deny finding.
     """
     try:
         scanner = _Scanner(
-            parsed, compile_rules(policy), deadline=clock() + time_budget_seconds, clock=clock
+            parsed, compile_rules(policy, mode), deadline=clock() + time_budget_seconds, clock=clock
         )
         return scanner.run(estimate)
     except _ScanTimeout:
@@ -124,6 +131,8 @@ class _Scanner:
                 annotations=tuple(self._annotation_roots()),
                 divisions=tuple(self.divisions),
                 folder=folder,
+                mode=self.rules.mode,
+                allow=self.rules.allow,
             )
         )
         if self.clock() > self.deadline:
@@ -143,6 +152,10 @@ class _Scanner:
         node_rules = self.rules.nodes
         name_rules = self.rules.names
         attribute_rules = self.rules.attributes
+        # Native mode: `x.__class__.__name__` reads a string off the class and binds nothing, so
+        # that `__class__` is not reported (the parent is visited before the child). Restricted
+        # mode's runtime refuses `__class__` itself, so the gate keeps refusing it there.
+        type_name_reads: set[int] | None = set() if self.rules.mode == "native" else None
         stack: list[ast.AST] = [tree]
         visited = 0
         while stack:
@@ -168,7 +181,13 @@ class _Scanner:
                 continue
             if cls is ast.Attribute:
                 attr = node.attr  # type: ignore[attr-defined]
-                if attribute_rules:
+                if type_name_reads is not None and attr in _TYPE_NAME_ATTRIBUTES:
+                    inner = node.value  # type: ignore[attr-defined]
+                    if isinstance(inner, ast.Attribute) and inner.attr == "__class__":
+                        type_name_reads.add(id(inner))
+                if attribute_rules and not (
+                    type_name_reads is not None and id(node) in type_name_reads
+                ):
                     self._emit(attribute_rules.lookup(attr), node, {"attribute": attr}, attr)
                 self.references.append(node)  # type: ignore[arg-type]
             elif cls is ast.Call:
@@ -240,12 +259,18 @@ class _Scanner:
 
     def _import_event(self, node: ast.AST, module: str, names: tuple[str, ...]) -> None:
         policy_imports = self.rules.policy.imports
+        mode_allow = self.rules.allow
         for rule in self.rules.imports:
             match = rule.match
             assert match is not None
-            allow = match.allow if (match.allow or match.deny) else policy_imports.allow
-            deny = match.deny if (match.allow or match.deny) else policy_imports.deny
+            own_lists = bool(match.allow or match.deny)
+            allow = match.allow if own_lists else mode_allow
+            deny = match.deny if own_lists else policy_imports.deny
             members = tuple(f"{module}.{n}" for n in names) if not module.startswith(".") else ()
+            if match.deny and not match.allow and explicitly_allowed(module, mode_allow):
+                # The extension point: a pack that names a module in its allowlist (for this
+                # mode) overrides a rule's own deny list; `policy lint` warns when it does.
+                continue
             denied = bool(deny) and (
                 module_matches(module, deny) or any(module_matches(m, deny) for m in members)
             )
@@ -476,19 +501,46 @@ class _Scanner:
                 Enforcement.APPROVE,
             ):
                 enforcement = Enforcement.WARN
+            clipped = _Fields({k: clip_text(v) for k, v in fields.items()})
+            message = rule.message.format_map(clipped)
+            remedy = self._remedy(rule, clipped) if enforcement is Enforcement.DENY else ""
             self.findings.append(
                 Finding(
                     rule=rule.id,
                     name=rule.name,
-                    message=rule.message.format_map(
-                        _Fields({k: clip_text(v) for k, v in fields.items()})
-                    ),
+                    message=f"{message}; to run it: {remedy}" if remedy else message,
                     severity=rule.severity,
                     enforcement=enforcement,
                     span=span,
                     evidence=clip_text(evidence, 200),
                 )
             )
+
+    def _remedy(self, rule: Rule, fields: _Fields) -> str:
+        """What would make the refused code run: the mode or pack extension that allows an
+        import, else the rule's own ``remedy`` (the safe alternative)."""
+        module = fields.get("module")
+        if rule.match is not None and rule.match.kind is MatchKind.IMPORT and module:
+            policy = self.rules.policy
+            native = mode_imports(policy.imports, "native")
+            if (
+                self.rules.mode != "native"
+                and "native" in policy.backends.allowed
+                and explicitly_allowed(module, native)
+            ):
+                where = f"where `{policy.info.id}` allows it"
+                return f"run it in native mode (`--mode native`), {where}"
+            if self.rules.mode == "restricted" and not restricted_modules((module,)):
+                return (
+                    f"restricted mode has no view of `{module}`: run it in native mode with a "
+                    "pack that allows it (`safeexec check --suggest-policy`)"
+                )
+            if not (rule.match.allow or rule.match.deny) and not module.startswith("."):
+                return (
+                    f'a pack that extends `{policy.info.id}` with `[imports] extend_allow = ["'
+                    f'{module}"]` (`safeexec check --suggest-policy` prints it)'
+                )
+        return rule.remedy.format_map(fields) if rule.remedy else ""
 
     def _engine(self, rule: Rule, node: ast.AST, message: str) -> None:
         finding = engine_finding(rule, message)

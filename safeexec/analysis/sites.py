@@ -54,6 +54,9 @@ class ScanContext:
     # Every `a / b`: with a path on the left, an absolute right operand replaces the path.
     divisions: tuple[ast.BinOp, ...]
     folder: StringFolder
+    # The execution mode scanned for and its import allowlist (safeexec.policy.modes).
+    mode: str = "native"
+    allow: tuple[str, ...] = ()
 
 
 def clip_text(text: str, limit: int = 120) -> str:

@@ -16,7 +16,7 @@ import typer
 
 from safeexec import __version__
 from safeexec.errors import PolicyError
-from safeexec.gate import GateResult
+from safeexec.gate import GateResult, suggest_policy
 from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
@@ -61,6 +61,13 @@ def check(
     backend: Annotated[
         str | None, typer.Option("--backend", help="Backend to ask for (default: the policy's).")
     ] = None,
+    suggest: Annotated[
+        bool,
+        typer.Option(
+            "--suggest-policy",
+            help="Print the smallest pack extension whose imports would let the files pass.",
+        ),
+    ] = False,
 ) -> None:
     """Check code against a policy without running it."""
     if output_format not in ("text", "json", "sarif"):
@@ -69,6 +76,13 @@ def check(
         loaded = load_policy(policy)
     except PolicyError as exc:
         _fail(str(exc))
+    if suggest:
+        code = "\n".join(_read(name) for name in files or ["-"])
+        suggestion = suggest_policy(code, loaded, backend=backend)
+        typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
+        for finding in suggestion.remaining:
+            typer.echo(f"# still refused: {finding.rule} {escape_controls(finding.message)}")
+        raise typer.Exit(EXIT_DENIED if suggestion.remaining else EXIT_OK)
     results: list[tuple[str, GateResult]] = []
     for name in files or ["-"]:
         code = _read(name)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from safeexec.model import Enforcement
-from safeexec.policy.schema import MatchKind, Policy, RuleStatus
+from safeexec.model import Enforcement, Severity
+from safeexec.policy.modes import explicitly_allowed, module_matches
+from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 
 __all__ = ["LintIssue", "lint_policy"]
 
@@ -61,6 +62,7 @@ def lint_policy(policy: Policy) -> list[LintIssue]:
                         message=f"rule {rule.id} both allows and denies {sorted(both)}",
                     )
                 )
+        issues.extend(_overrides(policy, rule, where))
     overlap = set(policy.imports.allow) & set(policy.imports.deny)
     if overlap:
         issues.append(
@@ -73,4 +75,41 @@ def lint_policy(policy: Policy) -> list[LintIssue]:
         issues.append(
             LintIssue(where=where_pack, message="the policy has no rules beyond the engine's gates")
         )
+    return issues
+
+
+def _overrides(policy: Policy, rule: Rule, where: str) -> list[LintIssue]:
+    """A pack's explicit allowlist entry that overrides a critical import rule's own deny list.
+
+    That is the documented extension point (``extend_allow = ["subprocess"]`` in a pack that
+    extends ``default``), and it widens what the rule was written to refuse, so say so.
+    """
+    match = rule.match
+    if (
+        match is None
+        or match.kind is not MatchKind.IMPORT
+        or not match.deny
+        or match.allow
+        or rule.severity is not Severity.CRITICAL
+    ):
+        return []
+    issues = []
+    for key, entries in (
+        ("allow", policy.imports.allow),
+        ("native_allow", policy.imports.native_allow),
+    ):
+        for entry in entries:
+            stem = entry.removesuffix(".*")
+            if entry != "*" and (
+                module_matches(stem, match.deny)
+                or any(explicitly_allowed(d.removesuffix(".*"), (entry,)) for d in match.deny)
+            ):
+                issues.append(
+                    LintIssue(
+                        where=where,
+                        message=f"[imports] {key} entry {entry!r} overrides the deny list of "
+                        f"critical rule {rule.id} ({rule.name}): code may now import what it "
+                        "was written to refuse; keep it only if the sandbox contains it",
+                    )
+                )
     return issues

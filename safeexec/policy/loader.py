@@ -231,6 +231,10 @@ _SECTIONS: dict[str, dict[str, _Check]] = {
         "deny": _str_list(_module_pattern, "a module pattern like 'os' or 'ctypes.*'"),
         "extend_allow": _str_list(_module_pattern, "a module pattern like 'json' or 'numpy.*'"),
         "extend_deny": _str_list(_module_pattern, "a module pattern like 'os' or 'ctypes.*'"),
+        "native_allow": _str_list(_module_pattern, "a module pattern like 'os' or 'numpy.*'"),
+        "extend_native_allow": _str_list(
+            _module_pattern, "a module pattern like 'os' or 'numpy.*'"
+        ),
     },
     "observe": {"max_bytes": _is_int, "max_lines": _is_int, "max_line_chars": _is_int},
     "budget": {"steps": _is_int, "cpu_seconds": _is_number, "tool_calls": _is_int},
@@ -262,6 +266,8 @@ _RULE_KEYS: dict[str, _Check] = {
     "references": _str_list(),
     "match": lambda v, p, c: None,  # validated by _validate_match
     "check": _is_str,
+    "remedy": _is_str,
+    "modes": _str_list(lambda b: b in _BACKENDS, f"a backend ({', '.join(_BACKENDS)})"),
 }
 _RULE_REQUIRED = ("id", "name", "severity", "enforcement", "message")
 _TOP_LEVEL = (
@@ -471,7 +477,11 @@ def _merge(base: _Raw, layer: _Raw) -> _Raw:
         elif key == "imports":
             imports = dict(base.get("imports", {}))
             layer_imports = dict(value)
-            for plain, extra in (("allow", "extend_allow"), ("deny", "extend_deny")):
+            for plain, extra in (
+                ("allow", "extend_allow"),
+                ("deny", "extend_deny"),
+                ("native_allow", "extend_native_allow"),
+            ):
                 if plain in layer_imports:
                     imports[plain] = list(layer_imports[plain])
                 if extra in layer_imports:
@@ -577,8 +587,8 @@ def _build(data: _Raw, sources: tuple[str, ...], default_id: str) -> Policy:
     info = section("policy")
     info.setdefault("id", default_id)
     imports = section("imports")
-    imports.pop("extend_allow", None)
-    imports.pop("extend_deny", None)
+    for extension in ("extend_allow", "extend_deny", "extend_native_allow"):
+        imports.pop(extension, None)
     limits = section("limits")
     for float_key in ("cpu_seconds", "wall_seconds"):
         if float_key in limits:

@@ -60,10 +60,15 @@ class BackendsConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImportsConfig:
-    """Module allowlist/denylist; entries may end in ``.*`` to cover submodules."""
+    """Module allowlist/denylist; entries may end in ``.*`` to cover submodules.
+
+    ``allow`` holds in every mode; ``native_allow`` adds modules only the ``native`` mode may
+    import (they run there behind the kernel layers; ``restricted`` has no view of them).
+    """
 
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    native_allow: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,7 +139,13 @@ class Rule:
     description: str = ""
     example: str = ""
     bypasses: tuple[str, ...] = ()
+    remedy: str = ""  # what would make refused code run; appended to the finding's message
+    modes: tuple[str, ...] = ()
     source: str = ""
+
+    def applies_in(self, mode: str) -> bool:
+        """Whether this rule is in force in execution ``mode`` (no ``modes``: in every mode)."""
+        return not self.modes or mode in self.modes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

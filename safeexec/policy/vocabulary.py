@@ -60,6 +60,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "module-mutation": frozenset({"name"}),
         "module-as-value": frozenset({"name"}),
         "attribute-name-argument": frozenset({"name", "function"}),
+        "object-namespace-dict": frozenset({"name"}),
     }
 )
 

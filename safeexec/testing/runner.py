@@ -4,10 +4,11 @@
 this line), ``# ok: SX201`` (it must not), ``# todo-expect: SX201`` (a known miss, written down
 openly: it must *not* fire yet, and the runner fails once it does, so the note gets promoted).
 Any other finding on an annotated or unannotated line is a failure too. A file is split into
-independent cases at ``# case: <title>`` lines; findings without a position (estimate rules)
-belong to a case's first line. ``*.test.toml`` files hold decision cases (code → verdict and
-backend). The runner fails a pack with no tests and a rule of the pack without at least one
-expect and one ok case.
+independent cases at ``# case: <title>`` lines; a ``# mode: restricted`` line in a case checks
+it for that execution mode (default: the pack's default backend); findings without a position
+(estimate rules) belong to a case's first line. ``*.test.toml`` files hold decision cases (code →
+verdict and backend). The runner fails a pack with no tests and a rule of the pack without at
+least one expect and one ok case.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = ["Annotation", "Case", "CaseFailure", "PackReport", "run_pack_tests", 
 
 _ANNOTATION = re.compile(r"#\s*(expect|ok|todo-expect):\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 _CASE_HEADER = re.compile(r"^\s*#\s*case:\s*(.*?)\s*(?:#.*)?$")
+_MODE_LINE = re.compile(r"^\s*#\s*mode:\s*([a-z]+)\s*$", re.MULTILINE)
 _DECISION_KEYS = frozenset({"name", "code", "verdict", "backend", "request_backend", "rules"})
 
 
@@ -58,6 +60,7 @@ class Case:
     first_line: int  # the file line of the case's line 1
     code: str
     annotations: tuple[Annotation, ...]
+    mode: str | None = None  # the execution mode checked for; None: the pack's default
 
 
 @dataclass(slots=True, kw_only=True)
@@ -94,12 +97,15 @@ def split_cases(text: str) -> list[Case]:
             for kind, rules in _ANNOTATION.findall(line)
             for rule in rules.split(",")
         )
+        code = "\n".join(chunk) + "\n"
+        mode = _MODE_LINE.search(code)
         cases.append(
             Case(
                 title=header.group(1) if header else f"line {start + 1}",
                 first_line=start + 1,
-                code="\n".join(chunk) + "\n",
+                code=code,
                 annotations=annotations,
+                mode=mode.group(1) if mode else None,
             )
         )
     return cases
@@ -181,7 +187,11 @@ def _run_cases_file(
             continue
         report.cases += 1
         report.annotations += len(case.annotations)
-        result = check(Action.create(case.code, action_id=f"{path.name}:{case.first_line}"), policy)
+        result = check(
+            Action.create(case.code, action_id=f"{path.name}:{case.first_line}"),
+            policy,
+            backend=case.mode,
+        )
         raised: dict[tuple[int, str], Finding] = {}
         for finding in result.findings:
             raised.setdefault((_finding_line(finding, case), finding.rule), finding)

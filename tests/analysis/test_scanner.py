@@ -183,6 +183,7 @@ def test_each_check_fires_only_on_its_pattern() -> None:
         "dynamic-format-template": ("t = input()\nt.format(1)", "'{}'.format(1)"),
         "module-mutation": ("import math\nmath.pi = 3", "import math\nx = math.pi"),
         "module-as-value": ("import math\nx = [math]", "import math\nm = math\nm.pi"),
+        "object-namespace-dict": ("v = vars()", "class P:\n    pass\nv = vars(P())"),
     }
     assert set(cases) == set(CHECKS)
     rule_of = {r.check: r.id for r in DEFAULT.rules if r.check}

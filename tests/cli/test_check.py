@@ -32,7 +32,8 @@ def test_denied_code_exits_3_with_ruff_style_lines_and_a_caret(tmp_path: Path) -
     lines = result.output.splitlines()
     index = lines.index(
         f"{bad}:2:5: SX401 access to `__class__` walks the object graph toward "
-        "the interpreter's internals"
+        "the interpreter's internals; to run it: `type(x).__name__` for a type's name and "
+        "`isinstance` for checks"
     )
     assert lines[index + 1] == "  2 | y = ().__class__"
     assert lines[index + 2] == "    |     ^^^^^^^^^^^^"
@@ -57,7 +58,7 @@ def test_policy_and_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_json_output_is_the_decision(tmp_path: Path) -> None:
-    path = _write(tmp_path, "bad.py", "import os\n")
+    path = _write(tmp_path, "bad.py", "import ctypes\n")
     result = runner.invoke(app, ["check", "--format", "json", path])
     assert result.exit_code == 3
     (entry,) = json.loads(result.output)

@@ -4,7 +4,7 @@ may use. Data only; the guards and the transformer enforce it."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # Public-looking attribute names that lead somewhere dangerous on objects the code did not create:
 # string formatting walks attributes; frames, code objects and tracebacks lead to globals.
@@ -180,7 +180,8 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "textwrap": _names("wrap fill dedent indent shorten TextWrapper"),
     "decimal": _names(
         "Decimal InvalidOperation DivisionByZero ROUND_HALF_UP ROUND_HALF_EVEN ROUND_DOWN "
-        "ROUND_UP ROUND_FLOOR ROUND_CEILING ROUND_HALF_DOWN"
+        "ROUND_UP ROUND_FLOOR ROUND_CEILING ROUND_HALF_DOWN ROUND_05UP localcontext Context "
+        "DecimalException Inexact Rounded Overflow Underflow"
     ),
     "fractions": frozenset({"Fraction"}),
     "dataclasses": _names(
@@ -191,7 +192,7 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "typing": _names(
         "Any Callable ClassVar Dict DefaultDict Deque FrozenSet Generator Iterable Iterator List "
         "Literal Mapping MutableMapping NamedTuple Optional Sequence Set Tuple TypedDict Union "
-        "Final cast"
+        "Final cast Protocol runtime_checkable Generic TypeVar overload Annotated NoReturn"
     ),
     "copy": frozenset({"copy", "deepcopy"}),
     "csv": _names(
@@ -205,7 +206,18 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
         "b16encode b16decode"
     ),
     "uuid": _names("UUID uuid3 uuid4 uuid5 NAMESPACE_DNS NAMESPACE_URL"),
-    "unicodedata": _names("category name lookup normalize numeric decimal digit"),
+    "unicodedata": _names(
+        "category name lookup normalize numeric decimal digit combining east_asian_width "
+        "mirrored bidirectional decomposition is_normalized unidata_version"
+    ),
+    # No setitem/delitem/in-place operators: they would write past the runtime's write guard;
+    # no attrgetter/methodcaller (DENIED_ATTRIBUTES): attribute names from strings.
+    "operator": _names(
+        "itemgetter getitem add sub mul truediv floordiv mod pow neg pos abs index inv invert "
+        "lshift rshift and_ or_ xor not_ truth eq ne lt le gt ge is_ is_not contains countOf "
+        "indexOf concat matmul length_hint"
+    ),
+    "array": _names("array typecodes ArrayType"),
     "difflib": _names("SequenceMatcher get_close_matches unified_diff ndiff"),
     "pprint": frozenset({"pformat", "pprint"}),
     "contextlib": _names("contextmanager suppress closing nullcontext ExitStack"),
@@ -218,13 +230,22 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "numbers": _names("Number Complex Real Rational Integral"),
     "graphlib": _names("TopologicalSorter CycleError"),
     "secrets": _names("token_hex token_urlsafe token_bytes choice randbelow compare_digest"),
-    "struct": _names("pack unpack calcsize iter_unpack error"),
+    "struct": _names("pack unpack calcsize iter_unpack unpack_from pack_into Struct error"),
     "zlib": _names("crc32 adler32 compress decompress error"),
     "binascii": _names("hexlify unhexlify crc32 b2a_hex a2b_hex Error"),
     "colorsys": _names("rgb_to_hsv hsv_to_rgb rgb_to_hls hls_to_rgb rgb_to_yiq yiq_to_rgb"),
     "reprlib": _names("repr Repr"),
     "zoneinfo": _names("ZoneInfo ZoneInfoNotFoundError"),
     "__future__": _names("annotations"),
+}
+
+# Modules that allowed modules import lazily from C on first use (``datetime.strptime`` imports
+# ``_strptime``), mapped to the allowed modules that need them. C's ``PyImport_Import`` calls the
+# code's ``__import__`` hook and then takes the module from ``sys.modules``, ignoring what the
+# hook returns: the runtime imports the real module and hands the caller an empty view, so the
+# sandboxed code never holds it even when it writes ``import _strptime`` itself.
+LAZY_INTERNAL_IMPORTS: Mapping[str, frozenset[str]] = {
+    "_strptime": frozenset({"datetime", "time"}),
 }
 
 _SAFE_BUILTIN_NAMES = _names(
@@ -245,3 +266,26 @@ _BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
 IMPLEMENTATION_MODULES: Mapping[str, frozenset[str]] = {
     "json": frozenset({"_json"}),
 }
+
+def module_matches(module: str, patterns: Iterable[str]) -> bool:
+    """``*`` matches every module; ``a.*`` matches ``a`` and its submodules; ``a`` only ``a``.
+
+    The one matcher of import patterns: the static gate and the restricted runtime both use it,
+    so they cannot read a pack's ``[imports]`` differently.
+    """
+    for pattern in patterns:
+        if pattern == "*" or pattern == module:
+            return True
+        if pattern.endswith(".*"):
+            stem = pattern[:-2]
+            if module == stem or module.startswith(stem + "."):
+                return True
+    return False
+
+
+def restricted_modules(allow: Iterable[str]) -> tuple[str, ...]:
+    """The modules restricted mode can import under the allowlist ``allow``: those it covers
+    that have a module view. The gate's restricted allowlist and the runtime's imports are both
+    this set."""
+    patterns = tuple(allow)
+    return tuple(sorted(name for name in MODULE_ALLOWLISTS if module_matches(name, patterns)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from typing import ClassVar
 
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
@@ -55,6 +56,15 @@ class SafeexecTransformer(RestrictingNodeTransformer):
                 f'"{name}" is an invalid variable name: names that start and end with "_" '
                 'or start with "__" are reserved',
             )
+
+    def visit_Name(self, node: ast.Name) -> ast.AST | Iterable[ast.AST] | None:
+        # The code is the main program, so reading ``__name__`` (``if __name__ == "__main__":``)
+        # is the constant "__main__". The namespace's own ``__name__`` is not: classes take their
+        # ``__module__`` from it, and helpers such as dataclasses fetch the globals of
+        # ``sys.modules[cls.__module__]``, which for "__main__" would be the host's main module.
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(value="__main__"), node)
+        return super().visit_Name(node)
 
     # -- attributes ------------------------------------------------------------------------
     def _mangle(self, name: str) -> str:

@@ -1,0 +1,72 @@
+"""One allowlist, two enforcers: for every shipped pack and every module it names, the static gate
+in restricted mode and the restricted runtime agree on whether ``import <module>`` works."""
+
+from __future__ import annotations
+
+import pytest
+
+from safeexec.gate import check
+from safeexec.model import Verdict
+from safeexec.policy.loader import load_policy
+from safeexec.policy.modes import explicitly_allowed, mode_imports
+from safeexec.policy.packs import shipped_packs
+from safeexec.sandbox.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
+
+
+def _named_modules(pack: str) -> list[str]:
+    imports = load_policy(pack).imports
+    names = {entry.removesuffix(".*") for entry in (*imports.allow, *imports.native_allow)}
+    return sorted(names | set(MODULE_ALLOWLISTS))
+
+
+def _statement(module: str) -> str:
+    # A module whose name is reserved in restricted code is only ever imported from.
+    if module.startswith("_") and module in MODULE_ALLOWLISTS:
+        return f"from {module} import {sorted(MODULE_ALLOWLISTS[module])[0]}\n"
+    return f"import {module}\n"
+
+
+def _runtime_imports(allow: tuple[str, ...], module: str) -> bool:
+    try:
+        RestrictedExecutor(imports=allow).execute(_statement(module), filename="<agree>")
+    except (ImportError, SyntaxError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("pack", shipped_packs())
+def test_check_and_restricted_run_agree_for_every_module(pack: str) -> None:
+    policy = load_policy(pack)
+    if "restricted" not in policy.backends.allowed:
+        pytest.skip(f"{pack} does not allow the restricted backend")
+    disagreements = []
+    for module in _named_modules(pack):
+        gate = check(_statement(module), policy, backend="restricted").decision
+        allowed = gate.verdict is Verdict.ALLOW
+        # The session hands the restricted backend exactly `[imports] allow`.
+        if allowed != _runtime_imports(policy.imports.allow, module):
+            disagreements.append((module, allowed))
+    assert disagreements == []
+
+
+def test_the_check_can_fail_when_the_gate_reads_another_list() -> None:
+    # The mechanism under test: were the gate to use the native list in restricted mode, the
+    # agreement test above would report numpy and os (this is the disagreement issue 11 found).
+    policy = load_policy("default")
+    native = mode_imports(policy.imports, "native")
+    wrong = [m for m in ("os", "numpy") if explicitly_allowed(m, native)]
+    assert wrong == ["os", "numpy"]
+    assert [m for m in wrong if _runtime_imports(policy.imports.allow, m)] == []
+
+
+def test_restricted_mode_imports_only_modules_with_views() -> None:
+    policy = load_policy("data-analysis")
+    restricted = mode_imports(policy.imports, "restricted")
+    assert set(restricted) <= set(MODULE_ALLOWLISTS)
+    assert "numpy" not in restricted and "json" in restricted
+    assert "numpy" in mode_imports(policy.imports, "native")
+
+
+def test_a_wildcard_never_overrides_a_rules_deny_list() -> None:
+    assert not explicitly_allowed("ctypes", ("*",))
+    assert explicitly_allowed("ctypes.util", ("ctypes.*",))
