@@ -146,6 +146,10 @@ def _status_line(result: ExecResult) -> str:
             return _labelled("limit exceeded", message)
         case ExecStatus.DENIED_AT_RUNTIME:
             return _labelled("denied at runtime", message)
+        case ExecStatus.INTERRUPTED:
+            return f"[{message}]" if message.startswith("interrupted") else _labelled(
+                "interrupted", message
+            )
     return _labelled(str(result.status), message)
 
 

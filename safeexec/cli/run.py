@@ -33,6 +33,7 @@ _STATUS_EXIT = {
     ExecStatus.TIMEOUT: EXIT_LIMIT,
     ExecStatus.LIMIT_EXCEEDED: EXIT_LIMIT,
     ExecStatus.KILLED: EXIT_LIMIT,
+    ExecStatus.INTERRUPTED: EXIT_LIMIT,
 }
 
 
