@@ -145,6 +145,14 @@ def test_run_without_output_says_so(blobs: BlobStore) -> None:
         (ExecStatus.KILLED, -9, "SIGKILL", "[killed: SIGKILL]"),
         (ExecStatus.LIMIT_EXCEEDED, 1, "MemoryError", "[limit exceeded: MemoryError]"),
         (ExecStatus.DENIED_AT_RUNTIME, 1, "open() refused", "[denied at runtime: open() refused]"),
+        (
+            ExecStatus.INTERRUPTED,
+            None,
+            "interrupted by the host; session state kept",
+            "[interrupted by the host; session state kept]",
+        ),
+        (ExecStatus.INTERRUPTED, None, "", "[interrupted]"),
+        (ExecStatus.INTERRUPTED, None, "by Ctrl-C", "[interrupted: by Ctrl-C]"),
     ],
 )
 def test_status_line(

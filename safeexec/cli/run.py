@@ -16,7 +16,10 @@ import typer
 
 from safeexec.errors import SafeExecError
 from safeexec.model import ExecStatus, Outcome
+from safeexec.policy.loader import load_policy
+from safeexec.policy.narrow import narrow_limits
 from safeexec.session import Session
+from safeexec.units import parse_bytes
 
 __all__ = ["Mode", "exit_code", "run"]
 
@@ -75,6 +78,30 @@ def run(
             "--state-dir", help="Where audit.jsonl and blobs/ live (default ./.safeexec)."
         ),
     ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Wall-clock limit per action; lowers the policy's, never raises it.",
+        ),
+    ] = None,
+    cpu: Annotated[
+        float | None,
+        typer.Option(
+            "--cpu",
+            metavar="SECONDS",
+            help="CPU-time limit per action; lowers the policy's, never raises it.",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="SIZE",
+            help="Memory limit (e.g. 512MiB, 2GiB); lowers the policy's, never raises it.",
+        ),
+    ] = None,
 ) -> None:
     """Run the code in model replies under a policy, in one session (state carries over).
 
@@ -85,7 +112,15 @@ def run(
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
         chosen = None if mode is None else mode.value
-        with Session(policy=policy, mode=chosen, workdir=workdir, state_dir=state_dir) as session:
+        narrowed = narrow_limits(
+            load_policy(policy),
+            wall_seconds=timeout,
+            cpu_seconds=cpu,
+            memory_bytes=None if memory is None else parse_bytes(memory),
+        )
+        with Session(
+            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir
+        ) as session:
             for name, text in replies:
                 outcome = session.run(text)
                 code = max(code, exit_code(outcome))
