@@ -46,6 +46,7 @@ from safeexec.errors import (
     SafeExecError,
 )
 from safeexec.extract import combine, extract
+from safeexec.files import WorkdirFiles
 from safeexec.gate import check
 from safeexec.model import (
     Action,
@@ -178,6 +179,12 @@ class Session:
         )
         self._open: dict[str, BackendSession] = {}
         self._running: BackendSession | None = None  # the backend session of the call in flight
+        self.files = WorkdirFiles(
+            self.workdir,
+            max_read_bytes=self.policy.limits.file_size_bytes,
+            running=self._file_session,
+        )
+        """Write, read, list and remove files beneath the workdir (see :class:`WorkdirFiles`)."""
         self._lock = threading.RLock()
         self._closed = False
         self._verdicts: Counter[str] = Counter()
@@ -519,6 +526,12 @@ class Session:
             self._backends[mode] = default_backend(mode)
             self._owned.add(mode)
         return self._backends[mode]
+
+    def _file_session(self) -> BackendSession | None:
+        """The open backend session file writes go through (the mode asked for, else any)."""
+        if self.mode is not None and self.mode in self._open:
+            return self._open[self.mode]
+        return next(iter(self._open.values()), None)
 
     def _discard(self, mode: str) -> None:
         session = self._open.pop(mode, None)

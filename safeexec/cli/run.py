@@ -102,6 +102,22 @@ def run(
             help="Memory limit (e.g. 512MiB, 2GiB); lowers the policy's, never raises it.",
         ),
     ] = None,
+    upload: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upload",
+            metavar="SRC[:DEST]",
+            help="Copy a local file into the workdir (as DEST, default its name) before running.",
+        ),
+    ] = None,
+    download: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--download",
+            metavar="NAME[:DEST]",
+            help="Copy a workdir file out (to DEST, default ./NAME's name) after running.",
+        ),
+    ] = None,
 ) -> None:
     """Run the code in model replies under a policy, in one session (state carries over).
 
@@ -121,6 +137,9 @@ def run(
         with Session(
             policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir
         ) as session:
+            for spec in upload or []:
+                source, dest = _split_transfer(spec)
+                session.files.write(dest or Path(source).name, Path(source).read_bytes())
             for name, text in replies:
                 outcome = session.run(text)
                 code = max(code, exit_code(outcome))
@@ -130,11 +149,20 @@ def run(
                     if len(replies) > 1:
                         typer.echo(f"==> {name}: {outcome.decision.verdict.value} <==")
                     typer.echo(outcome.observation.text)
+            for spec in download or []:
+                name, dest = _split_transfer(spec)
+                Path(dest or Path(name).name).write_bytes(session.files.read(name))
     except SafeExecError as exc:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
     raise typer.Exit(code)
+
+
+def _split_transfer(spec: str) -> tuple[str, str]:
+    """``"a.csv:data/a.csv"`` → ``("a.csv", "data/a.csv")``; no colon: no destination."""
+    source, colon, dest = spec.rpartition(":")
+    return (source, dest) if colon else (spec, "")
 
 
 def _read(name: str) -> str:

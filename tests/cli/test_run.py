@@ -286,3 +286,35 @@ def test_a_bad_memory_size_is_a_usage_error(workspace: Path, fake: FakeBackend) 
 def test_an_interrupted_action_exits_4(workspace: Path, fake: FakeBackend) -> None:
     code, _, _ = invoke(workspace, write(workspace, "r.md", fenced("# interrupted\n")))
     assert code == 4
+
+
+def test_upload_before_and_download_after_the_replies(
+    workspace: Path, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(workspace)
+    source = write(workspace, "sales.csv", "region,amount\nnorth,3\n")
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(
+        workspace,
+        "--workdir",
+        str(workspace / "wd"),
+        "--upload",
+        source,
+        "--upload",
+        f"{source}:data/copy.csv",
+        "--download",
+        "data/copy.csv:back.csv",
+        "--download",
+        "sales.csv",
+        reply,
+    )
+    assert (code, err) == (0, "")
+    assert (workspace / "wd" / "sales.csv").read_text() == "region,amount\nnorth,3\n"
+    assert (workspace / "back.csv").read_text() == "region,amount\nnorth,3\n"
+
+
+def test_downloading_a_missing_file_is_a_usage_error(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(workspace, "--download", "nope.csv:out.csv", reply)
+    assert code == 2
+    assert "name='nope.csv'" in err

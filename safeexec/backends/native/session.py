@@ -41,11 +41,13 @@ from safeexec.backends.result import (
 )
 from safeexec.backends.workdir import (
     TMP_DIR,
+    Owners,
     chown_beneath,
     collect_artifacts,
     disk_usage,
     download_file,
     remove_tree,
+    return_beneath,
     scan,
     upload_file,
 )
@@ -159,6 +161,11 @@ class NativeSession:
         self._closed = False
         self._lost_state = False
         self._uid: int | None = None  # a root host's sessions run as a uid of their own
+        # What a root host lent to the session's uids, given back on close (see _give_workdir_to).
+        self._lent: Owners = {}
+        self._borrowers: set[int] = set()
+        home = self.workdir.stat()
+        self._home_owner = (home.st_uid, home.st_gid)
         self._worker: _Worker | None = None
         self._idle_cpu_base = 0.0
         self._idle_cpu_seen = 0.0
@@ -263,6 +270,8 @@ class NativeSession:
             self._stop_worker()
             if self._owns_workdir:
                 remove_tree(str(self.workdir))
+            else:
+                self._return_workdir()
 
     def __enter__(self) -> NativeSession:
         return self
@@ -327,17 +336,49 @@ class NativeSession:
     # -- worker lifecycle ---------------------------------------------------------------------
 
     def _give_workdir_to(self, uid: int) -> None:
-        """As root, hand the workdir tree to the session's uid.
+        """As root, lend the workdir tree to the session's uid; :meth:`close` gives it back.
 
-        Walks with directory descriptors opened ``O_NOFOLLOW``, so a directory swapped for a
-        symlink mid-walk cannot redirect a chown outside the workdir.
+        Every entry's owner is recorded before it is lent, and on close only entries a session
+        uid owns are returned (to their recorded owner, or to the workdir's owner for what the
+        session made), so a user's directory keeps its owners. Walks with directory
+        descriptors opened ``O_NOFOLLOW``, so a directory swapped for a symlink mid-walk cannot
+        redirect a chown outside the workdir.
         """
-        os.chown(self.workdir, uid, uid, follow_symlinks=False)
+        borrowers = frozenset(self._borrowers)
+        self._borrowers.add(uid)
         root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
+            os.fchown(root, uid, uid)
+            chown_beneath(
+                root,
+                uid,
+                depth=0,
+                limits=self._backend.artifact_limits,
+                lent=self._lent,
+                borrowers=borrowers,
+            )
         finally:
             os.close(root)
+
+    def _return_workdir(self) -> None:
+        """Give back what :meth:`_give_workdir_to` lent (a no-op unless a root host lent it)."""
+        if not self._borrowers:
+            return
+        borrowers = frozenset(self._borrowers)
+        with contextlib.suppress(OSError):
+            root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                return_beneath(
+                    root,
+                    lent=self._lent,
+                    borrowers=borrowers,
+                    home=self._home_owner,
+                    depth=0,
+                    limits=self._backend.artifact_limits,
+                )
+                os.fchown(root, *self._home_owner)
+            finally:
+                os.close(root)
 
     def _session_env(self) -> dict[str, str]:
         tmp = str(self.workdir / TMP_DIR)
