@@ -163,6 +163,11 @@ class Session:
             if workdir is not None
             else self.state_dir / "work" / self.session_id
         )
+        if self.workdir.exists() and not self.workdir.is_dir():
+            raise ConfigurationError(
+                f"workdir={str(self.workdir)!r} is not a directory; name a directory (it is "
+                "made if missing) or leave workdir unset for a fresh one"
+            )
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None
         self._owned: set[str] = set()

@@ -199,7 +199,7 @@ def test_events_state_loss_and_sandbox_cap_are_reported(blobs: BlobStore) -> Non
         "[session state was lost: names and imports from earlier steps are gone]",
         "[tool refused: send_mail: not granted]",
         "[guard denied: getattr: _private]",
-        "[limit hit: memory_bytes = 1.04858e+06]",
+        "[limit hit: memory_bytes = 1 MiB]",
         "[killed by signal 31 in ptrace]",
         "[the sandbox capped this output at its output limit]",
         "--- stdout ---",

@@ -117,3 +117,10 @@ def test_the_native_sandbox_can_append_to_a_file_the_host_wrote(tmp_path: Path) 
         ran = native.run(f"```python\n{append}```")
         assert ran.result is not None and ran.result.status is ExecStatus.OK
         assert native.files.read("log.txt") == b"host\nsandbox\n"
+
+
+def test_a_workdir_that_names_a_file_is_a_configuration_error(tmp_path: Path) -> None:
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    with pytest.raises(ConfigurationError, match="is not a directory"):
+        Session(policy=POLICY, workdir=afile, state_dir=tmp_path / "state")

@@ -318,3 +318,10 @@ def test_downloading_a_missing_file_is_a_usage_error(workspace: Path, fake: Fake
     code, _, err = invoke(workspace, "--download", "nope.csv:out.csv", reply)
     assert code == 2
     assert "name='nope.csv'" in err
+
+
+def test_a_workdir_naming_a_file_exits_2(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(workspace, "--workdir", reply, reply)
+    assert code == 2
+    assert "is not a directory" in err
