@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from safeexec.capabilities import Capability, ToolSpec, tool
+    from safeexec.capabilities import Capability
     from safeexec.errors import (
         AuditError,
         BackendError,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     )
     from safeexec.policy import Policy, load_policy
     from safeexec.session import Session, SessionStatistics
+    from safeexec.tool_specs import ToolSpec, tool
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -54,8 +55,8 @@ _EXPORTS: dict[str, str] = {
     "GateResult": "safeexec.gate",
     "Policy": "safeexec.policy",
     "load_policy": "safeexec.policy",
-    "tool": "safeexec.capabilities",
-    "ToolSpec": "safeexec.capabilities",
+    "tool": "safeexec.tool_specs",
+    "ToolSpec": "safeexec.tool_specs",
     "Capability": "safeexec.capabilities",
     **dict.fromkeys(
         (

@@ -1,20 +1,40 @@
-"""The audit trail: one JSON line per action, appended atomically, secrets masked, read strictly.
+"""The audit trail: one JSON line per action, hash-chained, appended atomically, read strictly.
 
 :func:`build_event` is pure: it turns an action, its decision and its result into an
 :class:`~safeexec.model.AuditEvent`. :class:`AuditLog` appends events to a JSONL file with one
-``os.write`` per line on an ``O_APPEND`` descriptor (under a lock, so threads never interleave) and
-raises :class:`~safeexec.errors.AuditError` when a line cannot be written; nothing is dropped
-silently. Full stdout/stderr live in the :class:`~safeexec.blobs.BlobStore`; events hold
-``blob://`` references.
+``os.write`` per line on an ``O_APPEND`` descriptor and raises :class:`~safeexec.errors.AuditError`
+when a line cannot be written; nothing is dropped silently. Full stdout/stderr live in the
+:class:`~safeexec.blobs.BlobStore`; events hold ``blob://`` references.
+
+The log is tamper-evident. Event *n* carries ``sequence = n`` and ``prev_sha256``, the sha256 of
+line *n - 1* as written (for the first, the log's random genesis value). The chain head (genesis,
+event count, last line's sha256, byte size) is kept outside the log, in ``<log>.head``: a 512-byte
+record rewritten in place by one ``pwrite`` after every append, under the ``flock`` that every
+writer and reader takes (threads and processes alike), so no reader sees it half-written and the
+chain never forks; a head torn by a crash is reported, never taken as valid.
+
+Before and after every append the open descriptor is compared with what the log's name holds now
+(device, inode, link count, size, owner and mode): an append into an unlinked, replaced or
+truncated file raises. :meth:`AuditLog.read` and :func:`verify_log` (``safeexec log verify``)
+walk the chain and compare it with the head: a deleted, inserted, moved or rewritten event, a
+truncated log and a swapped file are each reported. Anyone able to rewrite both the log *and* its
+head can forge a history; the state dir being the host's alone (0700, apart from every workdir)
+is what prevents that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
+import hashlib
 import json
 import os
 import platform
 import re
+import secrets
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -27,14 +47,23 @@ from typing import Self, TypeVar
 from safeexec import __version__
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import Action, AuditEvent, Budget, Decision, ExecResult, Usage
+from safeexec.statedir import (
+    create_file_once,
+    open_private_dir,
+    owner_and_mode,
+    read_file,
+)
 
 __all__ = [
     "DEFAULT_SECRET_PATTERNS",
+    "HEAD_SUFFIX",
     "MASK",
     "AuditLog",
     "AuditStatistics",
+    "LogVerification",
     "build_event",
     "mask_event",
+    "verify_log",
 ]
 
 # A pattern with a group named ``secret`` masks only that group (``password=`` stays readable).
@@ -172,11 +201,70 @@ class AuditStatistics:
     events_masked: int
 
 
-class AuditLog:
-    """An append-only JSONL audit log; :meth:`write` either lands the whole line or raises.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogVerification:
+    """What :func:`verify_log` found: ``ok`` with the event count, or the first reason it is not."""
 
+    path: Path
+    ok: bool
+    events: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Head:
+    """The chain head kept beside the log: what the log must end with."""
+
+    genesis: str
+    count: int
+    last_sha256: str
+    size_bytes: int
+
+    def encode(self) -> bytes:
+        """A fixed-size record (JSON padded with spaces), so it is rewritten in place."""
+        data = {"format": _HEAD_FORMAT, **dataclasses.asdict(self)}
+        text = json.dumps(data, sort_keys=True).encode("ascii")
+        return text.ljust(_HEAD_BYTES - 1) + b"\n"
+
+    @classmethod
+    def decode(cls, raw: bytes, label: str) -> _Head:
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.pop("format", None) != _HEAD_FORMAT:
+                raise ValueError(f"not a {_HEAD_FORMAT} file")
+            head = cls(**data)
+            ok = (
+                _HEX64.fullmatch(str(head.genesis))
+                and _HEX64.fullmatch(str(head.last_sha256))
+                and type(head.count) is int
+                and type(head.size_bytes) is int
+                and head.count >= 0
+                and head.size_bytes >= 0
+            )
+            if not ok:
+                raise ValueError("a field has the wrong type or value")
+        except (TypeError, ValueError) as exc:
+            raise AuditError(f"{label}: malformed chain head: {exc}") from exc
+        return head
+
+
+HEAD_SUFFIX = ".head"
+"""The chain head of ``audit.jsonl`` is ``audit.jsonl.head``, in the same directory."""
+
+_HEAD_FORMAT = "safeexec-audit-head/1"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEAD_BYTES = 512  # one sector: the in-place update is a single aligned write
+
+
+class AuditLog:
+    """An append-only, hash-chained JSONL audit log; :meth:`write` either lands the line or raises.
+
+    ``path``'s directory must be a real directory owned by this uid and writable by no one else;
+    the log and its head are opened through a descriptor of it and never through a symlink.
     ``fsync=True`` makes every line durable before :meth:`write` returns. ``mask_patterns`` are
     regular expressions of secrets to mask in events (a ``secret`` group masks just that part).
+    Before its first append a writer checks the log's end against the head (size, last line's
+    hash) and raises ``AuditError`` if they differ; the whole chain is checked by :meth:`read`.
     """
 
     def __init__(
@@ -193,72 +281,137 @@ class AuditLog:
         self._events = 0
         self._bytes = 0
         self._masked = 0
+        self._name = self.path.name
+        self._head_name = self._name + HEAD_SUFFIX
+        self._tail_checked = False
+        self._dir: int | None = open_private_dir(
+            self.path.parent, what="audit log directory", tighten=False
+        )
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = os.open(
-                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
+                self._name,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=self._dir,
             )
         except OSError as exc:
+            os.close(self._dir)
+            why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
             raise ConfigurationError(
-                f"cannot open audit log path={str(path)!r}: {exc.strerror}; "
-                "pass a writable file path"
+                f"cannot open audit log path={str(path)!r}: {why}; pass a writable file path"
             ) from exc
+        # Owner and mode of the directory and the log as opened: a change later (a chmod that
+        # exposes them to other users) is tampering, caught before and after every append.
+        self._modes = (owner_and_mode(self._dir), owner_and_mode(self._fd))
+        try:
+            with self._exclusive():
+                self._check_same_file("opening")
+                self._start_chain()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_chain(self) -> None:
+        """Give an empty log without a head its head (and so its genesis)."""
+        assert self._fd is not None and self._dir is not None
+        if os.fstat(self._fd).st_size == 0 and self._read_head(required=False) is None:
+            genesis = secrets.token_hex(32)
+            fresh = _Head(genesis=genesis, count=0, last_sha256=genesis, size_bytes=0)
+            create_file_once(self._dir, self._head_name, fresh.encode(), fsync=self.fsync)
+
+    def _check_tail(self, head: _Head) -> None:
+        """Before this writer's first append: the log's last line is the one its head names."""
+        assert self._dir is not None
+        if head.count and not self._tail_checked:
+            last = _last_line(self._dir, self._name, head.size_bytes)
+            if hashlib.sha256(last).hexdigest() != head.last_sha256:
+                raise AuditError(
+                    f"audit log path={str(self.path)!r}: the last event does not match the chain "
+                    "head (rewritten or swapped); move the log aside and verify it with "
+                    "'safeexec log verify'"
+                )
+        self._tail_checked = True
 
     def write(self, event: AuditEvent) -> AuditEvent:
-        """Mask, encode and append one event; returns the event exactly as written.
+        """Mask, chain, encode and append one event; returns the event exactly as written.
 
-        Raises :class:`~safeexec.errors.AuditError` if the line could not be written in full.
+        Raises :class:`~safeexec.errors.AuditError` if the line could not be written in full, or
+        if the log's file was unlinked, replaced, truncated or appended to behind this writer.
         """
         event = _mask(event, self._patterns)
-        try:
-            line = json.dumps(event.to_json(), ensure_ascii=True, allow_nan=False) + "\n"
-        except (TypeError, ValueError) as exc:
-            raise AuditError(
-                f"cannot encode audit event action_id={event.action_id!r}: {exc}"
-            ) from exc
-        data = line.encode("ascii")
         with self._lock:
-            if self._fd is None:
+            if self._fd is None or self._dir is None:
                 raise AuditError(
                     f"audit log path={str(self.path)!r} is closed; open a new AuditLog to write"
                 )
-            try:
-                written = os.write(self._fd, data)
-                if written != len(data):
-                    # Terminate the torn line so the next event starts on a line of its own.
-                    os.write(self._fd, b"\n")
+            fd = self._fd
+            with self._exclusive():
+                self._check_same_file("before appending")
+                head = self._read_head(required=True)
+                assert head is not None
+                self._check_size(head, os.fstat(fd).st_size)
+                self._check_tail(head)
+                event = dataclasses.replace(
+                    event, sequence=head.count + 1, prev_sha256=head.last_sha256
+                )
+                data = _encode(event)
+                try:
+                    written = os.write(fd, data)
+                    if written != len(data):
+                        # Terminate the torn line so the next event starts on a line of its own;
+                        # the head keeps the last whole event, so the tear is reported on read.
+                        written += os.write(fd, b"\n")
+                        self._replace_head(
+                            dataclasses.replace(head, size_bytes=head.size_bytes + written)
+                        )
+                        raise AuditError(
+                            f"short write to audit log path={str(self.path)!r}: "
+                            f"{written - 1} of {len(data)} bytes of action_id={event.action_id!r}"
+                        )
+                    if self.fsync:
+                        os.fsync(fd)
+                except OSError as exc:
                     raise AuditError(
-                        f"short write to audit log path={str(self.path)!r}: {written} of "
-                        f"{len(data)} bytes of action_id={event.action_id!r}"
+                        f"cannot write audit event action_id={event.action_id!r} to "
+                        f"path={str(self.path)!r}: {exc.strerror or exc}"
+                    ) from exc
+                self._check_same_file("after appending")
+                after = os.fstat(fd).st_size
+                if after != head.size_bytes + len(data):
+                    raise AuditError(
+                        f"audit log path={str(self.path)!r} is {after} bytes after appending "
+                        f"action_id={event.action_id!r}, not {head.size_bytes + len(data)}: "
+                        "something else writes to it"
                     )
-                if self.fsync:
-                    os.fsync(self._fd)
-            except OSError as exc:
-                raise AuditError(
-                    f"cannot write audit event action_id={event.action_id!r} to "
-                    f"path={str(self.path)!r}: {exc.strerror or exc}"
-                ) from exc
+                self._replace_head(
+                    _Head(
+                        genesis=head.genesis,
+                        count=head.count + 1,
+                        last_sha256=hashlib.sha256(data[:-1]).hexdigest(),
+                        size_bytes=after,
+                    )
+                )
             self._events += 1
             self._bytes += len(data)
             self._masked += bool(event.masked_fields)
         return event
 
     def read(self) -> tuple[AuditEvent, ...]:
-        """Every event in the log, decoded strictly (a malformed line raises ``AuditError``)."""
-        return tuple(self)
+        """Every event in the log, decoded strictly and verified against the chain and its head.
+
+        Raises ``AuditError`` naming the first line (or the head) that does not fit.
+        """
+        with self._lock:
+            own = self._dir is not None
+            dir_fd = self._dir if self._dir is not None else _open_directory(self.path.parent)
+        try:
+            return _read_chain(dir_fd, self.path)
+        finally:
+            if not own:
+                os.close(dir_fd)
 
     def __iter__(self) -> Iterator[AuditEvent]:
-        try:
-            handle = self.path.open("rb")
-        except OSError as exc:
-            raise AuditError(f"cannot read audit log path={str(self.path)!r}: {exc}") from exc
-        with handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    data = json.loads(raw)
-                    yield AuditEvent.from_json(data)
-                except ValueError as exc:  # JSONDecodeError and strict-decode errors alike
-                    raise AuditError(f"{self.path}:{number}: malformed audit event: {exc}") from exc
+        return iter(self.read())
 
     def statistics(self) -> AuditStatistics:
         with self._lock:
@@ -269,9 +422,10 @@ class AuditLog:
     def close(self) -> None:
         """Close the file; idempotent. Later writes raise ``AuditError``."""
         with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            for fd in (self._fd, self._dir):
+                if fd is not None:
+                    os.close(fd)
+            self._fd = self._dir = None
 
     def __enter__(self) -> Self:
         return self
@@ -283,6 +437,209 @@ class AuditLog:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    # -- the chain's guards --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        # flock is per open file description: it serialises AuditLogs in this process too.
+        assert self._fd is not None
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _check_same_file(self, when: str) -> None:
+        """The name still holds the file this writer appends to (not unlinked, not replaced)."""
+        assert self._fd is not None and self._dir is not None
+        mine = os.fstat(self._fd)
+        try:
+            named = os.stat(self._name, dir_fd=self._dir, follow_symlinks=False)
+        except FileNotFoundError:
+            named = None
+        if named is None:
+            what = "unlinked"
+        elif (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
+            what = "replaced"
+        elif mine.st_nlink == 0 or not stat.S_ISREG(mine.st_mode):
+            what = "unlinked"
+        elif (now := (owner_and_mode(self._dir), owner_and_mode(self._fd))) != self._modes:
+            raise AuditError(
+                f"the owner or mode of audit log path={str(self.path)!r} or of its directory "
+                f"changed {when}: (uid, mode) of directory and log were {_show(self._modes)}, now "
+                f"{_show(now)}; find out who touched the state dir, then open a new AuditLog"
+            )
+        else:
+            return
+        raise AuditError(
+            f"audit log path={str(self.path)!r} was {what} {when} (the open file is no longer "
+            "the one the path names); events would land in no log. Find out who touched the "
+            "state dir, then open a new AuditLog"
+        )
+
+    def _check_size(self, head: _Head, size: int) -> None:
+        if size != head.size_bytes:
+            raise AuditError(
+                f"audit log path={str(self.path)!r} is {size} bytes but its chain head says "
+                f"{head.size_bytes}: it was truncated, rewritten or appended to outside safeexec; "
+                "verify it with 'safeexec log verify'"
+            )
+
+    def _read_head(self, *, required: bool) -> _Head | None:
+        assert self._dir is not None
+        return _load_head(self._dir, self._head_name, self.path, required=required)
+
+    def _replace_head(self, head: _Head) -> None:
+        # In place, one pwrite under the flock every reader and writer takes: a rename per event
+        # would cost a data flush on ext4 (auto_da_alloc replaces-via-rename), ~2 ms each.
+        assert self._dir is not None
+        record = head.encode()
+        try:
+            fd = os.open(
+                self._head_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir
+            )
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                if os.pwrite(fd, record, 0) != len(record):
+                    raise OSError(errno.EIO, "short write")
+                if self.fsync:
+                    os.fdatasync(fd)  # same size, same blocks: the data is all there is to sync
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise AuditError(
+                f"cannot update the chain head {self._head_name!r} of path={str(self.path)!r}: "
+                f"{exc.strerror or exc}"
+            ) from exc
+
+
+def _show(modes: tuple[tuple[int, int], ...]) -> str:
+    return ", ".join(f"({uid}, {mode:#o})" for uid, mode in modes)
+
+
+def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification:
+    """Check the audit log in ``state_dir`` against its hash chain and head; never raises.
+
+    ``ok`` is ``True`` only if every line decodes strictly, the sequence runs 1..n without a gap,
+    each line names its predecessor's hash (the first, the log's genesis) and the log ends exactly
+    where its head says.
+    """
+    path = Path(state_dir) / name
+    try:
+        dir_fd = _open_directory(Path(state_dir))
+        try:
+            events = _read_chain(dir_fd, path)
+        finally:
+            os.close(dir_fd)
+    except AuditError as exc:
+        return LogVerification(path=path, ok=False, events=0, reason=str(exc))
+    return LogVerification(path=path, ok=True, events=len(events), reason="intact")
+
+
+def _encode(event: AuditEvent) -> bytes:
+    try:
+        line = json.dumps(event.to_json(), ensure_ascii=True, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise AuditError(f"cannot encode audit event action_id={event.action_id!r}: {exc}") from exc
+    return line.encode("ascii")
+
+
+def _open_directory(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise AuditError(
+            f"cannot open the audit log directory path={str(path)!r}: {exc.strerror or exc}"
+        ) from exc
+
+
+def _load_head(dir_fd: int, head_name: str, path: Path, *, required: bool) -> _Head | None:
+    try:
+        raw = read_file(dir_fd, head_name, limit=_HEAD_BYTES)
+    except FileNotFoundError:
+        if not required:
+            return None
+        raise AuditError(
+            f"audit log path={str(path)!r} has no chain head {head_name!r}: it was deleted (or the "
+            "log predates chained logs), so truncation cannot be ruled out"
+        ) from None
+    except OSError as exc:
+        raise AuditError(
+            f"cannot read the chain head {head_name!r} of path={str(path)!r}: {exc.strerror or exc}"
+        ) from exc
+    return _Head.decode(raw, f"{path}{HEAD_SUFFIX}")
+
+
+def _read_chain(dir_fd: int, path: Path) -> tuple[AuditEvent, ...]:
+    """Decode and verify every line of the log named ``path.name`` below ``dir_fd``."""
+    try:
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise AuditError(f"cannot read audit log path={str(path)!r}: {exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise AuditError(f"audit log path={str(path)!r} is not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_SH)  # a consistent view: no writer is between log and head
+        head = _load_head(dir_fd, path.name + HEAD_SUFFIX, path, required=True)
+        assert head is not None
+        events: list[AuditEvent] = []
+        previous = head.genesis
+        size = 0
+        for number, raw in enumerate(handle, start=1):
+            size += len(raw)
+            where = f"{path}:{number}"
+            if not raw.endswith(b"\n"):
+                raise AuditError(f"{where}: the last line is torn (no newline)")
+            try:
+                event = AuditEvent.from_json(json.loads(raw))
+            except ValueError as exc:  # JSONDecodeError and strict-decode errors alike
+                raise AuditError(f"{where}: malformed audit event: {exc}") from exc
+            if event.sequence != number:
+                raise AuditError(
+                    f"{where}: sequence={event.sequence!r} where {number} belongs: an event was "
+                    "deleted, inserted or moved"
+                )
+            if event.prev_sha256 != previous:
+                what = (
+                    "this log's genesis (the file was swapped)"
+                    if number == 1
+                    else f"line {number - 1}'s hash: an event before it was rewritten"
+                )
+                raise AuditError(f"{where}: prev_sha256 does not match {what}")
+            previous = hashlib.sha256(raw[:-1]).hexdigest()
+            events.append(event)
+        if len(events) != head.count or size != head.size_bytes:
+            raise AuditError(
+                f"audit log path={str(path)!r} holds {len(events)} events ({size} bytes) but its "
+                f"chain head says {head.count} ({head.size_bytes} bytes): events were deleted "
+                "from its end (truncated) or appended outside safeexec"
+            )
+        if previous != head.last_sha256:
+            raise AuditError(
+                f"audit log path={str(path)!r}: the last event does not match the chain head: it "
+                "was rewritten, or the file was swapped"
+            )
+    return tuple(events)
+
+
+def _last_line(dir_fd: int, name: str, size: int) -> bytes:
+    """The last line of the log (without its newline), read backwards from ``size``."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        end = size - 1  # the final newline
+        tail = b""
+        while end > 0:
+            start = max(0, end - 65536)
+            tail = os.pread(fd, end - start, start) + tail
+            cut = tail.rfind(b"\n")
+            if cut >= 0:
+                return tail[cut + 1 :]
+            end = start
+        return tail
+    finally:
+        os.close(fd)
 
 
 def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:

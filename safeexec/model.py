@@ -65,8 +65,6 @@ class _JSON:
         return codec.from_json(cls, data)
 
 
-
-
 class Verdict(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
@@ -384,9 +382,13 @@ class Observation(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditEvent(_JSON):
-    """One audit-log line per action: enough to replay and to account for every effect."""
+    """One audit-log line per action: enough to replay and to account for every effect.
 
-    schema_version: int = 1
+    ``sequence`` (1, 2, ...) and ``prev_sha256`` (the sha256 of the previous line, or the log's
+    genesis value) chain the lines; :class:`~safeexec.audit.AuditLog` sets them when it writes.
+    """
+
+    schema_version: int = 2
     action_id: str
     session_id: str
     timestamp: str
@@ -410,6 +412,8 @@ class AuditEvent(_JSON):
     artifacts: tuple[Artifact, ...] = ()
     budget: Budget | None = None
     masked_fields: tuple[str, ...] = ()
+    sequence: int | None = None
+    prev_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,8 +2,10 @@
 
 One call is one agent step: extract → combine → parse → scan + estimate → decide → (approve) →
 backend run → observe → charge the budget → audit. A session owns its double budget, its audit log
-and blob store (under ``state_dir``, default ``./.safeexec``) and one backend session per mode,
-opened lazily and kept, so state carries over between steps like a notebook kernel.
+and blob store (under ``state_dir``, default :func:`~safeexec.statedir.default_state_dir`) and one
+backend session per mode, opened lazily and kept, so state carries over between steps like a
+notebook kernel. The state dir is the host's alone: 0700, and never inside, equal to or above the
+workdir (``ConfigurationError``), so no session can reach the log or the blobs.
 
 Every outcome, denials included, is audited before ``run`` returns or raises. "Policy said no" is
 an :class:`~safeexec.model.Outcome` with a deny decision; an exhausted budget is a deny finding
@@ -18,6 +20,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import tempfile
 import threading
 import uuid
 from collections import Counter
@@ -36,6 +39,7 @@ from safeexec.backends.base import (
     SessionSpec,
     ToolGateway,
 )
+from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
@@ -71,13 +75,12 @@ from safeexec.policy.engine_rules import (
 from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
+from safeexec.statedir import default_state_dir, ensure_apart, open_private_dir
 
 __all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
 
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
-
-DEFAULT_STATE_DIR = Path(".safeexec")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,9 +137,11 @@ class Session:
     (``None``: the built-in ones, made on first use). ``approver`` answers ``needs_approval``
     decisions (without one they are denied); ``tool_approver`` answers tool calls whose grant
     requires approval (without one they are refused). ``clock`` must return aware datetimes.
-    ``state_dir`` (default ``./.safeexec``) holds ``audit.jsonl``, ``blobs/`` and, unless
-    ``workdir`` is given, ``work/<session_id>/``; ``audit_fsync`` makes every audit line and blob
-    durable before the step returns. Use as a context manager, or call :meth:`close`.
+    ``state_dir`` (default ``$XDG_STATE_HOME/safeexec``, else ``~/.local/state/safeexec``) holds
+    ``audit.jsonl``, its chain head and ``blobs/``; it must lie apart from ``workdir``. Without
+    ``workdir`` a fresh private temporary directory is made and removed on :meth:`close`.
+    ``audit_fsync`` makes every audit line and blob durable before the step returns. Use as a
+    context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -157,17 +162,15 @@ class Session:
         self.mode = mode
         self.session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
         # Absolute: the sandboxed worker runs in its own directory, where "./x" means nothing.
-        self.state_dir = Path(DEFAULT_STATE_DIR if state_dir is None else state_dir).absolute()
-        self.workdir = (
-            Path(workdir).absolute()
-            if workdir is not None
-            else self.state_dir / "work" / self.session_id
-        )
-        if self.workdir.exists() and not self.workdir.is_dir():
-            raise ConfigurationError(
-                f"workdir={str(self.workdir)!r} is not a directory; name a directory (it is "
-                "made if missing) or leave workdir unset for a fresh one"
-            )
+        self.state_dir = Path(default_state_dir() if state_dir is None else state_dir).absolute()
+        if workdir is not None:
+            if Path(workdir).exists() and not Path(workdir).is_dir():
+                raise ConfigurationError(
+                    f"workdir={str(workdir)!r} is not a directory; name a directory (it is "
+                    "made if missing) or leave workdir unset for a fresh one"
+                )
+            ensure_apart(self.state_dir, Path(workdir).absolute())
+        os.close(open_private_dir(self.state_dir))
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None
         self._owned: set[str] = set()
@@ -176,6 +179,12 @@ class Session:
         self._clock = clock or _utc_now
         self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
         self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
+        self._owns_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix=f"safeexec-{self.session_id}-"))
+            if workdir is None
+            else Path(workdir).absolute()
+        )
         budget = self.policy.budget
         self._budget = Budget(
             steps_left=budget.steps,
@@ -309,6 +318,8 @@ class Session:
                 except Exception as exc:
                     failures.append(exc)
             self.audit.close()
+            if self._owns_workdir:
+                remove_tree(str(self.workdir))
             if failures:
                 raise InternalError(
                     f"closing {len(failures)} backend(s) or session(s) failed: {failures[0]!r}"
@@ -507,6 +518,7 @@ class Session:
             return self._open[mode]
         backend = self._backend(mode)
         self.workdir.mkdir(parents=True, exist_ok=True)
+        ensure_apart(self.state_dir, self.workdir)  # again, now that both exist: by inode too
         session = backend.open(
             SessionSpec(
                 workdir=self.workdir,

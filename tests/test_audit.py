@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
+import hashlib
 import json
 import os
 import stat
@@ -12,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.audit import DEFAULT_SECRET_PATTERNS, MASK, AuditLog, build_event, mask_event
+from safeexec.audit import (
+    DEFAULT_SECRET_PATTERNS,
+    HEAD_SUFFIX,
+    MASK,
+    AuditLog,
+    build_event,
+    mask_event,
+)
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import (
     Action,
@@ -118,10 +127,26 @@ def test_build_event_copies_action_decision_and_result() -> None:
     assert event.masked_fields == ()
 
 
-def test_build_event_matches_the_golden_file() -> None:
+def test_build_event_matches_the_golden_file_before_it_is_chained() -> None:
     golden = json.loads((GOLDEN / "audit_event.json").read_text())
-    assert _event().to_json() == golden
-    assert AuditEvent.from_json(golden) == _event()
+    unchained = {**golden, "sequence": None, "prev_sha256": None}
+    assert _event().to_json() == unchained
+    assert AuditEvent.from_json(unchained) == _event()
+
+
+def test_the_first_line_written_matches_the_golden_file_chained_to_the_genesis(
+    tmp_path: Path,
+) -> None:
+    # The golden file is the first line of a log; its genesis is random, so it reads GENESIS.
+    golden = json.loads((GOLDEN / "audit_event.json").read_text())
+    with AuditLog(tmp_path / "audit.jsonl") as log:
+        log.write(_event())
+    (line,) = (tmp_path / "audit.jsonl").read_bytes().splitlines()
+    head = json.loads((tmp_path / ("audit.jsonl" + HEAD_SUFFIX)).read_bytes())
+    written = json.loads(line)
+    assert written["prev_sha256"] == head["genesis"]
+    assert {**written, "prev_sha256": "GENESIS"} == golden
+    assert head["count"] == 1 and head["last_sha256"] == hashlib.sha256(line).hexdigest()
 
 
 def test_build_event_for_a_denial_has_no_result_fields() -> None:
@@ -163,8 +188,10 @@ def test_written_events_read_back_equal_one_json_object_per_line(tmp_path: Path)
     events = [_event(action_id=f"a-{i}") for i in range(3)]
     with AuditLog(path) as log:
         written = [log.write(event) for event in events]
-        assert log.read() == tuple(events) == tuple(written)
-        assert list(log) == events
+        assert log.read() == tuple(written)
+        assert list(log) == written
+    assert [e.sequence for e in written] == [1, 2, 3]
+    assert [dataclasses.replace(e, sequence=None, prev_sha256=None) for e in written] == events
     lines = path.read_bytes().splitlines(keepends=True)
     assert len(lines) == 3
     assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in lines)
@@ -181,10 +208,13 @@ def test_the_log_file_is_private_and_appended_across_reopens(tmp_path: Path) -> 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_a_failed_write_raises_audit_error(tmp_path: Path) -> None:
-    if not os.path.exists("/dev/full"):
-        pytest.skip("/dev/full is not available on this system")
-    log = AuditLog(Path("/dev/full"))
+def test_a_failed_write_raises_audit_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl")
+
+    def disk_full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", disk_full)
     with pytest.raises(AuditError, match=r"cannot write audit event action_id='a-000000000001'"):
         log.write(_event())
     log.close()
@@ -247,8 +277,9 @@ def test_reading_is_strict_and_names_the_line(tmp_path: Path, line: bytes, messa
 
 def test_reading_rejects_unknown_fields(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
-    data = _event().to_json()
-    assert isinstance(data, dict)
+    with AuditLog(path) as log:
+        log.write(_event())
+    data = json.loads(path.read_bytes())
     data["extra"] = 1
     path.write_text(json.dumps(data) + "\n")
     with pytest.raises(AuditError, match="unknown field"):
@@ -280,18 +311,25 @@ def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
 
 def test_fsync_mode_syncs_every_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
+    data_synced: list[int] = []
     monkeypatch.setattr(os, "fsync", synced.append)
+    monkeypatch.setattr(os, "fdatasync", data_synced.append)
     with AuditLog(tmp_path / "audit.jsonl", fsync=True) as log:
         log.write(_event())
         log.write(_event())
-    assert len(synced) == 2
+    # The new head and its directory entry, then each line; each head rewritten in place.
+    assert (len(synced), len(data_synced)) == (2 + 2, 2)
 
 
 def test_an_unopenable_path_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ConfigurationError, match="cannot open audit log path="):
+    with pytest.raises(ConfigurationError, match="cannot open audit log directory="):
         AuditLog(blocker / "audit.jsonl")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "audit.jsonl").mkdir()
+    with pytest.raises(ConfigurationError, match="cannot open audit log path="):
+        AuditLog(tmp_path / "real" / "audit.jsonl")
 
 
 def test_an_invalid_secret_pattern_is_a_configuration_error(tmp_path: Path) -> None:
@@ -370,8 +408,8 @@ def test_public_exports_are_pinned() -> None:
     import safeexec.audit as audit
 
     assert audit.__all__ == [
-        "DEFAULT_SECRET_PATTERNS", "MASK", "AuditLog", "AuditStatistics", "build_event",
-        "mask_event",
+        "DEFAULT_SECRET_PATTERNS", "HEAD_SUFFIX", "MASK", "AuditLog", "AuditStatistics",
+        "LogVerification", "build_event", "mask_event", "verify_log",
     ]  # fmt: skip
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -11,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeexec.blobs import BlobStore
+from safeexec.blobs import KEY_FILE, BlobStore
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import BlobRef
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    """The blob files below ``root`` (not the store's key)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != KEY_FILE)
 
 
 def test_put_returns_the_sha256_and_size_and_get_returns_the_bytes(tmp_path: Path) -> None:
@@ -37,16 +40,22 @@ def test_any_bytes_round_trip(tmp_path_factory: pytest.TempPathFactory, data: by
     assert store.get(store.put(data)) == data
 
 
-def test_blobs_are_sharded_by_the_first_two_hex_digits(tmp_path: Path) -> None:
+def test_blobs_are_stored_under_a_keyed_name_sharded_by_its_first_two_hex_digits(
+    tmp_path: Path,
+) -> None:
     store = BlobStore(tmp_path)
     ref = store.put(b"x")
-    assert (tmp_path / ref.sha256[:2] / ref.sha256).read_bytes() == b"x"
+    path = store.location(ref)
+    assert path.read_bytes() == b"x"
+    assert path.parent == tmp_path / path.name[:2]
+    assert len(path.name) == 64 and path.name != ref.sha256
+    assert _files(tmp_path) == [path]
 
 
 def test_put_is_write_once_and_does_not_rewrite_an_existing_blob(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     first = store.put(b"same")
-    path = tmp_path / first.sha256[:2] / first.sha256
+    path = store.location(first)
     inode = path.stat().st_ino
     assert store.put(b"same") == first
     assert path.stat().st_ino == inode
@@ -70,7 +79,7 @@ def test_get_of_an_absent_blob_raises_key_error(tmp_path: Path) -> None:
 def test_get_verifies_the_hash_and_reports_corruption(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     ref = store.put(b"original")
-    (tmp_path / ref.sha256[:2] / ref.sha256).write_bytes(b"tampered")
+    store.location(ref).write_bytes(b"tampered")
     with pytest.raises(AuditError, match="corrupt"):
         store.get(ref)
 
@@ -104,13 +113,13 @@ def test_a_failed_write_raises_audit_error_and_leaves_no_partial_file(
 ) -> None:
     store = BlobStore(tmp_path)
 
-    def failing_replace(src: str, dst: object) -> None:
+    def failing_rename(src: str, dst: str, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", failing_replace)
+    monkeypatch.setattr(os, "rename", failing_rename)
     with pytest.raises(AuditError, match="cannot write blob"):
         store.put(b"data")
-    assert _files(tmp_path) == []
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [KEY_FILE]
 
 
 def test_fsync_mode_writes_durably(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +133,8 @@ def test_fsync_mode_writes_durably(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(os, "fsync", recording_fsync)
     store = BlobStore(tmp_path, fsync=True)
     assert store.get(store.put(b"durable")) == b"durable"
-    assert len(synced) == 2  # the file, then its directory entry
+    # The key, then its directory entry (once per store); the blob, then its directory entry.
+    assert len(synced) == 4
 
 
 def test_concurrent_puts_of_the_same_bytes_yield_one_intact_blob(tmp_path: Path) -> None:
@@ -151,5 +161,82 @@ def test_put_file_stores_the_file_contents(tmp_path: Path) -> None:
 def test_a_root_that_cannot_be_created_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.raises(ConfigurationError, match="cannot create blob store root="):
+    with pytest.raises(ConfigurationError, match="cannot open blob store root="):
         BlobStore(blocker / "blobs")
+
+
+# -- the store is the host's: keyed names, private modes, no link ever followed -------------------
+
+
+def test_a_symlink_planted_as_a_shard_is_never_written_through(tmp_path: Path) -> None:
+    # Issue 10 item 1: a link at every shard name, whatever the naming, points at a victim dir.
+    root, victim = tmp_path / "blobs", tmp_path / "victim"
+    victim.mkdir(mode=0o700)
+    store = BlobStore(root)
+    for shard in range(256):
+        (root / f"{shard:02x}").symlink_to(victim, target_is_directory=True)
+    with pytest.raises(AuditError, match="cannot write blob sha256="):
+        store.put(b"the cell's stdout")
+    assert list(victim.iterdir()) == []
+
+
+def test_a_symlink_planted_at_a_blob_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    ref = BlobRef(sha256=hashlib.sha256(b"payload").hexdigest(), size=7)
+    path = store.location(ref)
+    path.parent.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"host file")
+    path.symlink_to(victim)
+    with pytest.raises(AuditError, match="cannot read blob"):
+        store.get(ref)  # never read through the link
+    assert ref not in store
+    assert store.put(b"payload") == ref
+    assert victim.read_bytes() == b"host file"
+    assert not path.is_symlink() and store.get(ref) == b"payload"
+
+
+def test_a_blob_root_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir(mode=0o700)
+    (tmp_path / "blobs").symlink_to(tmp_path / "real")
+    with pytest.raises(ConfigurationError, match="is a symbolic link"):
+        BlobStore(tmp_path / "blobs")
+
+
+def test_blob_names_are_keyed_per_store_and_unguessable_without_the_key(tmp_path: Path) -> None:
+    # Issue 10 item 3: a name derived from the content alone can be probed with stat().
+    first, second = BlobStore(tmp_path / "one"), BlobStore(tmp_path / "two")
+    ref = first.put(b"code=4821\n")
+    assert second.put(b"code=4821\n") == ref  # the same reference...
+    assert first.location(ref).name != second.location(ref).name  # ...under different names
+    assert not (tmp_path / "one" / ref.sha256[:2] / ref.sha256).exists()
+    key = (tmp_path / "one" / KEY_FILE).read_bytes()
+    assert len(key) == 32
+    expected = hmac.new(key, bytes.fromhex(ref.sha256), hashlib.sha256).hexdigest()
+    assert first.location(ref).name == expected
+    assert BlobStore(tmp_path / "one").location(ref) == first.location(ref)  # the key persists
+
+
+def test_the_store_is_private_directories_0700_files_0600(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    store.put(b"a")
+    store.put(b"b")
+    for path in [tmp_path / "blobs", *(tmp_path / "blobs").rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+        assert path.lstat().st_uid == os.geteuid()
+
+
+def test_a_damaged_key_is_a_configuration_error(tmp_path: Path) -> None:
+    BlobStore(tmp_path / "blobs")
+    (tmp_path / "blobs" / KEY_FILE).write_bytes(b"short")
+    with pytest.raises(ConfigurationError, match="holds 5 bytes, not 32"):
+        BlobStore(tmp_path / "blobs")
+
+
+def test_a_chmod_of_the_store_root_is_caught_at_the_next_put(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    store.put(b"before")
+    (tmp_path / "blobs").chmod(0o755)  # what a cell sharing the host's uid can do
+    with pytest.raises(AuditError, match=r"the \(uid, mode\) of root=.* changed"):
+        store.put(b"after")

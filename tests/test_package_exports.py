@@ -49,7 +49,7 @@ HOMES = {
     "Session": "safeexec.session",
     "check": "safeexec.gate",
     "Policy": "safeexec.policy.schema",
-    "tool": "safeexec.capabilities",
+    "tool": "safeexec.tool_specs",
     "Denied": "safeexec.errors",
     "Decision": "safeexec.model",
 }

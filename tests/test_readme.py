@@ -22,6 +22,7 @@ def test_the_python_api_example_runs_and_prints_what_its_comments_say(
     example = match.group(1)
     assert len(example.splitlines()) <= 10
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(example, str(README), "exec"), {})  # our own documentation, not model code
@@ -30,7 +31,8 @@ def test_the_python_api_example_runs_and_prints_what_its_comments_say(
     assert "285" in printed.getvalue()
     assert "['SX201', 'SX202']" in lines
     assert lines[-1] == "47 3"
-    assert (tmp_path / ".safeexec" / "audit.jsonl").is_file()
+    assert (tmp_path / "xdg" / "safeexec" / "audit.jsonl").is_file()
+    assert not (tmp_path / ".safeexec").exists()
 
 
 def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
@@ -41,6 +43,7 @@ def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
     match = re.search(r"^```python\n(.*?)^```$", section, re.S | re.M)
     assert match is not None
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(match.group(1), str(README), "exec"), {})  # our own documentation
@@ -49,5 +52,5 @@ def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
         "timeout False",
         "['region,amount', 'north,7', 'south,5']",
     ]
-    events = (tmp_path / ".safeexec" / "audit.jsonl").read_text().splitlines()
+    events = (tmp_path / "xdg" / "safeexec" / "audit.jsonl").read_text().splitlines()
     assert len(events) == 4  # one per step, the interrupted one included

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -176,7 +177,8 @@ def test_open_receives_the_policy_requirements_and_only_passthrough_env(
     )
     fake = FakeBackend(not_executed, layers=frozenset({"rlimits", "seccomp"}))
     workdir = tmp_path / "wd"
-    with Session(policy=policy, state_dir=tmp_path, workdir=workdir, backends={"fake": fake}) as s:
+    state = tmp_path / "state"
+    with Session(policy=policy, state_dir=state, workdir=workdir, backends={"fake": fake}) as s:
         s.run(reply("pass\n"))
     (opened,) = [fake_session.opened for fake_session in fake.sessions]
     assert opened.workdir == workdir and workdir.is_dir()
@@ -479,20 +481,27 @@ def test_close_is_idempotent_and_a_closed_session_refuses_to_run(
         s.run(reply("pass\n"))
 
 
-def test_state_lives_under_dot_safeexec_by_default(
+def test_state_lives_in_the_per_user_state_dir_and_the_workdir_is_temporary_by_default(
     tmp_path: Path, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     with Session(policy=POLICY, backends={"fake": fake}, session_id="s-x") as s:
         s.run(reply("pass\n"))
+        workdir = fake.sessions[0].opened.workdir
+        assert workdir.is_dir() and workdir.name.startswith("safeexec-s-x-")
+        assert stat.S_IMODE(workdir.stat().st_mode) == 0o700
+    assert s.state_dir == tmp_path / "xdg" / "safeexec"
+    assert not workdir.exists()  # a workdir the session made is removed when it closes
     # Relative paths are pinned at construction: the worker runs in a directory of its own.
-    assert s.state_dir == tmp_path / ".safeexec"
-    assert fake.sessions[0].opened.workdir == tmp_path / ".safeexec" / "work" / "s-x"
     with Session(policy=POLICY, backends={"fake": fake}, workdir=Path("wd")) as s:
         assert s.workdir == tmp_path / "wd"
-    assert (tmp_path / ".safeexec" / "audit.jsonl").is_file()
-    assert (tmp_path / ".safeexec" / "blobs").is_dir()
-    assert (tmp_path / ".safeexec" / "work" / "s-x").is_dir()
+        s.run(reply("pass\n"))
+    assert (tmp_path / "wd").is_dir()  # a workdir the caller named is kept
+    state = tmp_path / "xdg" / "safeexec"
+    assert (state / "audit.jsonl").is_file() and (state / "blobs").is_dir()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert not (tmp_path / ".safeexec").exists()
 
 
 def test_the_default_registry_knows_fake_and_rejects_unknown_modes() -> None:
@@ -618,6 +627,9 @@ def test_a_denied_outcome_matches_the_golden_file(tmp_path: Path, fake: FakeBack
     assert isinstance(data, dict) and isinstance(data["event"], dict)
     data["event"]["sandbox_image"] = "<interpreter>"  # differs between Python builds
     data["event"]["sandbox_version"] = "<safeexec version>"
+    genesis = json.loads((tmp_path / "audit.jsonl.head").read_bytes())["genesis"]
+    assert data["event"]["prev_sha256"] == genesis
+    data["event"]["prev_sha256"] = "<this log's random genesis>"
     if os.environ.get("SAFEEXEC_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(data, indent=2) + "\n")
     assert data == json.loads(GOLDEN.read_text())

@@ -70,12 +70,17 @@ def run(
         bool, typer.Option("--json", help="Print one Outcome JSON object per action, per line.")
     ] = False,
     workdir: Annotated[
-        Path | None, typer.Option("--workdir", help="Working directory for the code.")
+        Path | None,
+        typer.Option(
+            "--workdir", help="Working directory for the code (default: a fresh temporary one)."
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None,
         typer.Option(
-            "--state-dir", help="Where audit.jsonl and blobs/ live (default ./.safeexec)."
+            "--state-dir",
+            help="Where audit.jsonl and blobs/ live, apart from the workdir "
+            "(default $XDG_STATE_HOME/safeexec, else ~/.local/state/safeexec).",
         ),
     ] = None,
     timeout: Annotated[

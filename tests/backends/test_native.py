@@ -32,7 +32,8 @@ def backend() -> Iterator[NativeBackend]:
 
 @pytest.fixture
 def blobs(tmp_path: Path) -> BlobStore:
-    return BlobStore(tmp_path / "blobs")
+    # Beside tmp_path, never in it: several tests use tmp_path itself as the workdir.
+    return BlobStore(tmp_path.with_name(tmp_path.name + "-blobs"))
 
 
 @pytest.fixture

@@ -153,8 +153,11 @@ class _InterruptingGateway:
 def test_a_host_interrupt_during_a_tool_call_keeps_the_channel_in_step(
     backend: NativeBackend, tmp_path: Path
 ) -> None:
+    (tmp_path / "work").mkdir()
     spec = SessionSpec(
-        workdir=tmp_path, blobs=BlobStore(tmp_path / "blobs"), tools=_InterruptingGateway()
+        workdir=tmp_path / "work",
+        blobs=BlobStore(tmp_path / "blobs"),
+        tools=_InterruptingGateway(),
     )
     with backend.open(spec) as session:
         with pytest.raises(CallInterrupted) as caught:

@@ -16,15 +16,18 @@ from safeexec.errors import BackendUnavailable
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
 
+def _blobs(tmp_path: Path) -> BlobStore:
+    # Beside the workdir, never in it: a session must not reach the host's blobs.
+    return BlobStore(tmp_path.with_name(tmp_path.name + "-blobs"))
+
+
 def request(code: str, **limits: float) -> ExecRequest:
     return ExecRequest(action_id="a", code=code, limits=Limits(**limits))  # type: ignore[arg-type]
 
 
 def test_the_default_runs_inside_the_confined_worker(tmp_path: Path) -> None:
     backend = RestrictedBackend()
-    session = backend.open(
-        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"))
-    )
+    session = backend.open(SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path)))
     try:
         assert isinstance(session, NativeSession)
         result = session.run(request("x = 1\nx + 1"))
@@ -41,7 +44,7 @@ def test_in_process_refuses_required_confinement_layers(tmp_path: Path) -> None:
             SessionSpec(
                 workdir=tmp_path,
                 limits=Limits(),
-                blobs=BlobStore(tmp_path / ".b"),
+                blobs=_blobs(tmp_path),
                 require=frozenset({"seccomp"}),
             )
         )
@@ -49,7 +52,7 @@ def test_in_process_refuses_required_confinement_layers(tmp_path: Path) -> None:
 
 def test_in_process_session_refuses_runs_after_close(tmp_path: Path) -> None:
     session = RestrictedBackend(in_process=True).open(
-        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"))
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path))
     )
     session.close()
     session.close()  # idempotent
@@ -63,7 +66,7 @@ def test_in_process_memory_growth_is_a_limit_of_the_session(tmp_path: Path) -> N
         SessionSpec(
             workdir=tmp_path,
             limits=Limits(memory_bytes=64 * 1024 * 1024),
-            blobs=BlobStore(tmp_path / ".b"),
+            blobs=_blobs(tmp_path),
         )
     )
     try:
@@ -85,7 +88,7 @@ def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path:
     caps = CapabilitySet()
     caps.grant(ping)
     session = RestrictedBackend(in_process=True).open(
-        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), tools=caps)
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path), tools=caps)
     )
     try:
         session.run(request("x = 1"))
@@ -102,9 +105,7 @@ def test_in_process_reset_keeps_tools_and_tool_calls_stop_with_the_run(tmp_path:
 
 def test_in_process_sleep_ends_at_the_wall_limit(tmp_path: Path) -> None:
     session = RestrictedBackend(in_process=True).open(
-        SessionSpec(
-            workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".b"), imports=("time",)
-        )
+        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=_blobs(tmp_path), imports=("time",))
     )
     try:
         result = session.run(request("import time\ntime.sleep(3600)", wall_seconds=0.3))
@@ -145,7 +146,9 @@ def test_in_process_interrupt_stops_the_cell_and_keeps_state(tmp_path: Path) -> 
 
 def test_a_restricted_cell_in_the_worker_is_interrupted_at_its_time_limit(tmp_path: Path) -> None:
     backend = RestrictedBackend()
-    session = backend.open(SessionSpec(workdir=tmp_path, blobs=BlobStore(tmp_path / ".b")))
+    (tmp_path / "work").mkdir()
+    spec = SessionSpec(workdir=tmp_path / "work", blobs=BlobStore(tmp_path / ".b"))
+    session = backend.open(spec)
     try:
         session.run(request("x = 41"))
         result = session.run(request("for i in range(10**10):\n    pass", wall_seconds=0.5))

@@ -33,13 +33,20 @@ def tool_session(
     *tools: ToolSpec,
     tool_calls: int = 200,
     tool_approver: Callable[[ApprovalRequest], bool] | None = None,
+    seconds: float | None = None,
 ) -> Session:
     """A session under the default pack whose budget allows ``tool_calls`` and that may grant
-    ``tools`` (without ``max_calls``: only the budget bounds them), granted here."""
+    ``tools`` (without ``max_calls``: only the budget bounds them), granted here. ``seconds``
+    widens the pack's CPU and wall limits (and budget) for floods that must run to their end."""
     policy = load_policy("default")
+    limits, budget = policy.limits, dataclasses.replace(policy.budget, tool_calls=tool_calls)
+    if seconds is not None:
+        limits = dataclasses.replace(limits, cpu_seconds=seconds, wall_seconds=seconds)
+        budget = dataclasses.replace(budget, cpu_seconds=max(budget.cpu_seconds, 2 * seconds))
     policy = dataclasses.replace(
         policy,
-        budget=dataclasses.replace(policy.budget, tool_calls=tool_calls),
+        limits=limits,
+        budget=budget,
         capabilities=(*policy.capabilities, *(CapabilityConfig(tool=t.name) for t in tools)),
     )
     chosen = tool_backend(backend)

@@ -346,7 +346,11 @@ def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
     from safeexec.model import ExecRequest, GuardDenied, Limits
 
     session = RestrictedBackend(in_process=True).open(
-        SessionSpec(workdir=tmp_path, limits=Limits(), blobs=BlobStore(tmp_path / ".blobs"))
+        SessionSpec(
+            workdir=tmp_path,
+            limits=Limits(),
+            blobs=BlobStore(tmp_path.with_name(tmp_path.name + "-blobs")),
+        )
     )
     try:
         result = session.run(
