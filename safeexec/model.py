@@ -105,6 +105,7 @@ class ExecStatus(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     KILLED = "killed"
     DENIED_AT_RUNTIME = "denied_at_runtime"
+    INTERRUPTED = "interrupted"  # stopped by KeyboardInterrupt in the cell; the state is kept
 
 
 class ActionSource(StrEnum):

@@ -33,6 +33,7 @@ from safeexec.model import (
 )
 from safeexec.policy.schema import ObserveConfig
 from safeexec.sandbox.tracebacks import trim_traceback_lines
+from safeexec.units import format_bytes, format_seconds
 
 __all__ = ["escape_controls", "observe"]
 
@@ -146,6 +147,10 @@ def _status_line(result: ExecResult) -> str:
             return _labelled("limit exceeded", message)
         case ExecStatus.DENIED_AT_RUNTIME:
             return _labelled("denied at runtime", message)
+        case ExecStatus.INTERRUPTED:
+            return f"[{message}]" if message.startswith("interrupted") else _labelled(
+                "interrupted", message
+            )
     return _labelled(str(result.status), message)
 
 
@@ -160,12 +165,21 @@ def _event_line(event: ExecutionEvent) -> str:
         case GuardDenied(guard=guard, detail=detail):
             return f"[guard denied: {_one_line(guard)}: {_one_line(detail)}]"
         case LimitHit(limit=limit, value=value):
-            return f"[limit hit: {limit} = {value:g}]"
+            return f"[limit hit: {limit} = {_limit_value(limit, value)}]"
         case SyscallKilled(signal=number, syscall=syscall):
             return f"[killed by signal {number}{f' in {syscall}' if syscall else ''}]"
         case ToolCalled():
             return ""
     return ""
+
+
+def _limit_value(limit: str, value: float) -> str:
+    """A limit's value in the unit its name states (``1 MiB``, ``10 s``), else as a number."""
+    if limit.endswith("_bytes"):
+        return format_bytes(value)
+    if limit.endswith("_seconds"):
+        return format_seconds(value)
+    return f"{value:g}"
 
 
 def _artifact_lines(result: ExecResult, *, listed: int) -> list[str]:

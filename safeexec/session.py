@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import os
 import tempfile
 import threading
@@ -31,7 +32,13 @@ from types import MappingProxyType, TracebackType
 from typing import Self
 
 from safeexec.audit import AuditLog, build_event
-from safeexec.backends.base import Backend, BackendSession, SessionSpec, ToolGateway
+from safeexec.backends.base import (
+    Backend,
+    BackendSession,
+    CallInterrupted,
+    SessionSpec,
+    ToolGateway,
+)
 from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
@@ -43,6 +50,7 @@ from safeexec.errors import (
     SafeExecError,
 )
 from safeexec.extract import combine, extract
+from safeexec.files import WorkdirFiles
 from safeexec.gate import check
 from safeexec.model import (
     Action,
@@ -161,6 +169,11 @@ class Session:
         # Absolute: the sandboxed worker runs in its own directory, where "./x" means nothing.
         self.state_dir = Path(default_state_dir() if state_dir is None else state_dir).absolute()
         if workdir is not None:
+            if Path(workdir).exists() and not Path(workdir).is_dir():
+                raise ConfigurationError(
+                    f"workdir={str(workdir)!r} is not a directory; name a directory (it is "
+                    "made if missing) or leave workdir unset for a fresh one"
+                )
             ensure_apart(self.state_dir, Path(workdir).absolute())
         os.close(open_private_dir(self.state_dir))
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
@@ -184,6 +197,13 @@ class Session:
             tool_calls_left=budget.tool_calls,
         )
         self._open: dict[str, BackendSession] = {}
+        self._running: BackendSession | None = None  # the backend session of the call in flight
+        self.files = WorkdirFiles(
+            self.workdir,
+            max_read_bytes=self.policy.limits.file_size_bytes,
+            running=self._file_session,
+        )
+        """Write, read, list and remove files beneath the workdir (see :class:`WorkdirFiles`)."""
         self._lock = threading.RLock()
         self._closed = False
         self._verdicts: Counter[str] = Counter()
@@ -201,13 +221,22 @@ class Session:
         """What is left of the session's steps, CPU seconds and tool calls."""
         return self._budget
 
-    def run(self, text: str) -> Outcome:
-        """Run the code in one model reply (one reply = one action = one step)."""
+    def run(self, text: str, *, timeout: float | None = None) -> Outcome:
+        """Run the code in one model reply (one reply = one action = one step).
+
+        ``timeout`` (seconds) narrows this step's wall-clock limit; it never widens the policy's.
+        At a time limit the cell is interrupted (``KeyboardInterrupt`` in the code) and the step
+        ends ``interrupted`` with the session's state kept, unless the code does not stop within
+        a grace period (then it is killed and the state is lost). A ``KeyboardInterrupt`` in the
+        host during the step interrupts the cell the same way, records the step, and is raised
+        again; the session stays in step for the next run.
+        """
         if not isinstance(text, str):
             raise ConfigurationError(
                 f"text must be the model's reply as str, got {type(text).__name__}; "
                 "decode bytes first"
             )
+        wall = _checked_timeout(timeout)
         with self._lock:
             started = self._now()
             try:
@@ -220,16 +249,41 @@ class Session:
                 )
             if action is None:
                 return self._step(_no_code_action(), started, crashed=_NO_CODE)
-            return self._step(action, started)
+            return self._step(action, started, timeout=wall)
 
-    def run_action(self, action: Action) -> Outcome:
-        """Run one already-extracted action (one step)."""
+    def run_action(self, action: Action, *, timeout: float | None = None) -> Outcome:
+        """Run one already-extracted action (one step); ``timeout`` as for :meth:`run`."""
+        wall = _checked_timeout(timeout)
         with self._lock:
-            return self._step(action, self._now())
+            return self._step(action, self._now(), timeout=wall)
 
-    async def arun(self, text: str) -> Outcome:
-        """:meth:`run` in a worker thread, for asyncio harnesses."""
-        return await asyncio.to_thread(self.run, text)
+    async def arun(self, text: str, *, timeout: float | None = None) -> Outcome:
+        """:meth:`run` in a worker thread, for asyncio harnesses.
+
+        Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) interrupts the running cell,
+        waits until the step is recorded and the session is back in step, then lets the
+        ``CancelledError`` go on.
+        """
+        step = asyncio.ensure_future(asyncio.to_thread(self.run, text, timeout=timeout))
+        try:
+            return await asyncio.shield(step)
+        except asyncio.CancelledError:
+            # Repeated until the step ends: the first request may land before the cell started.
+            while not step.done():
+                self.interrupt()
+                await asyncio.wait({step}, timeout=_CANCEL_POLL_SECONDS)
+            with contextlib.suppress(BaseException):
+                step.result()  # the step is recorded either way; its outcome is not asked for
+            raise
+
+    def interrupt(self) -> None:
+        """Interrupt the cell running in this session, from any thread; no-op when none runs.
+
+        The step still ends normally: status ``interrupted`` (state kept) or, if the code does
+        not stop within the backend's grace period, killed."""
+        running = self._running
+        if running is not None:
+            running.interrupt()
 
     def statistics(self) -> SessionStatistics:
         with self._lock:
@@ -343,7 +397,12 @@ class Session:
     # One step
 
     def _step(
-        self, action: Action, started: datetime, *, crashed: Finding | None = None
+        self,
+        action: Action,
+        started: datetime,
+        *,
+        crashed: Finding | None = None,
+        timeout: float | None = None,
     ) -> Outcome:
         if self._closed:
             raise ConfigurationError(
@@ -351,8 +410,13 @@ class Session:
             )
         decision, checked = self._decide(action, crashed)
         decision = self._approve(decision, action)
+        if timeout is not None and timeout < decision.limits.wall_seconds:
+            # Narrowed in the decision itself, so the audit event states the limit that applied.
+            limits = dataclasses.replace(decision.limits, wall_seconds=timeout)
+            decision = dataclasses.replace(decision, limits=limits)
         result: ExecResult | None = None
         failure: SafeExecError | None = None
+        interrupted: CallInterrupted | None = None
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
             decision = _fail_closed(
@@ -361,6 +425,13 @@ class Session:
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
                 result = self._execute(decision, action, checked)
+            except CallInterrupted as exc:
+                # The host's KeyboardInterrupt: the backend settled the call; record, then raise.
+                result, interrupted = exc.result, exc
+            except KeyboardInterrupt:
+                # A backend that could not settle the call is out of step: start it afresh.
+                self._discard(decision.backend)
+                raise
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
                 decision = _fail_closed(decision, BACKEND_UNAVAILABLE, exc)
@@ -387,6 +458,8 @@ class Session:
             if isinstance(failure, InternalError):
                 self._internal_errors += 1
             raise failure
+        if interrupted is not None:
+            raise KeyboardInterrupt(f"interrupted during step action_id={action.action_id!r}")
         return outcome
 
     def _decide(self, action: Action, crashed: Finding | None) -> tuple[Decision, str | None]:
@@ -435,7 +508,11 @@ class Session:
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
         self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
-        result = session.run(request)
+        self._running = session
+        try:
+            result = session.run(request)
+        finally:
+            self._running = None
         if not isinstance(result, ExecResult):
             raise TypeError(f"backend returned {type(result).__name__}, not ExecResult")
         return result
@@ -471,6 +548,12 @@ class Session:
             self._backends[mode] = default_backend(mode)
             self._owned.add(mode)
         return self._backends[mode]
+
+    def _file_session(self) -> BackendSession | None:
+        """The open backend session file writes go through (the mode asked for, else any)."""
+        if self.mode is not None and self.mode in self._open:
+            return self._open[self.mode]
+        return next(iter(self._open.values()), None)
 
     def _discard(self, mode: str) -> None:
         session = self._open.pop(mode, None)
@@ -532,6 +615,23 @@ class Session:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+_CANCEL_POLL_SECONDS = 0.05
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ConfigurationError(
+            f"timeout={timeout!r} must be a number of seconds; pass e.g. timeout=5.0"
+        )
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigurationError(
+            f"timeout={timeout!r} must be a positive, finite number of seconds"
+        )
+    return float(timeout)
 
 
 def _no_code_action() -> Action:

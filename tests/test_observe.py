@@ -145,6 +145,14 @@ def test_run_without_output_says_so(blobs: BlobStore) -> None:
         (ExecStatus.KILLED, -9, "SIGKILL", "[killed: SIGKILL]"),
         (ExecStatus.LIMIT_EXCEEDED, 1, "MemoryError", "[limit exceeded: MemoryError]"),
         (ExecStatus.DENIED_AT_RUNTIME, 1, "open() refused", "[denied at runtime: open() refused]"),
+        (
+            ExecStatus.INTERRUPTED,
+            None,
+            "interrupted by the host; session state kept",
+            "[interrupted by the host; session state kept]",
+        ),
+        (ExecStatus.INTERRUPTED, None, "", "[interrupted]"),
+        (ExecStatus.INTERRUPTED, None, "by Ctrl-C", "[interrupted: by Ctrl-C]"),
     ],
 )
 def test_status_line(
@@ -191,7 +199,7 @@ def test_events_state_loss_and_sandbox_cap_are_reported(blobs: BlobStore) -> Non
         "[session state was lost: names and imports from earlier steps are gone]",
         "[tool refused: send_mail: not granted]",
         "[guard denied: getattr: _private]",
-        "[limit hit: memory_bytes = 1.04858e+06]",
+        "[limit hit: memory_bytes = 1 MiB]",
         "[killed by signal 31 in ptrace]",
         "[the sandbox capped this output at its output limit]",
         "--- stdout ---",

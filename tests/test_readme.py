@@ -33,3 +33,24 @@ def test_the_python_api_example_runs_and_prints_what_its_comments_say(
     assert lines[-1] == "47 3"
     assert (tmp_path / "xdg" / "safeexec" / "audit.jsonl").is_file()
     assert not (tmp_path / ".safeexec").exists()
+
+
+def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = README.read_text()
+    section = text[text.index("## Session walkthrough") :]
+    match = re.search(r"^```python\n(.*?)^```$", section, re.S | re.M)
+    assert match is not None
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(match.group(1), str(README), "exec"), {})  # our own documentation
+    assert printed.getvalue().splitlines() == [
+        "south    5",
+        "timeout False",
+        "['region,amount', 'north,7', 'south,5']",
+    ]
+    events = (tmp_path / "xdg" / "safeexec" / "audit.jsonl").read_text().splitlines()
+    assert len(events) == 4  # one per step, the interrupted one included

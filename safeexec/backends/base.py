@@ -24,6 +24,7 @@ __all__ = [
     "SESSION_LIMITS",
     "Backend",
     "BackendSession",
+    "CallInterrupted",
     "SessionSpec",
     "ToolDescriptor",
     "ToolGateway",
@@ -34,6 +35,18 @@ __all__ = [
 # every field of ``Limits`` is in exactly one of them).
 SESSION_LIMITS = frozenset({"memory_bytes", "file_size_bytes", "max_processes", "max_open_files"})
 CALL_LIMITS = frozenset({"wall_seconds", "cpu_seconds", "output_bytes"})
+
+
+class CallInterrupted(KeyboardInterrupt):
+    """A ``KeyboardInterrupt`` that reached the host during a call, after the call settled.
+
+    The backend interrupted the cell and finished the call first; ``result`` is that call's
+    result, so the caller can record the step before letting the interrupt go on.
+    """
+
+    def __init__(self, result: ExecResult) -> None:
+        super().__init__("interrupted by the host during a call")
+        self.result = result
 
 
 class ToolGateway(Protocol):
@@ -84,6 +97,13 @@ class BackendSession(Protocol):
 
     def reset(self) -> None:
         """Forget all state (variables, imports); the workdir is kept."""
+        ...
+
+    def interrupt(self) -> None:
+        """Ask the running call, from any thread, to interrupt its cell; no-op between calls.
+
+        The call still returns its result (status ``interrupted``, or a kill if the cell does
+        not stop)."""
         ...
 
     def upload(self, name: str, data: bytes) -> None:

@@ -47,7 +47,8 @@ class FakeReply:
 
 
 class FakeSession:
-    """A recorded session: ``requests`` in order, ``resets`` counted, ``closed`` once closed."""
+    """A recorded session: ``requests`` in order, ``resets`` and ``interrupts`` counted, ``closed``
+    once closed."""
 
     def __init__(self, backend: FakeBackend, opened: SessionSpec) -> None:
         self._backend = backend
@@ -55,6 +56,7 @@ class FakeSession:
         self.opened = opened
         self.requests: list[ExecRequest] = []
         self.resets = 0
+        self.interrupts = 0
         self.closed = False
 
     def run(self, request: ExecRequest) -> ExecResult:
@@ -93,6 +95,10 @@ class FakeSession:
         if self.closed:
             raise BackendError("fake session is closed; cannot reset it")
         self.resets += 1
+
+    def interrupt(self) -> None:
+        """Count the request (a fake call returns at once, so there is nothing to stop)."""
+        self.interrupts += 1
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` in the workdir, as the real modes do (no symlink followed)."""

@@ -46,6 +46,7 @@ from safeexec.backends.result import (
     Settled,
     call_tool,
     finish,
+    interrupted,
     raised,
     succeeded,
     timed_out,
@@ -308,6 +309,8 @@ class InProcessRestrictedSession:
     ) -> Settled:
         record = self._record
         reason = budget.reason()
+        if reason == "interrupted":
+            return interrupted("host", limits=limits, record=record)
         if reason == "wall_seconds":
             return timed_out("wall_seconds", limits=limits, record=record)
         if reason in ("cpu_seconds", "operations"):
@@ -326,6 +329,12 @@ class InProcessRestrictedSession:
         return raised(
             type(error).__name__, exception_message(error), limits=self.limits, record=record
         )
+
+    def interrupt(self) -> None:
+        """Stop the running cell at its next counted operation (state kept); no-op when idle."""
+        budget = self._budget
+        if budget is not None:
+            budget.stop("interrupted")
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks."""

@@ -28,13 +28,19 @@ from safeexec.model import (
 
 __all__ = [
     "CallRecord",
+    "InterruptReason",
     "Settled",
     "call_tool",
     "finish",
+    "interrupted",
     "raised",
     "succeeded",
     "timed_out",
 ]
+
+InterruptReason = Literal["wall", "cpu", "host"]
+"""Why a cell was interrupted: its wall or CPU time limit, or the host (its caller cancelled)."""
+
 
 @dataclass(slots=True)
 class CallRecord:
@@ -109,6 +115,28 @@ def timed_out(
         status=ExecStatus.TIMEOUT,
         exit_code=None,
         message=f"{kind} timeout after {seconds:g} s{detail}",
+    )
+
+
+def interrupted(
+    reason: InterruptReason, *, limits: Limits, record: CallRecord, detail: str = ""
+) -> Settled:
+    """The cell was interrupted and returned within its grace, so the session's state is kept.
+
+    At a time limit that is still a timeout (the status says why the call stopped; the result's
+    ``state_lost`` says whether the state survived); at the host's request it is ``interrupted``.
+    """
+    if reason == "host":
+        return Settled(
+            status=ExecStatus.INTERRUPTED,
+            exit_code=None,
+            message=f"interrupted by the host; session state kept{detail}",
+        )
+    limit: Literal["wall_seconds", "cpu_seconds"] = (
+        "wall_seconds" if reason == "wall" else "cpu_seconds"
+    )
+    return timed_out(
+        limit, limits=limits, record=record, detail=f"; interrupted, state kept{detail}"
     )
 
 

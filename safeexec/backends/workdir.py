@@ -24,19 +24,25 @@ from safeexec.model import Artifact
 __all__ = [
     "TMP_DIR",
     "ArtifactLimits",
+    "DirEntry",
     "FileState",
+    "Owners",
     "chown_beneath",
     "collect_artifacts",
     "disk_usage",
     "download_file",
+    "list_beneath",
     "open_beneath",
     "read_regular",
+    "remove_beneath",
     "remove_tree",
+    "return_beneath",
     "scan",
     "upload_file",
 ]
 
 TMP_DIR = ".tmp"  # a session's TMPDIR inside its workdir; never reported as artifacts
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,29 +158,85 @@ def disk_usage(root: str, limits: ArtifactLimits) -> float:
     return float(sum(state.blocks * 512 for state in found.values()))
 
 
-def chown_beneath(dir_fd: int, uid: int, *, depth: int, limits: ArtifactLimits) -> None:
-    """Give the tree under ``dir_fd`` to ``uid``, except files with other hard links: their
-    inode is also reachable from outside the workdir, and chowning it would hand that over."""
+Owners = dict[str, tuple[int, int]]
+"""Original (uid, gid) of workdir entries a root host lent to a session, by relative path."""
+
+
+def chown_beneath(
+    dir_fd: int,
+    uid: int,
+    *,
+    depth: int,
+    limits: ArtifactLimits,
+    lent: Owners,
+    borrowers: frozenset[int] = frozenset(),
+    prefix: str = "",
+) -> None:
+    """Lend the tree under ``dir_fd`` to ``uid``, recording each entry's owner in ``lent`` first
+    (unless a ``borrowers`` uid, an earlier worker of the session, holds it) so that
+    :func:`return_beneath` gives it back. Files with other hard links are skipped: their inode is
+    also reachable from outside the workdir, and chowning it would hand that over."""
     with os.scandir(dir_fd) as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
                     continue
+                path = prefix + entry.name
+                if info.st_uid not in borrowers and info.st_uid != uid:
+                    lent.setdefault(path, (info.st_uid, info.st_gid))
                 os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
-                    child = os.open(
-                        entry.name,
-                        os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                        dir_fd=dir_fd,
-                    )
+                    child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd)
                     try:
-                        chown_beneath(child, uid, depth=depth + 1, limits=limits)
+                        chown_beneath(
+                            child,
+                            uid,
+                            depth=depth + 1,
+                            limits=limits,
+                            lent=lent,
+                            borrowers=borrowers,
+                            prefix=path + "/",
+                        )
                     finally:
                         os.close(child)
 
 
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+def return_beneath(
+    dir_fd: int,
+    *,
+    lent: Owners,
+    borrowers: frozenset[int],
+    home: tuple[int, int],
+    depth: int,
+    limits: ArtifactLimits,
+    prefix: str = "",
+) -> None:
+    """Give back what :func:`chown_beneath` lent: every entry a ``borrowers`` uid owns goes to
+    its recorded owner, or to ``home`` (the workdir's owner) if the session made it. Entries
+    owned by anyone else are not touched, so a user's files keep their owners."""
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                path = prefix + entry.name
+                if info.st_uid in borrowers:
+                    uid, gid = lent.get(path, home)
+                    os.chown(entry.name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
+                    child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd)
+                    try:
+                        return_beneath(
+                            child,
+                            lent=lent,
+                            borrowers=borrowers,
+                            home=home,
+                            depth=depth + 1,
+                            limits=limits,
+                            prefix=path + "/",
+                        )
+                    finally:
+                        os.close(child)
 
 
 def remove_tree(root: str) -> None:
@@ -331,6 +393,82 @@ def download_file(root: str, name: str, max_bytes: int) -> bytes:
             f"name={name!r} is not a regular file of at most {max_bytes} bytes in the workdir"
         )
     return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DirEntry:
+    """One entry of a workdir listing; ``kind`` is ``file``, ``dir``, ``symlink`` or ``other``."""
+
+    name: str
+    kind: str
+    size: int
+
+
+def _open_dir_beneath(root: str, name: str) -> int:
+    """A descriptor of directory ``name`` beneath ``root`` (``"."``: the root itself)."""
+    if name in (".", ""):
+        return os.open(root, _DIRECTORY_FLAGS)
+    return open_beneath(root, name, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def list_beneath(root: str, name: str = ".", *, max_entries: int = 10_000) -> tuple[DirEntry, ...]:
+    """The entries of directory ``name`` beneath ``root``, sorted, at most ``max_entries``.
+
+    Nothing is followed: a symlink is listed as one. ``ConfigurationError`` if ``name`` is not
+    a directory beneath ``root``."""
+    try:
+        fd = _open_dir_beneath(root, name)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"name={name!r} is not a directory in the workdir ({exc.strerror})"
+        ) from exc
+    found: list[DirEntry] = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if len(found) >= max_entries:
+                    break
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append(
+                        DirEntry(name=entry.name, kind=_kind(info.st_mode), size=info.st_size)
+                    )
+    finally:
+        os.close(fd)
+    return tuple(sorted(found, key=lambda entry: entry.name))
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def remove_beneath(root: str, name: str) -> None:
+    """Remove ``name`` beneath ``root``: a file or link is unlinked (the link, never what it
+    points to), a directory removed with all it holds. ``ConfigurationError`` if it is absent."""
+    parts = _split_relative(name)
+    parent = os.path.join(*parts[:-1]) if len(parts) > 1 else "."
+    try:
+        dir_fd = _open_dir_beneath(root, parent)
+    except OSError as exc:
+        raise ConfigurationError(f"name={name!r} is not in the workdir ({exc.strerror})") from exc
+    try:
+        try:
+            info = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError as exc:
+            raise ConfigurationError(f"name={name!r} is not in the workdir") from exc
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(parts[-1], dir_fd=dir_fd)
+            return
+        # Removed through /proc/self/fd of the opened parent, so a swapped path cannot redirect it.
+        remove_tree(f"/proc/self/fd/{dir_fd}/{parts[-1]}")
+    finally:
+        os.close(dir_fd)
 
 
 def _is_utf8(name: str) -> bool:

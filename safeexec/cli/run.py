@@ -16,7 +16,10 @@ import typer
 
 from safeexec.errors import SafeExecError
 from safeexec.model import ExecStatus, Outcome
+from safeexec.policy.loader import load_policy
+from safeexec.policy.narrow import narrow_limits
 from safeexec.session import Session
+from safeexec.units import parse_bytes
 
 __all__ = ["Mode", "exit_code", "run"]
 
@@ -33,6 +36,7 @@ _STATUS_EXIT = {
     ExecStatus.TIMEOUT: EXIT_LIMIT,
     ExecStatus.LIMIT_EXCEEDED: EXIT_LIMIT,
     ExecStatus.KILLED: EXIT_LIMIT,
+    ExecStatus.INTERRUPTED: EXIT_LIMIT,
 }
 
 
@@ -79,6 +83,46 @@ def run(
             "(default $XDG_STATE_HOME/safeexec, else ~/.local/state/safeexec).",
         ),
     ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Wall-clock limit per action; lowers the policy's, never raises it.",
+        ),
+    ] = None,
+    cpu: Annotated[
+        float | None,
+        typer.Option(
+            "--cpu",
+            metavar="SECONDS",
+            help="CPU-time limit per action; lowers the policy's, never raises it.",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="SIZE",
+            help="Memory limit (e.g. 512MiB, 2GiB); lowers the policy's, never raises it.",
+        ),
+    ] = None,
+    upload: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upload",
+            metavar="SRC[:DEST]",
+            help="Copy a local file into the workdir (as DEST, default its name) before running.",
+        ),
+    ] = None,
+    download: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--download",
+            metavar="NAME[:DEST]",
+            help="Copy a workdir file out (to DEST, default ./NAME's name) after running.",
+        ),
+    ] = None,
 ) -> None:
     """Run the code in model replies under a policy, in one session (state carries over).
 
@@ -89,7 +133,18 @@ def run(
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
         chosen = None if mode is None else mode.value
-        with Session(policy=policy, mode=chosen, workdir=workdir, state_dir=state_dir) as session:
+        narrowed = narrow_limits(
+            load_policy(policy),
+            wall_seconds=timeout,
+            cpu_seconds=cpu,
+            memory_bytes=None if memory is None else parse_bytes(memory),
+        )
+        with Session(
+            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir
+        ) as session:
+            for spec in upload or []:
+                source, dest = _split_transfer(spec)
+                session.files.write(dest or Path(source).name, Path(source).read_bytes())
             for name, text in replies:
                 outcome = session.run(text)
                 code = max(code, exit_code(outcome))
@@ -99,11 +154,20 @@ def run(
                     if len(replies) > 1:
                         typer.echo(f"==> {name}: {outcome.decision.verdict.value} <==")
                     typer.echo(outcome.observation.text)
+            for spec in download or []:
+                name, dest = _split_transfer(spec)
+                Path(dest or Path(name).name).write_bytes(session.files.read(name))
     except SafeExecError as exc:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
     raise typer.Exit(code)
+
+
+def _split_transfer(spec: str) -> tuple[str, str]:
+    """``"a.csv:data/a.csv"`` → ``("a.csv", "data/a.csv")``; no colon: no destination."""
+    source, colon, dest = spec.rpartition(":")
+    return (source, dest) if colon else (spec, "")
 
 
 def _read(name: str) -> str:

@@ -6,16 +6,24 @@ of a final expression, writes a traceback trimmed to user frames to stderr, save
 figures as PNG files in the workdir, and answers with one ``done`` frame. stdout and stderr are
 the process's own file descriptors (pipes the host reads and caps), so output of C code and of
 subprocesses is captured too.
+
+The host interrupts a cell with ``SIGINT`` (at a time limit, or when its caller cancels), like a
+notebook kernel: :class:`_Interrupts` turns it into ``KeyboardInterrupt`` in the cell's code only
+while the cell runs and never in the middle of a tool call's request and reply, so the channel
+stays in step and the session keeps its state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import cast
 
 # One exception class for refused or failed tool calls in every mode, so sandboxed code can
@@ -32,11 +40,60 @@ __all__ = ["ToolError", "serve"]
 FIGURES_DIR = "figures"
 
 
+class _Interrupts:
+    """The worker's ``SIGINT`` handler: ``KeyboardInterrupt`` in the cell, nowhere else.
+
+    Outside a cell (waiting for a request, sending an answer) a signal is dropped: it was meant
+    for a cell that has already finished. Inside a :meth:`deferred` section (a tool call's
+    request and reply) it is held and raised when the section ends.
+    """
+
+    def __init__(self) -> None:
+        self._armed = False
+        self._deferring = 0
+        self._pending = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self._armed:
+            return
+        if self._deferring:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """Let an interrupt reach the code run inside (the cell)."""
+        self._pending = False
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
+            self._pending = False
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold an interrupt until the section ends, then raise it (if still in the cell)."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+        if self._pending and self._armed and not self._deferring:
+            self._pending = False
+            raise KeyboardInterrupt
+
+
 class _ToolChannel:
     """Sends tool calls to the host mid-run and waits for each reply (one call at a time)."""
 
-    def __init__(self, channel: socket.socket) -> None:
+    def __init__(self, channel: socket.socket, interrupts: _Interrupts) -> None:
         self._channel = channel
+        self._interrupts = interrupts
         self._lock = threading.Lock()
 
     def proxy(self, name: str) -> Callable[..., object]:
@@ -49,7 +106,9 @@ class _ToolChannel:
                 args=cast(tuple[JSONValue, ...], args),
                 kwargs=cast(dict[str, JSONValue], kwargs),
             )
-            with self._lock:
+            # An interrupt between the request and its reply would leave the reply unread and
+            # hand it to the next call: hold it until the reply is in.
+            with self._interrupts.deferred(), self._lock:
                 send_frame(self._channel, call.to_message())
                 reply = Reply.from_message(recv_frame(self._channel))
             if reply.ok:
@@ -128,17 +187,21 @@ def _reap_orphans() -> None:
             return
 
 
-def _run_cell(executor: Executor, code: str, *, cell: int, workdir: Path) -> Done:
+def _run_cell(
+    executor: Executor, code: str, *, cell: int, workdir: Path, interrupts: _Interrupts
+) -> Done:
     import linecache
 
     filename = f"<cell-{cell}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     outcome = Done(ok=True)
     worker_pid = os.getpid()
+    _reap_orphans()  # processes the host killed after the last cell count against the limit
     try:
-        shown = executor.execute(code, filename=filename)
-        if shown is not None:
-            print(shown)
+        with interrupts.armed():
+            shown = executor.execute(code, filename=filename)
+            if shown is not None:
+                print(shown)
     except BaseException as exc:  # user code may raise anything, SystemExit included
         _flush_streams()
         _write_traceback(exc)
@@ -160,7 +223,9 @@ def serve(
     channel: socket.socket, *, executor: Executor, tool_names: list[str], workdir: Path
 ) -> None:
     """Answer the host's requests until it goes away; never returns."""
-    tool_channel = _ToolChannel(channel)
+    interrupts = _Interrupts()
+    interrupts.install()
+    tool_channel = _ToolChannel(channel, interrupts)
     executor.bind_tools({name: tool_channel.proxy(name) for name in tool_names})
     cell = 0
     while True:
@@ -171,7 +236,9 @@ def serve(
         except ProtocolError:
             os._exit(2)
         cell += 1
-        outcome = _run_cell(executor, request.code, cell=cell, workdir=workdir)
+        outcome = _run_cell(
+            executor, request.code, cell=cell, workdir=workdir, interrupts=interrupts
+        )
         try:
             send_frame(channel, outcome.to_message())
         except OSError:

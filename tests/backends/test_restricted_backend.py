@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
-from safeexec.backends.base import SessionSpec
+from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
@@ -111,3 +112,49 @@ def test_in_process_sleep_ends_at_the_wall_limit(tmp_path: Path) -> None:
         assert result.status is ExecStatus.TIMEOUT and "wall timeout" in result.message
     finally:
         session.close()
+
+
+def _interrupt_until_done(session: BackendSession, done: threading.Event) -> threading.Thread:
+    def keep_interrupting() -> None:
+        while not done.wait(0.01):
+            session.interrupt()  # a no-op until the call runs
+
+    thread = threading.Thread(target=keep_interrupting)
+    thread.start()
+    return thread
+
+
+def test_in_process_interrupt_stops_the_cell_and_keeps_state(tmp_path: Path) -> None:
+    blobs = BlobStore(tmp_path / ".b")
+    session = RestrictedBackend(in_process=True).open(SessionSpec(workdir=tmp_path, blobs=blobs))
+    try:
+        session.run(request("x = 41"))
+        done = threading.Event()
+        thread = _interrupt_until_done(session, done)
+        try:
+            result = session.run(request("for i in range(10**10):\n    pass", wall_seconds=60))
+        finally:
+            done.set()
+            thread.join()
+        assert result.status is ExecStatus.INTERRUPTED
+        assert result.message == "interrupted by the host; session state kept"
+        after = session.run(request("x + 1"))
+        assert blobs.get(after.stdout) == b"42\n"
+    finally:
+        session.close()
+
+
+def test_a_restricted_cell_in_the_worker_is_interrupted_at_its_time_limit(tmp_path: Path) -> None:
+    backend = RestrictedBackend()
+    (tmp_path / "work").mkdir()
+    spec = SessionSpec(workdir=tmp_path / "work", blobs=BlobStore(tmp_path / ".b"))
+    session = backend.open(spec)
+    try:
+        session.run(request("x = 41"))
+        result = session.run(request("for i in range(10**10):\n    pass", wall_seconds=0.5))
+        assert (result.status, result.state_lost) == (ExecStatus.TIMEOUT, False)
+        assert "interrupted, state kept" in result.message
+        assert session.run(request("x + 1")).status is ExecStatus.OK
+    finally:
+        session.close()
+        backend.close()

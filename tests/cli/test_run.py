@@ -255,3 +255,73 @@ def test_only_real_backends_are_offered_as_modes(workspace: Path, mode: str) -> 
     code, _out, err = invoke(workspace, "--mode", mode, write(workspace, "r.md", fenced("x = 1\n")))
     assert code == 2
     assert "Invalid value for '--mode'" in err and f"'{mode}' is not one of" in err, err
+
+
+def test_limit_flags_narrow_the_policy_and_are_audited(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, _ = invoke(workspace, "--timeout", "1.5", "--cpu", "0.5", "--memory", "256MiB", reply)
+    assert code == 0
+    limits = fake.calls[-1].limits
+    assert (limits.wall_seconds, limits.cpu_seconds, limits.memory_bytes) == (1.5, 0.5, 256 << 20)
+    (event,) = AuditLog(workspace / "st" / "audit.jsonl").read()
+    assert event.limits == limits
+
+
+def test_limit_flags_never_widen_the_policy(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, _ = invoke(workspace, "--timeout", "3600", "--memory", "1TiB", reply)
+    assert code == 0
+    limits = fake.calls[-1].limits
+    assert (limits.wall_seconds, limits.memory_bytes) == (10.0, 1024 << 20)
+
+
+def test_a_bad_memory_size_is_a_usage_error(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, out, err = invoke(workspace, "--memory", "lots", reply)
+    assert (code, out) == (2, "")
+    assert "size='lots'" in err
+    assert fake.calls == []
+
+
+def test_an_interrupted_action_exits_4(workspace: Path, fake: FakeBackend) -> None:
+    code, _, _ = invoke(workspace, write(workspace, "r.md", fenced("# interrupted\n")))
+    assert code == 4
+
+
+def test_upload_before_and_download_after_the_replies(
+    workspace: Path, fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(workspace)
+    source = write(workspace, "sales.csv", "region,amount\nnorth,3\n")
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(
+        workspace,
+        "--workdir",
+        str(workspace / "wd"),
+        "--upload",
+        source,
+        "--upload",
+        f"{source}:data/copy.csv",
+        "--download",
+        "data/copy.csv:back.csv",
+        "--download",
+        "sales.csv",
+        reply,
+    )
+    assert (code, err) == (0, "")
+    assert (workspace / "wd" / "sales.csv").read_text() == "region,amount\nnorth,3\n"
+    assert (workspace / "back.csv").read_text() == "region,amount\nnorth,3\n"
+
+
+def test_downloading_a_missing_file_is_a_usage_error(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(workspace, "--download", "nope.csv:out.csv", reply)
+    assert code == 2
+    assert "name='nope.csv'" in err
+
+
+def test_a_workdir_naming_a_file_exits_2(workspace: Path, fake: FakeBackend) -> None:
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(workspace, "--workdir", reply, reply)
+    assert code == 2
+    assert "is not a directory" in err

@@ -35,5 +35,7 @@ def test_a_daemonised_grandchild_dies_with_the_session(sandbox: Sandbox) -> None
 def test_a_daemonised_grandchild_dies_on_timeout(sandbox: Sandbox) -> None:
     ran = sandbox.run(DAEMON + "\nwhile True: pass", wall_seconds=1.0)
     assert ran.result.status is ExecStatus.TIMEOUT
-    assert sandbox.session.process_ids() == []
+    # Only the interpreter may outlive the timeout (its interrupt keeps the state).
+    assert set(sandbox.session.process_ids()) <= {sandbox.session.pid}
+    assert ran.result.message.endswith("killed 1 leftover process")
     sandbox.assert_usable()

@@ -88,6 +88,15 @@ def _processes_in_pid_namespace(inode: int) -> list[int]:
     return survivors
 
 
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited (or is gone) and only waits to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
 def _describe_death(status: int | None) -> tuple[str, int | None, int | None]:
     """(message, exit code, signal) for a session process's wait status."""
     if status is None:

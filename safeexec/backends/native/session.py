@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.backends.base import SessionSpec
+from safeexec.backends.base import CallInterrupted, SessionSpec
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.native.cgroup import SessionGroup
 from safeexec.backends.native.disk import WorkdirMount
@@ -25,26 +25,31 @@ from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
     _is_pid_one_of_own_namespace,
+    _is_zombie,
     _peak_rss_bytes,
     _processes_in_pid_namespace,
 )
 from safeexec.backends.native.template import _READ_CHUNK, _STARTUP_SECONDS
 from safeexec.backends.result import (
     CallRecord,
+    InterruptReason,
     Settled,
     call_tool,
     finish,
+    interrupted,
     raised,
     succeeded,
     timed_out,
 )
 from safeexec.backends.workdir import (
     TMP_DIR,
+    Owners,
     chown_beneath,
     collect_artifacts,
     disk_usage,
     download_file,
     remove_tree,
+    return_beneath,
     scan,
     upload_file,
 )
@@ -84,6 +89,9 @@ __all__ = ["NativeSession"]
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
 _CPU_POLL_SECONDS = 0.05
 _KILL_WAIT_SECONDS = 5.0
+INTERRUPT_GRACE_SECONDS = 2.0
+"""How long an interrupted cell has to return before its worker is killed (and state lost)."""
+_LEFTOVER_ROUNDS = 50  # stop-and-kill sweeps before giving up and killing the worker too
 
 
 @dataclass(slots=True)
@@ -115,7 +123,10 @@ class _CallState:
     outcome: Done | None = None
     died: bool = False
     cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
-    killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol"
+    killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol" | "host" | "host-again"
+    interrupted_for: InterruptReason | None = None  # SIGINT sent; the cell may still return
+    grace_until: float = 0.0  # when an interrupted cell that has not returned is killed
+    host_interrupt: bool = False  # a KeyboardInterrupt reached the host during the call
     oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
 
 
@@ -159,6 +170,11 @@ class NativeSession:
         self._closed = False
         self._lost_state = False
         self._uid: int | None = None  # a root host's sessions run as a uid of their own
+        # What a root host lent to the session's uids, given back on close (see _give_workdir_to).
+        self._lent: Owners = {}
+        self._borrowers: set[int] = set()
+        home = self.workdir.stat()
+        self._home_owner = (home.st_uid, home.st_gid)
         self._worker: _Worker | None = None
         self._idle_cpu_base = 0.0
         self._idle_cpu_seen = 0.0
@@ -169,6 +185,9 @@ class NativeSession:
         # The cgroup and the tmpfs outlive the process unless removed: also on a session that
         # is never closed, when it is collected or the interpreter exits.
         weakref.finalize(self, _release_kernel_objects, self._group, self._disk)
+        # Set by interrupt() from any thread while a call runs; the call's pump polls it.
+        self._interrupt_requested = threading.Event()
+        self._in_call = False  # still True at the next run: the last call was abandoned mid-way
         try:
             self._worker = self._start_worker()
         except BaseException:
@@ -191,11 +210,27 @@ class NativeSession:
         return worker.pid if worker is not None else None
 
     def run(self, request: ExecRequest) -> ExecResult:
-        """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions."""
+        """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions.
+
+        At a time limit, or on :meth:`interrupt`, the cell gets ``KeyboardInterrupt`` and has
+        ``INTERRUPT_GRACE_SECONDS`` to return (status ``interrupted``, state kept) before the
+        worker is killed. A ``KeyboardInterrupt`` in the host during the call interrupts the cell
+        the same way; the call then raises :class:`~safeexec.backends.base.CallInterrupted`
+        carrying its result.
+        """
         with self._lock:
             if self._closed:
                 raise BackendError("run() on a closed native session; open a new one")
             restarted = False
+            if self._worker is not None and self._in_call:
+                # An exception left the last call before it settled: its answer or output may
+                # still be on the way, so this worker can no longer be trusted to be in step.
+                worker = self._worker
+                self._kill(worker)
+                self._backend._get_template().exit_status(worker.pid, timeout=1.0)
+                self._discard(worker)
+                self._lost_reason = "the previous call was abandoned before it finished"
+            self._in_call = False
             if self._worker is not None and _has_exited(self._worker.pidfd):
                 # It died between calls (e.g. the kernel's OOM killer): not this call's doing.
                 worker = self._worker
@@ -206,7 +241,9 @@ class NativeSession:
             if self._worker is None:
                 self._worker = self._start_worker()
                 restarted = True
-            result = self._run_on(self._worker, request)
+            self._in_call = True
+            result, host_interrupt = self._run_on(self._worker, request)
+            self._in_call = False
             if restarted and self._lost_state:
                 self._lost_state = False
                 note = "session restarted; state from before was lost"
@@ -218,7 +255,14 @@ class NativeSession:
                     state_lost=True,
                     message=f"{note}; {result.message}" if result.message else note,
                 )
+            if host_interrupt:
+                raise CallInterrupted(result)
             return result
+
+    def interrupt(self) -> None:
+        """Interrupt the running call's cell, from any thread; does nothing between calls."""
+        if self._in_call:
+            self._interrupt_requested.set()
 
     def reset(self) -> None:
         """Forget all state by replacing the worker with a fresh one; the workdir is kept."""
@@ -241,6 +285,8 @@ class NativeSession:
             self._disk.remove()
             if self._owns_workdir:
                 remove_tree(str(self.workdir))
+            else:
+                self._return_workdir()
 
     def __enter__(self) -> NativeSession:
         return self
@@ -249,13 +295,18 @@ class NativeSession:
         self.close()
 
     def process_ids(self) -> list[int]:
-        """Host pids of every process in the session's pid namespace (empty when none runs)."""
+        """Host pids of every live process in the session's pid namespace (empty when none runs).
+
+        Exited processes waiting to be reaped (by the worker, before its next cell) are left out.
+        """
         worker = self._worker
         if worker is None:
             return []
         if not worker.private_pidns:
-            return _descendants(worker.pid)
-        return _processes_in_pid_namespace(worker.pidns)
+            pids = _descendants(worker.pid)
+        else:
+            pids = _processes_in_pid_namespace(worker.pidns)
+        return [pid for pid in pids if not _is_zombie(pid)]
 
     def _watch_idle(self) -> None:
         """Called by the backend's watchdog: between calls, enforce CPU and disk budgets."""
@@ -300,17 +351,49 @@ class NativeSession:
     # -- worker lifecycle ---------------------------------------------------------------------
 
     def _give_workdir_to(self, uid: int) -> None:
-        """As root, hand the workdir tree to the session's uid.
+        """As root, lend the workdir tree to the session's uid; :meth:`close` gives it back.
 
-        Walks with directory descriptors opened ``O_NOFOLLOW``, so a directory swapped for a
-        symlink mid-walk cannot redirect a chown outside the workdir.
+        Every entry's owner is recorded before it is lent, and on close only entries a session
+        uid owns are returned (to their recorded owner, or to the workdir's owner for what the
+        session made), so a user's directory keeps its owners. Walks with directory
+        descriptors opened ``O_NOFOLLOW``, so a directory swapped for a symlink mid-walk cannot
+        redirect a chown outside the workdir.
         """
-        os.chown(self.workdir, uid, uid, follow_symlinks=False)
+        borrowers = frozenset(self._borrowers)
+        self._borrowers.add(uid)
         root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            chown_beneath(root, uid, depth=0, limits=self._backend.artifact_limits)
+            os.fchown(root, uid, uid)
+            chown_beneath(
+                root,
+                uid,
+                depth=0,
+                limits=self._backend.artifact_limits,
+                lent=self._lent,
+                borrowers=borrowers,
+            )
         finally:
             os.close(root)
+
+    def _return_workdir(self) -> None:
+        """Give back what :meth:`_give_workdir_to` lent (a no-op unless a root host lent it)."""
+        if not self._borrowers:
+            return
+        borrowers = frozenset(self._borrowers)
+        with contextlib.suppress(OSError):
+            root = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                return_beneath(
+                    root,
+                    lent=self._lent,
+                    borrowers=borrowers,
+                    home=self._home_owner,
+                    depth=0,
+                    limits=self._backend.artifact_limits,
+                )
+                os.fchown(root, *self._home_owner)
+            finally:
+                os.close(root)
 
     def _session_env(self) -> dict[str, str]:
         tmp = str(self.workdir / TMP_DIR)
@@ -432,13 +515,20 @@ class NativeSession:
                 template.exit_status(worker.pid, timeout=0.5)
             worker.close_fds()
 
-    def _kill(self, worker: _Worker, *, verify: bool = False) -> list[int]:
+    def _kill(self, worker: _Worker, *, verify: bool = False) -> int:
         """SIGKILL the worker, whose pid namespace dies with it; ``verify`` checks that nothing
-        survived (and kills what did), at the price of a scan of /proc."""
+        survived (and kills what did), at the price of a scan of /proc.
+
+        Returns how many processes besides the worker were alive when it was killed (counted
+        only with ``verify``): the ones the code started and left running."""
+        leftovers = 0
+        if verify and worker.private_pidns:
+            leftovers = len(set(_processes_in_pid_namespace(worker.pidns)) - {worker.pid})
         if not worker.private_pidns:
             # No namespace to take the tree down: stop everything below the worker first (so
             # nothing forks away), then kill it all and the worker's process group.
             tree = _descendants(worker.pid)
+            leftovers = len(set(tree) - {worker.pid}) if verify else 0
             for sig in (signal.SIGSTOP, signal.SIGKILL):
                 for pid in tree:
                     with contextlib.suppress(OSError):
@@ -457,11 +547,11 @@ class NativeSession:
         for pid in survivors:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        return survivors
+        return leftovers
 
     # -- one call -------------------------------------------------------------------------------
 
-    def _run_on(self, worker: _Worker, request: ExecRequest) -> ExecResult:
+    def _run_on(self, worker: _Worker, request: ExecRequest) -> tuple[ExecResult, bool]:
         limits = request.limits
         call = _CallState(
             stdout=HeadTailCapture(limits.output_bytes),
@@ -473,6 +563,7 @@ class NativeSession:
         deadline = started + limits.wall_seconds
         cpu_start = self._group.cpu_seconds(worker.pid)
         call.oom_kills_before = self._group.oom_kills()
+        self._interrupt_requested.clear()
         try:
             worker.channel.settimeout(max(0.001, limits.wall_seconds))
             worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
@@ -492,7 +583,7 @@ class NativeSession:
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
         )
-        return finish(
+        result = finish(
             settled,
             record=call.record,
             stdout=call.stdout,
@@ -505,6 +596,7 @@ class NativeSession:
             max_rss_bytes=rss,
             state_lost=self._worker is None,
         )
+        return result, call.host_interrupt
 
     def _pump(
         self,
@@ -523,41 +615,58 @@ class NativeSession:
         selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
         next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
         try:
-            while call.outcome is None and not call.died:
-                now = time.monotonic()
-                if now >= deadline:
-                    call.killed_for = "wall"
-                    break
-                for key, _mask in selector.select(min(deadline - now, _CPU_POLL_SECONDS)):
-                    if isinstance(key.data, HeadTailCapture):
-                        data = _read_some(key.fd)
-                        if data:
-                            key.data.feed(data)
-                        elif data is not None:
-                            selector.unregister(key.fd)
-                    elif key.data == "pidfd":
-                        call.died = True
+            while call.outcome is None and not call.died and not call.killed_for:
+                try:
+                    now = time.monotonic()
+                    if call.interrupted_for:
+                        if now >= call.grace_until:
+                            call.killed_for = call.interrupted_for
+                            break
+                    elif now >= deadline:
+                        self._interrupt_cell(worker, call, "wall")
+                    elif self._interrupt_requested.is_set():
+                        self._interrupt_cell(worker, call, "host")
+                    until = call.grace_until if call.interrupted_for else deadline
+                    wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
+                    for key, _mask in selector.select(wait):
+                        if isinstance(key.data, HeadTailCapture):
+                            data = _read_some(key.fd)
+                            if data:
+                                key.data.feed(data)
+                            elif data is not None:
+                                selector.unregister(key.fd)
+                        elif key.data == "pidfd":
+                            call.died = True
+                        else:
+                            self._on_channel(worker, call, until)
+                            if call.killed_for:
+                                return
+                    if time.monotonic() >= next_cpu_check:
+                        next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
+                        call.cpu_seen = self._group.cpu_seconds(worker.pid)
+                        if call.cpu_seen - cpu_start > cpu_limit and not call.interrupted_for:
+                            self._interrupt_cell(worker, call, "cpu")
+                    if time.monotonic() >= next_disk_check:
+                        scan_started = time.monotonic()
+                        usage = disk_usage(str(self.workdir), self._backend.artifact_limits)
+                        if usage > self._backend.disk_bytes:
+                            call.killed_for = "disk"
+                            break
+                        # A big workdir is scanned less often: at most a tenth of the host's time.
+                        scanned_for = time.monotonic() - scan_started
+                        next_disk_check = time.monotonic() + max(
+                            _CPU_POLL_SECONDS, 10 * scanned_for
+                        )
+                except KeyboardInterrupt:
+                    # The host's own Ctrl-C: interrupt the cell like a kernel; a second one kills.
+                    call.host_interrupt = True
+                    if call.interrupted_for:
+                        call.killed_for = "host-again"
                     else:
-                        self._on_channel(worker, call, deadline)
-                        if call.killed_for:
-                            return
-                if time.monotonic() >= next_cpu_check:
-                    next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
-                    call.cpu_seen = self._group.cpu_seconds(worker.pid)
-                    if call.cpu_seen - cpu_start > cpu_limit:
-                        call.killed_for = "cpu"
-                        break
-                if time.monotonic() >= next_disk_check:
-                    scan_started = time.monotonic()
-                    usage = disk_usage(str(self.workdir), self._backend.artifact_limits)
-                    if usage > self._backend.disk_bytes:
-                        call.killed_for = "disk"
-                        break
-                    # A big workdir is scanned less often: at most a tenth of the host's time.
-                    scanned_for = time.monotonic() - scan_started
-                    next_disk_check = time.monotonic() + max(_CPU_POLL_SECONDS, 10 * scanned_for)
+                        self._interrupt_cell(worker, call, "host")
         finally:
             selector.close()
+            self._interrupt_requested.clear()
             # Output written before the answer is already in the pipes; take it, bounded.
             for fd, stream in ((worker.stdout, call.stdout), (worker.stderr, call.stderr)):
                 stream_budget = stream.cap + 4 * _READ_CHUNK
@@ -567,6 +676,15 @@ class NativeSession:
                         break
                     stream.feed(data)
                     stream_budget -= len(data)
+
+    def _interrupt_cell(self, worker: _Worker, call: _CallState, reason: InterruptReason) -> None:
+        """Send the cell ``SIGINT`` (the worker makes it ``KeyboardInterrupt``); grace starts."""
+        if call.interrupted_for:
+            return  # one interrupt per call; its grace is not extended
+        call.interrupted_for = reason
+        call.grace_until = time.monotonic() + INTERRUPT_GRACE_SECONDS
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(worker.pidfd, signal.SIGINT)
 
     def _on_channel(self, worker: _Worker, call: _CallState, deadline: float) -> None:
         try:
@@ -598,8 +716,15 @@ class NativeSession:
         if self.tools is None or name not in self._tool_names:
             reply = Reply(ok=False, error=f"no tool named {name[:100]!r} is granted")
         else:
-            answer = call_tool(self.tools, name, frame.arguments(), call.record)
-            reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
+            try:
+                answer = call_tool(self.tools, name, frame.arguments(), call.record)
+                reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
+            except KeyboardInterrupt:
+                # Ctrl-C while the host ran the tool: the code still gets its reply (it waits
+                # for one), then the interrupt.
+                reply = Reply(ok=False, error=f"the host interrupted tool {name[:100]!r}")
+                call.host_interrupt = True
+                self._interrupt_cell(worker, call, "host")
         try:
             body = encode_frame(reply.to_message())
         except (TypeError, ValueError, ProtocolError):
@@ -616,6 +741,18 @@ class NativeSession:
     def _settle(self, worker: _Worker, call: _CallState, limits: Limits) -> Settled:
         """Decide how a finished call ended, killing and reaping the worker if it must go."""
         record = call.record
+        if call.outcome is not None and not call.killed_for and call.interrupted_for:
+            # The cell returned within its grace: the worker and its state live on, but not the
+            # processes it started, which the limit (or the host) stops with it.
+            leftovers = self._kill_leftovers(worker)
+            if leftovers is not None:
+                return interrupted(
+                    call.interrupted_for,
+                    limits=limits,
+                    record=record,
+                    detail=_leftover_note(leftovers),
+                )
+            call.killed_for = call.interrupted_for  # they kept coming: the worker goes too
         if call.outcome is not None and not call.killed_for:
             if call.outcome.ok:
                 return succeeded()
@@ -628,10 +765,24 @@ class NativeSession:
             )
         template = self._backend._get_template()
         if call.killed_for:
-            survivors = self._kill(worker, verify=True)
+            leftovers = self._kill(worker, verify=True)
             template.exit_status(worker.pid, timeout=1.0)
             self._discard(worker)
-            tail = f"; killed {len(survivors)} leftover processes" if survivors else ""
+            tail = _leftover_note(leftovers)
+            if call.interrupted_for and call.outcome is None:
+                grace = f"{INTERRUPT_GRACE_SECONDS:g} s"
+                tail = f"; the cell did not return within {grace} of its interrupt{tail}"
+            elif call.interrupted_for:
+                tail = f"; the processes it started could not be stopped{tail}"
+            if call.killed_for in ("host", "host-again"):
+                if call.killed_for == "host-again":
+                    again = "; interrupted again before the cell returned"
+                    tail = again + _leftover_note(leftovers)
+                return Settled(
+                    status=ExecStatus.KILLED,
+                    exit_code=None,
+                    message=f"killed: interrupted by the host{tail}",
+                )
             if call.killed_for == "wall":
                 return timed_out("wall_seconds", limits=limits, record=record, detail=tail)
             if call.killed_for == "cpu":
@@ -670,6 +821,27 @@ class NativeSession:
             message=message,
         )
 
+    def _kill_leftovers(self, worker: _Worker) -> int | None:
+        """Kill every process of the session but the worker; how many, or ``None`` if they kept
+        coming back (a fork bomb outrunning the sweeps: then the caller kills the worker)."""
+        killed: set[int] = set()
+        for _ in range(_LEFTOVER_ROUNDS):
+            if worker.private_pidns:
+                pids = _processes_in_pid_namespace(worker.pidns)
+            else:
+                pids = _descendants(worker.pid)
+            others = [pid for pid in pids if pid != worker.pid and not _is_zombie(pid)]
+            if not others:
+                return len(killed)
+            # Stopped first, so none forks again while the others are killed.
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in others:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+            killed.update(others)
+            time.sleep(0.005)
+        return None
+
     def _discard(self, worker: _Worker) -> None:
         worker.close_fds()
         if self._worker is worker:
@@ -680,6 +852,12 @@ class NativeSession:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
+
+
+def _leftover_note(count: int) -> str:
+    if not count:
+        return ""
+    return f"; killed {count} leftover process{'es' if count > 1 else ''}"
 
 
 def _has_exited(pidfd: int) -> bool:
