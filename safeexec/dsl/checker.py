@@ -74,6 +74,7 @@ class Checked:
     result: DType
     bounds: Mapping[int, int]  # id(For or op Call node) -> its iteration bound
     types: Mapping[int, DType]  # id(expression) -> its type
+    desugared: Mapping[int, n.BinOp]  # id(``x op= v`` Assign) -> the ``x op v`` it was checked as
 
     @property
     def ok(self) -> bool:
@@ -143,6 +144,7 @@ class _Checker:
             result=self.result,
             bounds=self.bounds,
             types=self.types,
+            desugared=self.aug_values,
         )
 
     def block(self, stmts: tuple[n.Stmt, ...], env: dict[str, _Binding], *, top: bool) -> Cost:
