@@ -33,6 +33,7 @@ from safeexec.backends.base import Backend, BackendSession, SessionSpec, ToolGat
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
+from safeexec.dsl.signatures import signatures_of
 from safeexec.errors import (
     BackendUnavailable,
     CapabilityError,
@@ -99,6 +100,10 @@ def default_backend(name: str) -> Backend:
             from safeexec.backends.restricted import RestrictedBackend
 
             return RestrictedBackend()
+        if name == "dsl":
+            from safeexec.backends.dsl import DslBackend
+
+            return DslBackend()
         if name == "fake":
             from safeexec.backends.fake import FakeBackend, not_executed
 
@@ -109,7 +114,7 @@ def default_backend(name: str) -> Backend:
             "install the missing piece or choose another mode"
         ) from exc
     raise BackendUnavailable(
-        f"no backend named name={name!r}; choose one of 'native', 'restricted', 'fake' "
+        f"no backend named name={name!r}; choose one of 'native', 'restricted', 'dsl', 'fake' "
         "or pass backends={...} to Session"
     )
 
@@ -396,8 +401,9 @@ class Session:
                     budget=self._budget,
                     backend=self.mode,
                     tool_names=self._tool_names(),
+                    tools=signatures_of(self._capabilities),
                 )
-                return gate.decision, None if gate.parsed is None else gate.parsed.code
+                return gate.decision, gate.checked_code
             except Exception as exc:  # the gate never raises; if it did, nothing runs
                 crashed = _check_crashed("gate", exc)
         decision = decide(

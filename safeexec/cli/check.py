@@ -21,6 +21,7 @@ from safeexec.gate import GateResult
 from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.policy.docs import render_rule
+from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 
@@ -94,7 +95,7 @@ def explain(
         loaded = load_policy(policy)
     except PolicyError as exc:
         _fail(str(exc))
-    rules = {r.id: r for r in (*ENGINE_RULES, *loaded.rules)}
+    rules = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *loaded.rules)}
     wanted = rule_id.strip()
     rule = rules.get(wanted.upper()) or next(
         (r for r in rules.values() if r.name == wanted.lower()), None

@@ -41,6 +41,7 @@ class Mode(StrEnum):
 
     NATIVE = "native"
     RESTRICTED = "restricted"
+    DSL = "dsl"
 
 
 def exit_code(outcome: Outcome) -> int:

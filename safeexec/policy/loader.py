@@ -59,7 +59,7 @@ _KEBAB = _PACK_NAME
 _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
 _NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
-_BACKENDS = ("native", "restricted", "fake")
+_BACKENDS = ("native", "restricted", "dsl", "fake")
 _LAYERS = tuple(layer.value for layer in Layer)
 
 
