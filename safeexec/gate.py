@@ -11,16 +11,17 @@ from dataclasses import dataclass
 
 from safeexec.analysis import scan
 from safeexec.analysis.engine import CHECK_CRASHED, engine_finding
+from safeexec.capabilities import ToolSpec
 from safeexec.decide import decide
 from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.front import FrontResult, check_source
-from safeexec.dsl.signatures import ToolSignature
+from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 from safeexec.estimate import estimate
 from safeexec.model import Action, Budget, Decision, Estimate, Finding
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
 from safeexec.policy.schema import Policy
 
-__all__ = ["GateResult", "check", "fresh_budget"]
+__all__ = ["GateResult", "check", "dsl_tool_signatures", "fresh_budget"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -100,6 +101,30 @@ def check(
     return GateResult(action=action, parsed=parsed, estimate=estimated, decision=decision)
 
 
+def dsl_tool_signatures(
+    policy: Policy, specs: Sequence[ToolSpec] = ()
+) -> tuple[ToolSignature, ...]:
+    """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
+    ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
+    grantable tools by name only (untyped)."""
+    configs = {c.tool: c for c in policy.capabilities if c.grantable}
+    if not specs:
+        return tuple(
+            ToolSignature(name=c.tool, max_calls=c.max_calls, requires_approval=c.requires_approval)
+            for c in configs.values()
+        )
+    return tuple(
+        signature_of_spec(
+            spec,
+            max_calls=configs[spec.name].max_calls,
+            requires_approval=configs[spec.name].requires_approval,
+        )
+        if spec.name in configs
+        else signature_of_spec(spec)
+        for spec in specs
+    )
+
+
 def _check_dsl(
     action: Action,
     policy: Policy,
@@ -110,11 +135,7 @@ def _check_dsl(
 ) -> GateResult:
     budget = budget if budget is not None else fresh_budget(policy)
     if tools is None:
-        tools = tuple(
-            ToolSignature(name=c.tool, max_calls=c.max_calls, requires_approval=c.requires_approval)
-            for c in policy.capabilities
-            if c.grantable
-        )
+        tools = dsl_tool_signatures(policy)
     try:
         front: FrontResult | None = check_source(
             action.code, tools, limits=DslLimits(), tool_calls_left=budget.tool_calls_left

@@ -36,7 +36,8 @@ def build_expression(
     tree: Tree, parse_expression: ParseExpression, *, offset: tuple[int, int]
 ) -> n.Expr:
     """The expression a parse tree of the ``expr`` rule holds, placed at ``offset``."""
-    return _Builder(parse_expression, offset).transform(tree)  # type: ignore[no-any-return]
+    built: n.Expr = _Builder(parse_expression, offset).transform(tree)
+    return built
 
 
 def unescape(body: str) -> str:
@@ -49,7 +50,7 @@ def unescape(body: str) -> str:
 
 
 @v_args(meta=True, inline=True)
-class _Builder(Transformer_NonRecursive):  # type: ignore[misc]
+class _Builder(Transformer_NonRecursive):
     def __init__(self, parse_expression: ParseExpression, offset: tuple[int, int]) -> None:
         super().__init__()
         self._parse_expression = parse_expression

@@ -236,7 +236,7 @@ class _Checker:
         if t.kind is Kind.ANY:
             return ANY, self.limits.max_items
         if t.kind in (Kind.MAP, Kind.RECORD):
-            return STR, self.limits.max_items if t.kind is Kind.MAP else len(t.fields)
+            return STR, t.bound if t.kind is Kind.MAP else len(t.fields)
         self.report(TYPE_ERROR, f"cannot loop over a value of type {t}; loop over a list", span)
         return ANY, 0
 
@@ -265,8 +265,8 @@ class _Checker:
             return list_of(item or ANY, len(e.items)), cost
         if isinstance(e, n.RecordExpr):
             cost, fields = Cost(), {}
-            for k, v in zip(e.keys, e.values, strict=True):
-                t, c = self.expr(v, env)
+            for k, value in zip(e.keys, e.values, strict=True):
+                t, c = self.expr(value, env)
                 fields[k] = t
                 cost.add(c)
             return record(fields), cost

@@ -114,8 +114,8 @@ class _Compiler:
             op = _COMPARE[e.op]()
             return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
         if isinstance(e, n.BoolOp):
-            op = ast.And() if e.op == "and" else ast.Or()
-            return ast.BoolOp(op=op, values=[self.expr(e.left), self.expr(e.right)])
+            boolean: ast.boolop = ast.And() if e.op == "and" else ast.Or()
+            return ast.BoolOp(op=boolean, values=[self.expr(e.left), self.expr(e.right)])
         if isinstance(e, n.Not):
             return ast.UnaryOp(op=ast.Not(), operand=self.expr(e.operand))
         if isinstance(e, n.Neg):

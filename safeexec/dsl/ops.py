@@ -106,7 +106,9 @@ def _iterating(ctx: OpContext, per_item: Cost, bound: int) -> Cost:
     return Cost(iterations=bound).add(per_item.times(bound))
 
 
-def _by_function(result: Callable[[DType, int, DType], DType], *, optional_fn: bool = False):  # type: ignore[no-untyped-def]
+def _by_function(
+    result: Callable[[DType, int, DType], DType], *, optional_fn: bool = False
+) -> Callable[[OpContext], tuple[DType, Cost]]:
     """An op over ``(collection, lambda x: ...)`` whose result type ``result`` derives."""
 
     def rule(ctx: OpContext) -> tuple[DType, Cost]:
@@ -173,7 +175,7 @@ def _group(ctx: OpContext) -> tuple[DType, Cost]:
     key, per_item = ctx.function(ctx.call.args[1], (item,))
     if key.kind not in (Kind.STR, Kind.INT, Kind.BOOL, Kind.ANY):
         return ctx.fail(f"the key must be a string or int, got {key}")
-    return map_of(list_of(item, bound)), cost.add(_iterating(ctx, per_item, bound))
+    return map_of(list_of(item, bound), bound), cost.add(_iterating(ctx, per_item, bound))
 
 
 def _join(ctx: OpContext) -> tuple[DType, Cost]:
@@ -223,7 +225,8 @@ def _keys_values(ctx: OpContext) -> tuple[DType, Cost]:
         return list_of(item or ANY, len(t.fields)), cost
     if t.kind not in (Kind.MAP, Kind.ANY):
         return ctx.fail(f"needs a record, got {t}")
-    return list_of(STR if ctx.call.func == "keys" else (t.item or ANY), cap), cost
+    bound = t.bound if t.kind is Kind.MAP else cap
+    return list_of(STR if ctx.call.func == "keys" else (t.item or ANY), bound), cost
 
 
 def _print(ctx: OpContext) -> tuple[DType, Cost]:

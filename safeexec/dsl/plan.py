@@ -108,7 +108,10 @@ def make_plan(checked: Checked, tools: Iterable[ToolSignature], limits: DslLimit
     """The plan of an accepted program (``checked.ok``)."""
     by_name = {t.name: t for t in tools}
     planned = []
-    for name, count in sorted(checked.cost.calls.items()):
+    first_line = {}
+    for site in checked.sites:
+        first_line.setdefault(site.tool, site.span.start_line)
+    for name, count in sorted(checked.cost.calls.items(), key=lambda kv: first_line[kv[0]]):
         signature = by_name[name]
         sites = tuple(
             PlannedCall(

@@ -78,6 +78,10 @@ class DslRuntime:
                     )
                 stack.extend(item)
             elif isinstance(item, dict):
+                if len(item) > self.max_items:
+                    raise DslLimitError(
+                        f"{where} holds {len(item)} keys, more than the cap of {self.max_items}"
+                    )
                 stack.extend(item.values())
         return value
 
@@ -94,9 +98,11 @@ class DslRuntime:
         call.__name__ = name
         return call
 
-    def namespace(self, tools: Mapping[str, Callable[..., object]]) -> dict[str, object]:
+    def namespace(
+        self, tools: Mapping[str, Callable[..., object]]
+    ) -> dict[str, Callable[..., object]]:
         """The names compiled code may use: metered tools and ``dsl_*`` helpers."""
-        out: dict[str, object] = {name: self.metered_tool(name, fn) for name, fn in tools.items()}
+        out = {name: self.metered_tool(name, fn) for name, fn in tools.items()}
         for attr in dir(self):
             if attr.startswith("op_"):
                 out["dsl_" + attr[3:]] = getattr(self, attr)
@@ -328,7 +334,7 @@ class DslRuntime:
 
     def op_int(self, value: object) -> int:
         try:
-            return int(value)  # type: ignore[call-overload, no-any-return]
+            return int(value)  # type: ignore[call-overload]
         except (TypeError, ValueError, OverflowError):
             raise DslRuntimeError(f"int() cannot convert {render_value(value)[:40]}") from None
 

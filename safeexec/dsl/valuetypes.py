@@ -1,8 +1,8 @@
 """The DSL's static types: JSON-shaped values, lists carrying a maximum length.
 
-A list's ``bound`` is the most items it can hold; ``CAPPED`` marks a list whose size only a
-runtime cap bounds (tool results, ``split``), replaced by the session's ``max_items`` when a
-program is checked and enforced on every such value at run time.
+A list's ``bound`` is the most items it can hold, a map's the most keys; ``CAPPED`` marks one
+whose size only a runtime cap bounds (tool results, ``split``), replaced by the session's
+``max_items`` when a program is checked and enforced on every such value at run time.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def list_of(item: DType, bound: int) -> DType:
     return DType(Kind.LIST, item=item, bound=bound)
 
 
-def map_of(value: DType) -> DType:
-    return DType(Kind.MAP, item=value)
+def map_of(value: DType, bound: int = CAPPED) -> DType:
+    return DType(Kind.MAP, item=value, bound=bound)
 
 
 def record(fields: Mapping[str, DType]) -> DType:
@@ -164,7 +164,7 @@ def join(a: DType, b: DType) -> DType:
         return list_of(join(a.item, b.item), max(a.bound, b.bound))
     if a.kind is Kind.MAP:
         assert a.item is not None and b.item is not None
-        return map_of(join(a.item, b.item))
+        return map_of(join(a.item, b.item), max(a.bound, b.bound))
     if a.kind is Kind.RECORD:
         theirs = dict(b.fields)
         common = {k: join(v, theirs[k]) for k, v in a.fields if k in theirs}
