@@ -24,6 +24,7 @@ from safeexec.capabilities import tool_function
 from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.front import check_source
+from safeexec.dsl.plan import Plan
 from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
 from safeexec.dsl.signatures import signature_of_descriptor
 from safeexec.errors import BackendUnavailable
@@ -71,11 +72,14 @@ class DslSession(InProcessRestrictedSession):
     ) -> None:
         super().__init__(spec, operations_per_cpu_second=operations_per_cpu_second)
         self.dsl_limits = limits
+        self.last_plan: Plan | None = None
+        self.last_runtime: DslRuntime | None = None  # what the last run counted (calls, iterations)
 
     def _execute_cell(
         self, code: str, filename: str, budget: OperationBudget, stdout: CappedText
     ) -> str | None:
         descriptors = self._tools.describe() if self._tools is not None else ()
+        self.last_plan = self.last_runtime = None
         front = check_source(
             code, [signature_of_descriptor(d) for d in descriptors], limits=self.dsl_limits
         )
@@ -83,7 +87,8 @@ class DslSession(InProcessRestrictedSession):
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))
         module = compile_program(front.checked)
-        runtime = DslRuntime(
+        self.last_plan = front.plan
+        self.last_runtime = runtime = DslRuntime(
             max_iterations=front.plan.iterations,
             call_bounds={t.name: t.max_calls for t in front.plan.tools},
             max_items=self.dsl_limits.max_items,

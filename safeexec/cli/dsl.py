@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -105,6 +105,6 @@ def plan_command(
         raise typer.Exit(EXIT_REFUSED)
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(EXIT_USAGE)

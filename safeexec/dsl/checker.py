@@ -427,7 +427,7 @@ class _Checker:
             self.argument(tool.name, keyword, t, properties[keyword.name])
         given = {k.name for k in e.keywords}
         missing = [r for r in tool.required if r not in given]
-        if missing:
+        if missing and not e.args:  # positional arguments were already reported
             self.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
         self.state.sites.append(
             CallSite(

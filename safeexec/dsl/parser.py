@@ -205,6 +205,15 @@ def _syntax_finding_at(where: tuple[int, int, str], text: str) -> Finding:
 def _syntax_finding(exc: UnexpectedInput, text: str) -> Finding:
     line = max(1, int(getattr(exc, "line", 1) or 1))
     column = max(1, int(getattr(exc, "column", 1) or 1))
+    before = _line_before(text, line, column)
+    if before.endswith("*") and _rest_of_line(text, line, column).startswith("*"):
+        column -= 1  # `**`: the first star lexed as multiplication
+    elif _word_before(before) == "lambda":
+        column = len(before.rstrip()) - len("lambda") + 1
+        span = Span(start_line=line, start_column=column, end_line=line, end_column=column + 5)
+        message = f"line {line}, column {column}: `lambda` is not DSL syntax here; "
+        message += _KEYWORD_HINTS["lambda"]
+        return dsl_finding(SYNTAX, message, span=span, evidence=caret(text, span))
     what, hint = _describe(exc, text, line, column)
     span = Span(start_line=line, start_column=column, end_line=line, end_column=column)
     message = f"line {line}, column {column}: {what} is not DSL syntax; {hint}"
@@ -251,6 +260,16 @@ def _describe(exc: UnexpectedInput, text: str, line: int, column: int) -> tuple[
 def _starts_line(text: str, line: int, column: int) -> bool:
     lines = text.split("\n")
     return 1 <= line <= len(lines) and not lines[line - 1][: column - 1].strip()
+
+
+def _line_before(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    return lines[line - 1][: column - 1] if 1 <= line <= len(lines) else ""
+
+
+def _word_before(before: str) -> str:
+    stripped = before.rstrip()
+    return stripped[len(stripped.rstrip("abcdefghijklmnopqrstuvwxyz")) :]
 
 
 def _rest_of_line(text: str, line: int, column: int) -> str:

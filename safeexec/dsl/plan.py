@@ -108,7 +108,7 @@ def make_plan(checked: Checked, tools: Iterable[ToolSignature], limits: DslLimit
     """The plan of an accepted program (``checked.ok``)."""
     by_name = {t.name: t for t in tools}
     planned = []
-    first_line = {}
+    first_line: dict[str, int] = {}
     for site in checked.sites:
         first_line.setdefault(site.tool, site.span.start_line)
     for name, count in sorted(checked.cost.calls.items(), key=lambda kv: first_line[kv[0]]):
