@@ -8,9 +8,10 @@ over a bounded list, every string or list it builds is size-checked, integers ar
 and there is no attribute access, import or name outside the checker's scope. No confinement
 layer can be required (``require`` raises ``BackendUnavailable``).
 
-The backend checks each program again against the tools it was given (the gate checked it with
-the full ``ToolSpec``s; here only descriptors are known, so results are untyped) and enforces
-that plan's bounds at run time: calls per tool, total iterations, items per tool result.
+The backend checks each program again against the tools it was given — with their specs and
+remaining calls when the gateway is a ``CapabilitySet`` (so an over-limit program is refused here
+too, before any call), else from the descriptors (results untyped) — and enforces that plan's
+bounds at run time: calls per tool, total iterations, items per tool result.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from typing import ClassVar
 from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.restricted import InProcessRestrictedSession
-from safeexec.capabilities import tool_function
+from safeexec.capabilities import CapabilitySet, ToolDescriptor, tool_function
 from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.front import check_source
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
-from safeexec.dsl.signatures import signature_of_descriptor
+from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
 from safeexec.errors import BackendUnavailable
 from safeexec.model import Enforcement
 from safeexec.sandbox.restricted import OperationBudget
@@ -80,9 +81,7 @@ class DslSession(InProcessRestrictedSession):
     ) -> str | None:
         descriptors = self._tools.describe() if self._tools is not None else ()
         self.last_plan = self.last_runtime = None
-        front = check_source(
-            code, [signature_of_descriptor(d) for d in descriptors], limits=self.dsl_limits
-        )
+        front = check_source(code, self._signatures(descriptors), limits=self.dsl_limits)
         if not front.accepted or front.checked is None or front.plan is None:
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))
@@ -99,3 +98,10 @@ class DslSession(InProcessRestrictedSession):
         self._executor.bind_tools(runtime.namespace(tools))
         self._executor.execute_module(module, filename=filename, budget=budget)
         return render_value(runtime.result) if runtime.returned else None
+
+    def _signatures(self, descriptors: tuple[ToolDescriptor, ...]) -> tuple[ToolSignature, ...]:
+        # A CapabilitySet knows the specs and the calls left: the same plan the gate made, with
+        # the same refusals. Any other gateway only describes parameters (results untyped).
+        if isinstance(self._tools, CapabilitySet):
+            return signatures_of(self._tools)
+        return tuple(signature_of_descriptor(d) for d in descriptors)

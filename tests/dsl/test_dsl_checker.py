@@ -28,7 +28,10 @@ def test_unknown_tool_gets_a_did_you_mean_with_a_caret() -> None:
     (finding,) = result.findings
     assert finding.rule == "SX701"
     assert finding.message == "unknown tool or op `reserv`; did you mean `reserve`?"
-    assert finding.span is not None and (finding.span.start_line, finding.span.start_column) == (1, 8)
+    assert finding.span is not None and (finding.span.start_line, finding.span.start_column) == (
+        1,
+        8,
+    )
     assert finding.evidence == 'code = reserv(sku="C-100")\n       ^'
 
 
@@ -39,7 +42,9 @@ def test_unknown_fields_arguments_and_choices_get_suggestions() -> None:
         'ref = book(item_id=p.skuu, kind="flihgt")\n'
         "return ref"
     )
-    assert "unknown argument of `search_products` `max_result`; did you mean `max_results`?" in found
+    assert (
+        "unknown argument of `search_products` `max_result`; did you mean `max_results`?" in found
+    )
     assert "unknown field `skuu`; did you mean `sku`?" in found
     assert any("'flihgt' is not allowed; did you mean 'flight'?" in m for m in found)
 
@@ -59,7 +64,7 @@ def test_operators_and_ops_are_type_checked() -> None:
     assert rules("x = len(3)\nreturn x") == ["SX702"]
     assert rules("x = map([1, 2], 3)\nreturn x") == ["SX702"]
     assert rules("x = map([1, 2], lambda a, b: a)\nreturn x") == ["SX702"]
-    assert rules('for c in 3:\n    print(c)\nreturn 1') == ["SX702"]
+    assert rules("for c in 3:\n    print(c)\nreturn 1") == ["SX702"]
     assert rules('x = f"{1:>99999}"\nreturn x') == ["SX702"]
 
 
@@ -84,7 +89,9 @@ def test_calls_that_could_exceed_max_calls_are_refused_before_running() -> None:
     (denied,) = [f for f in result.findings if f.enforcement is Enforcement.DENY]
     assert denied.rule == "SX704"
     assert "`reserve` may be called 1000 times but its grant allows 3" in denied.message
-    bounded = over.replace('search_products(query="cable")', 'take(search_products(query="cable"), 3)')
+    bounded = over.replace(
+        'search_products(query="cable")', 'take(search_products(query="cable"), 3)'
+    )
     assert rules(bounded) == []
 
 
@@ -104,7 +111,9 @@ def test_calls_in_branches_count_the_larger_branch() -> None:
 
 
 def test_the_budget_and_the_iteration_limit_are_compared_too() -> None:
-    three = 'a = get_quote(ticker="A")\nb = get_quote(ticker="B")\nc = get_quote(ticker="C")\nreturn 1'
+    three = (
+        'a = get_quote(ticker="A")\nb = get_quote(ticker="B")\nc = get_quote(ticker="C")\nreturn 1'
+    )
     assert rules(three, tool_calls_left=2) == ["SX705"]
     assert rules(three, tool_calls_left=3) == []
     nested = "n = 0\nfor i in range(2000):\n    for j in range(1000):\n        n += 1\nreturn n"
@@ -147,7 +156,11 @@ def test_a_tool_whose_grant_needs_approval_makes_the_plan_need_approval() -> Non
     ("idea", "source", "rule"),
     [
         ("reach an attribute", "x = search_products.__globals__", "SX700"),
-        ("reach a dunder field", 'p = first(search_products(query="a"))\nreturn p.__class__', "SX700"),
+        (
+            "reach a dunder field",
+            'p = first(search_products(query="a"))\nreturn p.__class__',
+            "SX700",
+        ),
         ("build a name", 'f = getattr(search_products, "fun" + "ction")\nreturn f', "SX701"),
         ("evaluate text", 'return eval("1 + 1")', "SX701"),
         ("import", "import os\nreturn os", "SX700"),
