@@ -162,6 +162,9 @@ class _Compiler:
         args = [self.expr(a) for a in e.args]
         keywords = [ast.keyword(arg=k.name, value=self.expr(k.value)) for k in e.keywords]
         func = e.func if e.func in self.tools else f"dsl_{e.func}"
+        if e.func == "range":  # the run checks the size the checker assumed
+            bound = ast.Constant(self.checked.bounds[id(e)])
+            keywords.append(ast.keyword(arg="bound", value=bound))
         return ast.Call(func=_name(func), args=args, keywords=keywords)
 
     @property

@@ -92,9 +92,7 @@ class Op:
         bad = [k.name for k in call.keywords if k.name not in self.keywords]
         if bad:
             return ctx.fail(f"unknown keyword argument(s) {', '.join(bad)}")
-        t, cost = self.rule(ctx)
-        ctx.checker.bounds.setdefault(id(call), 0)
-        return t, cost
+        return self.rule(ctx)
 
 
 def _keyword(ctx: OpContext, name: str) -> n.Expr | n.Lambda | None:
@@ -162,12 +160,14 @@ def _range(ctx: OpContext) -> tuple[DType, Cost]:
         if t.kind not in (Kind.INT, Kind.ANY):
             return ctx.fail(f"takes ints, got {t}")
     literals = [a.value for a in ctx.call.args if isinstance(a, n.Literal)]
-    bound = ctx.checker.limits.max_items
+    bound = ctx.checker.limits.max_items  # not literal: capped at run time
     if len(literals) == len(ctx.call.args) and all(type(v) is int for v in literals):
         ints = [int(v) for v in literals if type(v) is int]
         start, stop = (0, ints[0]) if len(ints) == 1 else (ints[0], ints[1])
         bound = max(0, stop - start)
-    return list_of(INT, bound), cost
+    # Making the list is work of its own (a loop over it counts again).
+    ctx.checker.bounds[id(ctx.call)] = bound
+    return list_of(INT, bound), cost.add(Cost(iterations=bound))
 
 
 def _group(ctx: OpContext) -> tuple[DType, Cost]:

@@ -283,14 +283,14 @@ class DslRuntime:
             raise DslRuntimeError("last() of an empty list")
         return items[-1]
 
-    def op_range(self, start: int, stop: int | None = None) -> list[int]:
+    def op_range(self, start: int, stop: int | None = None, *, bound: int) -> list[int]:
+        """``bound`` is the checker's: the literal size, or the cap for computed ends."""
         low, high = (0, start) if stop is None else (start, stop)
         if type(low) is not int or type(high) is not int:
             raise DslRuntimeError("range() takes ints")
-        if high - low > self.max_items:
-            raise DslLimitError(
-                f"range() of {high - low} items, more than the cap of {self.max_items}"
-            )
+        if high - low > bound:
+            raise DslLimitError(f"range() of {high - low} items, more than the bound of {bound}")
+        self.tick(max(0, high - low))
         return list(range(low, high))
 
     def op_group(self, values: object, fn: Callable[[Any], Any]) -> dict[str, list[object]]:

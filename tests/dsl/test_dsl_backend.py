@@ -141,3 +141,31 @@ def test_the_dsl_mode_refuses_required_confinement_layers(tmp_path: Path) -> Non
     spec = SessionSpec(blobs=BlobStore(tmp_path / "b"), require=frozenset({"seccomp"}))
     with pytest.raises(BackendUnavailable, match="no confinement layers"):
         DslBackend().open(spec)
+
+
+def test_a_computed_range_is_capped_at_run_time(tmp_path: Path) -> None:
+    ran = run("n = 50 * 100\nfor i in range(n):\n    print(i)\nreturn 1", tmp_path)
+    assert ran.result.status is ExecStatus.ERROR
+    assert ran.result.message == "DslLimitError: range() of 5000 items, more than the bound of 1000"
+
+
+def test_the_run_stops_where_the_plan_was_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Make the checker under-estimate every loop: the runtime meter must stop the run, and the
+    # tool in the loop must not be called more often than the (wrong) plan said.
+    from safeexec.dsl import checker
+
+    original = checker._Checker.iteration
+
+    def one(self: checker._Checker, t: object, span: object) -> tuple[object, int]:
+        item, _ = original(self, t, span)  # type: ignore[arg-type]
+        return item, 1
+
+    monkeypatch.setattr(checker._Checker, "iteration", one)
+    caps = granted()
+    source = 'for t in ["ACME", "INIT", "GLOBX"]:\n    get_quote(ticker=t)\nreturn 1'
+    ran = run(source, tmp_path, caps=caps)
+    assert ran.result.status is ExecStatus.ERROR
+    assert "the plan bounded it to 1" in ran.result.message
+    assert caps.statistics()["calls"] == 0
