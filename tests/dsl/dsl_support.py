@@ -9,10 +9,12 @@ from pathlib import Path
 from types import ModuleType
 
 from safeexec.backends.base import SessionSpec
-from safeexec.backends.dsl import DslBackend
+from safeexec.backends.dsl import DslBackend, DslSession
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, ToolSpec
 from safeexec.dsl.front import FrontResult, check_source
+from safeexec.dsl.plan import Plan
+from safeexec.dsl.runtime import DslRuntime
 from safeexec.dsl.signatures import ToolSignature, signatures_of
 from safeexec.model import ExecRequest, ExecResult, Limits
 
@@ -59,6 +61,8 @@ class Ran:
     stdout: str
     stderr: str
     caps: CapabilitySet
+    runtime: DslRuntime | None
+    plan: Plan | None
 
 
 def run(
@@ -70,6 +74,7 @@ def run(
     session = (backend or DslBackend()).open(
         SessionSpec(blobs=blobs, tools=caps, workdir=tmp / "work")
     )
+    assert isinstance(session, DslSession)
     try:
         request = ExecRequest(action_id="t", code=source, limits=Limits(**limits))  # type: ignore[arg-type]
         result = session.run(request)
@@ -80,4 +85,6 @@ def run(
         stdout=blobs.get(result.stdout).decode(),
         stderr=blobs.get(result.stderr).decode(),
         caps=caps,
+        runtime=session.last_runtime,
+        plan=session.last_plan,
     )
