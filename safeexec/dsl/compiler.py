@@ -146,8 +146,9 @@ class _Compiler:
                 continue
             value, spec = part
             shown = self.expr(value)
-            if not spec:
-                values.append(_call("dsl_str", shown))
+            if not spec:  # values render as the DSL shows them (JSON), not as Python reprs
+                text = _call("dsl_str", shown)
+                values.append(ast.FormattedValue(value=text, conversion=-1, format_spec=None))
                 continue
             values.append(
                 ast.FormattedValue(

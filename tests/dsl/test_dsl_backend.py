@@ -125,6 +125,8 @@ def test_the_compiled_module_names_only_bindings_tools_and_helpers() -> None:
     assert names - helpers == {"hotels", "names", "total", "h", "search_hotels"}
     banned = (ast.Attribute, ast.Import, ast.ImportFrom, ast.While, ast.FunctionDef, ast.Subscript)
     assert not [node for node in ast.walk(module) if isinstance(node, banned)]
+    # A well-formed module: it unparses to Python that parses back to the same tree.
+    assert ast.dump(ast.parse(ast.unparse(module))) == ast.dump(module)
     loops = [node for node in ast.walk(module) if isinstance(node, ast.For)]
     assert all(isinstance(loop.iter, ast.Call) for loop in loops)
     assert {loop.iter.func.id for loop in loops} == {"dsl_loop"}  # type: ignore[attr-defined]

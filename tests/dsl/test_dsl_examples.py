@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from dsl_support import EXAMPLES, front, run
 
+from safeexec.dsl.compiler import compile_program
 from safeexec.model import ExecStatus
 
 PROGRAMS = sorted(EXAMPLES.glob("*.dsl"))
@@ -37,6 +39,9 @@ def test_example_plan_and_result_match_the_goldens(program: Path, tmp_path: Path
     source = program.read_text(encoding="utf-8")
     checked = front(source)
     assert checked.accepted and checked.plan is not None, checked.findings
+    assert checked.checked is not None
+    module = compile_program(checked.checked)  # well-formed: round-trips through Python text
+    assert ast.dump(ast.parse(ast.unparse(module))) == ast.dump(module)
     plan = json.dumps(checked.plan.to_json(), indent=2, ensure_ascii=False) + "\n"
     assert plan == _golden(program.with_suffix(".plan.json"), plan)
     ran = run(source, tmp_path)
