@@ -333,7 +333,11 @@ class _Checker:
             if i.kind not in (Kind.STR, Kind.ANY):
                 self.report(TYPE_ERROR, f"a record key must be a string, got {i}", e.index.span)
             if t.kind is Kind.RECORD and isinstance(e.index, n.Literal):
-                return self.field(n.Field(value=e.value, name=str(e.index.value), span=e.span), env)
+                key = str(e.index.value)
+                found = t.field(key)
+                if found is None:
+                    self.unknown("field", key, (k for k, _ in t.fields), e.index.span)
+                return found or ANY, cost
             return (t.item or ANY), cost
         if t.kind is not Kind.ANY:
             self.report(TYPE_ERROR, f"cannot index a value of type {t}", e.span)

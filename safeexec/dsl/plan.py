@@ -14,7 +14,7 @@ from safeexec.dsl.rules import BUDGET, CALLS, ITERATIONS, NEEDS_APPROVAL, PLAN, 
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Finding
 
-__all__ = ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan"]
+__all__ = ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,3 +197,13 @@ def admit(
         )
     findings.append(dsl_finding(PLAN, plan.to_text().rstrip(), span=None, evidence=evidence))
     return tuple(findings)
+
+
+def plan_of(findings: Iterable[Finding]) -> dict[str, JSONValue] | None:
+    """The plan a DSL decision carries (its ``SX790`` finding's evidence), for approvers and
+    audit readers; ``None`` for decisions without one."""
+    for finding in findings:
+        if finding.rule == PLAN.id and finding.evidence:
+            value = json.loads(finding.evidence)
+            return value if isinstance(value, dict) else None
+    return None

@@ -327,7 +327,7 @@ def _validate_rule(rule: object, pointer: str, ctx: _Context) -> None:
         )
     if reserved_rule_id(rule_id):
         raise ctx.fail(
-            f"rule id {rule_id!r} is reserved for the engine (SX0xx, SX510, SX520, SX9xx)",
+            f"rule id {rule_id!r} is reserved for the engine (SX0xx, SX510, SX520, SX7xx, SX9xx)",
             f"{pointer}/id",
             "pick an id in the range of the rule's kind, or use your team's own prefix",
         )

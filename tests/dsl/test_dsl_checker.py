@@ -184,3 +184,13 @@ def test_escape_ideas_translated_to_the_dsl_are_refused_statically(
     denied = [f.rule for f in result.findings if f.enforcement is Enforcement.DENY]
     assert not result.accepted, idea
     assert denied and denied[0] == rule, (idea, denied)
+
+
+def test_indexing_a_record_by_a_literal_checks_the_field_and_counts_the_call_once() -> None:
+    result = front('price = get_quote(ticker="ACME")["price"]\nreturn price')
+    assert result.accepted and result.plan is not None
+    (tool,) = result.plan.tools
+    assert tool.max_calls == 1 and len(tool.sites) == 1
+    assert messages('return get_quote(ticker="ACME")["prise"]') == [
+        "unknown field `prise`; did you mean `price`?"
+    ]

@@ -13,6 +13,7 @@ from dsl_support import EXAMPLES, example_specs
 from typer.testing import CliRunner
 
 from safeexec.cli.app import app
+from safeexec.dsl.plan import plan_of
 from safeexec.dsl.rules import DSL_RULES
 from safeexec.extract import combine, extract
 from safeexec.model import Action, Decision, Verdict
@@ -85,6 +86,7 @@ def test_the_approver_receives_the_plan_before_any_tool_runs(
     assert decision.verdict is Verdict.NEEDS_APPROVAL
     (card,) = [f for f in decision.findings if f.rule == "SX710"]
     plan = json.loads(card.evidence)
+    assert plan_of(decision.findings) == plan
     book = next(t for t in plan["tools"] if t["name"] == "book")
     assert book["max_calls"] == 2 and book["effects"] == ["money"]
     assert {"kind": "hotel", "nights": 4} in [c["arguments"] for c in book["calls"]]

@@ -127,7 +127,7 @@ def test_rule_ids_and_names_have_a_shape() -> None:
 
 
 def test_engine_rule_ids_are_reserved() -> None:
-    for reserved in ("SX900", "SX510", "SX520", "SX001"):
+    for reserved in ("SX900", "SX510", "SX520", "SX001", "SX704"):
         error = _error(RULE.replace('id = "SX301"', f'id = "{reserved}"'))
         assert "reserved" in error.message
 
