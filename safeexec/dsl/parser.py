@@ -4,7 +4,7 @@ and a suggestion. The grammar file ``grammar.lark`` beside this module is the sy
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from lark import Lark, Token
@@ -27,6 +27,7 @@ __all__ = [
     "MAX_SOURCE_CHARS",
     "DslParseError",
     "caret",
+    "forget_parses",
     "parse_expression",
     "parse_program",
 ]
@@ -105,7 +106,21 @@ def _parser() -> Lark:
 
 
 def parse_program(source: str) -> n.Program | Finding:
-    """Parse a whole program; never raises for any ``source`` (a bad one is an SX700 finding)."""
+    """Parse a whole program; never raises for any ``source`` (a bad one is an SX700 finding).
+
+    Results are immutable and cached by the exact text: the gate and the in-process backend
+    parse the same program once between them.
+    """
+    return _parse_cached(source)
+
+
+def forget_parses() -> None:
+    """Empty the parse cache (benchmarks measure cold parses with it)."""
+    _parse_cached.cache_clear()
+
+
+@lru_cache(maxsize=64)
+def _parse_cached(source: str) -> n.Program | Finding:
     if len(source) > MAX_SOURCE_CHARS:
         return dsl_finding(
             SYNTAX,

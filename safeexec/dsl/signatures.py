@@ -6,6 +6,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from safeexec.capabilities import CapabilitySet, ToolDescriptor, ToolSpec
 from safeexec.codec import JSONValue
@@ -43,6 +44,7 @@ class ToolSignature:
         )
 
 
+@lru_cache(maxsize=1024)  # specs hash by identity and live as long as their grants
 def _result_type(spec: ToolSpec) -> DType:
     try:
         hints = typing.get_type_hints(spec.function)

@@ -180,8 +180,9 @@ def test_backend_default_must_be_allowed() -> None:
 
 def test_unknown_backend_and_layer_names_are_refused() -> None:
     assert _error('[backends]\nallowed = ["docker"]\n').pointer == "/backends/allowed/0"
-    # No DSL backend exists yet: a pack naming it is refused, not silently never run.
-    assert _error('[backends]\nallowed = ["dsl"]\n').pointer == "/backends/allowed/0"
+    # The dsl mode has a backend now: a pack may name it (and make it the default).
+    dsl = parse_policy_text('[backends]\nallowed = ["dsl"]\ndefault = "dsl"\n')
+    assert dsl.backends.allowed == ("dsl",) and dsl.backends.default == "dsl"
     assert _error('[backends]\nrequire = ["selinux"]\n').pointer == "/backends/require/0"
 
 
