@@ -11,13 +11,13 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from safeexec.codec import JSONValue
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.ops import OPS, OpContext
 from safeexec.dsl.parser import caret
 from safeexec.dsl.rules import STRUCTURE, TYPE_ERROR, UNKNOWN_NAME, DslRule, dsl_finding
 from safeexec.dsl.signatures import ToolSignature
+from safeexec.dsl.tool_calls import CallSite, check_tool_call
 from safeexec.dsl.valuetypes import (
     ANY,
     BOOL,
@@ -27,12 +27,9 @@ from safeexec.dsl.valuetypes import (
     STR,
     DType,
     Kind,
-    assignable,
-    from_schema,
     join,
     list_of,
     record,
-    with_cap,
 )
 from safeexec.model import Finding, Span
 
@@ -50,17 +47,6 @@ class DslLimits:
     max_items: int = 1000
     max_iterations: int = 1_000_000
     max_text_chars: int = 1_000_000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallSite:
-    """One tool call in the source: how often it may run and its constant arguments."""
-
-    tool: str
-    span: Span
-    times: int
-    arguments: tuple[tuple[str, JSONValue], ...]
-    computed: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -390,7 +376,7 @@ class _Checker:
 
     def call(self, e: n.Call, env: dict[str, _Binding]) -> tuple[DType, Cost]:
         if e.func in self.tools:
-            return self.tool_call(e, self.tools[e.func], env)
+            return check_tool_call(self, e, self.tools[e.func], env)
         if e.func in OPS:
             return OPS[e.func].check(OpContext(self, e, env))
         self.unknown("tool or op", e.func, [*self.tools, *OPS], e.func_span)
@@ -399,69 +385,6 @@ class _Checker:
             if not isinstance(arg, n.Lambda):
                 cost.add(self.expr(arg, env)[1])
         return ANY, cost
-
-    def tool_call(
-        self, e: n.Call, tool: ToolSignature, env: dict[str, _Binding]
-    ) -> tuple[DType, Cost]:
-        cost = Cost(calls={tool.name: 1})
-        if e.args:
-            names = ", ".join(f"{p}=..." for p in (tool.properties or {})) or "name=..."
-            self.report(
-                TYPE_ERROR,
-                f"pass `{tool.name}` its arguments by name: {tool.name}({names})",
-                e.span,
-            )
-            for arg in e.args:
-                cost.add(self.expr(arg, env)[1])
-        properties = tool.properties
-        constants: list[tuple[str, JSONValue]] = []
-        computed: list[str] = []
-        for keyword in e.keywords:
-            t, c = self.expr(keyword.value, env)
-            cost.add(c)
-            if isinstance(keyword.value, n.Literal):
-                constants.append((keyword.name, keyword.value.value))
-            else:
-                computed.append(keyword.name)
-            if properties is None:
-                continue
-            if keyword.name not in properties:
-                self.unknown(f"argument of `{tool.name}`", keyword.name, properties, keyword.span)
-                continue
-            self.argument(tool.name, keyword, t, properties[keyword.name])
-        given = {k.name for k in e.keywords}
-        missing = [r for r in tool.required if r not in given]
-        if missing and not e.args:  # positional arguments were already reported
-            self.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
-        self.state.sites.append(
-            CallSite(
-                tool=tool.name,
-                span=e.span,
-                times=self.state.multiplier,
-                arguments=tuple(constants),
-                computed=tuple(computed),
-            )
-        )
-        return with_cap(tool.result, self.limits.max_items), cost
-
-    def argument(self, tool: str, keyword: n.Keyword, t: DType, schema: JSONValue) -> None:
-        expected = from_schema(schema)
-        if not assignable(t, expected):
-            self.report(
-                TYPE_ERROR, f"`{tool}({keyword.name}=...)` expects {expected}, got {t}",
-                keyword.value.span,
-            )  # fmt: skip
-            return
-        choices = schema.get("enum") if isinstance(schema, dict) else None
-        literal = keyword.value if isinstance(keyword.value, n.Literal) else None
-        if isinstance(choices, list) and literal is not None and literal.value not in choices:
-            close = difflib.get_close_matches(str(literal.value), [str(c) for c in choices], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; one of {choices!r}"
-            self.report(
-                TYPE_ERROR,
-                f"`{tool}({keyword.name}=...)`: {literal.value!r} is not allowed{hint}",
-                literal.span,
-            )
 
 
 def _widen(t: DType, cap: int) -> DType:
