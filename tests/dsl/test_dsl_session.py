@@ -170,3 +170,13 @@ def test_cli_run_mode_dsl_refuses_python(tmp_path: Path) -> None:
     )
     assert result.exit_code != 0
     assert "SX700" in result.output
+
+
+def test_the_session_makes_the_dsl_backend_by_name() -> None:
+    from safeexec.backends.dsl import DslBackend
+    from safeexec.errors import BackendUnavailable
+    from safeexec.session import default_backend
+
+    assert isinstance(default_backend("dsl"), DslBackend)
+    with pytest.raises(BackendUnavailable, match="'dsl'"):
+        default_backend("docker")
