@@ -142,7 +142,7 @@ def render_json(results: list[tuple[str, GateResult]]) -> list[object]:
 
 def render_sarif(results: list[tuple[str, GateResult]], policy: Policy) -> dict[str, object]:
     """A SARIF 2.1.0 log that GitHub code scanning accepts (one run, rules with help text)."""
-    known = {r.id: r for r in (*ENGINE_RULES, *policy.rules)}
+    known = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *policy.rules)}
     rule_index: dict[str, int] = {}
     rules: list[dict[str, object]] = []
     sarif_results: list[dict[str, object]] = []

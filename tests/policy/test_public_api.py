@@ -13,5 +13,5 @@ def test_public_names_are_pinned() -> None:
     assert safeexec.policy.__all__ == ["Policy", "load_policy", "shipped_packs"]
     assert safeexec.analysis.__all__ == ["scan"]
     assert safeexec.estimate.__all__ == ["estimate"]
-    assert safeexec.gate.__all__ == ["GateResult", "check", "fresh_budget"]
+    assert safeexec.gate.__all__ == ["GateResult", "check", "dsl_tool_signatures", "fresh_budget"]
     assert safeexec.testing.__all__ == ["CaseFailure", "PackReport", "run_pack_tests"]
