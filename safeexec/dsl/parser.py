@@ -15,7 +15,7 @@ from lark.exceptions import (
     UnexpectedToken,
     VisitError,
 )
-from lark.indenter import Indenter
+from lark.indenter import DedentError, Indenter
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.build import build_expression, build_program
@@ -141,6 +141,8 @@ def _parse_cached(source: str) -> n.Program | Finding:
         found = _syntax_finding(exc, text)
         if reserved is None or (found.span is not None and _before(found.span, reserved)):
             return found
+    except DedentError as exc:
+        return dsl_finding(SYNTAX, f"inconsistent indentation: {exc}", span=None)
     except VisitError as exc:  # a bad f-string part, raised while building the tree
         return dsl_finding(SYNTAX, f"not a DSL program: {str(exc.orig_exc)[:200]}", span=None)
     except (LarkError, RecursionError) as exc:
@@ -259,10 +261,10 @@ def _describe(exc: UnexpectedInput, text: str, line: int, column: int) -> tuple[
                 "a method call",
                 "there are no methods; call ops by name: lower(s), not s.lower()",
             )
-        if token.type == "_INDENT" or (
-            exc.expected == {"_NL"} and _starts_line(text, line, column)
-        ):
+        if token.type == "_INDENT":
             return "an indented line", "indent only the body of a `for` or an `if`"
+        if exc.expected == {"_NL"} and _starts_line(text, line, column):
+            return "an unindented line", "indent the body of the `for` or `if` above it"
         if value == "for":
             return "`for` inside an expression", "use map(xs, lambda x: ...) and filter(...)"
         if value in _SYMBOL_HINTS:

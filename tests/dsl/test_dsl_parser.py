@@ -107,3 +107,12 @@ def test_input_too_large_or_too_deep_is_refused_without_parsing() -> None:
 def test_a_long_flat_chain_parses_without_recursion_errors() -> None:
     program = parse_program("x = " + " + ".join(["1"] * 5000) + "\nreturn x")
     assert isinstance(program, n.Program)
+
+
+def test_indentation_mistakes_say_what_to_indent() -> None:
+    missing = parse_program("for x in xs:\nprint(x)")
+    assert isinstance(missing, Finding) and "indent the body" in missing.message
+    extra = parse_program("x = 1\n    y = 2")
+    assert isinstance(extra, Finding) and "indent only the body" in extra.message
+    uneven = parse_program("if x:\n    y = 1\n  z = 2")
+    assert isinstance(uneven, Finding) and "inconsistent indentation" in uneven.message
