@@ -103,11 +103,8 @@ class DslRuntime:
     ) -> dict[str, Callable[..., object]]:
         """The names compiled code may use: metered tools and ``dsl_*`` helpers."""
         out = {name: self.metered_tool(name, fn) for name, fn in tools.items()}
-        for attr in dir(self):
-            if attr.startswith("op_"):
-                out["dsl_" + attr[3:]] = getattr(self, attr)
-        for helper in ("loop", "field", "index", "add", "mul", "give"):
-            out["dsl_" + helper] = getattr(self, "h_" + helper)
+        for exposed, attr in _EXPOSED:
+            out[exposed] = getattr(self, attr)
         return out
 
     # -- helpers the compiler emits ------------------------------------------------------------
@@ -382,6 +379,13 @@ class DslRuntime:
 
     def op_print(self, *values: object) -> None:
         self.sink.write(" ".join(render_value(v) for v in values) + "\n")
+
+
+# ``dsl_<op>`` for every ``op_<op>`` method, and the compiler's helpers: computed once.
+_EXPOSED: tuple[tuple[str, str], ...] = (
+    *(("dsl_" + a[3:], a) for a in sorted(vars(DslRuntime)) if a.startswith("op_")),
+    *(("dsl_" + h, "h_" + h) for h in ("loop", "field", "index", "add", "mul", "give")),
+)
 
 
 def _number(value: object) -> bool:
