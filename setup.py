@@ -7,6 +7,7 @@ setup(
     package_dir={"safeexec.policies": "policies"},
     package_data={
         "safeexec": ["py.typed"],
+        "safeexec.dsl": ["grammar.lark"],
         "safeexec.policies": ["**/*.toml", "**/*.py", "**/*.md"],
     },
 )

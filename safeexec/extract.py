@@ -33,6 +33,7 @@ __all__ = ["combine", "extract"]
 
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
 _JSON_TAGS = frozenset({"json", "jsonc", "json5"})
+_DSL_TAGS = frozenset({"dsl", "safeexec-dsl"})
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _INFO_TAG = re.compile(r"[\s{.]*([\w+#-]+)")
@@ -62,12 +63,15 @@ def combine(actions: tuple[Action, ...]) -> Action | None:
     """
     python = [action for action in actions if action.language == "python"]
     if not python:
+        # A reply of ```dsl blocks only: they are one DSL program, for the dsl mode.
+        python = [action for action in actions if action.language == "dsl"]
+    if not python:
         return None
     if len(python) == 1:
         code = python[0].code
     else:
         code = "\n".join(_ends_with_newline(action.code) for action in python)
-    return Action.create(code, source=python[0].source, language="python")
+    return Action.create(code, source=python[0].source, language=python[0].language)
 
 
 def _extract(text: str) -> Iterator[Action]:
@@ -93,6 +97,9 @@ def _block_actions(block: _Block) -> Iterator[Action]:
     if tag in _PYTHON_TAGS:
         if block.code.strip():
             yield Action.create(block.code, source=ActionSource.FENCED)
+    elif tag in _DSL_TAGS:
+        if block.code.strip():
+            yield Action.create(block.code, source=ActionSource.FENCED, language="dsl")
     elif tag in _JSON_TAGS:
         document = _load_json(block.code)
         if document is not _NOT_JSON:

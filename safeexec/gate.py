@@ -7,11 +7,15 @@ This is what ``safeexec check`` and the policy-test runner call; it never raises
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from safeexec.analysis import scan
+from safeexec.capabilities import ToolSpec
 from safeexec.decide import decide
+from safeexec.dsl.checker import DslLimits
+from safeexec.dsl.front import FrontResult, check_source
+from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 from safeexec.estimate import estimate
 from safeexec.model import Action, Budget, Decision, Enforcement, Estimate, Finding, Severity
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
@@ -21,7 +25,14 @@ from safeexec.policy.modes import mode_imports
 from safeexec.policy.schema import MatchKind, Policy
 from safeexec.sandbox.restricted.allowlist import restricted_modules
 
-__all__ = ["GateResult", "PolicySuggestion", "check", "fresh_budget", "suggest_policy"]
+__all__ = [
+    "GateResult",
+    "PolicySuggestion",
+    "check",
+    "dsl_tool_signatures",
+    "fresh_budget",
+    "suggest_policy",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -32,10 +43,18 @@ class GateResult:
     parsed: Parsed | None
     estimate: Estimate | None
     decision: Decision
+    dsl: FrontResult | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         return self.decision.findings
+
+    @property
+    def checked_code(self) -> str | None:
+        """The exact text that was checked and may run (``None``: nothing parsed)."""
+        if self.parsed is not None:
+            return self.parsed.code
+        return self.dsl.source if self.dsl is not None and self.dsl.program is not None else None
 
 
 def fresh_budget(policy: Policy) -> Budget:
@@ -54,15 +73,20 @@ def check(
     budget: Budget | None = None,
     backend: str | None = None,
     tool_names: Collection[str] | None = None,
+    tools: Sequence[ToolSignature] | None = None,
 ) -> GateResult:
     """Decide on ``action`` (or code text) under ``policy`` without running it.
 
     ``budget`` defaults to a fresh session's, ``backend`` to the policy's default and
-    ``tool_names`` to the tools the policy lets a session be granted.
+    ``tool_names`` to the tools the policy lets a session be granted. In the ``dsl`` mode the
+    text is a DSL program whatever its fence says, checked against ``tools`` (default: the
+    policy's grantable tools, untyped) and planned; the plan rides on the decision's findings.
     """
     if isinstance(action, str):
         action = Action.create(action)
     chosen = policy.backends.default if backend is None else backend
+    if chosen == "dsl":
+        return _check_dsl(action, policy, budget=budget, backend=backend, tools=tools)
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
     parsed: Parsed | None = None
@@ -162,3 +186,53 @@ def _with_imports(policy: Policy, modules: tuple[str, ...], *, native_only: bool
         imports = replace(imports, allow=(*imports.allow, *modules))
     widened = replace(policy, imports=imports, digest="")
     return replace(widened, digest=policy_digest(widened))
+
+
+def dsl_tool_signatures(
+    policy: Policy, specs: Sequence[ToolSpec] = ()
+) -> tuple[ToolSignature, ...]:
+    """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
+    ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
+    grantable tools by name only (untyped)."""
+    configs = {c.tool: c for c in policy.capabilities if c.grantable}
+    if not specs:
+        return tuple(
+            ToolSignature(name=c.tool, max_calls=c.max_calls, requires_approval=c.requires_approval)
+            for c in configs.values()
+        )
+    return tuple(
+        signature_of_spec(
+            spec,
+            max_calls=configs[spec.name].max_calls,
+            requires_approval=configs[spec.name].requires_approval,
+        )
+        if spec.name in configs
+        else signature_of_spec(spec)
+        for spec in specs
+    )
+
+
+def _check_dsl(
+    action: Action,
+    policy: Policy,
+    *,
+    budget: Budget | None,
+    backend: str | None,
+    tools: Sequence[ToolSignature] | None,
+) -> GateResult:
+    budget = budget if budget is not None else fresh_budget(policy)
+    if tools is None:
+        tools = dsl_tool_signatures(policy)
+    try:
+        front: FrontResult | None = check_source(
+            action.code, tools, limits=DslLimits(), tool_calls_left=budget.tool_calls_left
+        )
+        assert front is not None
+        findings = front.findings
+    except Exception as exc:
+        front = None
+        findings = (engine_finding(CHECK_CRASHED, f"the DSL check crashed ({type(exc).__name__})"),)
+    decision = decide(
+        findings=findings, estimate=None, policy=policy, budget=budget, backend=backend
+    )
+    return GateResult(action=action, parsed=None, estimate=None, decision=decision, dsl=front)

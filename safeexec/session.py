@@ -43,6 +43,7 @@ from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
 from safeexec.decide import decide, order_findings
+from safeexec.dsl.signatures import signatures_of
 from safeexec.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -118,6 +119,10 @@ def default_backend(name: str) -> Backend:
             from safeexec.backends.restricted import InProcessRestrictedBackend
 
             return InProcessRestrictedBackend()
+        if name == "dsl":
+            from safeexec.backends.dsl import DslBackend
+
+            return DslBackend()
         if name == "fake":
             from safeexec.backends.fake import FakeBackend, not_executed
 
@@ -129,7 +134,7 @@ def default_backend(name: str) -> Backend:
         ) from exc
     raise BackendUnavailable(
         f"no backend named name={name!r}; choose one of 'native', 'restricted', "
-        "'restricted-inprocess', 'fake' "
+        "'restricted-inprocess', 'dsl', 'fake' "
         "or pass backends={...} to Session"
     )
 
@@ -476,8 +481,9 @@ class Session:
                     budget=self._budget,
                     backend=self.mode,
                     tool_names=self._tool_names(),
+                    tools=signatures_of(self._capabilities),
                 )
-                return gate.decision, None if gate.parsed is None else gate.parsed.code
+                return gate.decision, gate.checked_code
             except Exception as exc:  # the gate never raises; if it did, nothing runs
                 crashed = _check_crashed("gate", exc)
         decision = decide(

@@ -275,7 +275,7 @@ class InProcessRestrictedSession:
         try:
             with _Watchdog(budget, limits, memory_bytes=self.limits.memory_bytes) as watchdog:
                 try:
-                    shown = self._executor.execute(request.code, filename=filename, budget=budget)
+                    shown = self._execute_cell(request.code, filename, budget, stdout)
                     if shown is not None:
                         stdout.write(shown + "\n")
                 except Exception as exc:
@@ -303,6 +303,14 @@ class InProcessRestrictedSession:
             cpu_seconds=watchdog.cpu_seconds(),
             wall_seconds=time.monotonic() - watchdog.wall_start,
         )
+
+    def _execute_cell(
+        self, code: str, filename: str, budget: OperationBudget, stdout: CappedText
+    ) -> str | None:
+        """Run one cell's code; what it shows (its final expression's repr) or ``None``.
+
+        The hook the DSL session overrides to compile its own language."""
+        return self._executor.execute(code, filename=filename, budget=budget)
 
     def _settle(
         self, budget: OperationBudget, error: BaseException | None, limits: Limits

@@ -7,6 +7,7 @@ import typer
 from safeexec import __version__
 from safeexec.cli.check import check, explain
 from safeexec.cli.doctor import doctor
+from safeexec.cli.dsl import dsl_app
 from safeexec.cli.log import log_app
 from safeexec.cli.policy import policy_app
 from safeexec.cli.run import run
@@ -37,6 +38,7 @@ app.command("explain")(explain)
 app.command("doctor")(doctor)
 app.add_typer(policy_app, name="policy")
 app.add_typer(log_app, name="log")
+app.add_typer(dsl_app, name="dsl")
 
 
 def main() -> None:

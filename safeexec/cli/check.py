@@ -21,6 +21,7 @@ from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
+from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
@@ -109,7 +110,7 @@ def explain(
         loaded = load_policy(policy)
     except PolicyError as exc:
         _fail(str(exc))
-    rules = {r.id: r for r in (*ENGINE_RULES, *loaded.rules)}
+    rules = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *loaded.rules)}
     wanted = rule_id.strip()
     rule = rules.get(wanted.upper()) or next(
         (r for r in rules.values() if r.name == wanted.lower()), None
@@ -162,7 +163,7 @@ def render_json(results: list[tuple[str, GateResult]]) -> list[object]:
 
 def render_sarif(results: list[tuple[str, GateResult]], policy: Policy) -> dict[str, object]:
     """A SARIF 2.1.0 log that GitHub code scanning accepts (one run, rules with help text)."""
-    known = {r.id: r for r in (*ENGINE_RULES, *policy.rules)}
+    known = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *policy.rules)}
     rule_index: dict[str, int] = {}
     rules: list[dict[str, object]] = []
     sarif_results: list[dict[str, object]] = []

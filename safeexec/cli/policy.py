@@ -12,6 +12,7 @@ import typer
 
 from safeexec.errors import PolicyError
 from safeexec.policy.docs import write_rule_docs
+from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.lint import lint_policy
 from safeexec.policy.loader import load_policy
@@ -88,5 +89,5 @@ def docs(
     except PolicyError as exc:
         typer.echo(f"safeexec: error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    written = write_rule_docs(loaded, out, extra=ENGINE_RULES)
+    written = write_rule_docs(loaded, out, extra=(*ENGINE_RULES, *DSL_RULES))
     typer.echo(f"wrote {len(written)} pages to {out}")

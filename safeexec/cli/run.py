@@ -45,6 +45,7 @@ class Mode(StrEnum):
 
     NATIVE = "native"
     RESTRICTED = "restricted"
+    DSL = "dsl"
 
 
 def exit_code(outcome: Outcome) -> int:

@@ -60,7 +60,7 @@ _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
 _NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
 # "restricted-inprocess" is never a default: a pack that wants it names it in ``allowed``.
-_BACKENDS = ("native", "restricted", "restricted-inprocess", "fake")
+_BACKENDS = ("native", "restricted", "restricted-inprocess", "dsl", "fake")
 _LAYERS = tuple(layer.value for layer in Layer)
 
 
@@ -334,7 +334,7 @@ def _validate_rule(rule: object, pointer: str, ctx: _Context) -> None:
         )
     if reserved_rule_id(rule_id):
         raise ctx.fail(
-            f"rule id {rule_id!r} is reserved for the engine (SX0xx, SX510, SX520, SX9xx)",
+            f"rule id {rule_id!r} is reserved for the engine (SX0xx, SX510, SX520, SX7xx, SX9xx)",
             f"{pointer}/id",
             "pick an id in the range of the rule's kind, or use your team's own prefix",
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.backends.base import CALL_LIMITS, SESSION_LIMITS, Backend, SessionSpec
+from safeexec.backends.dsl import DslBackend, DslSession
 from safeexec.backends.fake import FakeBackend
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import InProcessRestrictedSession, RestrictedBackend
@@ -30,7 +31,7 @@ def test_the_spec_is_one_frozen_value(tmp_path: Path) -> None:
     assert spec.limits == Limits() and spec.workdir is None and spec.env == {}
 
 
-@pytest.mark.parametrize("backend", [NativeBackend, RestrictedBackend, FakeBackend])
+@pytest.mark.parametrize("backend", [NativeBackend, RestrictedBackend, DslBackend, FakeBackend])
 def test_every_backend_opens_with_the_spec_alone_and_can_close(backend: type[Backend]) -> None:
     params = list(inspect.signature(backend.open).parameters.values())
     assert [p.name for p in params] == ["self", "spec"]
@@ -38,8 +39,12 @@ def test_every_backend_opens_with_the_spec_alone_and_can_close(backend: type[Bac
 
 
 @pytest.mark.parametrize(
-    "kind", [NativeBackend, NativeSession, RestrictedBackend, InProcessRestrictedSession]
-)
+    "kind",
+    [
+        NativeBackend, NativeSession, RestrictedBackend, InProcessRestrictedSession, DslBackend,
+        DslSession,
+    ],
+)  # fmt: skip
 def test_no_async_twins_beside_the_sync_api(kind: type) -> None:
     names = set(dir(kind))
     assert not [n for n in names if n.startswith("a") and n[1:] in names and n[1:] != ""]

@@ -250,7 +250,7 @@ def test_the_installed_command_runs_in_a_real_subprocess(tmp_path: Path) -> None
     assert ran["event"]["stderr_ref"] in blobs
 
 
-@pytest.mark.parametrize("mode", ["fake", "dsl"])
+@pytest.mark.parametrize("mode", ["fake", "docker"])
 def test_only_real_backends_are_offered_as_modes(workspace: Path, mode: str) -> None:
     code, _out, err = invoke(workspace, "--mode", mode, write(workspace, "r.md", fenced("x = 1\n")))
     assert code == 2

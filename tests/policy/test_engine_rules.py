@@ -23,9 +23,11 @@ from safeexec.policy.vocabulary import ENGINE_RULE_IDS, reserved_rule_id
 
 PACKAGE = Path(safeexec.__file__).parent
 CATALOGUE = PACKAGE / "policy" / "engine_rules.py"
-# Modules allowed to construct a Finding: the catalogue (engine findings) and the scanner, which
-# builds findings of the policy's own (pack-documented) rules.
-FINDING_BUILDERS = {CATALOGUE, PACKAGE / "analysis" / "scanner.py"}
+# The DSL's own SX7xx rules are a second, documented catalogue (``safeexec explain SX7xx``).
+CATALOGUES = {CATALOGUE, PACKAGE / "dsl" / "rules.py"}
+# Modules allowed to construct a Finding: the catalogues and the scanner, which builds findings
+# of the policy's own (pack-documented) rules.
+FINDING_BUILDERS = {*CATALOGUES, PACKAGE / "analysis" / "scanner.py"}
 _RULE_ID = re.compile(r"SX\d{3,4}")
 
 
@@ -34,7 +36,7 @@ def _violations(source: str, path: Path) -> list[str]:
     out: list[str] = []
     for node in ast.walk(ast.parse(source)):
         if (
-            path != CATALOGUE
+            path not in CATALOGUES
             and isinstance(node, ast.Constant)
             and isinstance(node.value, str)
             and _RULE_ID.fullmatch(node.value)

@@ -127,7 +127,7 @@ def test_rule_ids_and_names_have_a_shape() -> None:
 
 
 def test_engine_rule_ids_are_reserved() -> None:
-    for reserved in ("SX900", "SX510", "SX520", "SX001"):
+    for reserved in ("SX900", "SX510", "SX520", "SX001", "SX704"):
         error = _error(RULE.replace('id = "SX301"', f'id = "{reserved}"'))
         assert "reserved" in error.message
 
@@ -180,8 +180,9 @@ def test_backend_default_must_be_allowed() -> None:
 
 def test_unknown_backend_and_layer_names_are_refused() -> None:
     assert _error('[backends]\nallowed = ["docker"]\n').pointer == "/backends/allowed/0"
-    # No DSL backend exists yet: a pack naming it is refused, not silently never run.
-    assert _error('[backends]\nallowed = ["dsl"]\n').pointer == "/backends/allowed/0"
+    # The dsl mode has a backend now: a pack may name it (and make it the default).
+    dsl = parse_policy_text('[backends]\nallowed = ["dsl"]\ndefault = "dsl"\n')
+    assert dsl.backends.allowed == ("dsl",) and dsl.backends.default == "dsl"
     assert _error('[backends]\nrequire = ["selinux"]\n').pointer == "/backends/require/0"
 
 

@@ -113,8 +113,32 @@ class RestrictedExecutor:
             _DENIALS.reset(token)
             self.last_denials = tuple(denials)
 
+    def execute_module(
+        self, tree: ast.Module, *, filename: str, budget: OperationBudget | None = None
+    ) -> None:
+        """Run an already-built module (the DSL compiler's output) under the same transformer,
+        guards and budget as source text; the tree is consumed."""
+        denials: list[tuple[str, str]] = []
+        token = _DENIALS.set(denials)
+        try:
+            errors: list[str] = []
+            body = self._compile_tree(tree, filename, "exec", errors)
+            if errors or body is None:
+                for error in errors:
+                    _record_denial("compile", error)
+                raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
+            self._run(body, None, budget)
+        finally:
+            _DENIALS.reset(token)
+            self.last_denials = tuple(denials)
+
     def _execute(self, code: str, filename: str, budget: OperationBudget | None) -> str | None:
         body, final = self._compile(code, filename)
+        return self._run(body, final, budget)
+
+    def _run(
+        self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
+    ) -> str | None:
         namespace = self._namespace
         namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
         self._budget = budget if budget is not None else OperationBudget(2**62)

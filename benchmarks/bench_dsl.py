@@ -1,0 +1,212 @@
+"""The dsl mode's costs as ratios to baselines measured in the same run.
+
+* **plan + compile**: parse, check, plan and compile each example in ``dsl/examples/`` against
+  ``ast.parse`` of the Python the program compiles to (the same pipeline as Python text).
+  Target: at most 2x.
+* **run**: running a pipeline in the dsl mode against the same pipeline written as Python in the
+  in-process restricted mode, with the same deterministic tools through the same gateway; the
+  dsl run checks and compiles the program again (its parse cached, as after the gate in a
+  session; the "cold" column parses it again too). Target: at most 1.5x.
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dsl"))
+
+from dsl_support import EXAMPLES, granted, signatures
+
+from safeexec.backends.base import BackendSession, SessionSpec
+from safeexec.backends.dsl import DslBackend
+from safeexec.backends.restricted import RestrictedBackend
+from safeexec.blobs import BlobStore
+from safeexec.dsl.compiler import compile_program
+from safeexec.dsl.front import check_source
+from safeexec.dsl.parser import forget_parses
+from safeexec.model import ExecRequest, ExecStatus, Limits
+
+# The same pipelines as restricted Python (results shown by the final expression).
+PYTHON = {
+    "shopping": """
+budget = 15.0
+items = search_products(query="usb-c cable", max_results=20)
+affordable = [p for p in items if p["in_stock"] and p["price"] <= budget]
+cheapest = min(affordable, key=lambda p: p["price"])
+code = reserve(sku=cheapest["sku"], quantity=1)
+{"reserved": cheapest["name"], "price": cheapest["price"], "confirmation": code}
+""",
+    "finance_portfolio_value": """
+holdings = get_holdings(account="acct-1")
+usd_eur = get_fx_rate(base="USD", quote="EUR")
+total = 0.0
+lines = []
+for h in holdings[:8]:
+    q = get_quote(ticker=h["ticker"])
+    rate = usd_eur if q["currency"] == "USD" else 1.0
+    value = h["shares"] * q["price"] * rate
+    total += value
+    lines += [f"{h['ticker']}: {value:.2f} EUR"]
+{"lines": lines, "total_eur": round(total, 2)}
+""",
+    "travel_cheapest_trip": """
+out = search_flights(origin="LIS", destination="BER", date="2026-05-02")
+out = [f for f in out if f["stops"] <= 1]
+back = search_flights(origin="BER", destination="LIS", date="2026-05-06")
+back = [f for f in back if f["stops"] <= 1]
+go = min(out, key=lambda f: f["price"])
+ret = min(back, key=lambda f: f["price"])
+hotels = search_hotels(city="BER", max_nightly=150.0)
+stay = max(hotels, key=lambda h: h["stars"])
+total = go["price"] + ret["price"] + 4 * stay["nightly"]
+{"out": go["id"], "back": ret["id"], "hotel": stay["name"], "total": total}
+""",
+    "web_crawl_two_levels": """
+start = open_page(url="https://docs.example/start")
+titles = [start["title"]]
+for a in start["links"][:3]:
+    p = open_page(url=a)
+    titles += [p["title"]]
+    for b in p["links"][:3]:
+        titles += [open_page(url=b)["title"]]
+list(dict.fromkeys(titles))
+""",
+    "decoding_messages": """
+plain = decode_base64(text=fetch_message(message_id="m1"))
+shifted = fetch_message(message_id="m2")
+caesar = ""
+for i in range(len(shifted)):
+    c = shifted[i]
+    code = ord(c)
+    if code >= 97 and code <= 122:
+        caesar += chr((code - 97 - 3) % 26 + 97)
+    elif code >= 65 and code <= 90:
+        caesar += chr((code - 65 - 3) % 26 + 65)
+    else:
+        caesar += c
+hexed = decode_hex(text=fetch_message(message_id="m3"))
+{"m1": plain, "m2": caesar, "m3": hexed}
+""",
+}
+
+
+def _median(work: Callable[[], object], *, repeat: int) -> float:
+    work()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _interleaved(work: dict[str, Callable[[], object]], *, repeat: int) -> dict[str, float]:
+    for run in work.values():
+        run()
+    samples: dict[str, list[float]] = {name: [] for name in work}
+    for _ in range(repeat):
+        for name, run in work.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def plan_and_compile() -> list[tuple[str, float, float]]:
+    tools = signatures({})
+    rows = []
+    for path in sorted(EXAMPLES.glob("*.dsl")):
+        source = path.read_text(encoding="utf-8")
+        result = check_source(source, tools)
+        assert result.accepted and result.checked is not None, path
+        python = ast.unparse(compile_program(result.checked))
+
+        def dsl(source: str = source) -> object:
+            forget_parses()  # cold: the parse is part of what is measured
+            checked = check_source(source, tools).checked
+            assert checked is not None
+            return compile_program(checked)
+
+        medians = _interleaved(
+            {"dsl": dsl, "ast": lambda python=python: ast.parse(python)}, repeat=40
+        )
+        rows.append((path.stem, medians["dsl"], medians["ast"]))
+    return rows
+
+
+def _runner(session: BackendSession, code: str, *, cold: bool = False) -> Callable[[], object]:
+    request = ExecRequest(action_id="bench", code=code, limits=Limits())
+
+    def run() -> object:
+        if cold:
+            forget_parses()
+        result = session.run(request)
+        assert result.status is ExecStatus.OK, result.message
+        return result
+
+    return run
+
+
+def run_times(workdir: Path) -> list[tuple[str, float, float, float]]:
+    blobs = BlobStore(workdir / "blobs")
+    dsl = DslBackend().open(SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d"))
+    py = RestrictedBackend(in_process=True).open(
+        SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "r")
+    )
+    rows = []
+    try:
+        for name, python in PYTHON.items():
+            source = (EXAMPLES / f"{name}.dsl").read_text(encoding="utf-8")
+            medians = _interleaved(
+                {
+                    "dsl": _runner(dsl, source),
+                    "dsl_cold": _runner(dsl, source, cold=True),
+                    "restricted": _runner(py, python),
+                },
+                repeat=30,
+            )
+            rows.append((name, medians["dsl"], medians["dsl_cold"], medians["restricted"]))
+    finally:
+        dsl.close()
+        py.close()
+    return rows
+
+
+def main() -> int:
+    compiled = plan_and_compile()
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = run_times(Path(tmp))
+    print("dsl plan + compile vs ast.parse of the same pipeline as Python (median ms)")
+    print(f"{'example':<28} {'plan+compile':>12} {'ast.parse':>9} {'ratio':>6}")
+    for name, dsl, base in compiled:
+        print(f"{name:<28} {dsl * 1e3:>12.3f} {base * 1e3:>9.3f} {dsl / base:>6.2f}")
+    compile_ratio = statistics.median(dsl / base for _, dsl, base in compiled)
+    print(f"median ratio {compile_ratio:.2f} (target <= 2.00): {_verdict(compile_ratio <= 2.0)}")
+    print()
+    print("dsl run vs the same pipeline in restricted Python, in-process (median ms)")
+    print("  dsl: parse cached, as after the gate in a session; cold: parsed again in the run")
+    print(f"{'example':<28} {'dsl':>8} {'cold':>8} {'restricted':>10} {'ratio':>6} {'cold':>6}")
+    for name, dsl, cold, base in runs:
+        print(
+            f"{name:<28} {dsl * 1e3:>8.3f} {cold * 1e3:>8.3f} {base * 1e3:>10.3f}"
+            f" {dsl / base:>6.2f} {cold / base:>6.2f}"
+        )
+    run_ratio = statistics.median(dsl / base for _, dsl, _, base in runs)
+    cold_ratio = statistics.median(cold / base for _, _, cold, base in runs)
+    print(f"median ratio {run_ratio:.2f} (target <= 1.50): {_verdict(run_ratio <= 1.5)}")
+    print(f"median ratio, cold {cold_ratio:.2f} (target <= 1.50): {_verdict(cold_ratio <= 1.5)}")
+    return 0
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

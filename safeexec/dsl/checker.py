@@ -1,0 +1,394 @@
+"""The checker: names resolved, types checked against the tools' schemas, costs bounded.
+
+:func:`check_program` never raises for any program: every problem is an SX70x finding with a span,
+a caret and, for unknown names, a did-you-mean. What it accepts, :mod:`safeexec.dsl.compiler`
+compiles; the costs it computes become the :class:`~safeexec.dsl.plan.Plan`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from safeexec.dsl import nodes as n
+from safeexec.dsl.cost import Cost
+from safeexec.dsl.ops import OPS, OpContext
+from safeexec.dsl.parser import caret
+from safeexec.dsl.rules import STRUCTURE, TYPE_ERROR, UNKNOWN_NAME, DslRule, dsl_finding
+from safeexec.dsl.signatures import ToolSignature
+from safeexec.dsl.tool_calls import CallSite, check_tool_call
+from safeexec.dsl.valuetypes import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    DType,
+    Kind,
+    join,
+    list_of,
+    record,
+)
+from safeexec.model import Finding, Span
+
+__all__ = ["CallSite", "Checked", "DslLimits", "check_program"]
+
+_RESERVED_PREFIX = "dsl_"
+_FORMAT_SPEC = frozenset("<>^=+- 0123456789.,_dfeEgGs%x")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DslLimits:
+    """Runtime caps the plan assumes: items in any capped list (tool results, ``split``),
+    iterations of a whole program, characters of a string built by ``+``."""
+
+    max_items: int = 1000
+    max_iterations: int = 1_000_000
+    max_text_chars: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Checked:
+    """The checker's verdict on a program; ``ok`` when no finding denies it."""
+
+    program: n.Program
+    findings: tuple[Finding, ...]
+    cost: Cost
+    sites: tuple[CallSite, ...]
+    result: DType
+    bounds: Mapping[int, int]  # id(For or op Call node) -> its iteration bound
+    types: Mapping[int, DType]  # id(expression) -> its type
+    desugared: Mapping[int, n.BinOp]  # id(``x op= v`` Assign) -> the ``x op v`` it was checked as
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+@dataclass(slots=True)
+class _Binding:
+    type: DType
+    fixed: bool  # loop variables and lambda parameters cannot be rebound
+
+
+@dataclass(slots=True)
+class _State:
+    findings: list[Finding] = field(default_factory=list)
+    sites: list[CallSite] = field(default_factory=list)
+    multiplier: int = 1
+
+
+def check_program(
+    program: n.Program, tools: Iterable[ToolSignature], *, limits: DslLimits | None = None
+) -> Checked:
+    """Check ``program`` against the granted ``tools``; total (never raises for any program)."""
+    checker = _Checker(program, {t.name: t for t in tools}, limits or DslLimits())
+    return checker.run()
+
+
+class _Checker:
+    def __init__(
+        self, program: n.Program, tools: dict[str, ToolSignature], limits: DslLimits
+    ) -> None:
+        self.program = program
+        self.tools = tools
+        self.limits = limits
+        self.state = _State()
+        self.bounds: dict[int, int] = {}
+        self.types: dict[int, DType] = {}
+        self.result: DType = NONE
+        self.aug_values: dict[int, n.BinOp] = {}  # id(Assign with op) -> its desugared value
+
+    # -- findings -------------------------------------------------------------------------------
+
+    def report(self, rule: DslRule, message: str, span: Span | None) -> None:
+        evidence = caret(self.program.source, span)
+        self.state.findings.append(dsl_finding(rule, message, span=span, evidence=evidence))
+
+    def unknown(self, what: str, name: str, choices: Iterable[str], span: Span) -> None:
+        close = difflib.get_close_matches(name, sorted(set(choices)), n=1, cutoff=0.6)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        self.report(UNKNOWN_NAME, f"unknown {what} `{name}`{hint}", span)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def run(self) -> Checked:
+        env: dict[str, _Binding] = {}
+        body = self.program.body
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, n.Return) and i != len(body) - 1:
+                self.report(STRUCTURE, "`return` must be the last statement", stmt.span)
+        cost = self.block(body, env, top=True)
+        findings = tuple(dict.fromkeys(self.state.findings))
+        return Checked(
+            program=self.program,
+            findings=findings,
+            cost=cost,
+            sites=tuple(self.state.sites),
+            result=self.result,
+            bounds=self.bounds,
+            types=self.types,
+            desugared=self.aug_values,
+        )
+
+    def block(self, stmts: tuple[n.Stmt, ...], env: dict[str, _Binding], *, top: bool) -> Cost:
+        cost = Cost()
+        for stmt in stmts:
+            cost.add(self.stmt(stmt, env, top=top))
+        return cost
+
+    def stmt(self, stmt: n.Stmt, env: dict[str, _Binding], *, top: bool) -> Cost:
+        if isinstance(stmt, n.Assign):
+            return self.assign(stmt, env)
+        if isinstance(stmt, n.ExprStmt):
+            return self.expr(stmt.value, env)[1]
+        if isinstance(stmt, n.Return):
+            if not top:
+                self.report(STRUCTURE, "`return` is allowed only at the top level", stmt.span)
+            t, cost = self.expr(stmt.value, env)
+            self.result = t
+            return cost
+        if isinstance(stmt, n.For):
+            return self.for_stmt(stmt, env)
+        return self.if_stmt(stmt, env)
+
+    def bindable(self, name: str, span: Span, env: dict[str, _Binding]) -> bool:
+        if name in self.tools or name in OPS or name.startswith(_RESERVED_PREFIX):
+            self.report(STRUCTURE, f"`{name}` names a tool or op; bind another name", span)
+            return False
+        if name in env and env[name].fixed:
+            self.report(STRUCTURE, f"`{name}` is a loop variable or parameter here", span)
+            return False
+        return True
+
+    def assign(self, stmt: n.Assign, env: dict[str, _Binding]) -> Cost:
+        value = stmt.value
+        if stmt.op:
+            value = n.BinOp(
+                op=stmt.op, left=n.Name(id=stmt.name, span=stmt.span), right=value, span=stmt.span
+            )
+            self.aug_values[id(stmt)] = value
+        t, cost = self.expr(value, env)
+        if self.bindable(stmt.name, stmt.span, env):
+            env[stmt.name] = _Binding(t, fixed=False)
+        return cost
+
+    def for_stmt(self, stmt: n.For, env: dict[str, _Binding]) -> Cost:
+        it, cost = self.expr(stmt.iterable, env)
+        item, bound = self.iteration(it, stmt.iterable.span)
+        self.bounds[id(stmt)] = bound
+        outer = {k: b.type for k, b in env.items()}
+        mark = len(self.state.findings), len(self.state.sites)
+        body_cost = self.loop_body(stmt, env, item, bound)
+        changed = [k for k in outer if env[k].type != outer[k]]
+        if changed:  # a second pass with the types widened to what the loop can make them
+            for k in changed:
+                env[k] = _Binding(_widen(join(outer[k], env[k].type), self.limits.max_items), False)
+            del self.state.findings[mark[0] :]
+            del self.state.sites[mark[1] :]
+            body_cost = self.loop_body(stmt, env, item, bound)
+        return cost.add(Cost(iterations=bound)).add(body_cost.times(bound))
+
+    def loop_body(self, stmt: n.For, env: dict[str, _Binding], item: DType, bound: int) -> Cost:
+        inner = dict(env)
+        if self.bindable(stmt.var, stmt.span, env):
+            inner[stmt.var] = _Binding(item, fixed=True)
+        saved = self.state.multiplier
+        self.state.multiplier = saved * max(bound, 1)
+        try:
+            body_cost = self.block(stmt.body, inner, top=False)
+        finally:
+            self.state.multiplier = saved
+        for k in env:
+            env[k] = inner[k]
+        return body_cost
+
+    def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> Cost:
+        _, cost = self.expr(stmt.test, env)
+        then_env, else_env = dict(env), dict(env)
+        then_cost = self.block(stmt.body, then_env, top=False)
+        else_cost = self.block(stmt.orelse, else_env, top=False)
+        for k in list(then_env):
+            if k in else_env:
+                env[k] = _Binding(join(then_env[k].type, else_env[k].type), then_env[k].fixed)
+        return cost.add(then_cost.either(else_cost))
+
+    def iteration(self, t: DType, span: Span) -> tuple[DType, int]:
+        """The item type and iteration bound of looping over a value of type ``t``."""
+        if t.kind is Kind.LIST and t.item is not None:
+            return t.item, t.bound
+        if t.kind is Kind.ANY:
+            return ANY, self.limits.max_items
+        if t.kind in (Kind.MAP, Kind.RECORD):
+            return STR, t.bound if t.kind is Kind.MAP else len(t.fields)
+        self.report(TYPE_ERROR, f"cannot loop over a value of type {t}; loop over a list", span)
+        return ANY, 0
+
+    # -- expressions ----------------------------------------------------------------------------
+
+    def expr(self, e: n.Expr | n.Lambda, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        if isinstance(e, n.Lambda):
+            self.report(STRUCTURE, "a lambda is allowed only as an op's function argument", e.span)
+            return ANY, Cost()
+        t, cost = self._expr(e, env)
+        self.types[id(e)] = t
+        return t, cost
+
+    def _expr(self, e: n.Expr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        if isinstance(e, n.Literal):
+            v = e.value
+            return {bool: BOOL, int: INT, float: FLOAT, str: STR}.get(type(v), NONE), Cost()
+        if isinstance(e, n.Name):
+            return self.name(e, env), Cost()
+        if isinstance(e, n.ListExpr):
+            cost, item = Cost(), None
+            for x in e.items:
+                t, c = self.expr(x, env)
+                cost.add(c)
+                item = t if item is None else join(item, t)
+            return list_of(item or ANY, len(e.items)), cost
+        if isinstance(e, n.RecordExpr):
+            cost, fields = Cost(), {}
+            for k, value in zip(e.keys, e.values, strict=True):
+                t, c = self.expr(value, env)
+                fields[k] = t
+                cost.add(c)
+            return record(fields), cost
+        if isinstance(e, n.Field):
+            return self.field(e, env)
+        if isinstance(e, n.Index):
+            return self.index(e, env)
+        if isinstance(e, n.BinOp):
+            return self.binop(e, env)
+        if isinstance(e, n.Compare):
+            return self.compare(e, env)
+        if isinstance(e, n.BoolOp):
+            (a, ca), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
+            return (BOOL if a == b == BOOL else join(a, b)), ca.add(cb)
+        if isinstance(e, n.Not):
+            return BOOL, self.expr(e.operand, env)[1]
+        if isinstance(e, n.Neg):
+            t, cost = self.expr(e.operand, env)
+            if not t.numeric:
+                self.report(TYPE_ERROR, f"`-` needs a number, got {t}", e.span)
+            return t, cost
+        if isinstance(e, n.Cond):
+            _, c0 = self.expr(e.test, env)
+            (a, ca), (b, cb) = self.expr(e.body, env), self.expr(e.orelse, env)
+            return join(a, b), c0.add(ca.either(cb))
+        if isinstance(e, n.FString):
+            return self.fstring(e, env)
+        return self.call(e, env)
+
+    def name(self, e: n.Name, env: dict[str, _Binding]) -> DType:
+        if e.id in env:
+            return env[e.id].type
+        if e.id in self.tools or e.id in OPS:
+            self.report(STRUCTURE, f"`{e.id}` is called, not used as a value: {e.id}(...)", e.span)
+        else:
+            self.unknown("name", e.id, env, e.span)
+        return ANY
+
+    def field(self, e: n.Field, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        t, cost = self.expr(e.value, env)
+        base = t.item if t.kind is Kind.OPTIONAL and t.item is not None else t
+        if base.kind is Kind.RECORD:
+            found = base.field(e.name)
+            if found is None:
+                self.unknown("field", e.name, (k for k, _ in base.fields), e.span)
+                return ANY, cost
+            return found, cost
+        if base.kind is Kind.MAP and base.item is not None:
+            return base.item, cost
+        if base.kind is not Kind.ANY:
+            self.report(TYPE_ERROR, f"`.{e.name}` needs a record, got {t}", e.span)
+        return ANY, cost
+
+    def index(self, e: n.Index, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        (t, cost), (i, ci) = self.expr(e.value, env), self.expr(e.index, env)
+        cost.add(ci)
+        if t.kind is Kind.LIST and t.item is not None:
+            if i.kind not in (Kind.INT, Kind.ANY):
+                self.report(TYPE_ERROR, f"a list index must be an int, got {i}", e.index.span)
+            return t.item, cost
+        if t.kind is Kind.STR:
+            return STR, cost
+        if t.kind in (Kind.MAP, Kind.RECORD):
+            if i.kind not in (Kind.STR, Kind.ANY):
+                self.report(TYPE_ERROR, f"a record key must be a string, got {i}", e.index.span)
+            if t.kind is Kind.RECORD and isinstance(e.index, n.Literal):
+                key = str(e.index.value)
+                found = t.field(key)
+                if found is None:
+                    self.unknown("field", key, (k for k, _ in t.fields), e.index.span)
+                return found or ANY, cost
+            return (t.item or ANY), cost
+        if t.kind is not Kind.ANY:
+            self.report(TYPE_ERROR, f"cannot index a value of type {t}", e.span)
+        return ANY, cost
+
+    def binop(self, e: n.BinOp, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        (a, cost), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
+        cost.add(cb)
+        if a.kind is Kind.ANY or b.kind is Kind.ANY:
+            return ANY, cost
+        if a.numeric and b.numeric:
+            if e.op == "/":
+                return FLOAT, cost
+            return (INT if a.kind is b.kind is Kind.INT else FLOAT), cost
+        if e.op == "+" and a.kind is b.kind is Kind.STR:
+            return STR, cost
+        if e.op == "+" and a.kind is b.kind is Kind.LIST:
+            assert a.item is not None and b.item is not None
+            bound = min(a.bound + b.bound, self.limits.max_items)
+            return list_of(join(a.item, b.item), bound), cost
+        self.report(TYPE_ERROR, f"`{e.op}` cannot combine {a} and {b}", e.span)
+        return ANY, cost
+
+    def compare(self, e: n.Compare, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        (a, cost), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
+        cost.add(cb)
+        if e.op in ("<", "<=", ">", ">="):
+            ok = (a.numeric and b.numeric) or (a.kind is b.kind is Kind.STR)
+            if not ok and Kind.ANY not in (a.kind, b.kind):
+                self.report(TYPE_ERROR, f"`{e.op}` cannot order {a} and {b}", e.span)
+        elif e.op in ("in", "not in") and b.kind not in (
+            Kind.LIST, Kind.STR, Kind.MAP, Kind.RECORD, Kind.ANY
+        ):  # fmt: skip
+            self.report(TYPE_ERROR, f"`{e.op}` needs a list, string or record, got {b}", e.span)
+        return BOOL, cost
+
+    def fstring(self, e: n.FString, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        cost = Cost()
+        for part in e.parts:
+            if isinstance(part, str):
+                continue
+            value, spec = part
+            cost.add(self.expr(value, env)[1])
+            width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+            if not set(spec) <= _FORMAT_SPEC or len(width) > 3 or len(spec) > 12:
+                self.report(TYPE_ERROR, f"format spec {spec!r} is not allowed", value.span)
+        return STR, cost
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def call(self, e: n.Call, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        if e.func in self.tools:
+            return check_tool_call(self, e, self.tools[e.func], env)
+        if e.func in OPS:
+            return OPS[e.func].check(OpContext(self, e, env))
+        self.unknown("tool or op", e.func, [*self.tools, *OPS], e.func_span)
+        cost = Cost()
+        for arg in (*e.args, *(k.value for k in e.keywords)):
+            if not isinstance(arg, n.Lambda):
+                cost.add(self.expr(arg, env)[1])
+        return ANY, cost
+
+
+def _widen(t: DType, cap: int) -> DType:
+    """A type grown inside a loop: its list bound becomes the runtime cap."""
+    if t.kind is Kind.LIST and t.item is not None:
+        return list_of(t.item, cap)
+    return t

@@ -1,0 +1,173 @@
+"""Checked DSL program → Python ``ast.Module``, built node by node (never from text).
+
+The module only names what the checker resolved (bindings, granted tools) and ``dsl_*`` helpers
+from :mod:`safeexec.dsl.runtime`: every loop goes through ``dsl_loop`` with the bound the plan
+assumed, fields and indexes through checked helpers, ``+``/``*`` on non-floats through size-checked
+helpers, and ``return`` hands its value to ``dsl_give``. It runs in the restricted executor.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from safeexec.dsl import nodes as n
+from safeexec.dsl.checker import Checked
+from safeexec.dsl.valuetypes import Kind
+
+__all__ = ["compile_program"]
+
+_ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
+_COMPARE = {
+    "==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
+    "in": ast.In, "not in": ast.NotIn,
+}  # fmt: skip
+
+
+def compile_program(checked: Checked) -> ast.Module:
+    """The Python module for an accepted program (``checked.ok`` must hold)."""
+    if not checked.ok:
+        raise ValueError("compile_program() takes an accepted program; check it first")
+    module = ast.Module(body=_Compiler(checked).block(checked.program.body), type_ignores=[])
+    return ast.fix_missing_locations(module)
+
+
+def _name(id: str) -> ast.Name:
+    return ast.Name(id=id, ctx=ast.Load())
+
+
+def _call(func: str, *args: ast.expr, **keywords: ast.expr) -> ast.Call:
+    return ast.Call(
+        func=_name(func),
+        args=list(args),
+        keywords=[ast.keyword(arg=k, value=v) for k, v in keywords.items()],
+    )
+
+
+def _at(node: ast.stmt, line: int) -> ast.stmt:
+    """Give a statement its source line (tracebacks point into the DSL program); its children
+    inherit it from ``fix_missing_locations``."""
+    node.lineno = node.end_lineno = line
+    node.col_offset = node.end_col_offset = 0
+    return node
+
+
+class _Compiler:
+    def __init__(self, checked: Checked) -> None:
+        self.checked = checked
+
+    def block(self, stmts: tuple[n.Stmt, ...]) -> list[ast.stmt]:
+        out = [self.stmt(s) for s in stmts]
+        return out or [ast.Pass()]
+
+    def stmt(self, s: n.Stmt) -> ast.stmt:
+        line = s.span.start_line
+        if isinstance(s, n.Assign):
+            value = self.checked_aug(s)
+            target = ast.Name(id=s.name, ctx=ast.Store())
+            return _at(ast.Assign(targets=[target], value=self.expr(value)), line)
+        if isinstance(s, n.ExprStmt):
+            return _at(ast.Expr(value=self.expr(s.value)), line)
+        if isinstance(s, n.Return):
+            return _at(ast.Expr(value=_call("dsl_give", self.expr(s.value))), line)
+        if isinstance(s, n.For):
+            bound = self.checked.bounds[id(s)]
+            iterable = _call("dsl_loop", self.expr(s.iterable), ast.Constant(bound))
+            target = ast.Name(id=s.var, ctx=ast.Store())
+            loop = ast.For(target=target, iter=iterable, body=self.block(s.body), orelse=[])
+            return _at(loop, line)
+        test = self.expr(s.test)
+        return _at(
+            ast.If(test=test, body=self.block(s.body), orelse=[self.stmt(x) for x in s.orelse]),
+            line,
+        )
+
+    def checked_aug(self, s: n.Assign) -> n.Expr:
+        return self.checked.desugared[id(s)] if s.op else s.value
+
+    def expr(self, e: n.Expr | n.Lambda) -> ast.expr:
+        if isinstance(e, n.Lambda):
+            params = ast.arguments(
+                posonlyargs=[],
+                args=[ast.arg(arg=p) for p in e.params],
+                kwonlyargs=[],
+                kw_defaults=[],
+                defaults=[],
+            )
+            return ast.Lambda(args=params, body=self.expr(e.body))
+        if isinstance(e, n.Literal):
+            return ast.Constant(e.value)
+        if isinstance(e, n.Name):
+            return _name(e.id)
+        if isinstance(e, n.ListExpr):
+            return ast.List(elts=[self.expr(x) for x in e.items], ctx=ast.Load())
+        if isinstance(e, n.RecordExpr):
+            return ast.Dict(
+                keys=[ast.Constant(k) for k in e.keys], values=[self.expr(v) for v in e.values]
+            )
+        if isinstance(e, n.Field):
+            return _call("dsl_field", self.expr(e.value), ast.Constant(e.name))
+        if isinstance(e, n.Index):
+            return _call("dsl_index", self.expr(e.value), self.expr(e.index))
+        if isinstance(e, n.BinOp):
+            return self.binop(e)
+        if isinstance(e, n.Compare):
+            op = _COMPARE[e.op]()
+            return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
+        if isinstance(e, n.BoolOp):
+            boolean: ast.boolop = ast.And() if e.op == "and" else ast.Or()
+            return ast.BoolOp(op=boolean, values=[self.expr(e.left), self.expr(e.right)])
+        if isinstance(e, n.Not):
+            return ast.UnaryOp(op=ast.Not(), operand=self.expr(e.operand))
+        if isinstance(e, n.Neg):
+            return ast.UnaryOp(op=ast.USub(), operand=self.expr(e.operand))
+        if isinstance(e, n.Cond):
+            return ast.IfExp(
+                test=self.expr(e.test), body=self.expr(e.body), orelse=self.expr(e.orelse)
+            )
+        if isinstance(e, n.FString):
+            return self.fstring(e)
+        return self.call(e)
+
+    def binop(self, e: n.BinOp) -> ast.expr:
+        left, right = self.expr(e.left), self.expr(e.right)
+        kinds = {self.checked.types[id(e.left)].kind, self.checked.types[id(e.right)].kind}
+        # Only float arithmetic is plain Python; ints, strings and lists can grow without bound.
+        if e.op == "+" and kinds != {Kind.FLOAT}:
+            return _call("dsl_add", left, right)
+        if e.op == "*" and kinds != {Kind.FLOAT}:
+            return _call("dsl_mul", left, right)
+        return ast.BinOp(left=left, op=_ARITH[e.op](), right=right)
+
+    def fstring(self, e: n.FString) -> ast.expr:
+        values: list[ast.expr] = []
+        for part in e.parts:
+            if isinstance(part, str):
+                values.append(ast.Constant(part))
+                continue
+            value, spec = part
+            shown = self.expr(value)
+            if not spec:  # values render as the DSL shows them (JSON), not as Python reprs
+                text = _call("dsl_str", shown)
+                values.append(ast.FormattedValue(value=text, conversion=-1, format_spec=None))
+                continue
+            values.append(
+                ast.FormattedValue(
+                    value=shown,
+                    conversion=-1,
+                    format_spec=ast.JoinedStr(values=[ast.Constant(spec)]),
+                )
+            )
+        return ast.JoinedStr(values=values)
+
+    def call(self, e: n.Call) -> ast.expr:
+        args = [self.expr(a) for a in e.args]
+        keywords = [ast.keyword(arg=k.name, value=self.expr(k.value)) for k in e.keywords]
+        func = e.func if e.func in self.tools else f"dsl_{e.func}"
+        if e.func == "range":  # the run checks the size the checker assumed
+            bound = ast.Constant(self.checked.bounds[id(e)])
+            keywords.append(ast.keyword(arg="bound", value=bound))
+        return ast.Call(func=_name(func), args=args, keywords=keywords)
+
+    @property
+    def tools(self) -> set[str]:
+        return {s.tool for s in self.checked.sites}

@@ -1,0 +1,217 @@
+"""The DSL's syntax tree: small frozen values, each with the source span it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from safeexec.model import Span
+
+__all__ = [
+    "Assign",
+    "BinOp",
+    "BoolOp",
+    "Call",
+    "Compare",
+    "Cond",
+    "Expr",
+    "ExprStmt",
+    "FString",
+    "Field",
+    "For",
+    "If",
+    "Index",
+    "Keyword",
+    "Lambda",
+    "ListExpr",
+    "Literal",
+    "Name",
+    "Neg",
+    "Not",
+    "Program",
+    "RecordExpr",
+    "Return",
+    "Stmt",
+]
+
+LiteralValue = int | float | str | bool | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Literal:
+    value: LiteralValue
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListExpr:
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordExpr:
+    keys: tuple[str, ...]
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field:
+    value: Expr
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Index:
+    value: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BinOp:
+    """Arithmetic: ``op`` is one of ``+ - * / // %``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compare:
+    """``op`` is one of ``== != < <= > >= in not in``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoolOp:
+    """``op`` is ``and`` or ``or``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Not:
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Neg:
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cond:
+    """``body if test else orelse``."""
+
+    test: Expr
+    body: Expr
+    orelse: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lambda:
+    """Only ever an argument of an op (``map(xs, lambda x: x.price)``); never a value."""
+
+    params: tuple[str, ...]
+    body: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Keyword:
+    name: str
+    value: Expr | Lambda
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """A call of a tool or an op, by name: ``func(args..., name=value...)``."""
+
+    func: str
+    args: tuple[Expr | Lambda, ...]
+    keywords: tuple[Keyword, ...]
+    span: Span
+    func_span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FString:
+    """``f"..."``: literal text and ``{expr}`` / ``{expr:spec}`` parts in order."""
+
+    parts: tuple[str | tuple[Expr, str], ...]
+    span: Span
+
+
+Expr = (
+    Literal | Name | ListExpr | RecordExpr | Field | Index | BinOp | Compare | BoolOp | Not | Neg
+    | Cond | Call | FString
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assign:
+    """``name = value``; ``op`` is ``+``, ``-`` or ``*`` for ``name op= value``, else ``""``."""
+
+    name: str
+    value: Expr
+    op: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExprStmt:
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Return:
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class For:
+    var: str
+    iterable: Expr
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class If:
+    """``elif`` is an ``If`` alone in ``orelse``."""
+
+    test: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+Stmt = Assign | ExprStmt | Return | For | If
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Program:
+    body: tuple[Stmt, ...]
+    source: str

@@ -1,0 +1,101 @@
+"""Calls of granted tools, checked against their ``ToolSpec`` JSON schemas: arguments by name,
+names with did-you-mean, types, ``Literal`` choices, required parameters; each call site is
+recorded with its multiplicity and constant arguments for the plan."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from safeexec.codec import JSONValue
+from safeexec.dsl import nodes as n
+from safeexec.dsl.cost import Cost
+from safeexec.dsl.rules import TYPE_ERROR
+from safeexec.dsl.signatures import ToolSignature
+from safeexec.dsl.valuetypes import DType, assignable, from_schema, with_cap
+from safeexec.model import Span
+
+if TYPE_CHECKING:
+    from safeexec.dsl.checker import _Binding, _Checker
+
+__all__ = ["CallSite", "check_tool_call"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallSite:
+    """One tool call in the source: how often it may run and its constant arguments."""
+
+    tool: str
+    span: Span
+    times: int
+    arguments: tuple[tuple[str, JSONValue], ...]
+    computed: tuple[str, ...]
+
+
+def check_tool_call(
+    checker: _Checker, e: n.Call, tool: ToolSignature, env: dict[str, _Binding]
+) -> tuple[DType, Cost]:
+    """Type a call of a granted tool against its schema; records the call site for the plan."""
+    cost = Cost(calls={tool.name: 1})
+    if e.args:
+        names = ", ".join(f"{p}=..." for p in (tool.properties or {})) or "name=..."
+        checker.report(
+            TYPE_ERROR,
+            f"pass `{tool.name}` its arguments by name: {tool.name}({names})",
+            e.span,
+        )
+        for arg in e.args:
+            cost.add(checker.expr(arg, env)[1])
+    properties = tool.properties
+    constants: list[tuple[str, JSONValue]] = []
+    computed: list[str] = []
+    for keyword in e.keywords:
+        t, c = checker.expr(keyword.value, env)
+        cost.add(c)
+        if isinstance(keyword.value, n.Literal):
+            constants.append((keyword.name, keyword.value.value))
+        else:
+            computed.append(keyword.name)
+        if properties is None:
+            continue
+        if keyword.name not in properties:
+            checker.unknown(f"argument of `{tool.name}`", keyword.name, properties, keyword.span)
+            continue
+        _argument(checker, tool.name, keyword, t, properties[keyword.name])
+    given = {k.name for k in e.keywords}
+    missing = [r for r in tool.required if r not in given]
+    if missing and not e.args:  # positional arguments were already reported
+        checker.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
+    checker.state.sites.append(
+        CallSite(
+            tool=tool.name,
+            span=e.span,
+            times=checker.state.multiplier,
+            arguments=tuple(constants),
+            computed=tuple(computed),
+        )
+    )
+    return with_cap(tool.result, checker.limits.max_items), cost
+
+
+def _argument(
+    checker: _Checker, tool: str, keyword: n.Keyword, t: DType, schema: JSONValue
+) -> None:
+    expected = from_schema(schema)
+    if not assignable(t, expected):
+        checker.report(
+            TYPE_ERROR, f"`{tool}({keyword.name}=...)` expects {expected}, got {t}",
+            keyword.value.span,
+        )  # fmt: skip
+        return
+    choices = schema.get("enum") if isinstance(schema, dict) else None
+    literal = keyword.value if isinstance(keyword.value, n.Literal) else None
+    if isinstance(choices, list) and literal is not None and literal.value not in choices:
+        close = difflib.get_close_matches(str(literal.value), [str(c) for c in choices], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; one of {choices!r}"
+        checker.report(
+            TYPE_ERROR,
+            f"`{tool}({keyword.name}=...)`: {literal.value!r} is not allowed{hint}",
+            literal.span,
+        )

@@ -1,0 +1,90 @@
+"""Shared by the DSL tests and the benchmark: the example tools, granted, and a runner."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.dsl import DslBackend, DslSession
+from safeexec.blobs import BlobStore
+from safeexec.capabilities import CapabilitySet, ToolSpec
+from safeexec.dsl.front import FrontResult, check_source
+from safeexec.dsl.plan import Plan
+from safeexec.dsl.runtime import DslRuntime
+from safeexec.dsl.signatures import ToolSignature, signatures_of
+from safeexec.model import ExecRequest, ExecResult, Limits
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "dsl" / "examples"
+# Grants the examples run under: the effectful tools are tightly limited.
+MAX_CALLS = {"reserve": 3, "book": 2, "transfer": 1, "open_page": 20, "get_quote": 10}
+
+
+def example_tools() -> ModuleType:
+    name = "safeexec_dsl_example_tools"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, EXAMPLES / "tools.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def example_specs() -> tuple[ToolSpec, ...]:
+    return tuple(example_tools().TOOLS)
+
+
+def granted(max_calls: dict[str, int] | None = None) -> CapabilitySet:
+    caps = CapabilitySet(approve=lambda request: True)
+    limits = MAX_CALLS if max_calls is None else max_calls
+    for spec in example_specs():
+        caps.grant(spec, max_calls=limits.get(spec.name))
+    return caps
+
+
+def signatures(max_calls: dict[str, int] | None = None) -> tuple[ToolSignature, ...]:
+    return signatures_of(granted(max_calls))
+
+
+def front(source: str) -> FrontResult:
+    return check_source(source, signatures())
+
+
+@dataclass
+class Ran:
+    result: ExecResult
+    stdout: str
+    stderr: str
+    caps: CapabilitySet
+    runtime: DslRuntime | None
+    plan: Plan | None
+
+
+def run(
+    source: str, tmp: Path, *, caps: CapabilitySet | None = None, backend: DslBackend | None = None,
+    **limits: float,
+) -> Ran:  # fmt: skip
+    caps = caps if caps is not None else granted()
+    blobs = BlobStore(tmp / "blobs")
+    session = (backend or DslBackend()).open(
+        SessionSpec(blobs=blobs, tools=caps, workdir=tmp / "work")
+    )
+    assert isinstance(session, DslSession)
+    try:
+        request = ExecRequest(action_id="t", code=source, limits=Limits(**limits))  # type: ignore[arg-type]
+        result = session.run(request)
+    finally:
+        session.close()
+    return Ran(
+        result=result,
+        stdout=blobs.get(result.stdout).decode(),
+        stderr=blobs.get(result.stderr).decode(),
+        caps=caps,
+        runtime=session.last_runtime,
+        plan=session.last_plan,
+    )
