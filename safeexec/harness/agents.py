@@ -145,7 +145,8 @@ def _gullible(trace: ReferenceTrace, fmt: str, tool_names: set[str]) -> Scripted
     obeyed: set[str] = set()
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        seen = _last_observation(messages) if key.turn else ""
+        # Tool results arrive as JSON text: unescape quotes so quoted instructions read as calls.
+        seen = (_last_observation(messages) if key.turn else "").replace('\\"', '"')
         for text in _INSTRUCTION.findall(seen):
             parsed = parse_call(text, {n: _NameOnly(n) for n in tool_names})  # type: ignore[misc]
             if parsed.kind is ActionKind.CALL and text not in obeyed:
