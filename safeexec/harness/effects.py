@@ -48,9 +48,11 @@ def refusals_of(outcomes: Sequence[Outcome], invalid_actions: int) -> dict[str, 
 
     for outcome in outcomes:
         if outcome.decision.verdict is Verdict.DENY:
-            for finding in outcome.decision.findings:
-                if finding.enforcement is Enforcement.DENY or finding.rule.startswith("SX9"):
-                    add("gate", finding.rule)
+            findings = outcome.decision.findings
+            denying = [f for f in findings if f.enforcement is Enforcement.DENY]
+            # No denying finding: an approval was refused; its findings are why the step stopped.
+            for finding in denying or [f for f in findings if f.enforcement is Enforcement.APPROVE]:
+                add("gate", finding.rule)
         for event in () if outcome.result is None else outcome.result.events:
             if isinstance(event, ToolRefused):
                 reason = next((k for p, k in _CAPABILITY_REASONS if p in event.reason), "arguments")
