@@ -40,8 +40,7 @@ Url = NewType("Url", str)
 AnyJSON = NewType("AnyJSON", object)
 """Annotate a tool parameter with ``AnyJSON`` to accept any JSON value (copied, exact types)."""
 
-_ANY_JSON_TYPES: list[JSONValue] = ["array", "boolean", "integer", "null", "number", "object"]
-_ANY_JSON_TYPES.append("string")
+_ANY_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 _MAX_DEPTH = 64
 # What one JSON-plain copy may hold: the copy runs in the host, where no budget interrupts it.
@@ -327,7 +326,7 @@ def _validate(schema: Mapping[str, JSONValue], value: object, where: str) -> obj
                 return choice
         raise _Refusal(f"{where}: {value!r} is not one of {choices!r}")
     kind = schema.get("type")
-    if kind == _ANY_JSON_TYPES:
+    if isinstance(kind, list) and tuple(kind) == _ANY_JSON_TYPES:
         try:
             return to_plain(value, where=where)
         except (TypeError, ValueError) as exc:
