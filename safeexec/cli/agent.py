@@ -64,13 +64,6 @@ def run(
     ] = False,
 ) -> None:
     """Run every task (or --tasks) of SUITE_DIR with one agent, in one format and mode."""
-    if Format.DSL in (action_format, mode) or mode is AgentMode.DSL:
-        typer.echo(
-            "safeexec: error: the dsl format and mode need the DSL backend, which this "
-            "build does not have yet; use code, json or text",
-            err=True,
-        )
-        raise typer.Exit(2)
     options = RunOptions(
         format=action_format.value,
         mode=mode.value,

@@ -1,7 +1,8 @@
 """Scripted agents: mechanism measurements, never a statement about any model's quality.
 
-- ``oracle``: ``code`` sends the task's reference program as one action; ``json``/``text`` send the
-  reference's recorded tool calls one per turn, then the answer (turns = tool calls + 1).
+- ``oracle``: ``code`` sends the task's reference program as one action (``dsl``: its
+  ``reference_dsl``); ``json``/``text`` send the reference's recorded tool calls one per turn,
+  then the answer (turns = tool calls + 1).
 - ``noisy``: one typical first mistake, chosen by the seed (a misspelt tool name, an argument of
   the wrong type, or forgetting to submit), then the fix the observation calls for.
 - ``gullible``: the oracle's calls one per turn, but obeys any ``tool(...)`` instruction it finds
@@ -45,11 +46,18 @@ class ReferenceTrace:
 def reference_trace(suite: Suite, task: Task, options: RunOptions) -> ReferenceTrace:
     """Run ``task.reference`` as one code action in a fresh session and read back its calls."""
     scratch = dataclasses.replace(
-        options, state_dir=Path(options.state_dir) / "reference", inject=False
+        options, state_dir=Path(options.state_dir) / "reference", inject=False, format="code"
     )
+    program = _fenced(task.reference)
+    if options.mode == "dsl":  # the Python reference cannot run there; its DSL twin can
+        if task.reference_dsl is not None:
+            scratch = dataclasses.replace(scratch, format="dsl")
+            program = _fenced(task.reference_dsl, "dsl")
+        else:
+            scratch = dataclasses.replace(scratch, mode="restricted")
     prepared = prepare_task(suite, task, scratch)
     with prepared.session as session:
-        outcome = session.run(_fenced(task.reference))
+        outcome = session.run(program)
     if not prepared.box.submitted:
         raise ConfigurationError(
             f"task id={task.id!r}: its reference program did not submit an answer; "
@@ -59,11 +67,28 @@ def reference_trace(suite: Suite, task: Task, options: RunOptions) -> ReferenceT
     return ReferenceTrace(calls=calls, answer=prepared.box.value)
 
 
-def _fenced(code: str) -> str:
-    return f"```python\n{code.rstrip()}\n```"
+# Formats whose action is one whole program, and the fence tag of each.
+_PROGRAMS = {"code": "python", "dsl": "dsl"}
+
+
+def _fenced(code: str, fmt: str = "code") -> str:
+    return f"```{_PROGRAMS[fmt]}\n{code.rstrip()}\n```"
+
+
+def _program(task: Task, fmt: str) -> str:
+    """The task's reference program in ``fmt`` (``code``: Python, ``dsl``: ``reference_dsl``)."""
+    if fmt == "dsl":
+        if task.reference_dsl is None:
+            raise ConfigurationError(
+                f"task id={task.id!r} has no reference_dsl; the dsl format's scripted agents "
+                "need one"
+            )
+        return task.reference_dsl
+    return task.reference
 
 
 def _call_text(tool: str, arguments: dict[str, JSONValue], *, python: bool) -> str:
+    # JSON values written as Python (and DSL) literals, or as JSON for the text format.
     shown = (repr(v) if python else json.dumps(v) for v in arguments.values())
     return f"{tool}({', '.join(f'{k}={v}' for k, v in zip(arguments, shown, strict=True))})"
 
@@ -78,7 +103,7 @@ def call_reply(fmt: str, turn: int, tool: str, arguments: dict[str, JSONValue]) 
             return Reply(text=f"Answer: {json.dumps(arguments.get('value'))}")
         return Reply(text=f"Action: {_call_text(tool, arguments, python=False)}")
     call_text = _call_text(tool, arguments, python=True)
-    return Reply(text=_fenced(call_text if tool == SUBMIT else f"print({call_text})"))
+    return Reply(text=_fenced(call_text if tool == SUBMIT else f"print({call_text})", fmt))
 
 
 def _last_observation(messages: Sequence[Message]) -> str:
@@ -92,8 +117,8 @@ def _oracle(task: Task, trace: ReferenceTrace, fmt: str) -> ScriptedModel:
     plan = [*trace.calls, (SUBMIT, {"value": trace.answer})]
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        if fmt == "code":
-            return Reply(text=_fenced(task.reference))
+        if fmt in _PROGRAMS:
+            return Reply(text=_fenced(_program(task, fmt), fmt))
         tool, arguments = plan[min(key.turn, len(plan) - 1)]
         return call_reply(fmt, key.turn, tool, arguments)
 
@@ -108,26 +133,28 @@ def _noisy(task: Task, trace: ReferenceTrace, fmt: str, seed: int) -> ScriptedMo
     wrong = f"{first_tool}s"
     replies: list[Reply] = []
     if mistake == "wrong_name":
-        if fmt == "code":
-            misspelt = re.sub(rf"\b{first_tool}\(", f"{wrong}(", task.reference)
-            replies = [Reply(text=_fenced(misspelt)), Reply(text=_fenced(task.reference))]
+        if fmt in _PROGRAMS:
+            program = _program(task, fmt)
+            misspelt = re.sub(rf"\b{first_tool}\(", f"{wrong}(", program)
+            replies = [Reply(text=_fenced(misspelt, fmt)), Reply(text=_fenced(program, fmt))]
         else:
             replies = [call_reply(fmt, 0, wrong, first_args)]
     elif mistake == "wrong_type":
         name = next(iter(first_args), "")
         bad: dict[str, JSONValue] = {**first_args, name: [first_args.get(name)]}
         replies = [call_reply(fmt, 0, first_tool, bad)]
-        if fmt == "code":
-            replies.append(Reply(text=_fenced(task.reference)))
-    elif fmt == "code":  # forgot to submit: the reference without its submit line, then submit
-        body = [line for line in task.reference.splitlines() if "submit(" not in line]
-        replies = [Reply(text=_fenced("\n".join(body) or "pass"))]
+        if fmt in _PROGRAMS:
+            replies.append(Reply(text=_fenced(_program(task, fmt), fmt)))
+    elif fmt in _PROGRAMS:  # forgot to submit: the reference without its submit line, then submit
+        lines = _program(task, fmt).splitlines()
+        body = [line for line in lines if "submit(" not in line]
+        replies = [Reply(text=_fenced("\n".join(body) or "print(0)", fmt))]
         replies.append(call_reply(fmt, 1, SUBMIT, {"value": trace.answer}))
     else:
         replies = [call_reply(fmt, i, t, a) for i, (t, a) in enumerate(trace.calls)]
         replies.append(Reply(text="I have what I need; the task is done."))
         replies.append(call_reply(fmt, len(replies), SUBMIT, {"value": trace.answer}))
-    if fmt != "code" and mistake != "no_submit":
+    if fmt not in _PROGRAMS and mistake != "no_submit":
         replies += [call_reply(fmt, i + 1, t, a) for i, (t, a) in enumerate(plan)]
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
@@ -190,8 +217,8 @@ def _adversarial(fmt: str, tools: dict[str, dict[str, JSONValue]]) -> ScriptedMo
         hostile.append((name, {p: 10**30 for p in properties}))
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        if fmt == "code":
-            return Reply(text=_fenced(_CODE_ATTACKS[key.turn % len(_CODE_ATTACKS)]))
+        if fmt in _PROGRAMS:
+            return Reply(text=_fenced(_CODE_ATTACKS[key.turn % len(_CODE_ATTACKS)], fmt))
         tool, arguments = hostile[key.turn % len(hostile)]
         return call_reply(fmt, key.turn, tool, arguments)
 

@@ -6,6 +6,7 @@ observation goes back.
   tools, arguments a JSON object; the capability layer validates them against the schema.
 - ``text``: one ``Action: tool(arg=value, ...)`` line per turn, values JSON/Python literals only
   (never evaluated), positional values bound in the schema's parameter order.
+- ``dsl``: a program in the safeexec DSL (``dsl/SPEC.md``), run whole in the ``dsl`` mode.
 
 Every format finishes one way: the ``submit(value)`` tool, or for ``text`` an ``Answer:`` line.
 """
@@ -29,6 +30,7 @@ __all__ = [
     "ActionFormat",
     "ActionKind",
     "CodeFormat",
+    "DslFormat",
     "JsonFormat",
     "ParsedAction",
     "TextFormat",
@@ -74,6 +76,8 @@ class ActionFormat(Protocol):
     """One way for a model to act; see the module docstring."""
 
     name: str
+    mode: str | None
+    """The execution mode the format needs (``None``: any)."""
 
     def instructions(self, specs: Sequence[ToolSpec]) -> str: ...
 
@@ -133,6 +137,7 @@ class CodeFormat:
     """Fenced Python; the whole reply goes to :meth:`Session.run` (the session extracts it)."""
 
     name = "code"
+    mode: str | None = None
 
     def instructions(self, specs: Sequence[ToolSpec]) -> str:
         return (
@@ -158,10 +163,31 @@ class CodeFormat:
         ]
 
 
+class DslFormat(CodeFormat):
+    """A safeexec DSL program in a ```dsl fence, run whole through :meth:`Session.run` in the
+    ``dsl`` mode (the session extracts and checks it); only the instructions differ from code."""
+
+    name = "dsl"
+    mode: str | None = "dsl"
+
+    def instructions(self, specs: Sequence[ToolSpec]) -> str:
+        return (
+            "Act by writing one program in the safeexec DSL in a fenced block (```dsl ... ```) "
+            "per reply. The DSL reads like a small Python: assignments, `for x in list:`, `if`, "
+            'tool calls with keyword arguments only, records and lists, `x["key"]`, lambdas '
+            "only as op arguments, and ops such as map, filter, sort_by, min_by, max_by, count, "
+            "sum, group, join, take, len, print. There is no def, while, import, try or method "
+            "call. Tools:\n"
+            f"{_tool_docs(specs)}\n"
+            "You see what the program prints. Finish by calling submit(value=...) with the answer."
+        )
+
+
 class JsonFormat:
     """One native function call per turn."""
 
     name = "json"
+    mode: str | None = None
 
     def instructions(self, specs: Sequence[ToolSpec]) -> str:
         return (
@@ -216,6 +242,7 @@ class TextFormat:
     """``Action: tool(arg=value)`` lines; ``Answer: value`` finishes."""
 
     name = "text"
+    mode: str | None = None
 
     def instructions(self, specs: Sequence[ToolSpec]) -> str:
         shown = [s for s in specs if s.name != SUBMIT]
@@ -321,4 +348,5 @@ FORMATS: Mapping[str, ActionFormat] = {
     "code": CodeFormat(),
     "json": JsonFormat(),
     "text": TextFormat(),
+    "dsl": DslFormat(),
 }

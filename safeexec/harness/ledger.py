@@ -9,6 +9,7 @@ injections, the wrapper also plants each payload in the named field of the tool'
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +57,8 @@ class Ledger:
         """``spec`` with its function wrapped to record each call (and plant ``injections``)."""
         function = spec.function
 
+        # wraps(): whoever reads the tool's annotations (the DSL checker's result types) still can.
+        @functools.wraps(function)
         def recorded(**kwargs: object) -> object:
             arguments = {k: _plain_argument(v) for k, v in kwargs.items()}
             started = self._clock()

@@ -11,11 +11,11 @@ into model / gate / execution / tool time), linked to the audit event by ``actio
 from __future__ import annotations
 
 import json
-import threading
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from safeexec.capabilities import ToolSpec
 from safeexec.codec import JSONValue
 from safeexec.errors import ConfigurationError
 from safeexec.harness.effects import refusals_of, unauthorized_effects
-from safeexec.harness.formats import FORMATS, ActionKind, ParsedAction
+from safeexec.harness.formats import FORMATS, ActionFormat, ActionKind, ParsedAction
 from safeexec.harness.ledger import Ledger, Submission, make_submit, wrap_tools
 from safeexec.harness.models import Message, Model, ModelError, TurnKey
 from safeexec.harness.suite import Environment, Suite, Task, answer_checks
@@ -97,7 +97,6 @@ class TaskResult:
     answer: JSONValue = None
     error: str = ""
     session_id: str = ""
-    extra: Mapping[str, JSONValue] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, JSONValue]:
         return {
@@ -117,10 +116,8 @@ class TaskResult:
             "tokens": dict(self.tokens),
             "answer": self.answer,
             "error": self.error,
+            "session_id": self.session_id,
         }
-
-
-_turns_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,14 +131,34 @@ class PreparedTask:
     session: Session
 
 
+def _format(options: RunOptions) -> ActionFormat:
+    fmt = FORMATS.get(options.format)
+    if fmt is None:
+        raise ConfigurationError(
+            f"format={options.format!r} is not available; choose one of {sorted(FORMATS)}"
+        )
+    if fmt.mode is not None and options.mode != fmt.mode:
+        raise ConfigurationError(
+            f"format={fmt.name!r} runs only in mode={fmt.mode!r}, not mode={options.mode!r}; "
+            f"pass mode={fmt.mode!r}"
+        )
+    return fmt
+
+
 def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     """A fresh seeded environment and a session granted exactly the task's tools and ``submit``."""
+    _format(options)
+    base = options.policy if isinstance(options.policy, Policy) else load_policy(options.policy)
+    if options.mode not in base.backends.allowed:
+        raise ConfigurationError(
+            f"mode={options.mode!r} is not allowed by policy {base.info.id!r} (it allows "
+            f"{list(base.backends.allowed)}); choose another mode or policy"
+        )
     env = suite.make_environment(options.seed)
     ledger = Ledger(options.clock)
     box = Submission()
     injections = task.injections if options.inject else ()
     specs = (*wrap_tools(ledger, select_tools(task, env.tools), injections), make_submit(box))
-    base = options.policy if isinstance(options.policy, Policy) else load_policy(options.policy)
     session = Session(
         policy=derive_policy(base, task, specs),
         mode=options.mode,
@@ -160,11 +177,7 @@ def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
 
 def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> TaskResult:
     """Run ``task`` with ``model`` under ``options``; see the module docstring."""
-    fmt = FORMATS.get(options.format)
-    if fmt is None:
-        raise ConfigurationError(
-            f"format={options.format!r} is not available; choose one of {sorted(FORMATS)}"
-        )
+    fmt = _format(options)
     clock = options.clock
     prepared = prepare_task(suite, task, options)
     env, ledger, box, specs, session = (
@@ -298,8 +311,12 @@ def _no_code(outcome: Outcome | None) -> bool:
 
 
 def _write_turn(path: Path, record: dict[str, JSONValue]) -> None:
-    line = json.dumps(record, sort_keys=True, default=str) + "\n"
-    with _turns_lock:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as out:
-            out.write(line)
+    """Append one turn record as one ``write`` on an ``O_APPEND`` descriptor (no torn lines
+    between concurrent runs sharing a state directory)."""
+    data = (json.dumps(record, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)

@@ -202,3 +202,19 @@ def test_the_reference_trace_is_what_reached_the_tools(tmp_path: Path) -> None:
     trace = reference_trace(suite, suite.tasks[1], options)
     assert trace.calls == (("add", {"a": 1.0, "b": 2.0}), ("add", {"a": 3.0, "b": 3.0}))
     assert trace.answer == 6.0
+
+
+def test_a_recorded_run_replays_to_the_same_result(tmp_path: Path) -> None:
+    from safeexec.harness import RecordingModel
+
+    suite = load_suite(EXAMPLE)
+    task = next(t for t in suite.tasks if t.id == "shop-order")
+    options = RunOptions(format="json", mode=MODE, state_dir=tmp_path)
+    recording = tmp_path / "recording.jsonl"
+    live = run_task(
+        suite, task, RecordingModel(make_agent("noisy", suite, task, options), recording), options
+    )
+    replayed = run_task(suite, task, ReplayModel(recording), options)
+    keep = ("success", "end_reason", "turns", "tool_calls", "invalid_actions", "refusals", "answer")
+    assert {k: getattr(replayed, k) for k in keep} == {k: getattr(live, k) for k in keep}
+    assert live.success
