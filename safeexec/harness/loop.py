@@ -36,6 +36,7 @@ from safeexec.harness.task_grants import (
     task_step_approver,
 )
 from safeexec.model import Outcome
+from safeexec.policy.engine_rules import BUDGET_EXHAUSTED, NO_CODE
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 from safeexec.session import Approver, Session
@@ -247,7 +248,9 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
             if in_row >= options.max_invalid_in_row:
                 end = EndReason.INVALID_ACTIONS
                 break
-            if outcome is not None and any(f.rule == "SX510" for f in outcome.decision.findings):
+            if outcome is not None and any(
+                f.rule == BUDGET_EXHAUSTED.id for f in outcome.decision.findings
+            ):
                 end = EndReason.BUDGET
                 break
             messages.extend(fmt.feedback(reply, observation))
@@ -307,7 +310,7 @@ def _act(
 
 
 def _no_code(outcome: Outcome | None) -> bool:
-    return outcome is not None and any(f.rule == "SX006" for f in outcome.decision.findings)
+    return outcome is not None and any(f.rule == NO_CODE.id for f in outcome.decision.findings)
 
 
 def _write_turn(path: Path, record: dict[str, JSONValue]) -> None:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from safeexec.cli.app import app
 
-FIXTURE = Path(__file__).resolve().parent / "fixture_suite"
+FIXTURE = Path(__file__).resolve().parents[1] / "harness" / "fixture_suite"
 
 
 def _run(*args: str) -> tuple[int, str, str]:
