@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from safeexec.capabilities import tool
-from safeexec.harness import Reply, ToolCall
+from safeexec.errors import ConfigurationError
+from safeexec.harness import FORMATS, Reply, RunOptions, ToolCall, load_suite, run_suite
 from safeexec.harness.formats import ActionKind, CodeFormat, JsonFormat, TextFormat
 
 
@@ -67,3 +72,14 @@ def test_json_actions_need_exactly_one_known_call_with_an_object() -> None:
     # Every call id of a rejected multi-call turn gets a tool message back.
     messages = fmt.feedback(Reply(tool_calls=(one, one)), "rejected")
     assert [m.role for m in messages] == ["assistant", "tool", "tool"]
+
+
+def test_the_dsl_format_is_a_fenced_program_for_the_dsl_mode_only(tmp_path: Path) -> None:
+    fmt = FORMATS["dsl"]
+    assert fmt.mode == "dsl" and "```dsl" in fmt.instructions(SPECS)
+    reply = Reply(text='```dsl\nsubmit(value=place(item="mug"))\n```')
+    assert fmt.parse(reply, SPECS).code == reply.text  # the session extracts and checks it
+    suite = load_suite(Path(__file__).resolve().parent / "fixture_suite")
+    options = RunOptions(format="dsl", mode="restricted", state_dir=tmp_path)
+    with pytest.raises(ConfigurationError, match="runs only in mode='dsl'"):
+        run_suite(suite, "oracle", options)
