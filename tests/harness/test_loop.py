@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.blobs import BlobStore
 from safeexec.capabilities import ApprovalRequest
 from safeexec.harness import (
     EndReason,
@@ -66,8 +67,8 @@ def test_every_turn_is_recorded_and_linked_to_its_audit_event(tmp_path: Path) ->
         event = ids[turn["action_id"]]
         assert event["backend"] == "tool" and event["language"] == "tool_call"
         assert set(turn["time_s"]) == {"model", "gate", "execution", "tool"}
-        blob = tmp_path / "blobs"
-        assert any(blob.rglob(turn["reply"].removeprefix("blob://sha256:")))
+        reply = json.loads(BlobStore(tmp_path / "blobs").get(turn["reply"]))
+        assert reply["tool_calls"][0]["name"] == turn["action"]["tool"]
 
 
 def test_a_suite_written_to_the_format_keeps_its_unknown_fields() -> None:
