@@ -41,7 +41,16 @@ from safeexec.backends.base import (
 )
 from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
-from safeexec.capabilities import ApprovalRequest, Capability, CapabilitySet, ToolSpec
+from safeexec.capabilities import (
+    ApprovalRequest,
+    Capability,
+    CapabilitySet,
+    ToolReply,
+    ToolSpec,
+    canonical_json,
+    to_plain,
+)
+from safeexec.codec import JSONValue
 from safeexec.decide import decide, order_findings
 from safeexec.dsl.signatures import signatures_of
 from safeexec.errors import (
@@ -60,9 +69,12 @@ from safeexec.model import (
     Decision,
     ExecRequest,
     ExecResult,
+    ExecStatus,
     Finding,
     Observation,
     Outcome,
+    ToolCalled,
+    Usage,
     Verdict,
 )
 from safeexec.observe import observe
@@ -78,10 +90,13 @@ from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 from safeexec.statedir import default_state_dir, ensure_apart, open_private_dir
 
-__all__ = ["Approver", "Session", "SessionStatistics", "default_backend"]
+__all__ = ["TOOL_BACKEND", "Approver", "Session", "SessionStatistics", "default_backend"]
 
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
+
+TOOL_BACKEND = "tool"
+"""The ``backend`` of a step that was one tool call (:meth:`Session.call_tool`), not code."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -289,6 +304,58 @@ class Session:
         running = self._running
         if running is not None:
             running.interrupt()
+
+    def call_tool(self, name: str, arguments: Mapping[str, JSONValue]) -> Outcome:
+        """Run one tool call as one step (an agent's JSON or text action), without a sandbox.
+
+        The call goes through the same capability gateway as calls from code (grant, schema,
+        scope, call limits, approval, the tool budget) and is charged and audited like a code
+        step, with ``backend="tool"``; a refusal is an ``ERROR`` result carrying the
+        ``ToolRefused`` event, never an exception.
+        """
+        with self._lock:
+            started = self._now()
+            if self._closed:
+                raise ConfigurationError(
+                    f"session session_id={self.session_id!r} is closed; open a new Session"
+                )
+            plain = to_plain(dict(arguments), where="call_tool arguments")
+            action = Action.create(
+                canonical_json({"arguments": plain, "tool": name}),
+                source=ActionSource.TOOL_CALL,
+                language="tool_call",
+            )
+            decision = dataclasses.replace(
+                decide(
+                    findings=(),
+                    estimate=None,
+                    policy=self.policy,
+                    budget=self._budget,
+                    backend=self.mode,
+                ),
+                backend=TOOL_BACKEND,
+            )
+            result = None
+            if decision.verdict is not Verdict.DENY:
+                self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
+                reply = self._capabilities.invoke(name, {"args": [], "kwargs": plain})
+                result = self._tool_result(reply, (self._now() - started).total_seconds())
+            observation = observe(
+                decision=decision, result=result, blobs=self.blobs, config=self.policy.observe
+            )
+            return self._record(action, decision, result, observation, started)
+
+    def _tool_result(self, reply: ToolReply, seconds: float) -> ExecResult:
+        out = canonical_json(reply.value) if reply.ok else ""
+        return ExecResult(
+            status=ExecStatus.OK if reply.ok else ExecStatus.ERROR,
+            exit_code=None,
+            stdout=self.blobs.put(out.encode("utf-8", "surrogatepass")),
+            stderr=self.blobs.put(reply.error.encode("utf-8", "surrogatepass")),
+            events=() if reply.event is None else (reply.event,),
+            usage=Usage(wall_seconds=seconds, tool_calls=int(isinstance(reply.event, ToolCalled))),
+            message=reply.error,
+        )
 
     def statistics(self) -> SessionStatistics:
         with self._lock:

@@ -24,6 +24,7 @@ from safeexec.errors import CapabilityError
 from safeexec.tool_targets import BoundPath, CheckedURL
 
 __all__ = [
+    "AnyJSON",
     "Effect",
     "ToolDescriptor",
     "ToolSpec",
@@ -35,6 +36,11 @@ __all__ = [
 
 Url = NewType("Url", str)
 """Annotate a tool parameter with ``Url`` to have its host checked (network-effect tools)."""
+
+AnyJSON = NewType("AnyJSON", object)
+"""Annotate a tool parameter with ``AnyJSON`` to accept any JSON value (copied, exact types)."""
+
+_ANY_JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 _MAX_DEPTH = 64
 # What one JSON-plain copy may hold: the copy runs in the host, where no budget interrupts it.
@@ -159,9 +165,9 @@ def tool(
     ``@tool(effects=["write"], root=...)``).
 
     Parameters must be annotated with ``str``, ``int``, ``float``, ``bool``, ``Path`` or
-    ``BoundPath`` (resolved beneath ``root``), ``Url`` or ``CheckedURL``, ``Literal[...]``,
-    ``list[...]``, ``dict[str, ...]`` or an ``Optional`` of those; ``*args``/``**kwargs`` are
-    refused (signatures are closed).
+    ``BoundPath`` (resolved beneath ``root``), ``Url`` or ``CheckedURL``, ``AnyJSON`` (any JSON
+    value), ``Literal[...]``, ``list[...]``, ``dict[str, ...]`` or an ``Optional`` of those;
+    ``*args``/``**kwargs`` are refused (signatures are closed).
 
     A path parameter reaches the function as a :class:`BoundPath`, never a pathname: it was
     resolved from a descriptor of ``root`` with no links followed, and opens only through the
@@ -270,6 +276,8 @@ def _schema(hint: object, where: str) -> dict[str, JSONValue]:
         return {"type": "string"}
     if hint is Url:
         return {"type": "string", "format": "uri"}
+    if hint is AnyJSON:
+        return {"type": list(_ANY_JSON_TYPES)}
     if hint is bool:
         return {"type": "boolean"}
     if hint is int:
@@ -318,6 +326,11 @@ def _validate(schema: Mapping[str, JSONValue], value: object, where: str) -> obj
                 return choice
         raise _Refusal(f"{where}: {value!r} is not one of {choices!r}")
     kind = schema.get("type")
+    if isinstance(kind, list) and tuple(kind) == _ANY_JSON_TYPES:
+        try:
+            return to_plain(value, where=where)
+        except (TypeError, ValueError) as exc:
+            raise _Refusal(str(exc)) from None
     if kind == "string":
         if type(value) is not str:
             raise _Refusal(f"{where}: expected a string, got {type(value).__name__}")

@@ -573,7 +573,13 @@ def test_a_configuration_error_from_open_reaches_the_caller_unchanged(tmp_path: 
 
 
 def test_public_exports_are_pinned() -> None:
-    assert session_module.__all__ == ["Approver", "Session", "SessionStatistics", "default_backend"]
+    assert session_module.__all__ == [
+        "TOOL_BACKEND",
+        "Approver",
+        "Session",
+        "SessionStatistics",
+        "default_backend",
+    ]
 
 
 def test_a_reply_that_is_not_text_is_a_configuration_error(session: Session) -> None:

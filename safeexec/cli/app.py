@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from safeexec import __version__
+from safeexec.cli.agent import agent_app
 from safeexec.cli.check import check, explain
 from safeexec.cli.doctor import doctor
 from safeexec.cli.dsl import dsl_app
@@ -39,6 +40,7 @@ app.command("doctor")(doctor)
 app.add_typer(policy_app, name="policy")
 app.add_typer(log_app, name="log")
 app.add_typer(dsl_app, name="dsl")
+app.add_typer(agent_app, name="agent")
 
 
 def main() -> None:
