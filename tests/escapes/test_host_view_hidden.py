@@ -9,28 +9,52 @@ at a neutral path.
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import safeexec
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
     from conftest import Sandbox
 
 
+def _runtime_entries_under_tmp() -> set[str]:
+    """Names directly in /tmp that lead to the interpreter or the package (a checkout or venv
+    under /tmp): the private root must hold those ancestors of its read-only runtime paths."""
+    runtime = (sys.prefix, sys.base_prefix, str(Path(safeexec.__file__).resolve().parents[1]))
+    return {Path(p).parts[2] for p in runtime if p.startswith("/tmp/")}
+
+
 def test_host_files_cannot_even_be_statted(sandbox: Sandbox) -> None:
     outside = sandbox.canaries.secret_file
+    runtime_in_tmp = _runtime_entries_under_tmp()
+    # /tmp itself exists inside only as an ancestor of runtime paths; then only those show in it.
+    paths = [str(outside), str(outside.parent), "/etc/shadow", "/etc/passwd"]
+    if not runtime_in_tmp:
+        paths.append("/tmp")
     code = f"""
-import os
-for path in ({str(outside)!r}, {str(outside.parent)!r}, "/etc/shadow", "/etc/passwd", "/tmp"):
+import json, os
+for path in {paths!r}:
     try:
         os.stat(path)
         print("seen", path)
     except OSError as exc:
         print("hidden", path, exc.errno)
+try:
+    names = sorted(os.listdir("/tmp"))
+except OSError:  # absent, or not even listable
+    names = []
+print(json.dumps(names))
 """
     ran = sandbox.run(code)
     assert ran.result.status is ExecStatus.OK, ran.text
-    assert "seen" not in ran.stdout, ran.stdout
+    lines = ran.stdout.splitlines()
+    assert len(lines) == len(paths) + 1, ran.stdout
+    assert not any(line.startswith("seen") for line in lines[:-1]), ran.stdout
+    assert set(json.loads(lines[-1])) <= runtime_in_tmp, ran.stdout
     sandbox.assert_usable()
 
 
