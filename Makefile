@@ -6,8 +6,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
+TEST_EXTRAS := dev,data
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup setup-test demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -15,18 +18,24 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev,data]'
 	touch $(STAMP)
 
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	touch $(TEST_STAMP)
+
 setup: $(STAMP)
+
+setup-test: $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m safeexec.demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check safeexec tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
