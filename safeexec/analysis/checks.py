@@ -1,5 +1,9 @@
 """Code checks: what a `match` table cannot express, registered by name (``check = "<name>"``).
 
+This module holds the registry and the name checks (attribute, import and format names given as
+data); the path, module and tool checks live beside it in ``path_checks``, ``module_checks`` and
+``tool_checks``.
+
 Each check reads the :class:`~safeexec.analysis.sites.ScanContext` built by the scanner's one
 traversal and yields :class:`~safeexec.analysis.sites.CheckHit` values whose ``fields`` fill the
 rule's message placeholders (the names are pinned in :mod:`safeexec.policy.vocabulary`). A check
@@ -9,32 +13,18 @@ that raises becomes an ``SX900`` deny finding in the scanner: checks fail closed
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
+from safeexec.analysis.module_checks import module_as_value, module_mutation, module_reexport
+from safeexec.analysis.path_checks import path_outside_workdir
 from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
-from safeexec.policy.modes import explicitly_allowed
-from safeexec.qualnames import dotted_name
+from safeexec.analysis.tool_checks import tool_call_limit, tool_not_granted, tool_requires_approval
 
-__all__ = [
-    "ATTRIBUTE_FUNCTIONS",
-    "IMPORT_FUNCTIONS",
-    "REGISTERED_CHECKS",
-    "reexport_hazard",
-]
+__all__ = ["ATTRIBUTE_FUNCTIONS", "IMPORT_FUNCTIONS", "REGISTERED_CHECKS"]
 
 Check = Callable[[ScanContext], Iterator[CheckHit]]
-_registry: dict[str, Check] = {}
-
-
-def _register(name: str) -> Callable[[Check], Check]:
-    def decorate(check: Check) -> Check:
-        _registry[name] = check
-        return check
-
-    return decorate
 
 
 # Functions that reach an attribute by a name given as data: the index of the name argument
@@ -58,94 +48,7 @@ IMPORT_FUNCTIONS = frozenset(
     {"__import__", "importlib.import_module", "importlib.__import__", "imp.load_module"}
 )
 
-# Functions whose first argument is a file system path.
-_PATH_FUNCTIONS = frozenset(
-    {
-        "open",
-        "io.open",
-        "io.open_code",
-        "io.FileIO",
-        "contextlib.chdir",
-        "codecs.open",
-        "os.open",
-        "pathlib.Path",
-        "pathlib.PurePath",
-        "pathlib.PosixPath",
-        "pathlib.PurePosixPath",
-        "numpy.load",
-        "numpy.loadtxt",
-        "numpy.save",
-        "numpy.savetxt",
-        "pandas.read_csv",
-        "pandas.read_json",
-        "pandas.read_parquet",
-        "pandas.read_excel",
-        "matplotlib.pyplot.savefig",
-    }
-)
 
-# Modules an allowed module may re-export that code must not reach through it.
-_HAZARDOUS_MODULES = frozenset(
-    {
-        "os",
-        "sys",
-        "subprocess",
-        "socket",
-        "ctypes",
-        "importlib",
-        "builtins",
-        "shutil",
-        "signal",
-        "posix",
-        "nt",
-        "gc",
-        "inspect",
-        "types",
-        "code",
-        "codeop",
-        "pty",
-        "multiprocessing",
-        "threading",
-        "marshal",
-        "pickle",
-        "runpy",
-        "urllib",
-        "http",
-        "ssl",
-        "select",
-        "selectors",
-        "asyncio",
-        "fcntl",
-        "resource",
-        "mmap",
-        "tempfile",
-        "glob",
-        "io",
-        "linecache",
-        "tokenize",
-        "zipimport",
-        "pkgutil",
-        "sysconfig",
-        "weakref",
-    }
-)
-_HARMLESS_MODULE_DUNDERS = frozenset({"__name__", "__doc__", "__version__", "__all__"})
-
-
-def reexport_hazard(attribute: str, allow: tuple[str, ...] = ()) -> bool:
-    """Whether reading ``attribute`` off an imported module reaches past what it should export.
-
-    A module the mode's allowlist ``allow`` names explicitly is no hazard to reach this way
-    (``glob.glob`` in native mode): the code could import it directly.
-    """
-    if attribute in _HAZARDOUS_MODULES:
-        return not explicitly_allowed(attribute, allow)
-    if attribute.startswith("__") and attribute.endswith("__"):
-        return attribute not in _HARMLESS_MODULE_DUNDERS
-    return attribute.startswith("_")
-
-
-@_register("object-namespace-dict")
 def _object_namespace_dict(ctx: ScanContext) -> Iterator[CheckHit]:
     """``vars`` anywhere, except (native mode) ``vars(obj)`` of one argument that is no module.
 
@@ -171,7 +74,6 @@ def _object_namespace_dict(ctx: ScanContext) -> Iterator[CheckHit]:
             yield CheckHit(node=node, fields={"name": "vars"}, evidence="vars")
 
 
-@_register("dynamic-attribute-name")
 def _dynamic_attribute_name(ctx: ScanContext) -> Iterator[CheckHit]:
     """getattr/setattr/attrgetter with a name that is not a constant the engine can fold."""
     for site in ctx.calls:
@@ -196,7 +98,6 @@ def _dynamic_attribute_name(ctx: ScanContext) -> Iterator[CheckHit]:
             yield CheckHit(node=node, fields={"function": qualified}, evidence=qualified)
 
 
-@_register("dynamic-import")
 def _dynamic_import(ctx: ScanContext) -> Iterator[CheckHit]:
     """__import__/importlib.import_module with a module name that is not a foldable constant."""
     for site in ctx.calls:
@@ -207,286 +108,9 @@ def _dynamic_import(ctx: ScanContext) -> Iterator[CheckHit]:
             yield CheckHit(node=site.node, fields={"function": site.callee}, evidence=site.callee)
 
 
-def _outside_workdir(path: str) -> bool:
-    cleaned = path.replace("\\", "/")
-    if cleaned.startswith(("/", "~")) or cleaned.startswith("file:"):
-        return True
-    if len(cleaned) > 1 and cleaned[1] == ":":
-        return True
-    return ".." in cleaned.split("/")
-
-
-_PATH_CONSTRUCTORS = frozenset(
-    {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
-)
-# File functions that also take an open file descriptor in place of a path.
-_DESCRIPTOR_OPENERS = frozenset({"open", "io.open", "io.FileIO", "codecs.open"})
-# Calls that return the home directory (what ``~`` means in a path).
-_HOME_FUNCTIONS = frozenset({"pathlib.Path.home", "pathlib.PosixPath.home"})
-
-
-def _spread_arguments(args: list[ast.expr]) -> list[ast.expr]:
-    """Positional arguments with ``*[...]``/``*(...)`` literals spread out."""
-    spread: list[ast.expr] = []
-    for arg in args:
-        if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.List | ast.Tuple):
-            spread.extend(arg.value.elts)
-        else:
-            spread.append(arg)
-    return spread
-
-
-def _spread_keywords(keywords: list[ast.keyword], name: str) -> list[ast.expr]:
-    """The value of ``name`` given through a ``**{...}`` dict literal."""
-    return [
-        value
-        for keyword in keywords
-        if keyword.arg is None and isinstance(keyword.value, ast.Dict)
-        for key, value in zip(keyword.value.keys, keyword.value.values, strict=True)
-        if isinstance(key, ast.Constant) and key.value == name
-    ]
-
-
-@_register("path-outside-workdir")
-def _path_outside_workdir(ctx: ScanContext) -> Iterator[CheckHit]:
-    """A file function given a constant path that is absolute, home-relative or climbs with `..`.
-
-    Also ``Path(...) / "/etc"`` and ``.joinpath("/etc")``: an absolute part replaces the path.
-    """
-    for division in ctx.divisions:
-        part = ctx.folder.fold(division.right)
-        if part is not None and _outside_workdir(part):
-            yield CheckHit(
-                node=division,
-                fields={"path": clip_text(part), "function": "pathlib.Path.__truediv__"},
-                evidence=clip_text(part),
-            )
-    for site in ctx.calls:
-        func = site.node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("joinpath", "with_name", "rename"):
-            for arg in site.node.args:
-                part = ctx.folder.fold(arg)
-                if part is not None and _outside_workdir(part):
-                    yield CheckHit(
-                        node=site.node,
-                        fields={"path": clip_text(part), "function": func.attr},
-                        evidence=clip_text(part),
-                    )
-        if site.callee in _HOME_FUNCTIONS:
-            yield CheckHit(
-                node=site.node, fields={"path": "~", "function": site.callee}, evidence="~"
-            )
-            continue
-        if site.callee not in _PATH_FUNCTIONS:
-            continue
-        args = _spread_arguments(site.node.args)
-        # Every part of a pathlib constructor counts: an absolute later part replaces the path.
-        candidates = [
-            *(args if site.callee in _PATH_CONSTRUCTORS else args[:1]),
-            *(k.value for k in site.node.keywords if k.arg == "file"),
-            *_spread_keywords(site.node.keywords, "file"),
-        ]
-        for arg in candidates:
-            path = ctx.folder.fold(arg)
-            if (
-                site.callee in _DESCRIPTOR_OPENERS
-                and isinstance(arg, ast.Constant)
-                and type(arg.value) is int
-            ):
-                path = f"file descriptor {arg.value}"  # an inherited descriptor: not a workdir file
-                yield CheckHit(
-                    node=site.node,
-                    fields={"path": path, "function": site.callee},
-                    evidence=path,
-                )
-            elif path is not None and _outside_workdir(path):
-                yield CheckHit(
-                    node=site.node,
-                    fields={"path": clip_text(path), "function": site.callee},
-                    evidence=clip_text(path),
-                )
-
-
-@_register("module-reexport")
-def _module_reexport(ctx: ScanContext) -> Iterator[CheckHit]:
-    """Reaching a hazardous module, private name or dunder through an imported module."""
-    for site in ctx.attributes:
-        if site.rooted and site.base is not None and reexport_hazard(site.node.attr, ctx.allow):
-            name = f"{site.base}.{site.node.attr}"
-            yield CheckHit(
-                node=site.node, fields={"name": clip_text(name), "module": site.base}, evidence=name
-            )
-    # getattr(pathlib, "os") reaches the same attribute by name.
-    modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
-    callees = {id(call.node): call.callee for call in ctx.calls}
-    for call in ctx.calls:
-        # operator.attrgetter("os", "x.y")(pathlib): every name, up to its first dot.
-        getter = call.node.func
-        if (
-            isinstance(getter, ast.Call)
-            and callees.get(id(getter)) == "operator.attrgetter"
-            and call.node.args
-        ):
-            base = modules.get(id(call.node.args[0]))
-            for name_node in getter.args if base is not None else ():
-                attribute = ctx.folder.fold(name_node)
-                head = None if attribute is None else attribute.partition(".")[0]
-                if head is not None and reexport_hazard(head, ctx.allow):
-                    name = f"{base}.{head}"
-                    yield CheckHit(
-                        node=call.node,
-                        fields={"name": clip_text(name), "module": str(base)},
-                        evidence=name,
-                    )
-        if call.callee not in ("getattr", "hasattr") or len(call.node.args) < 2:
-            continue
-        base = modules.get(id(call.node.args[0]))
-        attribute = ctx.folder.fold(call.node.args[1])
-        if base is not None and attribute is not None and reexport_hazard(attribute, ctx.allow):
-            name = f"{base}.{attribute}"
-            yield CheckHit(
-                node=call.node, fields={"name": clip_text(name), "module": base}, evidence=name
-            )
-
-
-_IN_PLACE_MUTATORS = frozenset(
-    {
-        "dataclasses.dataclass",
-        "functools.total_ordering",
-        "functools.update_wrapper",
-        "functools.singledispatchmethod",
-        "typing.final",
-        "typing.runtime_checkable",
-        "typing.no_type_check",
-        "abc.update_abstractmethods",
-        "enum.unique",
-    }
-)
-
-
-# Methods that change the container (or ABC registry) they are called on.
-_SHARED_STATE_MUTATORS = frozenset(
-    {
-        "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
-        "setdefault", "add", "discard", "sort", "reverse", "register",
-    }
-)  # fmt: skip
-
-
-@_register("module-mutation")
-def _module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
-    """Assigning or deleting attributes of imported modules (and of what they export)."""
-    for site in ctx.attributes:
-        if site.rooted and site.base is not None and not isinstance(site.node.ctx, ast.Load):
-            name = f"{site.base}.{site.node.attr}"
-            yield CheckHit(node=site.node, fields={"name": clip_text(name)}, evidence=name)
-    modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
-    # Item stores into what a module exports (``textwrap.TextWrapper.unicode_whitespace_trans[32]
-    # = 88``) and mutating methods called on it (``collections.abc.Mapping.register(list)``).
-    for node in ast.walk(ctx.tree):
-        target: ast.expr | None = None
-        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
-            target = node.value
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _SHARED_STATE_MUTATORS
-        ):
-            target = node.func.value
-        base = None if target is None else modules.get(id(target))
-        if base is not None:
-            yield CheckHit(node=node, fields={"name": clip_text(base)}, evidence=base)
-    callees = {id(call.node): call.callee for call in ctx.calls}
-    for call in ctx.calls:
-        # Decorators that change their argument in place: dataclass(json.JSONEncoder) patches
-        # the library class itself; wraps(f)(json.dumps) rewrites json.dumps' attributes.
-        func = call.node.func
-        mutator = call.callee in _IN_PLACE_MUTATORS or (
-            isinstance(func, ast.Call) and callees.get(id(func)) == "functools.wraps"
-        )
-        if mutator and call.node.args:
-            base = modules.get(id(call.node.args[0]))
-            if base is not None:
-                yield CheckHit(node=call.node, fields={"name": clip_text(base)}, evidence=base)
-        if call.callee in ("setattr", "delattr") and call.node.args:
-            base = modules.get(id(call.node.args[0]))
-            if base is not None:
-                attribute = ctx.folder.fold(call.node.args[1]) if len(call.node.args) > 1 else None
-                name = f"{base}.{attribute or '?'}"
-                yield CheckHit(node=call.node, fields={"name": clip_text(name)}, evidence=name)
-
-
-# Calls that may take a module as an argument without handing it on.
-_MODULE_READERS = frozenset(
-    {
-        "print",
-        "repr",
-        "str",
-        "dir",
-        "type",
-        "id",
-        "isinstance",
-        "callable",
-        "hasattr",
-        "getattr",
-        "setattr",
-        "delattr",
-    }
-)
-
-
-@_register("module-as-value")
-def _module_as_value(ctx: ScanContext) -> Iterator[CheckHit]:
-    """An imported module used as a value the checks cannot follow.
-
-    Attribute reads, plain ``m = module`` rebinding (tracked as an alias) and a few readers
-    (``print``, ``dir``, ``getattr`` with its own checks) are followed; a module put in a
-    container, passed as an argument or default, matched on, iterated over or bound by a walrus,
-    an unpacking or a class body would carry ``pathlib.os`` past SX403 unseen.
-    """
-    modules: set[str] = set()
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.asname or a.name.partition(".")[0] for a in node.names)
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    if not modules:
-        return
-    for node in ast.walk(ctx.tree):
-        if not (
-            isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules
-        ):
-            continue
-        parent = parents.get(id(node))
-        if _module_use_is_followed(node, parent, parents):
-            continue
-        yield CheckHit(node=node, fields={"name": clip_text(node.id)}, evidence=node.id)
-
-
-def _module_use_is_followed(
-    node: ast.Name, parent: ast.AST | None, parents: Mapping[int, ast.AST]
-) -> bool:
-    if isinstance(parent, ast.Attribute | ast.Compare | ast.Expr):
-        return True
-    if isinstance(parent, ast.Call):
-        func = parent.func
-        if isinstance(func, ast.Call):  # operator.attrgetter("x")(module): SX403 reads the names
-            getter = func.func
-            name = getter.attr if isinstance(getter, ast.Attribute) else getattr(getter, "id", "")
-            return name == "attrgetter" and node in parent.args
-        return func is node or (isinstance(func, ast.Name) and func.id in _MODULE_READERS)
-    if isinstance(parent, ast.Assign | ast.AnnAssign) and parent.value is node:
-        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        in_class = isinstance(parents.get(id(parent)), ast.ClassDef)
-        return not in_class and all(isinstance(t, ast.Name) for t in targets)
-    return False
-
-
 _FORMAT_CALLS = frozenset({"format", "format_map", "vformat", "get_field"})
 
 
-@_register("dynamic-format-template")
 def _dynamic_format_template(ctx: ScanContext) -> Iterator[CheckHit]:
     """str.format-family templates the engine cannot fold (their field walks go unchecked)."""
     template_argument: set[int] = set()
@@ -513,161 +137,6 @@ def _dynamic_format_template(ctx: ScanContext) -> Iterator[CheckHit]:
             continue
         if ctx.folder.fold(node.value) is None:
             yield CheckHit(node=node, fields={"method": node.attr}, evidence=node.attr)
-
-
-def _tool_calls(ctx: ScanContext) -> Iterator[tuple[str, ast.Call]]:
-    tools = {c.tool for c in ctx.policy.capabilities}
-    for site in ctx.calls:
-        func = site.node.func
-        if isinstance(func, ast.Name) and func.id in tools:
-            yield func.id, site.node
-
-
-@_register("tool-not-granted")
-def _tool_not_granted(ctx: ScanContext) -> Iterator[CheckHit]:
-    """A call to a tool the policy declares but does not let a session be granted."""
-    refused = {c.tool for c in ctx.policy.capabilities if not c.grantable}
-    for tool, node in _tool_calls(ctx):
-        if tool in refused:
-            yield CheckHit(node=node, fields={"tool": tool}, evidence=tool)
-
-
-@_register("tool-requires-approval")
-def _tool_requires_approval(ctx: ScanContext) -> Iterator[CheckHit]:
-    """A call to a tool whose capability requires a human (or harness) approval."""
-    needs = {c.tool for c in ctx.policy.capabilities if c.requires_approval and c.grantable}
-    for tool, node in _tool_calls(ctx):
-        if tool in needs:
-            yield CheckHit(node=node, fields={"tool": tool}, evidence=tool)
-
-
-@_register("tool-call-limit")
-def _tool_call_limit(ctx: ScanContext) -> Iterator[CheckHit]:
-    """More static calls of a tool than its capability's ``max_calls`` (loops multiply)."""
-    limits = {c.tool: c.max_calls for c in ctx.policy.capabilities if c.max_calls is not None}
-    if not limits or not any(tool in limits for tool, _ in _tool_calls(ctx)):
-        return
-    counts: dict[str, float] = {}
-    first_site: dict[str, ast.Call] = {}
-    _count_calls(ctx.tree.body, 1.0, set(limits), counts, first_site)
-    for tool, calls in sorted(counts.items()):
-        limit = limits[tool]
-        if limit is not None and calls > limit:
-            shown = "unbounded" if math.isinf(calls) else str(int(calls))
-            yield CheckHit(
-                node=first_site[tool],
-                fields={"tool": tool, "calls": shown, "max_calls": str(limit)},
-                evidence=f"{tool} x {shown}",
-            )
-
-
-def _count_calls(
-    body: list[ast.stmt],
-    multiplier: float,
-    tools: set[str],
-    counts: dict[str, float],
-    first_site: dict[str, ast.Call],
-) -> None:
-    for stmt in body:
-        inner = multiplier
-        if isinstance(stmt, ast.For | ast.AsyncFor):
-            inner = multiplier * _range_trips(stmt.iter)
-        elif isinstance(stmt, ast.While):
-            inner = math.inf
-        for field_name, value in ast.iter_fields(stmt):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                _count_calls(value, inner, tools, counts, first_site)
-            elif isinstance(value, list) and value and isinstance(value[0], ast.ExceptHandler):
-                for handler in value:
-                    _count_calls(handler.body, inner, tools, counts, first_site)
-            elif isinstance(value, list) and value and isinstance(value[0], ast.match_case):
-                for case in value:
-                    _count_calls(case.body, inner, tools, counts, first_site)
-            elif isinstance(value, ast.AST | list):
-                scale = multiplier if field_name == "iter" else inner
-                nodes = value if isinstance(value, list) else [value]
-                for root in nodes:
-                    in_comprehension = _calls_in_comprehensions(root)
-                    for node in ast.walk(root):
-                        func = getattr(node, "func", None)
-                        if isinstance(func, ast.Name) and func.id in tools:
-                            repeat = math.inf if id(node) in in_comprehension else scale
-                            counts[func.id] = counts.get(func.id, 0.0) + repeat
-                            first_site.setdefault(func.id, node)  # type: ignore[arg-type]
-
-
-def _calls_in_comprehensions(root: ast.AST) -> set[int]:
-    """Ids of the call nodes under any comprehension in ``root`` (one walk per comprehension)."""
-    inside: set[int] = set()
-    for node in ast.walk(root):
-        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-            if id(node) in inside:
-                continue
-            for child in ast.walk(node):
-                inside.add(id(child))
-    return inside
-
-
-def _range_trips(node: ast.expr) -> float:
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "range"
-        and 1 <= len(node.args) <= 3
-        and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)
-    ):
-        values = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and type(a.value) is int
-        ]
-        try:
-            return float(len(range(*values)))
-        except (ValueError, OverflowError):
-            return math.inf
-    if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return float(len(node.elts))
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        return _slice_trips(node.slice, _range_trips(node.value))
-    if (
-        isinstance(node, ast.Call)
-        and dotted_name(node.func) in ("itertools.islice", "islice")
-        and len(node.args) == 2
-        and not node.keywords
-    ):
-        stop = _constant_int(node.args[1])
-        return math.inf if stop is None else float(max(stop, 0))
-    return math.inf
-
-
-def _constant_int(node: ast.expr | None) -> int | None:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _constant_int(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    return None
-
-
-def _slice_trips(part: ast.Slice, whole: float) -> float:
-    """At most how many items a constant slice holds: ``hits[:2]`` bounds a loop whatever
-    ``hits`` is (the estimator's ``_slice_trips`` reads the same slices for the CPU bound)."""
-    values = [_constant_int(p) for p in (part.lower, part.upper, part.step)]
-    given = [p is not None for p in (part.lower, part.upper, part.step)]
-    if any(g and v is None for g, v in zip(given, values, strict=True)):
-        return whole
-    lower, upper, step = values
-    step = 1 if step is None else step
-    start = 0 if lower is None else lower
-    if step <= 0:
-        return whole
-    if upper is not None and upper >= 0 and start >= 0:
-        span = upper - start
-    elif upper is None and start < 0:
-        span = -start
-    elif upper is not None and upper < 0 and start < 0:
-        span = upper - start
-    else:
-        return whole
-    return min(float(math.ceil(max(span, 0) / step)), whole)
 
 
 _TYPE_EXPRESSION_NODES = (
@@ -705,7 +174,6 @@ def _string_is_code(text: str) -> bool:
     return False
 
 
-@_register("string-annotation-code")
 def _string_annotation_code(ctx: ScanContext) -> Iterator[CheckHit]:
     """String annotations and forward references that hold code, not a type."""
     strings: list[ast.Constant] = []
@@ -742,7 +210,6 @@ def _argument_elements(node: ast.expr) -> Iterator[ast.expr]:
         yield node
 
 
-@_register("attribute-name-argument")
 def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
     """A string naming a dunder or a private helper, passed to a call (alone or in a literal)."""
     for site in ctx.calls:
@@ -762,4 +229,20 @@ def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
                     )
 
 
-REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(_registry)
+REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(
+    {
+        "object-namespace-dict": _object_namespace_dict,
+        "dynamic-attribute-name": _dynamic_attribute_name,
+        "dynamic-import": _dynamic_import,
+        "path-outside-workdir": path_outside_workdir,
+        "module-reexport": module_reexport,
+        "module-mutation": module_mutation,
+        "module-as-value": module_as_value,
+        "dynamic-format-template": _dynamic_format_template,
+        "tool-not-granted": tool_not_granted,
+        "tool-requires-approval": tool_requires_approval,
+        "tool-call-limit": tool_call_limit,
+        "string-annotation-code": _string_annotation_code,
+        "attribute-name-argument": _attribute_name_argument,
+    }
+)
