@@ -16,18 +16,17 @@ import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from safeexec.model import Bound, BoundKind, Estimate
+from safeexec.model import BoundKind, Estimate
 from safeexec.parse import Parsed
 from safeexec.qualnames import dotted_name, import_bindings, qualified_name
+from safeexec.trips import CAP, ONE, ZERO, Amount, integer_value, loop_trips
 
 __all__ = ["estimate"]
 
 _MAX_CALL_DEPTH = 40  # deeper static call chains are left unknown rather than followed
-_CAP = 1e300  # bounds are capped so they stay finite JSON numbers
 _POINTER_BYTES = 8
 _SET_ENTRY_BYTES = 32
 _DICT_ENTRY_BYTES = 64
-_WORST = {BoundKind.KNOWN: 0, BoundKind.UNKNOWN: 1, BoundKind.UNBOUNDED: 2}
 _CONSUMERS = frozenset(
     {"sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all", "dict"}
 )
@@ -65,56 +64,18 @@ def estimate(parsed: Parsed, *, tool_names: Collection[str] = ()) -> Estimate:
     return _Estimator(parsed.tree, frozenset(tool_names)).run()
 
 
-@dataclass(frozen=True, slots=True)
-class _Amount:
-    """A lower bound ``value`` with the kind of the bound and the reason it is not known."""
-
-    value: float = 0.0
-    kind: BoundKind = BoundKind.KNOWN
-    reason: str = ""
-
-    def plus(self, other: _Amount) -> _Amount:
-        if other is _ZERO:
-            return self
-        if self is _ZERO:
-            return other
-        worse = self if _WORST[self.kind] >= _WORST[other.kind] else other
-        return _Amount(min(self.value + other.value, _CAP), worse.kind, worse.reason)
-
-    def times(self, trips: _Amount) -> _Amount:
-        if (trips.kind is BoundKind.KNOWN and trips.value == 0) or self == _ZERO:
-            return _Amount()
-        worse = self if _WORST[self.kind] >= _WORST[trips.kind] else trips
-        value = 0.0 if trips.value == 0 or self.value == 0 else min(self.value * trips.value, _CAP)
-        return _Amount(value, worse.kind, worse.reason)
-
-    def at_most_as_bad(self, other: _Amount) -> _Amount:
-        """Either of two branches may run: the smaller value, the worse kind."""
-        worse = self if _WORST[self.kind] >= _WORST[other.kind] else other
-        return _Amount(min(self.value, other.value), worse.kind, worse.reason)
-
-    def bound(self) -> Bound:
-        if self.kind is BoundKind.UNBOUNDED:
-            return Bound.unbounded(self.reason)
-        return Bound(kind=self.kind, value=self.value, reason=self.reason)
-
-
-_ZERO = _Amount()
-_ONE = _Amount(1.0)
-
-
 @dataclass(slots=True)
 class _Cost:
-    cpu: _Amount = _ZERO
-    output: _Amount = _ZERO
-    tools: _Amount = _ZERO
-    growth: _Amount = _ZERO  # bytes appended, which loops multiply
+    cpu: Amount = ZERO
+    output: Amount = ZERO
+    tools: Amount = ZERO
+    growth: Amount = ZERO  # bytes appended, which loops multiply
     peak: float = 0.0  # the largest single allocation, which loops do not multiply
     peak_reason: str = ""
 
     def add(self, other: _Cost) -> None:
         self.cpu = self.cpu.plus(other.cpu)
-        if other.output is _ZERO and other.tools is _ZERO and other.growth is _ZERO:
+        if other.output is ZERO and other.tools is ZERO and other.growth is ZERO:
             if other.peak > self.peak:
                 self.allocate(other.peak, other.peak_reason)
             return
@@ -125,9 +86,9 @@ class _Cost:
 
     def allocate(self, size: float, reason: str) -> None:
         if size > self.peak:
-            self.peak, self.peak_reason = min(size, _CAP), reason
+            self.peak, self.peak_reason = min(size, CAP), reason
 
-    def scaled(self, trips: _Amount) -> _Cost:
+    def scaled(self, trips: Amount) -> _Cost:
         return _Cost(
             cpu=self.cpu.times(trips),
             output=self.output.times(trips),
@@ -148,7 +109,7 @@ class _Cost:
         )
 
 
-_LEAF_COST = _Cost(cpu=_ONE)
+_LEAF_COST = _Cost(cpu=ONE)
 
 
 @dataclass(slots=True)
@@ -178,10 +139,10 @@ class _Estimator:
             if not function.called and id(function) not in seen:
                 seen.add(id(function))
                 total.add(self._function_cost(function))
-        memory = total.growth.plus(_Amount(total.peak))
+        memory = total.growth.plus(Amount(total.peak))
         if memory.kind is BoundKind.KNOWN:
             dominant = total.peak_reason if total.peak >= total.growth.value else "items appended"
-            memory = _Amount(memory.value, BoundKind.KNOWN, dominant if memory.value else "")
+            memory = Amount(memory.value, BoundKind.KNOWN, dominant if memory.value else "")
         return Estimate(
             cpu=total.cpu.bound(),
             memory=memory.bound(),
@@ -199,7 +160,7 @@ class _Estimator:
         return total
 
     def _statement(self, stmt: ast.stmt) -> _Cost:
-        cost = _Cost(cpu=_ONE)
+        cost = _Cost(cpu=ONE)
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             for expr in [*stmt.decorator_list, *stmt.args.defaults, *stmt.args.kw_defaults]:
                 if expr is not None:
@@ -222,16 +183,16 @@ class _Estimator:
             return cost
         if isinstance(stmt, ast.For | ast.AsyncFor):
             cost.add(self._expr(stmt.iter))
-            trips = self._trips(stmt.iter)
+            trips = loop_trips(stmt.iter, self.env)
             self._forget_targets(stmt.target)
             if _exits_early(stmt.body) or (
                 self.handled_depth and trips.kind is BoundKind.UNBOUNDED
             ):
-                trips = _Amount(
+                trips = Amount(
                     0.0, BoundKind.UNKNOWN, f"the loop at line {stmt.lineno} may end early"
                 )
             body = self._block(stmt.body)
-            body.cpu = body.cpu.plus(_ONE)
+            body.cpu = body.cpu.plus(ONE)
             cost.add(body.scaled(trips))
             cost.add(self._block(stmt.orelse))
             return cost
@@ -241,16 +202,16 @@ class _Estimator:
             if truth is False:
                 return cost
             body = self._block(stmt.body)
-            body.cpu = body.cpu.plus(_ONE)
+            body.cpu = body.cpu.plus(ONE)
             exception_exit = self.handled_depth > 0 and _may_raise(stmt.body)
             if truth is True and not exception_exit and not _exits_early(stmt.body):
-                trips = _Amount(
+                trips = Amount(
                     0.0,
                     BoundKind.UNBOUNDED,
                     f"the loop at line {stmt.lineno} never ends (no break, return or raise)",
                 )
             else:
-                trips = _Amount(
+                trips = Amount(
                     0.0, BoundKind.UNKNOWN, f"the trip count of the loop at line {stmt.lineno}"
                 )
             cost.add(body.scaled(trips))
@@ -300,7 +261,7 @@ class _Estimator:
             return cost
         if isinstance(stmt, ast.Assign):
             cost.add(self._expr(stmt.value))
-            value = self._int(stmt.value)
+            value = integer_value(stmt.value, self.env)
             for target in stmt.targets:
                 self._forget_targets(target)
             if (
@@ -316,7 +277,7 @@ class _Estimator:
             if isinstance(stmt.op, ast.Add):
                 grown = _literal_size(stmt.value)
                 if grown:
-                    cost.growth = cost.growth.plus(_Amount(grown))
+                    cost.growth = cost.growth.plus(Amount(grown))
             return cost
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
@@ -363,23 +324,23 @@ class _Estimator:
                     stack.extend(v for v in value if isinstance(v, ast.AST))
                 elif isinstance(value, ast.expr | ast.keyword | ast.comprehension):
                     stack.append(value)
-        cost.cpu = cost.cpu.plus(_Amount(float(nodes)))
+        cost.cpu = cost.cpu.plus(Amount(float(nodes)))
         return cost
 
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
     ) -> _Cost:
         cost = _Cost()
-        trips = _ONE
+        trips = ONE
         filtered = False
         for generator in node.generators:
             cost.add(self._expr(generator.iter).scaled(trips))
-            trips = trips.times(self._trips(generator.iter))
+            trips = trips.times(loop_trips(generator.iter, self.env))
             filtered = filtered or bool(generator.ifs)
             for condition in generator.ifs:
                 cost.add(self._expr(condition).scaled(trips))
         parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        element = _Cost(cpu=_ONE)
+        element = _Cost(cpu=ONE)
         for part in parts:
             element.add(self._expr(part))
         if filtered:
@@ -408,16 +369,16 @@ class _Estimator:
             function.called = True
             cost.add(self._function_cost(function))
         if name in self.tool_names:
-            cost.tools = cost.tools.plus(_ONE)
+            cost.tools = cost.tools.plus(ONE)
         if name == "print":
             printed = 1.0 + sum(
                 len(a.value)
                 for a in node.args
                 if isinstance(a, ast.Constant) and isinstance(a.value, str)
             )
-            cost.output = cost.output.plus(_Amount(printed))
+            cost.output = cost.output.plus(Amount(printed))
         elif name in _CONSUMERS and len(node.args) == 1:
-            trips = self._trips(node.args[0])
+            trips = loop_trips(node.args[0], self.env)
             # A producer call (``range``, ``itertools.repeat(x, n)``, ``itertools.count()``) is
             # consumed in C: its whole length is work, and memory for the builders.
             if isinstance(node.args[0], ast.Call) and trips.kind is not BoundKind.UNKNOWN:
@@ -431,22 +392,22 @@ class _Estimator:
                         f"{name}() of {_count(trips.value)} items at line {node.lineno}",
                     )
         elif name in ("bytearray", "bytes") and len(node.args) == 1:
-            size = self._int(node.args[0])
+            size = integer_value(node.args[0], self.env)
             if size is not None and size > 0:
                 cost.allocate(size, f"{name}({_count(size)}) at line {node.lineno}")
         elif name in ("math.factorial", "factorial") and len(node.args) == 1:
-            n = self._int(node.args[0])
+            n = integer_value(node.args[0], self.env)
             if n is not None and n > 1:
-                bits = math.lgamma(min(n, _CAP) + 1) / math.log(2) if n < _CAP else _CAP
+                bits = math.lgamma(min(n, CAP) + 1) / math.log(2) if n < CAP else CAP
                 cost.allocate(bits / 8, f"factorial({_count(n)}) at line {node.lineno}")
-                cost.cpu = cost.cpu.plus(_Amount(min(n, _CAP)))
+                cost.cpu = cost.cpu.plus(Amount(min(n, CAP)))
         elif name == "pow" and len(node.args) == 2:
             self._power(node.args[0], node.args[1], node.lineno, cost)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "add", "insert"):
-            cost.growth = cost.growth.plus(_Amount(_POINTER_BYTES))
+            cost.growth = cost.growth.plus(Amount(_POINTER_BYTES))
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "extend" and node.args:
             size = _literal_size(node.args[0])
-            cost.growth = cost.growth.plus(_Amount(size))
+            cost.growth = cost.growth.plus(Amount(size))
 
     def _membership(self, node: ast.Compare, cost: _Cost) -> None:
         """``x in producer()`` scans the producer in C (a ``range`` answers arithmetically)."""
@@ -455,13 +416,13 @@ class _Estimator:
                 continue
             if dotted_name(right.func) == "range":
                 continue
-            trips = self._trips(right)
+            trips = loop_trips(right, self.env)
             if trips.kind is not BoundKind.UNKNOWN:
                 cost.cpu = cost.cpu.plus(trips)
 
     def _array(self, node: ast.Call, name: str, cost: _Cost) -> None:
         """numpy constructors with constant sizes: 8 bytes per element (float64/int64)."""
-        values = [self._int(a) for a in node.args[:3]]
+        values = [integer_value(a, self.env) for a in node.args[:3]]
         elements: float
         if name == "numpy.arange":
             if any(v is None for v in values):
@@ -485,13 +446,13 @@ class _Estimator:
                 dims = list(shape.elts) if isinstance(shape, ast.Tuple | ast.List) else [shape]
             elements = 1.0
             for dim in dims:
-                size = self._int(dim)
+                size = integer_value(dim, self.env)
                 if size is None:
                     return
                 elements *= max(size, 0.0)
         if elements > 0:
             cost.allocate(
-                min(elements * _POINTER_BYTES, _CAP),
+                min(elements * _POINTER_BYTES, CAP),
                 f"{name}() of {_count(elements)} elements at line {node.lineno}",
             )
 
@@ -501,9 +462,9 @@ class _Estimator:
                 size = _literal_size(sequence)
                 if not size:
                     continue
-                times = self._int(count)
+                times = integer_value(count, self.env)
                 if times is not None and times > 0:
-                    total = min(size * times, _CAP)
+                    total = min(size * times, CAP)
                     cost.allocate(
                         total, f"a sequence repeated {_count(times)} times at line {node.lineno}"
                     )
@@ -511,18 +472,18 @@ class _Estimator:
         elif isinstance(node.op, ast.Pow):
             self._power(node.left, node.right, node.lineno, cost)
         elif isinstance(node.op, ast.LShift):
-            shift = self._int(node.right)
+            shift = integer_value(node.right, self.env)
             if shift is not None and shift > 64:
                 cost.allocate(
                     shift / 8, f"a left shift by {_count(shift)} bits at line {node.lineno}"
                 )
 
     def _power(self, base_node: ast.expr, exponent_node: ast.expr, line: int, cost: _Cost) -> None:
-        base = self._int(base_node)
-        exponent = self._int(exponent_node)
+        base = integer_value(base_node, self.env)
+        exponent = integer_value(exponent_node, self.env)
         if base is None or exponent is None or abs(base) < 2 or exponent <= 64:
             return
-        bits = _CAP if math.isinf(exponent) else exponent * math.log2(min(abs(base), _CAP))
+        bits = CAP if math.isinf(exponent) else exponent * math.log2(min(abs(base), CAP))
         cost.allocate(bits / 8, f"a power with {_count(bits)} bits at line {line}")
 
     def _function_cost(self, function: _Function) -> _Cost:
@@ -539,12 +500,12 @@ class _Estimator:
             )
             if unconditional:
                 return _Cost(
-                    cpu=_Amount(0.0, BoundKind.UNBOUNDED, f"{name}() calls itself unconditionally")
+                    cpu=Amount(0.0, BoundKind.UNBOUNDED, f"{name}() calls itself unconditionally")
                 )
-            return _Cost(cpu=_Amount(0.0, BoundKind.UNKNOWN, f"{name}() is recursive"))
+            return _Cost(cpu=Amount(0.0, BoundKind.UNKNOWN, f"{name}() is recursive"))
         if len(self.call_stack) >= _MAX_CALL_DEPTH:
             return _Cost(
-                cpu=_Amount(0.0, BoundKind.UNKNOWN, f"the call chain through {name}() is too deep")
+                cpu=Amount(0.0, BoundKind.UNKNOWN, f"the call chain through {name}() is too deep")
             )
         function.in_progress = True
         self.call_stack.append(function)
@@ -559,169 +520,9 @@ class _Estimator:
             self.call_stack.pop()
         return function.cost
 
-    # ---------------------------------------------------------------------------------------
-    # Constants: trip counts and integer values (as floats: inf when beyond float range)
-
-    def _trips(self, node: ast.expr) -> _Amount:
-        if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return _Amount(float(len(node.elts)))
-        if isinstance(node, ast.Dict):
-            return _Amount(float(len(node.keys)))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
-            return _Amount(float(len(node.value)))
-        unknown = _Amount(
-            0.0, BoundKind.UNKNOWN, f"the length of the iterable at line {node.lineno}"
-        )
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            return self._slice_trips(node.value, node.slice, unknown)
-        if not isinstance(node, ast.Call):
-            return unknown
-        name = dotted_name(node.func)
-        if name in ("itertools.islice", "islice") and len(args := node.args) in (2, 3):
-            # islice(it, stop) / islice(it, start, stop) yields at most stop - start items.
-            bounds = [self._int(a) if not _is_none(a) else None for a in args[1:]]
-            stop = bounds[-1]
-            start = bounds[0] if len(bounds) == 2 else 0.0
-            if stop is not None and start is not None and not node.keywords:
-                return _Amount(min(max(stop - start, 0.0), _CAP))
-            return unknown
-        args = node.args
-        if name == "range" and 1 <= len(args) <= 3 and not node.keywords:
-            values = [self._int(a) for a in args]
-            if any(v is None for v in values):
-                return unknown
-            numbers = [v for v in values if v is not None]
-            if len(numbers) == 1:
-                start, stop, step = 0.0, numbers[0], 1.0
-            else:
-                start, stop = numbers[0], numbers[1]
-                step = numbers[2] if len(numbers) == 3 else 1.0
-            if step == 0 or math.isnan(stop - start):
-                return unknown
-            trips = math.ceil((stop - start) / step) if math.isfinite(stop - start) else math.inf
-            return _Amount(min(max(float(trips), 0.0), _CAP))
-        if name in ("enumerate", "reversed", "sorted", "list", "tuple", "iter") and len(args) == 1:
-            return self._trips(args[0])
-        if name == "zip" and args:
-            counts = [self._trips(a) for a in args]
-            known = [c for c in counts if c.kind is BoundKind.KNOWN]
-            return min(known, key=lambda c: c.value) if len(known) == len(counts) else unknown
-        if name in ("itertools.count", "count", "itertools.cycle", "cycle"):
-            return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
-        if name in ("itertools.repeat", "repeat") and len(args) == 1 and not node.keywords:
-            return _Amount(0.0, BoundKind.UNBOUNDED, f"an endless iterator at line {node.lineno}")
-        if name in ("itertools.repeat", "repeat") and len(args) + len(node.keywords) == 2:
-            times_node = args[1] if len(args) == 2 else node.keywords[0].value
-            times = self._int(times_node)
-            return unknown if times is None else _Amount(min(max(times, 0.0), _CAP))
-        if name in ("iter",) and len(args) == 2:
-            return _Amount(0.0, BoundKind.UNKNOWN, f"a sentinel iterator at line {node.lineno}")
-        if name in ("itertools.product", "product") and args:
-            product = _ONE
-            for arg in args:
-                product = product.times(self._trips(arg))
-            for keyword in node.keywords:
-                repeat = self._int(keyword.value) if keyword.arg == "repeat" else None
-                if repeat is None:
-                    return unknown
-                power = _arithmetic(ast.Pow(), product.value, repeat)
-                capped = _CAP if power is None else min(power, _CAP)
-                product = _Amount(capped, product.kind, product.reason)
-            return product
-        return unknown
-
-    def _slice_trips(self, value: ast.expr, part: ast.Slice, unknown: _Amount) -> _Amount:
-        """At most how many items ``value[lower:upper:step]`` holds: a constant slice bounds a
-        loop over it whatever ``value`` is (``for hit in hits[:2]`` runs at most twice)."""
-        step = 1.0 if part.step is None else self._int(part.step)
-        lower = None if part.lower is None else self._int(part.lower)
-        upper = None if part.upper is None else self._int(part.upper)
-        if step is None or step <= 0 or (part.lower is not None and lower is None):
-            return unknown
-        if part.upper is not None and upper is None:
-            return unknown
-        whole = self._trips(value)
-        start = 0.0 if lower is None else lower
-        if upper is not None and upper >= 0 and start >= 0:
-            span = upper - start
-        elif upper is None and start < 0:
-            span = -start  # `[-3:]`: the last three at most
-        elif upper is not None and upper < 0 and start < 0:
-            span = upper - start  # `[-5:-2]`
-        elif whole.kind is BoundKind.KNOWN:
-            span = whole.value  # never more than the whole
-        else:
-            return unknown
-        count = math.ceil(max(span, 0.0) / step)
-        if whole.kind is BoundKind.KNOWN:
-            return _Amount(min(float(count), whole.value, _CAP))
-        return _Amount(min(float(count), _CAP))
-
-    def _int(self, node: ast.expr, depth: int = 0) -> float | None:
-        if depth > 50:
-            return None
-        if isinstance(node, ast.Constant):
-            if type(node.value) is int:
-                return _as_float(node.value)
-            return None
-        if isinstance(node, ast.Name):
-            return self.env.get(node.id)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            inner = self._int(node.operand, depth + 1)
-            return None if inner is None else -inner
-        if (
-            isinstance(node, ast.Call)
-            and dotted_name(node.func) in ("int", "len")
-            and len(node.args) == 1
-        ):
-            if dotted_name(node.func) == "len":
-                size = self._trips(node.args[0])
-                return size.value if size.kind is BoundKind.KNOWN else None
-            return self._int(node.args[0], depth + 1)
-        if not isinstance(node, ast.BinOp):
-            return None
-        left = self._int(node.left, depth + 1)
-        right = self._int(node.right, depth + 1)
-        if left is None or right is None:
-            return None
-        return _arithmetic(node.op, left, right)
-
-
-def _arithmetic(op: ast.operator, left: float, right: float) -> float | None:
-    try:
-        if isinstance(op, ast.Add):
-            return left + right
-        if isinstance(op, ast.Sub):
-            return left - right
-        if isinstance(op, ast.Mult):
-            return left * right
-        if isinstance(op, ast.FloorDiv) and right != 0:
-            return math.floor(left / right) if math.isfinite(left / right) else left / right
-        if isinstance(op, ast.Pow):
-            if right < 0:
-                return None
-            if abs(left) < 2:
-                return left**right if math.isfinite(right) else (0.0 if abs(left) < 1 else 1.0)
-            log10 = right * math.log10(abs(left))
-            if log10 > 300:
-                return math.inf
-            return float(abs(left) ** right) * (1 if left > 0 or right % 2 == 0 else -1)
-        if isinstance(op, ast.LShift) and right >= 0:
-            return math.inf if right > 1000 else left * 2.0**right
-    except (OverflowError, ValueError, ZeroDivisionError):
-        return math.inf
-    return None
-
-
-def _as_float(value: int) -> float:
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
-
 
 def _count(value: float) -> str:
-    if math.isinf(value) or value >= _CAP:
+    if math.isinf(value) or value >= CAP:
         return "more than 1e300"
     return f"{value:.3g}" if value >= 1e6 else f"{value:g}"
 
@@ -739,10 +540,6 @@ def _constant_truth(node: ast.expr) -> bool | None:
     if isinstance(node, ast.Constant):
         return bool(node.value)
     return None
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _exits_early(body: list[ast.stmt]) -> bool:
