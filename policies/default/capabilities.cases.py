@@ -32,6 +32,12 @@ for page in hits[:10]:
 for page in hits[-5:]:
     fetch_url(url=page)  # ok: SX602
 
+# case: loops the estimator can count bound the tool's calls too (one trip counter)
+for key in {"a": 1, "b": 2}:
+    fetch_url(url=key)  # ok: SX602
+for number, page in enumerate(zip(["x", "y", "z"], range(2 * 50))):
+    fetch_url(url=page)  # ok: SX602
+
 # case: a slice without a constant end bounds nothing (reported at the tool's first call)
 hits = fetch_url(url="https://example.org/search")  # expect: SX602
 for page in hits[1:]:

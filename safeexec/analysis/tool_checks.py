@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext
-from safeexec.qualnames import dotted_name
+from safeexec.model import BoundKind
+from safeexec.trips import loop_trips
 
 __all__ = ["tool_call_limit", "tool_not_granted", "tool_requires_approval"]
+
+# The check counts calls over the whole module at once: no name is bound to a known constant.
+_NO_CONSTANTS: Mapping[str, float] = MappingProxyType({})
 
 
 def _tool_calls(ctx: ScanContext) -> Iterator[tuple[str, ast.Call]]:
@@ -68,7 +73,7 @@ def _count_calls(
     for stmt in body:
         inner = multiplier
         if isinstance(stmt, ast.For | ast.AsyncFor):
-            inner = multiplier * _range_trips(stmt.iter)
+            inner = multiplier * _trips_at_most(stmt.iter)
         elif isinstance(stmt, ast.While):
             inner = math.inf
         for field_name, value in ast.iter_fields(stmt):
@@ -105,63 +110,8 @@ def _calls_in_comprehensions(root: ast.AST) -> set[int]:
     return inside
 
 
-def _range_trips(node: ast.expr) -> float:
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "range"
-        and 1 <= len(node.args) <= 3
-        and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)
-    ):
-        values = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and type(a.value) is int
-        ]
-        try:
-            return float(len(range(*values)))
-        except (ValueError, OverflowError):
-            return math.inf
-    if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return float(len(node.elts))
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        return _slice_trips(node.slice, _range_trips(node.value))
-    if (
-        isinstance(node, ast.Call)
-        and dotted_name(node.func) in ("itertools.islice", "islice")
-        and len(node.args) == 2
-        and not node.keywords
-    ):
-        stop = _constant_int(node.args[1])
-        return math.inf if stop is None else float(max(stop, 0))
-    return math.inf
-
-
-def _constant_int(node: ast.expr | None) -> int | None:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _constant_int(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    return None
-
-
-def _slice_trips(part: ast.Slice, whole: float) -> float:
-    """At most how many items a constant slice holds: ``hits[:2]`` bounds a loop whatever
-    ``hits`` is (the estimator's ``_slice_trips`` reads the same slices for the CPU bound)."""
-    values = [_constant_int(p) for p in (part.lower, part.upper, part.step)]
-    given = [p is not None for p in (part.lower, part.upper, part.step)]
-    if any(g and v is None for g, v in zip(given, values, strict=True)):
-        return whole
-    lower, upper, step = values
-    step = 1 if step is None else step
-    start = 0 if lower is None else lower
-    if step <= 0:
-        return whole
-    if upper is not None and upper >= 0 and start >= 0:
-        span = upper - start
-    elif upper is None and start < 0:
-        span = -start
-    elif upper is not None and upper < 0 and start < 0:
-        span = upper - start
-    else:
-        return whole
-    return min(float(math.ceil(max(span, 0) / step)), whole)
+def _trips_at_most(iterable: ast.expr) -> float:
+    """How many times a loop over ``iterable`` may run: the shared trip count when the constants
+    prove it, else infinitely often (the count must not undercount a tool's calls)."""
+    trips = loop_trips(iterable, _NO_CONSTANTS)
+    return trips.value if trips.kind is BoundKind.KNOWN else math.inf
