@@ -129,7 +129,7 @@ def main() -> None:
     for _ in range(args.repeat):
         subprocess.run(fresh_cmd, check=True)
     fresh_cpu = (children_cpu_seconds() - before) / args.repeat
-    template_pid = int(backend.statistics()["template_pid"])
+    template_pid = backend.statistics().template_pid or 0
     host_before, template_before = time.process_time(), cpu_seconds_of(template_pid)
     counted = [open_session() for _ in range(args.repeat)]
     session_cpu = sum(cpu_seconds_of(s.pid or 0) for s in counted)

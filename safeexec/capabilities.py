@@ -60,6 +60,7 @@ __all__ = [
     "BoundPath",
     "Capability",
     "CapabilitySet",
+    "CapabilityStatistics",
     "CheckedURL",
     "Effect",
     "ToolDescriptor",
@@ -301,6 +302,15 @@ def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
 _BUDGET_SPENT = "the session's tool-call budget is spent"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapabilityStatistics:
+    """Counters of one :class:`CapabilitySet` (a frozen snapshot: later calls leave it be)."""
+
+    calls: int
+    refusals: int
+    granted: int
+
+
 class CapabilitySet:
     """The capabilities of one session, and the gateway tool calls from its sandbox go through.
 
@@ -379,9 +389,11 @@ class CapabilitySet:
     def describe(self) -> tuple[ToolDescriptor, ...]:
         return tuple(cap.spec.descriptor() for cap in self._by_name.values())
 
-    def statistics(self) -> Mapping[str, int]:
-        """Counters: calls run and calls refused through this set."""
-        return {"calls": self._calls, "refusals": self._refusals, "granted": len(self._by_name)}
+    def statistics(self) -> CapabilityStatistics:
+        """Counters: calls run and calls refused through this set, and the tools granted."""
+        return CapabilityStatistics(
+            calls=self._calls, refusals=self._refusals, granted=len(self._by_name)
+        )
 
     def invoke(self, name: str, arguments: JSONValue) -> ToolReply:
         """Check and run one call coming out of a sandbox; refusals and failures are replies.

@@ -13,6 +13,7 @@ from safeexec.capabilities import (
     ApprovalRequest,
     Capability,
     CapabilitySet,
+    CapabilityStatistics,
     Effect,
     ToolError,
     Url,
@@ -45,6 +46,7 @@ def test_public_api_is_pinned() -> None:
         "BoundPath",
         "Capability",
         "CapabilitySet",
+        "CapabilityStatistics",
         "CheckedURL",
         "Effect",
         "MAX_TOOL_EVENTS",
@@ -384,7 +386,12 @@ def test_statistics_count_calls_and_refusals() -> None:
     caps.invoke("reserve", call(["a"]))
     caps.invoke("reserve", call(["a"]))
     caps.invoke("nope", call())
-    assert caps.statistics() == {"calls": 1, "refusals": 2, "granted": 1}
+    stats = caps.statistics()
+    assert stats == CapabilityStatistics(calls=1, refusals=2, granted=1)
+    caps.invoke("reserve", call(["a"]))
+    assert stats.refusals == 2 and caps.statistics().refusals == 3  # a snapshot, not a view
+    with pytest.raises(AttributeError):  # frozen, like every statistics() value
+        stats.calls = 5  # type: ignore[misc]
 
 
 # -- the session's tool budget, charged per call ---------------------------------------------------

@@ -436,7 +436,12 @@ def test_a_closed_backend_starts_again_on_the_next_open(blobs: BlobStore) -> Non
         reused.close()
         with reused.open(SessionSpec(limits=Limits(), blobs=blobs)) as second:
             assert run(second, "2").status is ExecStatus.OK
-            assert reused.statistics()["open_sessions"] == 1
+            stats = reused.statistics()
+            assert stats.open_sessions == 1 and stats.pool_size == 0
+            assert stats.template_pid is not None and stats.template_pid > 0
+        reused.close()
+        assert reused.statistics().template_pid is None  # a fresh snapshot after the close
+        assert stats.template_pid is not None  # the earlier one stays as it was
     finally:
         reused.close()
 

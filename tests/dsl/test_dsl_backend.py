@@ -36,7 +36,7 @@ def test_a_pipeline_runs_and_its_value_is_the_output(tmp_path: Path) -> None:
     assert ran.stdout == "RES-C-100-1\n"
     called = [e.tool for e in ran.result.events if e.kind == "tool_called"]
     assert called == ["search_products", "reserve"]
-    assert ran.caps.statistics()["calls"] == 2
+    assert ran.caps.statistics().calls == 2
 
 
 def test_print_and_records_render_as_json(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_a_program_the_backend_refuses_never_calls_a_tool(tmp_path: Path) -> Non
     ran = run(source, tmp_path, caps=caps)
     assert ran.result.status is ExecStatus.ERROR
     assert "SX704" in ran.result.message
-    assert caps.statistics()["calls"] == 0 and not ran.result.events
+    assert caps.statistics().calls == 0 and not ran.result.events
 
 
 def test_a_tool_result_over_the_item_cap_stops_the_run(tmp_path: Path) -> None:
@@ -170,4 +170,4 @@ def test_the_run_stops_where_the_plan_was_wrong(
     ran = run(source, tmp_path, caps=caps)
     assert ran.result.status is ExecStatus.ERROR
     assert "the plan bounded it to 1" in ran.result.message
-    assert caps.statistics()["calls"] == 0
+    assert caps.statistics().calls == 0

@@ -148,4 +148,4 @@ def test_refused_programs_never_call_a_tool(source: str, tool: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ran = run(source, Path(tmp), caps=caps)
     assert ran.result.status is ExecStatus.ERROR
-    assert caps.statistics()["calls"] == 0 and not ran.result.events
+    assert caps.statistics().calls == 0 and not ran.result.events

@@ -58,6 +58,6 @@ print(refused)
         assert sum(isinstance(e, ToolRefused) for e in result.events) == RECORDED_AT_MOST - 3
         assert LimitHit(limit="tool_events", value=RECORDED_AT_MOST) in result.events
         assert len(result.events) <= RECORDED_AT_MOST + 10
-        assert caps.statistics()["refusals"] == ATTEMPTS - 3  # the host still counted each one
+        assert caps.statistics().refusals == ATTEMPTS - 3  # the host still counted each one
     finally:
         session.close()

@@ -15,7 +15,7 @@ One module per job: ``backend`` (the factory, layer probing, the idle watchdog),
 
 from __future__ import annotations
 
-from safeexec.backends.native.backend import NativeBackend, supported_layers
+from safeexec.backends.native.backend import NativeBackend, NativeStatistics, supported_layers
 from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
 from safeexec.backends.native.session import NativeSession
 from safeexec.backends.workdir import ArtifactLimits
@@ -26,6 +26,7 @@ __all__ = [
     "LayerCheck",
     "NativeBackend",
     "NativeSession",
+    "NativeStatistics",
     "diagnose",
     "supported_layers",
 ]

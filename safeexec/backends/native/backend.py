@@ -7,6 +7,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,10 +21,24 @@ from safeexec.errors import ConfigurationError
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
-__all__ = ["NativeBackend", "supported_layers"]
+__all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
 _EXECUTORS = ("python", "restricted")
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NativeStatistics:
+    """Live figures of one :class:`NativeBackend` (a frozen snapshot).
+
+    ``template_pid`` is None while no template process runs; ``preloaded`` names the modules the
+    template imported before forking sessions.
+    """
+
+    template_pid: int | None
+    open_sessions: int
+    pool_size: int
+    preloaded: tuple[str, ...]
 
 
 def supported_layers() -> dict[Layer, LayerStatus]:
@@ -162,15 +177,15 @@ class NativeBackend:
         """Start the template now rather than on the first ``open``."""
         self._get_template()
 
-    def statistics(self) -> dict[str, int | str]:
+    def statistics(self) -> NativeStatistics:
         """Live figures: the template's pid, open sessions, the pool size, preloaded modules."""
         template = self._template
-        return {
-            "template_pid": template.pid if template is not None else 0,
-            "open_sessions": len(self._sessions),
-            "pool_size": self.pool_size,
-            "preloaded": ",".join(template.preloaded) if template is not None else "",
-        }
+        return NativeStatistics(
+            template_pid=template.pid if template is not None else None,
+            open_sessions=len(self._sessions),
+            pool_size=self.pool_size,
+            preloaded=tuple(template.preloaded) if template is not None else (),
+        )
 
     def open(self, spec: SessionSpec) -> NativeSession:
         """Open a confined session; ``BackendUnavailable`` if a required layer cannot be had.
