@@ -148,19 +148,17 @@ def module_mutation(ctx: ScanContext) -> Iterator[CheckHit]:
     modules = {id(node): qualified for node, qualified, rooted in ctx.references if rooted}
     # Item stores into what a module exports (``textwrap.TextWrapper.unicode_whitespace_trans[32]
     # = 88``) and mutating methods called on it (``collections.abc.Mapping.register(list)``).
-    for node in ast.walk(ctx.tree):
-        target: ast.expr | None = None
-        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
-            target = node.value
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _SHARED_STATE_MUTATORS
-        ):
-            target = node.func.value
-        base = None if target is None else modules.get(id(target))
-        if base is not None:
-            yield CheckHit(node=node, fields={"name": clip_text(base)}, evidence=base)
+    for subscript in ctx.subscripts:
+        if not isinstance(subscript.ctx, ast.Load):
+            base = modules.get(id(subscript.value))
+            if base is not None:
+                yield CheckHit(node=subscript, fields={"name": clip_text(base)}, evidence=base)
+    for call_site in ctx.calls:
+        func = call_site.node.func
+        if isinstance(func, ast.Attribute) and func.attr in _SHARED_STATE_MUTATORS:
+            base = modules.get(id(func.value))
+            if base is not None:
+                yield CheckHit(node=call_site.node, fields={"name": clip_text(base)}, evidence=base)
     callees = {id(call.node): call.callee for call in ctx.calls}
     for call in ctx.calls:
         # Decorators that change their argument in place: dataclass(json.JSONEncoder) patches
@@ -208,22 +206,15 @@ def module_as_value(ctx: ScanContext) -> Iterator[CheckHit]:
     container, passed as an argument or default, matched on, iterated over or bound by a walrus,
     an unpacking or a class body would carry ``pathlib.os`` past SX403 unseen.
     """
-    modules: set[str] = set()
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.asname or a.name.partition(".")[0] for a in node.names)
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    modules = {
+        alias.asname or alias.name.partition(".")[0] for node in ctx.imports for alias in node.names
+    }
     if not modules:
         return
-    for node in ast.walk(ctx.tree):
-        if not (
-            isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules
-        ):
+    for node in ctx.name_reads:
+        if node.id not in modules:
             continue
-        parent = parents.get(id(node))
-        if _module_use_is_followed(node, parent, parents):
+        if _module_use_is_followed(node, ctx.parents.get(id(node)), ctx.parents):
             continue
         yield CheckHit(node=node, fields={"name": clip_text(node.id)}, evidence=node.id)
 

@@ -109,6 +109,9 @@ class _Scanner:
         self.subscripts: list[ast.Subscript] = []
         self.annotations: list[ast.expr] = []
         self.divisions: list[ast.BinOp] = []
+        self.name_reads: list[ast.Name] = []
+        self.imports: list[ast.Import] = []
+        self.parents: dict[int, ast.AST] = {}
         self.bindings: list[tuple[str, ast.expr]] = []
         self.store_counts: dict[str, int] = {}
         self._resolved: dict[int, tuple[str, bool] | None] = {}
@@ -130,6 +133,10 @@ class _Scanner:
                 references=tuple(references),
                 annotations=tuple(self._annotation_roots()),
                 divisions=tuple(self.divisions),
+                subscripts=tuple(self.subscripts),
+                name_reads=tuple(self.name_reads),
+                imports=tuple(self.imports),
+                parents=self.parents,
                 folder=folder,
                 mode=self.rules.mode,
                 allow=self.rules.allow,
@@ -156,6 +163,7 @@ class _Scanner:
         # that `__class__` is not reported (the parent is visited before the child). Restricted
         # mode's runtime refuses `__class__` itself, so the gate keeps refusing it there.
         type_name_reads: set[int] | None = set() if self.rules.mode == "native" else None
+        parents = self.parents
         stack: list[ast.AST] = [tree]
         visited = 0
         while stack:
@@ -176,6 +184,7 @@ class _Scanner:
                     self._emit(name_rules.lookup(name), node, {"name": name}, name)
                 if node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
                     self.references.append(node)  # type: ignore[arg-type]
+                    self.name_reads.append(node)  # type: ignore[arg-type]
                 else:
                     self.store_counts[name] = self.store_counts.get(name, 0) + 1
                 continue
@@ -197,6 +206,8 @@ class _Scanner:
             elif cls is ast.BinOp and node.op.__class__ is ast.Div:  # type: ignore[attr-defined]
                 self.divisions.append(node)  # type: ignore[arg-type]
             elif cls is ast.Import or cls is ast.ImportFrom:
+                if cls is ast.Import:
+                    self.imports.append(node)  # type: ignore[arg-type]
                 self._import(node)  # type: ignore[arg-type]
             elif cls is ast.Assign or cls is ast.AnnAssign or cls is ast.NamedExpr:
                 if cls is ast.AnnAssign:
@@ -229,8 +240,10 @@ class _Scanner:
                     for item in reversed(value):
                         if isinstance(item, ast.AST):
                             stack.append(item)
+                            parents[id(item)] = node
                 elif isinstance(value, ast.AST):
                     stack.append(value)
+                    parents[id(value)] = node
 
     def _store(self, name: str | None, node: ast.AST | None = None) -> None:
         """Count a binding of ``name``; ``node`` given: name rules see it too (a bound name)."""

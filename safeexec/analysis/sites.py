@@ -53,6 +53,12 @@ class ScanContext:
     annotations: tuple[ast.expr, ...]
     # Every `a / b`: with a path on the left, an absolute right operand replaces the path.
     divisions: tuple[ast.BinOp, ...]
+    # Every subscript, every plain name read and every `import` statement, in traversal order.
+    subscripts: tuple[ast.Subscript, ...]
+    name_reads: tuple[ast.Name, ...]
+    imports: tuple[ast.Import, ...]
+    # The parent of every node but the module (by id): checks look up instead of walking again.
+    parents: Mapping[int, ast.AST]
     folder: StringFolder
     # The execution mode scanned for and its import allowlist (safeexec.policy.modes).
     mode: str = "native"
