@@ -1,7 +1,9 @@
-"""One conformance suite for every execution mode: same program, same result shape.
+"""One conformance suite for every execution mode: same task, same result shape.
 
-Parametrised over ``native``, ``restricted`` (in the confined worker) and
-``restricted-in-process``.
+Parametrised over ``native``, ``restricted`` (in the confined worker), ``restricted-in-process``
+and ``dsl``. A task the DSL can express runs on all four, written once in Python and once in the
+DSL (:meth:`Harness.source`); tasks that need Python itself (module state, ``reset``, files) run
+on the Python backends only.
 """
 
 from __future__ import annotations
@@ -15,21 +17,30 @@ from pathlib import Path
 import pytest
 
 from safeexec.backends.base import Backend, BackendSession, SessionSpec
+from safeexec.backends.dsl import DslBackend
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
+from safeexec.dsl.checker import DslLimits
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
 
-BACKENDS: dict[str, Callable[[], Backend]] = {
+PYTHON_BACKENDS: dict[str, Callable[[], Backend]] = {
     "native": NativeBackend,
     "restricted": RestrictedBackend,
     "restricted-in-process": lambda: RestrictedBackend(in_process=True),
 }
+BACKENDS: dict[str, Callable[[], Backend]] = {
+    **PYTHON_BACKENDS,
+    # Iterations are limited by time here, not by the plan, so the timeout tests can run long.
+    "dsl": lambda: DslBackend(limits=DslLimits(max_iterations=10**12)),
+}
 IMPORTS = ("math", "json")
+every_backend = pytest.mark.parametrize("backend", list(BACKENDS), indirect=True)
+python_backends = pytest.mark.parametrize("backend", list(PYTHON_BACKENDS), indirect=True)
 
 
-@pytest.fixture(scope="module", params=list(BACKENDS))
+@pytest.fixture(scope="module")
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     instance = BACKENDS[request.param]()
     yield instance
@@ -41,6 +52,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 class Harness:
     def __init__(self, backend: Backend, tmp_path: Path) -> None:
         self.backend = backend
+        self.dsl = isinstance(backend, DslBackend)
         self.tmp_path = tmp_path
         self.blobs = BlobStore(tmp_path / "blobs")
         self.sessions: list[BackendSession] = []
@@ -55,6 +67,10 @@ class Harness:
         )
         self.sessions.append(session)
         return session
+
+    def source(self, *, python: str, dsl: str) -> str:
+        """The task's program in the language of the backend under test."""
+        return dsl if self.dsl else python
 
     def run(self, session: BackendSession, code: str, **limits: float) -> ExecResult:
         request = ExecRequest(action_id="c", code=code, limits=Limits(**limits))  # type: ignore[arg-type]
@@ -75,17 +91,24 @@ def harness(backend: Backend, tmp_path: Path) -> Iterator[Harness]:
         session.close()
 
 
+@every_backend
 def test_same_program_same_result(harness: Harness) -> None:
     session = harness.open()
-    result = harness.run(session, "import math\nprint('sum', sum(range(10)))\nmath.factorial(5)")
+    code = harness.source(
+        python="import math\nprint('sum', sum(range(10)))\nmath.factorial(5)",
+        dsl="print('sum', sum(range(10)))\nreturn 5 * 4 * 3 * 2",
+    )
+    result = harness.run(session, code)
     assert result.status is ExecStatus.OK and result.exit_code == 0
     assert harness.stdout(result) == "sum 45\n120\n"
     assert harness.stderr(result) == "" and result.message == "" and not result.truncated
 
 
+@every_backend
 def test_an_error_is_an_error_status_with_the_exception(harness: Harness) -> None:
     session = harness.open()
-    result = harness.run(session, "def f():\n    return 1 / 0\nf()")
+    code = harness.source(python="def f():\n    return 1 / 0\nf()", dsl="x = 0\nreturn 1 / x")
+    result = harness.run(session, code)
     assert result.status is ExecStatus.ERROR and result.exit_code == 1
     assert result.message == "ZeroDivisionError: division by zero"
     stderr = harness.stderr(result)
@@ -93,6 +116,7 @@ def test_an_error_is_an_error_status_with_the_exception(harness: Harness) -> Non
     assert stderr.rstrip().endswith("ZeroDivisionError: division by zero")
 
 
+@python_backends
 def test_state_persists_between_calls_and_reset_forgets_it(harness: Harness) -> None:
     session = harness.open()
     assert harness.run(session, "counter = {'n': 1}").status is ExecStatus.OK
@@ -102,16 +126,23 @@ def test_state_persists_between_calls_and_reset_forgets_it(harness: Harness) -> 
     assert result.status is ExecStatus.ERROR and result.message.startswith("NameError")
 
 
+@every_backend
 @pytest.mark.parametrize("limit", ["wall_seconds", "cpu_seconds"])
 def test_an_endless_loop_is_a_timeout(harness: Harness, limit: str) -> None:
     session = harness.open()
     limits = {"wall_seconds": 30.0, "cpu_seconds": 30.0, limit: 0.5}
-    result = harness.run(session, "while True:\n    pass", **limits)
+    # The DSL has no unbounded loop: ten billion iterations stand in for one.
+    spin = harness.source(
+        python="while True:\n    pass",
+        dsl="n = 0\nfor i in range(100000):\n    for j in range(100000):\n        n += 1\nreturn n",
+    )
+    result = harness.run(session, spin, **limits)
     assert result.status is ExecStatus.TIMEOUT and result.exit_code is None
     assert any(e.kind == "limit_hit" and e.limit == limit for e in result.events)
     assert harness.stdout(harness.run(session, "print('alive')")) == "alive\n"
 
 
+@every_backend
 def test_output_over_the_cap_is_truncated_head_and_tail(harness: Harness) -> None:
     session = harness.open()
     result = harness.run(session, "for i in range(2000):\n    print('line', i)", output_bytes=200)
@@ -122,6 +153,7 @@ def test_output_over_the_cap_is_truncated_head_and_tail(harness: Harness) -> Non
     assert any(e.kind == "limit_hit" and e.limit == "output_bytes" for e in result.events)
 
 
+@every_backend
 def test_there_is_no_network(harness: Harness) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -137,7 +169,7 @@ def test_there_is_no_network(harness: Harness) -> None:
     thread = threading.Thread(target=accept)
     thread.start()
     session = harness.open()
-    code = f"""
+    python = f"""
 try:
     import socket
     socket.create_connection(('127.0.0.1', {port}), timeout=1)
@@ -145,13 +177,19 @@ try:
 except Exception as exc:
     print('no network:', type(exc).__name__)
 """
-    result = harness.run(session, code)
+    dsl = f"s = socket()\nreturn connect(s, '127.0.0.1', {port})"
+    result = harness.run(session, harness.source(python=python, dsl=dsl))
     thread.join()
     listener.close()
     assert hits == []
-    assert result.status is ExecStatus.OK and "no network" in harness.stdout(result)
+    if harness.dsl:  # the DSL has no such operation: the checker refuses the program
+        assert result.status is ExecStatus.ERROR
+        assert "SX701 unknown tool or op `socket`" in result.message
+    else:
+        assert result.status is ExecStatus.OK and "no network" in harness.stdout(result)
 
 
+@every_backend
 def test_tools_only_through_capabilities(harness: Harness) -> None:
     calls: list[str] = []
 
@@ -163,17 +201,29 @@ def test_tools_only_through_capabilities(harness: Harness) -> None:
     caps = CapabilitySet()
     caps.grant(record, max_calls=1)
     session = harness.open(tools=caps)
-    result = harness.run(session, "record('first')['count']")
+
+    def call(note: str) -> str:
+        return harness.source(
+            python=f"record('{note}')['count']", dsl=f"return record(note='{note}')['count']"
+        )
+
+    result = harness.run(session, call("first"))
     assert result.status is ExecStatus.OK and harness.stdout(result) == "1\n"
     assert [e.kind for e in result.events] == ["tool_called"]
-    refused = harness.run(session, "record('second')")
-    assert refused.status is ExecStatus.ERROR and "call limit" in refused.message
-    assert [e.kind for e in refused.events] == ["tool_refused"]
+    refused = harness.run(session, call("second"))
+    assert refused.status is ExecStatus.ERROR
+    if harness.dsl:  # the plan (one call) is refused before anything runs
+        assert "SX704" in refused.message and refused.events == ()
+    else:
+        assert "call limit" in refused.message
+        assert [e.kind for e in refused.events] == ["tool_refused"]
     assert calls == ["first"]
-    unbound = harness.run(harness.open(), "record('third')")
-    assert unbound.status is ExecStatus.ERROR and unbound.message.startswith("NameError")
+    unbound = harness.run(harness.open(), call("third"))
+    assert unbound.status is ExecStatus.ERROR
+    assert ("SX701" in unbound.message) if harness.dsl else unbound.message.startswith("NameError")
 
 
+@python_backends
 def test_files_written_in_the_workdir_are_artifacts(harness: Harness) -> None:
     session = harness.open()
     result = harness.run(session, "with open('report.txt', 'w') as fh:\n    fh.write('done')")
