@@ -4,6 +4,7 @@ and ``doctor`` lists what it does not protect against."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from safeexec.cli.app import app
 from safeexec.errors import PolicyError
 from safeexec.policy import load_policy, shipped_packs
 from safeexec.policy.loader import parse_policy_text
+from safeexec.sandbox.restricted.reachability import CrawlReport
 from safeexec.session import default_backend
 
 
@@ -55,10 +57,17 @@ def test_doctor_lists_what_in_process_mode_does_not_stop() -> None:
 
 def test_doctor_reachability_crawls_every_pack_in_both_modes(
     monkeypatch: pytest.MonkeyPatch,
+    reachability_crawl: Callable[[tuple[str, ...], bool], CrawlReport],
 ) -> None:
     import safeexec.cli.doctor as doctor_module
 
     monkeypatch.setattr(doctor_module, "shipped_packs", lambda: ("strict",))
+    # The crawls themselves are the reachability test's (shared, crawled once per run).
+    monkeypatch.setattr(
+        doctor_module,
+        "crawl_modes",
+        lambda imports: tuple(reachability_crawl(imports, counting) for counting in (False, True)),
+    )
     outcome = CliRunner().invoke(app, ["doctor", "--reachability"])
     lines = [line for line in outcome.output.splitlines() if line.startswith("reachability")]
     assert [line.split(":")[0] for line in lines] == [

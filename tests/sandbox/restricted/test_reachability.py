@@ -25,8 +25,10 @@ def _known(reached: Reached) -> bool:
 
 @pytest.mark.parametrize("counting", [False, True], ids=["worker", "in-process"])
 @pytest.mark.parametrize("pack", shipped_packs())
-def test_nothing_forbidden_is_reachable_under_a_shipped_pack(pack: str, counting: bool) -> None:
-    report = crawl(load_policy(pack).imports.allow, counting=counting)
+def test_nothing_forbidden_is_reachable_under_a_shipped_pack(
+    pack: str, counting: bool, reachability_crawl: Callable[[tuple[str, ...], bool], CrawlReport]
+) -> None:
+    report = reachability_crawl(load_policy(pack).imports.allow, counting)
     assert not report.truncated
     assert report.objects > 5000 and report.calls > 20000
     assert {"plain class", "dataclass", "Enum", "closure", "generator"} <= set(report.own_kinds)
