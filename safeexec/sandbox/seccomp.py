@@ -5,6 +5,8 @@ attack surface or break out of the other layers kill the process (SIGSYS, report
 fail with an errno, so ordinary code keeps a clean Python exception. libseccomp also kills any
 syscall made through a foreign ABI (i386 ``int 0x80``, x32), which would bypass a denylist.
 Why the default is ALLOW, and the review of every syscall it lets through: ``SECCOMP.md``.
+``build_filter(allow=...)`` builds the measured allowlist variant (default ENOSYS) that note
+weighs against it, with every class rule kept.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
+import operator
 import os
 import socket
 from functools import cache
 
 import pyseccomp
 
+from safeexec.sandbox.seccomp_allowlist import Allowlist
 from safeexec.sandbox.syscalls import check, libc
 
 __all__ = [
@@ -146,20 +151,30 @@ _NAMESPACE_CLONE_FLAGS = (
 _TTY_INJECTING_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
 
 
-def build_filter() -> pyseccomp.SyscallFilter:
-    """Build (not load) the filter; ``filter.load()`` applies it to the calling thread."""
+def build_filter(*, allow: Allowlist | None = None) -> pyseccomp.SyscallFilter:
+    """Build (not load) the filter; ``filter.load()`` applies it to the calling thread.
+
+    ``allow`` None is the default: whatever no rule names passes. Given ``allow`` (e.g.
+    :func:`~safeexec.sandbox.seccomp_allowlist.allowlist`), only those syscalls pass and
+    every other fails with ENOSYS; the rules below apply either way, so a name in ``allow`` that a
+    rule refuses stays refused, and conditionally refused calls (``clone`` with namespace flags,
+    ``ioctl(TIOCSTI)``, ``socketpair`` other than ``AF_UNIX``) stay refused on those arguments.
+    """
     eperm = pyseccomp.ERRNO(errno.EPERM)
     enosys = pyseccomp.ERRNO(errno.ENOSYS)
-    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    default = pyseccomp.ALLOW if allow is None else enosys
+    rules = pyseccomp.SyscallFilter(defaction=default)
     for name in KILLED_SYSCALLS:
         rules.add_rule(pyseccomp.KILL_PROCESS, name)
     for name in _REFUSED_SYSCALLS:
         rules.add_rule(eperm, name)
-    for name in _UNAVAILABLE_SYSCALLS:
-        rules.add_rule(enosys, name)
-    for names in UNAVAILABLE_CLASSES.values():
-        for name in names:
-            rules.add_rule(enosys, name)
+    # ENOSYS is the allowlist's default action (libseccomp refuses a rule that repeats it), and
+    # none of these is ever allowed there.
+    unavailable: list[str | int] = [*_UNAVAILABLE_SYSCALLS]
+    unavailable.extend(name for names in UNAVAILABLE_CLASSES.values() for name in names)
+    unavailable.extend(range(newest_known_syscall() + 1, _SYSCALL_NUMBER_CEILING))
+    for syscall in unavailable if allow is None else ():
+        rules.add_rule(enosys, syscall)
     # No new sockets at all: networking is out, and so are connections to host unix services.
     # socketpair(AF_UNIX) stays, since asyncio and multiprocessing use it for local plumbing.
     rules.add_rule(eperm, "socket")
@@ -169,9 +184,45 @@ def build_filter() -> pyseccomp.SyscallFilter:
     for request in _TTY_INJECTING_IOCTLS:
         rules.add_rule(eperm, "ioctl", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, request))
     rules.add_rule(eperm, "personality", pyseccomp.Arg(0, pyseccomp.NE, 0))
-    for number in range(newest_known_syscall() + 1, _SYSCALL_NUMBER_CEILING):
-        rules.add_rule(enosys, number)
+    if allow is not None:
+        _allow(rules, allow)
     return rules
+
+
+def _allow(rules: pyseccomp.SyscallFilter, allow: Allowlist) -> None:
+    """The allowlist variant's ALLOW rules. libseccomp lets an unconditional rule override the
+    conditional refusals of the same syscall, so those are allowed on the complement only."""
+    for name in sorted(allow.syscalls - _UNCONDITIONALLY_REFUSED - _CONDITIONALLY_REFUSED):
+        rules.add_rule(pyseccomp.ALLOW, name)
+    names = allow.syscalls
+    if "clone" in names:
+        namespaces = functools.reduce(operator.or_, _NAMESPACE_CLONE_FLAGS)
+        rules.add_rule(
+            pyseccomp.ALLOW, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, namespaces, 0)
+        )
+    if "socketpair" in names:
+        rules.add_rule(
+            pyseccomp.ALLOW, "socketpair", pyseccomp.Arg(0, pyseccomp.EQ, socket.AF_UNIX)
+        )
+    if "personality" in names:
+        rules.add_rule(pyseccomp.ALLOW, "personality", pyseccomp.Arg(0, pyseccomp.EQ, 0))
+    for request in sorted(allow.ioctls - set(_TTY_INJECTING_IOCTLS)) if "ioctl" in names else ():
+        rules.add_rule(
+            pyseccomp.ALLOW, "ioctl", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, request)
+        )
+
+
+_CONDITIONALLY_REFUSED = frozenset({"clone", "socketpair", "personality", "ioctl"})
+# What the rules above refuse whatever the arguments: an allowlist cannot let these through.
+_UNCONDITIONALLY_REFUSED = frozenset(
+    {
+        *KILLED_SYSCALLS,
+        *_REFUSED_SYSCALLS,
+        *_UNAVAILABLE_SYSCALLS,
+        *(name for names in UNAVAILABLE_CLASSES.values() for name in names),
+        "socket",
+    }
+)
 
 
 @cache
@@ -190,12 +241,13 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def compile_filter() -> bytes:
-    """The filter as classic BPF (generated once by libseccomp, loaded many times)."""
+def compile_filter(*, allow: Allowlist | None = None) -> bytes:
+    """The filter as classic BPF (generated once by libseccomp, loaded many times); ``allow``
+    as for :func:`build_filter`."""
     read_end, write_end = os.pipe()
     try:
         with os.fdopen(write_end, "wb", closefd=True) as sink:
-            build_filter().export_bpf(sink)
+            build_filter(allow=allow).export_bpf(sink)
         chunks = []
         while chunk := os.read(read_end, 1 << 16):
             chunks.append(chunk)
