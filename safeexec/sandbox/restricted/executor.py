@@ -27,6 +27,7 @@ from safeexec.sandbox.restricted.budget import (
 )
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
+    CLASS_LIKE,
     GuardError,
     Guards,
     ModuleView,
@@ -202,6 +203,12 @@ class RestrictedExecutor:
             "__builtins__": self._builtins(guards),
             "__name__": "__sandbox__",  # not "__main__": see the transformer's visit_Name
             "_getattr_": guards.getattr_guard,
+            "_cattr_": guards.class_attribute,
+            "_isinst_": isinstance,
+            "_classlike_": CLASS_LIKE,
+            "_augwrite_": guards.augmented_target,
+            "_msubject_": guards.match_subject,
+            "_mvalue_": guards.match_value,
             "_write_": guards.write_guard,
             "_type_": type,
             "_own_": guards.own_classes,
