@@ -36,7 +36,14 @@ _MAX_COMPONENTS = 256
 
 
 class TargetRefused(Exception):
-    """A path or URL argument that cannot be handed to the tool (message goes back to the code)."""
+    """A path or URL argument that cannot be handed to the tool (message goes back to the code).
+
+    ``missing`` is True when a directory on the way does not exist (not a link, not outside).
+    """
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 # -- paths -------------------------------------------------------------------------------------
@@ -158,7 +165,8 @@ class BoundPath(metaclass=_GatewayMade):
         except OSError as exc:
             raise TargetRefused(
                 f"{value[:200]!r} does not resolve beneath the tool's root without links "
-                f"({exc.strerror})"
+                f"({exc.strerror})",
+                missing=exc.errno in (errno.ENOENT, errno.ENOTDIR),
             ) from None
         finally:
             os.close(root_fd)
@@ -216,7 +224,13 @@ class BoundPath(metaclass=_GatewayMade):
             os.close(fd)
 
     def open(
-        self, mode: str = "r", *, encoding: str | None = None, errors: str | None = None
+        self,
+        mode: str = "r",
+        *,
+        buffering: int = -1,
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
     ) -> typing.IO[typing.Any]:
         """Open the checked file like ``Path.open``; a regular file with one link only."""
         flags = _mode_flags(mode)
@@ -229,8 +243,8 @@ class BoundPath(metaclass=_GatewayMade):
                 raise OSError(errno.EMLINK, "a file with several hard links", self.relative)
             os.set_blocking(fd, True)
             if "t" in mode or "b" not in mode:
-                return open(fd, mode, encoding=encoding or "utf-8", errors=errors)
-            return open(fd, mode)
+                return open(fd, mode, buffering, encoding or "utf-8", errors, newline)
+            return open(fd, mode, buffering)
         except BaseException:
             os.close(fd)
             raise

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import os
 import random
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -41,7 +40,7 @@ from safeexec.sandbox.restricted.guards import (
 )
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
-from safeexec.sandbox.restricted.workdir_files import WorkdirFile
+from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile
 
 
 class RestrictedExecutor:
@@ -64,6 +63,7 @@ class RestrictedExecutor:
     ) -> None:
         self._imports = tuple(imports)
         self._workdir = None if workdir is None else Path(workdir).resolve()
+        self._files = None if self._workdir is None else Workdir(self._workdir)
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
         self._counting = count_operations
         self._output_bytes = output_bytes
@@ -332,18 +332,7 @@ class RestrictedExecutor:
         encoding: str | None = None,
         errors: str | None = None,
         newline: str | None = None,
-    ) -> object:
-        """``open`` confined beneath the workdir (no ``..``, absolute or symlink escapes)."""
-        assert self._workdir is not None
-        if type(file) is not str or type(mode) is not str:
-            raise TypeError("open(): file and mode must be strings")
-        if set(mode) - set("rwaxbt+"):
-            raise ValueError(f"open(): invalid mode {mode!r}")
-        target = Path(os.path.realpath(self._workdir / file))
-        if target != self._workdir and self._workdir not in target.parents:
-            raise PermissionError(f"open(): {file!r} is outside the working directory")
-        if "b" in mode:
-            return WorkdirFile._wrap(open(target, mode, buffering), name=file)
-        return WorkdirFile._wrap(
-            open(target, mode, buffering, encoding or "utf-8", errors, newline), name=file
-        )
+    ) -> WorkdirFile:
+        """``open`` confined beneath the workdir (see :class:`Workdir`)."""
+        assert self._files is not None
+        return self._files.open(file, mode, buffering, encoding, errors, newline)
