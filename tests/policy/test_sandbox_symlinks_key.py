@@ -1,4 +1,4 @@
-"""``[sandbox] workdir_symlinks``: the one way to grant Landlock's ``MAKE_SYM`` back (default off)."""
+"""``[sandbox] workdir_symlinks``: grants Landlock's ``MAKE_SYM`` back (off by default)."""
 
 from __future__ import annotations
 
