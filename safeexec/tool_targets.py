@@ -140,7 +140,8 @@ class BoundPath(metaclass=_GatewayMade):
     Everything opens through that descriptor with ``O_NOFOLLOW``: a symbolic link, FIFO, device
     or multiply-linked file put there later is refused, never followed. It offers the
     ``pathlib.Path`` calls a tool needs (``read_text``, ``read_bytes``, ``write_text``,
-    ``write_bytes``, ``open``, ``exists``, ``is_file``, ``is_dir``, ``iterdir_names``) and on
+    ``write_bytes``, ``open``, ``exists``, ``is_file``, ``is_dir``, ``iterdir_names``, ``stat``,
+    ``mkdir``, ``rmdir``, ``unlink``, ``rename_to``) and on
     purpose no ``__fspath__``: there is no pathname to hand to anything else. Valid only during
     the tool call (the gateway closes it afterwards).
     """
@@ -214,6 +215,27 @@ class BoundPath(metaclass=_GatewayMade):
     def is_dir(self) -> bool:
         info = self._lstat()
         return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def stat(self) -> os.stat_result:
+        """``lstat`` of the checked name (a link is reported as a link, never followed)."""
+        info = self._lstat()
+        if info is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.relative)
+        return info
+
+    def mkdir(self, mode: int = 0o777) -> None:
+        os.mkdir(self._name, mode, dir_fd=self._fd())
+
+    def rmdir(self) -> None:
+        os.rmdir(self._name, dir_fd=self._fd())
+
+    def unlink(self) -> None:
+        os.unlink(self._name, dir_fd=self._fd())
+
+    def rename_to(self, target: BoundPath) -> None:
+        """Rename the checked name to ``target``'s, both through their directories' descriptors
+        (a link is moved as a link, never followed)."""
+        os.rename(self._name, target._name, src_dir_fd=self._fd(), dst_dir_fd=target._fd())
 
     def iterdir_names(self) -> list[str]:
         """The names in this directory (not followed if it has become a link)."""

@@ -13,6 +13,7 @@ from safeexec.capabilities import ToolError
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
+    BUILT_VIEWS,
     LAZY_INTERNAL_IMPORTS,
     MODULE_ALLOWLISTS,
     module_matches,
@@ -24,6 +25,7 @@ from safeexec.sandbox.restricted.budget import (
     _counted,
     _CountedRange,
 )
+from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
     CLASS_LIKE,
@@ -40,7 +42,8 @@ from safeexec.sandbox.restricted.guards import (
 )
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
-from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile
+from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
+from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
 
 
 class RestrictedExecutor:
@@ -72,6 +75,7 @@ class RestrictedExecutor:
         self._budget = _closed_budget()
         self.guards = Guards()
         self._views: dict[str, ModuleView] = {}
+        self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
         self._random = random.Random()
         self.last_denials: tuple[tuple[str, str], ...] = ()
@@ -86,6 +90,7 @@ class RestrictedExecutor:
     def reset(self) -> None:
         self.guards = Guards()
         self._views = {}
+        self._built = None
         self._namespace = self._fresh_namespace()
 
     def bind_tools(self, tools: Mapping[str, Callable[..., object]]) -> None:
@@ -291,9 +296,29 @@ class RestrictedExecutor:
             return view
         return self._view(name.split(".", 1)[0])
 
+    def _built_view(self, name: str) -> ModuleView:
+        """A view the runtime builds (``os``, ``pathlib``, ``sys``…): never the real module."""
+        if self._built is None:
+            built = dict(environment_views(self))
+            if self._files is not None:
+                built.update(workdir_views(self, WorkdirOps(self._files)))
+            self._built = built
+        source = self._built.get(name)
+        if source is None:
+            raise ImportError(f"{name!r} needs a working directory in restricted mode")
+        attributes = {a: source[a] for a in MODULE_ALLOWLISTS[name] if a in source}
+        fresh = {a: attributes.pop(a) for a in list(attributes) if f"{name}.{a}" in FRESH_VALUES}
+        if name == "os" and self._import_allowed("os.path"):
+            attributes["path"] = self._view("os.path")
+        view = ModuleView(name, attributes, fresh)  # type: ignore[arg-type]
+        self._views[name] = view
+        return view
+
     def _view(self, name: str) -> ModuleView:
         if name in self._views:
             return self._views[name]
+        if name in BUILT_VIEWS:
+            return self._built_view(name)
         import importlib
 
         module = importlib.import_module(name)
@@ -335,4 +360,6 @@ class RestrictedExecutor:
     ) -> WorkdirFile:
         """``open`` confined beneath the workdir (see :class:`Workdir`)."""
         assert self._files is not None
+        if isinstance(file, WorkdirPath):
+            file = str(file)
         return self._files.open(file, mode, buffering, encoding, errors, newline)

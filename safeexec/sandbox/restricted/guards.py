@@ -57,11 +57,21 @@ class ModuleView:
     refuses writes; attribute reads are plain and cost nothing extra.
     """
 
-    def __init__(self, label: str, attributes: Mapping[str, object]) -> None:
+    def __init__(
+        self,
+        label: str,
+        attributes: Mapping[str, object],
+        fresh: Mapping[str, Callable[[], object]] | None = None,
+    ) -> None:
         self.__dict__.update(attributes)
         self.__dict__["_label"] = label
+        # Mutable values made anew on every read (``sys.path``), so no two readers share one.
+        self.__dict__["_fresh"] = dict(fresh or {})
 
     def __getattr__(self, name: str) -> object:
+        fresh = self.__dict__.get("_fresh", {})
+        if name in fresh:
+            return fresh[name]()
         label = self.__dict__.get("_label", "?")
         raise AttributeError(f"restricted module {label!r} has no attribute {name!r} (not allowed)")
 
