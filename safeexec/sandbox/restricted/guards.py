@@ -92,6 +92,9 @@ def _is_module(value: object) -> bool:
     return type(value) is types.ModuleType
 
 
+# What an exception says about the exceptions around it (``raise ... from ...`` chains).
+_EXCEPTION_LINKS = frozenset({"__cause__", "__context__", "__suppress_context__"})
+
 # Receivers whose attribute reads can hand out a method without its receiver: classes,
 # ``super`` objects, and generic aliases (``typing.Mapping``, ``Mapping[str, int]``), which
 # forward attribute reads to their class.
@@ -228,6 +231,8 @@ class Guards:
             return self.type_aliases.get(type(obj), type(obj))
         if name == "format" and type(obj) is str:
             return _safe_str_format(obj)
+        if name in _EXCEPTION_LINKS and isinstance(obj, BaseException):
+            return getattr(obj, name)  # other exceptions, or None (never the traceback)
         if self.is_own(obj):
             if name.startswith("__") and name.endswith("__"):
                 if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
