@@ -28,7 +28,6 @@ from safeexec.sandbox.restricted.budget import (
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
-    CLASS_LIKE,
     GuardError,
     Guards,
     ModuleView,
@@ -209,8 +208,7 @@ class RestrictedExecutor:
             "__name__": "__sandbox__",  # not "__main__": see the transformer's visit_Name
             "_getattr_": guards.getattr_guard,
             "_cattr_": guards.class_attribute,
-            "_isinst_": isinstance,
-            "_classlike_": CLASS_LIKE,
+            "_plain_": guards.plain_types,
             "_augwrite_": guards.augmented_target,
             "_msubject_": guards.match_subject,
             "_mvalue_": guards.match_value,

@@ -177,6 +177,9 @@ class Guards:
 
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
+        # Types whose instances are not class-like (the inline test of a public read, see
+        # ``class_attribute``); filled as the code reads attributes.
+        self.plain_types: set[type] = set()
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
         self.type_aliases: dict[type, object] = {}
@@ -300,6 +303,11 @@ class Guards:
         Instances give bound methods, so only class-level reads can hand out a library method
         without its receiver; those come back receiver-checked (see ``_unbound_checked``).
         """
+        if not isinstance(obj, CLASS_LIKE):
+            # Whether a value is class-like depends on its type alone (``__class__`` and
+            # ``__bases__`` cannot be written): later reads off this type take the inline path.
+            self.plain_types.add(type(obj))
+            return getattr(obj, name)
         value = getattr(obj, name)
         return self._checked(self._unbound_checked(obj, name, value))
 

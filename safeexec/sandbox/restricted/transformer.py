@@ -125,8 +125,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         """A public ``a.b``: plain on an instance; on a class (or ``super`` object) through
         ``_cattr_``, which never hands out a library method without its receiver.
 
-        A name receiver is tested inline (one C call); any other receiver is evaluated once,
-        inside the hook."""
+        A name receiver is tested inline: its type is in ``_plain_`` (types whose instances are
+        not class-like, recorded by the hook the first time it sees one) or it goes through the
+        hook; any other receiver is evaluated once, inside the hook."""
         hook = ast.Call(
             func=ast.Name("_cattr_", ast.Load()),
             args=[node.value, ast.Constant(node.attr)],
@@ -135,12 +136,16 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         copy_locations(hook, node)
         if not isinstance(node.value, ast.Name):
             return hook
-        test = ast.Call(
-            func=ast.Name("_isinst_", ast.Load()),
-            args=[ast.Name(node.value.id, ast.Load()), ast.Name("_classlike_", ast.Load())],
-            keywords=[],
+        test = ast.Compare(
+            left=ast.Call(
+                func=ast.Name("_type_", ast.Load()),
+                args=[ast.Name(node.value.id, ast.Load())],
+                keywords=[],
+            ),
+            ops=[ast.In()],
+            comparators=[ast.Name("_plain_", ast.Load())],
         )
-        checked = ast.IfExp(test=test, body=hook, orelse=node)
+        checked = ast.IfExp(test=test, body=node, orelse=hook)
         copy_locations(checked, node)
         return checked
 
