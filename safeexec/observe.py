@@ -148,8 +148,10 @@ def _status_line(result: ExecResult) -> str:
         case ExecStatus.DENIED_AT_RUNTIME:
             return _labelled("denied at runtime", message)
         case ExecStatus.INTERRUPTED:
-            return f"[{message}]" if message.startswith("interrupted") else _labelled(
-                "interrupted", message
+            return (
+                f"[{message}]"
+                if message.startswith("interrupted")
+                else _labelled("interrupted", message)
             )
     return _labelled(str(result.status), message)
 

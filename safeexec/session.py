@@ -606,6 +606,7 @@ class Session:
                 require=frozenset(self.policy.backends.require),
                 imports=self.policy.imports.allow,
                 env=self._sandbox_env(),
+                workdir_symlinks=self.policy.sandbox.workdir_symlinks,
             )
         )
         self._open[mode] = session

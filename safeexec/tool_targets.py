@@ -36,7 +36,14 @@ _MAX_COMPONENTS = 256
 
 
 class TargetRefused(Exception):
-    """A path or URL argument that cannot be handed to the tool (message goes back to the code)."""
+    """A path or URL argument that cannot be handed to the tool (message goes back to the code).
+
+    ``missing`` is True when a directory on the way does not exist (not a link, not outside).
+    """
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 # -- paths -------------------------------------------------------------------------------------
@@ -133,7 +140,8 @@ class BoundPath(metaclass=_GatewayMade):
     Everything opens through that descriptor with ``O_NOFOLLOW``: a symbolic link, FIFO, device
     or multiply-linked file put there later is refused, never followed. It offers the
     ``pathlib.Path`` calls a tool needs (``read_text``, ``read_bytes``, ``write_text``,
-    ``write_bytes``, ``open``, ``exists``, ``is_file``, ``is_dir``, ``iterdir_names``) and on
+    ``write_bytes``, ``open``, ``exists``, ``is_file``, ``is_dir``, ``iterdir_names``, ``stat``,
+    ``mkdir``, ``rmdir``, ``unlink``, ``rename_to``) and on
     purpose no ``__fspath__``: there is no pathname to hand to anything else. Valid only during
     the tool call (the gateway closes it afterwards).
     """
@@ -158,7 +166,8 @@ class BoundPath(metaclass=_GatewayMade):
         except OSError as exc:
             raise TargetRefused(
                 f"{value[:200]!r} does not resolve beneath the tool's root without links "
-                f"({exc.strerror})"
+                f"({exc.strerror})",
+                missing=exc.errno in (errno.ENOENT, errno.ENOTDIR),
             ) from None
         finally:
             os.close(root_fd)
@@ -207,6 +216,27 @@ class BoundPath(metaclass=_GatewayMade):
         info = self._lstat()
         return info is not None and stat.S_ISDIR(info.st_mode)
 
+    def stat(self) -> os.stat_result:
+        """``lstat`` of the checked name (a link is reported as a link, never followed)."""
+        info = self._lstat()
+        if info is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.relative)
+        return info
+
+    def mkdir(self, mode: int = 0o777) -> None:
+        os.mkdir(self._name, mode, dir_fd=self._fd())
+
+    def rmdir(self) -> None:
+        os.rmdir(self._name, dir_fd=self._fd())
+
+    def unlink(self) -> None:
+        os.unlink(self._name, dir_fd=self._fd())
+
+    def rename_to(self, target: BoundPath) -> None:
+        """Rename the checked name to ``target``'s, both through their directories' descriptors
+        (a link is moved as a link, never followed)."""
+        os.rename(self._name, target._name, src_dir_fd=self._fd(), dst_dir_fd=target._fd())
+
     def iterdir_names(self) -> list[str]:
         """The names in this directory (not followed if it has become a link)."""
         fd = os.open(self._name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd())
@@ -216,7 +246,13 @@ class BoundPath(metaclass=_GatewayMade):
             os.close(fd)
 
     def open(
-        self, mode: str = "r", *, encoding: str | None = None, errors: str | None = None
+        self,
+        mode: str = "r",
+        *,
+        buffering: int = -1,
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
     ) -> typing.IO[typing.Any]:
         """Open the checked file like ``Path.open``; a regular file with one link only."""
         flags = _mode_flags(mode)
@@ -229,8 +265,8 @@ class BoundPath(metaclass=_GatewayMade):
                 raise OSError(errno.EMLINK, "a file with several hard links", self.relative)
             os.set_blocking(fd, True)
             if "t" in mode or "b" not in mode:
-                return open(fd, mode, encoding=encoding or "utf-8", errors=errors)
-            return open(fd, mode)
+                return open(fd, mode, buffering, encoding or "utf-8", errors, newline)
+            return open(fd, mode, buffering)
         except BaseException:
             os.close(fd)
             raise

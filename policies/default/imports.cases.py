@@ -32,14 +32,15 @@ import zipfile, gzip, tarfile  # ok: SX201
 
 # case: restricted mode has no view of the native-only modules
 # mode: restricted
-import os  # expect: SX201, SX205
+import threading  # expect: SX201, SX205
 import sqlite3  # expect: SX201, SX205
 import numpy as np  # expect: SX201, SX205
 import json, math  # ok: SX201, SX205
 
-# case: an allowlisted module without a restricted view is refused there, as the runtime would
+# case: restricted mode runs the views it builds of the file and environment modules
 # mode: restricted
-import pathlib  # expect: SX201
+import os, os.path, pathlib, glob, shutil, tempfile, sys, traceback  # ok: SX201, SX205
+from pathlib import Path  # ok: SX201, SX205
 
 # case: relative imports are never covered by the allowlist
 from . import secrets_module  # expect: SX201

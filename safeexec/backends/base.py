@@ -76,7 +76,8 @@ class SessionSpec:
     ``workdir`` ``None`` makes a temporary directory that is removed on close; ``require``
     names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
     policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
-    environment the sandboxed code sees (modes without one ignore it).
+    environment the sandboxed code sees (modes without one ignore it); ``workdir_symlinks``
+    grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``).
     """
 
     blobs: BlobStore
@@ -86,6 +87,7 @@ class SessionSpec:
     require: frozenset[str] = frozenset()
     imports: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    workdir_symlinks: bool = False
 
 
 class BackendSession(Protocol):

@@ -19,8 +19,9 @@ cannot fork and for the ablation. It is **weaker**, plainly:
   threads' allocations count too, and one huge allocation is not stopped before it happens);
   file sizes and disk use are not bounded; no confinement layer can be required (``require``
   raises ``BackendUnavailable``);
-* output is capped as it is written; tools and files work as in the worker (``open`` is confined
-  beneath the workdir by path checks only); ``env`` is ignored (the code has no ``os.environ``);
+* output is capped as it is written; tools and files work as in the worker (``open`` and the file
+  views resolve beneath the workdir through ``BoundPath``, links never followed, as the host's
+  uid); ``env`` is ignored (the ``os`` view's ``environ`` is empty);
 * sandbox objects live in the host process: they never cross into host code (tool arguments and
   results are JSON-plain copies), but a RestrictedPython or guard bug here is a host compromise.
 * CPython 3.11 recurses in C without a depth check through deeply nested objects (hashing a
@@ -86,8 +87,8 @@ _IN_PROCESS_GAPS = (
     "big-integer arithmetic (only re is time-limited, on the regex engine)",
     "memory is watched, not bounded: one huge allocation happens before the watchdog sees it, "
     "and other host threads' allocations count too",
-    "file sizes and disk use in the workdir are not bounded; open() is confined by path checks "
-    "only, as the host's own uid",
+    "file sizes and disk use in the workdir are not bounded; open() and the file views resolve "
+    "beneath the workdir without following links, but run as the host's own uid",
     "no confinement layer (namespaces, Landlock, seccomp, rlimits) can be required",
     "deep nesting (hashing a million-deep tuple) overflows the C stack and kills the host process",
     "library code written in Python (difflib, statistics) runs without budget ticks between its "

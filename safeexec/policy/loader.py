@@ -241,7 +241,8 @@ _SECTIONS: dict[str, dict[str, _Check]] = {
     "sandbox": {
         "env_passthrough": _str_list(
             lambda n: bool(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", n)), "an environment variable name"
-        )
+        ),
+        "workdir_symlinks": _is_bool,
     },
 }
 

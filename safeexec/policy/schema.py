@@ -102,9 +102,16 @@ class BudgetConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxConfig:
-    """Host environment variable names passed into the sandbox (nothing else is)."""
+    """What the sandbox gets from the host beyond the defaults.
+
+    ``env_passthrough``: host environment variable names passed in (nothing else is).
+    ``workdir_symlinks``: let native code make symbolic links in the workdir (Landlock's
+    ``MAKE_SYM``). Off by default: a planted link is the first step of every race against host
+    code that opens paths there; tools and the restricted ``open`` never follow links anyway.
+    """
 
     env_passthrough: tuple[str, ...] = ()
+    workdir_symlinks: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -333,14 +333,19 @@ def _no_new_privs(confinement: Confinement) -> None:
 def _landlock(config: SessionConfig, placement: Placement, confinement: Confinement) -> None:
     try:
         result = landlock.restrict(
-            read_only=placement.read_only, read_write=(config.workdir, *_DEVICES_READ_WRITE)
+            read_only=placement.read_only,
+            read_write=(config.workdir, *_DEVICES_READ_WRITE),
+            make_symlinks=config.workdir_symlinks,
         )
     except OSError as exc:
         reason = f"landlock: {exc.strerror or exc}"
         for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):
             confinement.mark(layer, False, reason)
         return
-    confinement.mark(Layer.LANDLOCK, True, f"ABI {result.abi}; read-write only {config.workdir}")
+    links = "symlinks granted" if config.workdir_symlinks else "no symlinks"
+    confinement.mark(
+        Layer.LANDLOCK, True, f"ABI {result.abi}; read-write only {config.workdir} ({links})"
+    )
     confinement.mark(
         Layer.LANDLOCK_NET, result.net, "TCP bind/connect denied" if result.net else "needs ABI 4"
     )

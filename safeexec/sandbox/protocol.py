@@ -287,6 +287,7 @@ class SessionConfig:
     executor: str = "python"
     imports: tuple[str, ...] = ()
     tool_names: tuple[str, ...] = ()
+    workdir_symlinks: bool = False
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -302,6 +303,7 @@ class SessionConfig:
             "executor": self.executor,
             "imports": list(self.imports),
             "tool_names": list(self.tool_names),
+            "workdir_symlinks": self.workdir_symlinks,
         }
 
     @classmethod
@@ -322,6 +324,7 @@ class SessionConfig:
             executor=_field(message, "executor", str),
             imports=_strings(message, "imports"),
             tool_names=_strings(message, "tool_names"),
+            workdir_symlinks=_field(message, "workdir_symlinks", bool),
         )
 
 

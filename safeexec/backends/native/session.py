@@ -165,6 +165,7 @@ class NativeSession:
         self.required = required
         self.imports = tuple(spec.imports)
         self.env = dict(spec.env)
+        self.workdir_symlinks = spec.workdir_symlinks
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         self._closed = False
@@ -426,6 +427,7 @@ class NativeSession:
             executor=self._backend.executor,
             imports=self.imports,
             tool_names=self._tool_names,
+            workdir_symlinks=self.workdir_symlinks,
         )
         try:
             template.spawn([child_end.fileno(), out_write, err_write])

@@ -6,7 +6,12 @@ Sandboxed code is transformed by :class:`SafeexecTransformer` (RestrictedPython'
 default-deny grammar and closes its compatibility gaps where that is safe:
 
 * attribute names are checked **at compile time**. A plain ``a.b`` whose name is public and not on
-  the dangerous list compiles to a direct attribute load (no guard call: this is the fast path);
+  the dangerous list compiles to a direct attribute load when ``a`` is not a class (one inline
+  ``isinstance`` test, or the ``_cattr_`` hook for a receiver that is not a name); read off a
+  class, a ``super`` object or a generic alias, a library method comes back receiver-checked
+  (``Counter.copy(OwnClass)`` would run host code on a foreign ``self``), and augmented
+  assignments and ``match`` patterns, which read attributes with the interpreter's own getattr,
+  take the same guard;
   names starting with ``_`` and dangerous names (``format``, ``format_map``, ``mro``, frame and code
   attributes…) compile to a ``_getattr_`` call that only allows them on objects the code created;
 * attribute writes go through ``_write_``, which only admits objects of classes the code defined;

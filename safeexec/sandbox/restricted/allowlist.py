@@ -237,7 +237,46 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "reprlib": _names("repr Repr"),
     "zoneinfo": _names("ZoneInfo ZoneInfoNotFoundError"),
     "__future__": _names("annotations"),
+    # Views the runtime builds itself (workdir_views.py, environment_views.py): not the real
+    # modules; every file-system call resolves beneath the workdir and never follows a link.
+    "os": _names(
+        "sep linesep curdir pardir name environ getenv getcwd cpu_count listdir walk stat mkdir "
+        "makedirs remove unlink rmdir rename replace path"
+    ),
+    "os.path": _names(
+        "join basename dirname split splitext normpath isabs commonprefix commonpath sep exists "
+        "isfile isdir getsize getmtime abspath relpath"
+    ),
+    "pathlib": _names("Path PosixPath PurePath PurePosixPath"),
+    "glob": _names("glob escape"),
+    "shutil": _names("copy copyfile copy2 move rmtree disk_usage"),
+    "tempfile": _names("TemporaryDirectory mkdtemp"),
+    "sys": _names(
+        "version version_info hexversion platform byteorder maxsize maxunicode float_info "
+        "int_info path argv stdout stderr getsizeof getrecursionlimit getdefaultencoding "
+        "getfilesystemencoding"
+    ),
+    "platform": _names("python_version python_implementation system machine"),
+    "locale": _names("getpreferredencoding getencoding"),
+    "traceback": _names("format_exc print_exc format_exception format_exception_only"),
 }
+
+# The views above the runtime builds (the real module is never imported for them); those that
+# touch files exist only where the executor has a workdir.
+BUILT_VIEWS = frozenset(
+    {
+        "os",
+        "os.path",
+        "pathlib",
+        "glob",
+        "shutil",
+        "tempfile",
+        "sys",
+        "platform",
+        "locale",
+        "traceback",
+    }
+)
 
 # Modules that allowed modules import lazily from C on first use (``datetime.strptime`` imports
 # ``_strptime``), mapped to the allowed modules that need them. C's ``PyImport_Import`` calls the
@@ -265,6 +304,7 @@ _BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
 # functions from these homes run on sandboxed code's behalf and are vetted with the module.
 IMPLEMENTATION_MODULES: Mapping[str, frozenset[str]] = {
     "json": frozenset({"_json"}),
+    "os.path": frozenset({"posixpath", "genericpath"}),
 }
 
 

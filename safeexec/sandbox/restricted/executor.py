@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import os
 import random
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -14,6 +13,7 @@ from safeexec.capabilities import ToolError
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
+    BUILT_VIEWS,
     LAZY_INTERNAL_IMPORTS,
     MODULE_ALLOWLISTS,
     module_matches,
@@ -25,6 +25,7 @@ from safeexec.sandbox.restricted.budget import (
     _counted,
     _CountedRange,
 )
+from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
     GuardError,
@@ -40,7 +41,8 @@ from safeexec.sandbox.restricted.guards import (
 )
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
-from safeexec.sandbox.restricted.workdir_files import WorkdirFile
+from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
+from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
 
 
 class RestrictedExecutor:
@@ -63,6 +65,7 @@ class RestrictedExecutor:
     ) -> None:
         self._imports = tuple(imports)
         self._workdir = None if workdir is None else Path(workdir).resolve()
+        self._files = None if self._workdir is None else Workdir(self._workdir)
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
         self._counting = count_operations
         self._output_bytes = output_bytes
@@ -71,6 +74,7 @@ class RestrictedExecutor:
         self._budget = _closed_budget()
         self.guards = Guards()
         self._views: dict[str, ModuleView] = {}
+        self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
         self._random = random.Random()
         self.last_denials: tuple[tuple[str, str], ...] = ()
@@ -85,6 +89,7 @@ class RestrictedExecutor:
     def reset(self) -> None:
         self.guards = Guards()
         self._views = {}
+        self._built = None
         self._namespace = self._fresh_namespace()
 
     def bind_tools(self, tools: Mapping[str, Callable[..., object]]) -> None:
@@ -202,6 +207,11 @@ class RestrictedExecutor:
             "__builtins__": self._builtins(guards),
             "__name__": "__sandbox__",  # not "__main__": see the transformer's visit_Name
             "_getattr_": guards.getattr_guard,
+            "_cattr_": guards.class_attribute,
+            "_plain_": guards.plain_types,
+            "_augwrite_": guards.augmented_target,
+            "_msubject_": guards.match_subject,
+            "_mvalue_": guards.match_value,
             "_write_": guards.write_guard,
             "_type_": type,
             "_own_": guards.own_classes,
@@ -284,9 +294,29 @@ class RestrictedExecutor:
             return view
         return self._view(name.split(".", 1)[0])
 
+    def _built_view(self, name: str) -> ModuleView:
+        """A view the runtime builds (``os``, ``pathlib``, ``sys``…): never the real module."""
+        if self._built is None:
+            built = dict(environment_views(self))
+            if self._files is not None:
+                built.update(workdir_views(self, WorkdirOps(self._files)))
+            self._built = built
+        source = self._built.get(name)
+        if source is None:
+            raise ImportError(f"{name!r} needs a working directory in restricted mode")
+        attributes = {a: source[a] for a in MODULE_ALLOWLISTS[name] if a in source}
+        fresh = {a: attributes.pop(a) for a in list(attributes) if f"{name}.{a}" in FRESH_VALUES}
+        if name == "os" and self._import_allowed("os.path"):
+            attributes["path"] = self._view("os.path")
+        view = ModuleView(name, attributes, fresh)  # type: ignore[arg-type]
+        self._views[name] = view
+        return view
+
     def _view(self, name: str) -> ModuleView:
         if name in self._views:
             return self._views[name]
+        if name in BUILT_VIEWS:
+            return self._built_view(name)
         import importlib
 
         module = importlib.import_module(name)
@@ -325,18 +355,9 @@ class RestrictedExecutor:
         encoding: str | None = None,
         errors: str | None = None,
         newline: str | None = None,
-    ) -> object:
-        """``open`` confined beneath the workdir (no ``..``, absolute or symlink escapes)."""
-        assert self._workdir is not None
-        if type(file) is not str or type(mode) is not str:
-            raise TypeError("open(): file and mode must be strings")
-        if set(mode) - set("rwaxbt+"):
-            raise ValueError(f"open(): invalid mode {mode!r}")
-        target = Path(os.path.realpath(self._workdir / file))
-        if target != self._workdir and self._workdir not in target.parents:
-            raise PermissionError(f"open(): {file!r} is outside the working directory")
-        if "b" in mode:
-            return WorkdirFile._wrap(open(target, mode, buffering), name=file)
-        return WorkdirFile._wrap(
-            open(target, mode, buffering, encoding or "utf-8", errors, newline), name=file
-        )
+    ) -> WorkdirFile:
+        """``open`` confined beneath the workdir (see :class:`Workdir`)."""
+        assert self._files is not None
+        if isinstance(file, WorkdirPath):
+            file = str(file)
+        return self._files.open(file, mode, buffering, encoding, errors, newline)

@@ -4,11 +4,13 @@ safe ``str.format`` and the ``print`` collector."""
 from __future__ import annotations
 
 import builtins
+import collections
 import contextvars
 import io
 import string
 import threading
 import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -55,11 +57,21 @@ class ModuleView:
     refuses writes; attribute reads are plain and cost nothing extra.
     """
 
-    def __init__(self, label: str, attributes: Mapping[str, object]) -> None:
+    def __init__(
+        self,
+        label: str,
+        attributes: Mapping[str, object],
+        fresh: Mapping[str, Callable[[], object]] | None = None,
+    ) -> None:
         self.__dict__.update(attributes)
         self.__dict__["_label"] = label
+        # Mutable values made anew on every read (``sys.path``), so no two readers share one.
+        self.__dict__["_fresh"] = dict(fresh or {})
 
     def __getattr__(self, name: str) -> object:
+        fresh = self.__dict__.get("_fresh", {})
+        if name in fresh:
+            return fresh[name]()
         label = self.__dict__.get("_label", "?")
         raise AttributeError(f"restricted module {label!r} has no attribute {name!r} (not allowed)")
 
@@ -78,6 +90,64 @@ class ModuleView:
 
 def _is_module(value: object) -> bool:
     return type(value) is types.ModuleType
+
+
+# What an exception says about the exceptions around it (``raise ... from ...`` chains).
+_EXCEPTION_LINKS = frozenset({"__cause__", "__context__", "__suppress_context__"})
+
+# Receivers whose attribute reads can hand out a method without its receiver: classes,
+# ``super`` objects, and generic aliases (``typing.Mapping``, ``Mapping[str, int]``), which
+# forward attribute reads to their class.
+_ALIASES = (types.GenericAlias, typing._BaseGenericAlias)  # type: ignore[attr-defined]
+CLASS_LIKE = (type, super, *_ALIASES)
+# What a class-level read may hand out as it is: C methods check their receiver themselves,
+# bound methods have one, and data descriptors hand out no function.
+_SELF_CHECKING = (
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.MemberDescriptorType,
+    types.GetSetDescriptorType,
+    property,
+    type,
+    type(collections.namedtuple("_Probe", "field").field),  # type: ignore[attr-defined]
+)
+
+
+def _class_entry(owner: object, name: str) -> tuple[type, object]:
+    """The class a method read off ``owner`` must be called on, and the raw ``__dict__`` entry
+    the read found (``None`` when no class along the lookup defines it)."""
+    if isinstance(owner, _ALIASES):
+        origin = owner.__origin__
+        owner = origin if isinstance(origin, type) else type(owner)
+    if isinstance(owner, super):
+        start = owner.__thisclass__  # type: ignore[attr-defined]
+        holder = owner.__self__  # type: ignore[attr-defined]
+        receiver = holder if isinstance(holder, type) else start
+        mro = getattr(owner.__self_class__, "__mro__", (start,))  # type: ignore[attr-defined]
+        lookup = mro[mro.index(start) + 1 :] if start in mro else ()
+    else:
+        assert isinstance(owner, type)
+        receiver = owner
+        lookup = owner.__mro__
+    for base in lookup:
+        if name in base.__dict__:
+            return receiver, base.__dict__[name]
+    return receiver, None
+
+
+class _MatchValue:
+    """Holds a value pattern's value, read by guarded code (see ``Guards.match_value``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
 
 class _SafeFormatter(string.Formatter):
@@ -107,6 +177,9 @@ class Guards:
 
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
+        # Types whose instances are not class-like (the inline test of a public read, see
+        # ``class_attribute``); filled as the code reads attributes.
+        self.plain_types: set[type] = set()
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
         self.type_aliases: dict[type, object] = {}
@@ -161,6 +234,8 @@ class Guards:
             return self.type_aliases.get(type(obj), type(obj))
         if name == "format" and type(obj) is str:
             return _safe_str_format(obj)
+        if name in _EXCEPTION_LINKS and isinstance(obj, BaseException):
+            return getattr(obj, name)  # other exceptions, or None (never the traceback)
         if self.is_own(obj):
             if name.startswith("__") and name.endswith("__"):
                 if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
@@ -172,7 +247,7 @@ class Guards:
                 return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
         elif name in USER_DUNDERS:
             if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
-                return self._checked(getattr(obj, name))
+                return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
             if isinstance(obj, type) and obj.__module__ == "builtins":
                 return self._checked(getattr(obj, name))
         raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
@@ -186,30 +261,86 @@ class Guards:
         return any(k in self.own_classes and name in k.__dict__ for k in cls.__mro__)
 
     def _unbound_checked(self, owner: object, name: str, value: object) -> object:
-        """A host-made function read off an own class (a dataclass ``__init__``, an inherited
-        ``Enum.__repr__``) runs unguarded host code on its first argument: it only takes
-        instances of that class, never a host object to write to or look through."""
-        if not isinstance(owner, type) or not isinstance(value, types.FunctionType):
+        """A host-made method read off a class (a dataclass ``__init__``, ``Counter.copy``, an
+        inherited ``Enum.__repr__``) runs unguarded host code on its first argument: it only
+        takes instances of that class, never a host object to write to or look through.
+
+        ``owner`` is the class (or the ``super`` object) the name was read from. Functions are
+        wrapped; C methods check their receiver themselves; other descriptors that would hand
+        out a function (``cached_property``, ``lru_cache`` wrappers) are wrapped if callable and
+        refused otherwise, unless they are plain data descriptors.
+        """
+        if not isinstance(owner, CLASS_LIKE) or isinstance(value, _SELF_CHECKING):
             return value
         if self.is_own_function(value):
             return value
-        for base in owner.__mro__:
-            if name in base.__dict__:
-                if isinstance(base.__dict__[name], staticmethod):
-                    return value
-                break
+        receiver_class, entry = _class_entry(owner, name)
+        if isinstance(entry, staticmethod):
+            return value  # written to take any arguments, like a module's function
+        if not isinstance(value, types.FunctionType) and not hasattr(type(value), "__get__"):
+            return value  # a constant, a nested class, an instance: no receiver to check
+        if not callable(value):
+            raise GuardError(
+                f"{receiver_class.__name__}.{name} is a {type(value).__name__} descriptor; "
+                "read it from an instance instead of the class"
+            )
 
         def unbound(receiver: object, /, *args: object, **kwargs: object) -> object:
-            if not isinstance(receiver, owner):
+            if not isinstance(receiver, receiver_class):
                 raise GuardError(
-                    f"{owner.__name__}.{name} takes an instance of {owner.__name__!r} first, "
-                    f"not {type(receiver).__name__!r}"
+                    f"{receiver_class.__name__}.{name} takes an instance of "
+                    f"{receiver_class.__name__!r} first, not {type(receiver).__name__!r}"
                 )
             return value(receiver, *args, **kwargs)
 
         unbound.__name__ = unbound.__qualname__ = name
-        unbound.__doc__ = value.__doc__
+        unbound.__doc__ = getattr(value, "__doc__", None)
         return unbound
+
+    def class_attribute(self, obj: object, name: str) -> object:
+        """``_cattr_``: a public attribute read off a class or a ``super`` object.
+
+        Instances give bound methods, so only class-level reads can hand out a library method
+        without its receiver; those come back receiver-checked (see ``_unbound_checked``).
+        """
+        if not isinstance(obj, CLASS_LIKE):
+            # Whether a value is class-like depends on its type alone (``__class__`` and
+            # ``__bases__`` cannot be written): later reads off this type take the inline path.
+            self.plain_types.add(type(obj))
+            return getattr(obj, name)
+        value = getattr(obj, name)
+        return self._checked(self._unbound_checked(obj, name, value))
+
+    def augmented_target(self, obj: object, name: str) -> object:
+        """``_augwrite_``: the receiver of ``obj.name op= value``.
+
+        The interpreter reads ``obj.name`` itself before the operator, so an augmented
+        assignment must not read what a plain read would not hand out: the read goes through
+        the same guard, and a value the guard would wrap or refuse is refused here.
+        """
+        target = self.write_guard(obj)
+        if name.startswith("_") or name in DENIED_ATTRIBUTES:
+            checked = self.getattr_guard(obj, name)
+        elif isinstance(obj, CLASS_LIKE):
+            checked = self.class_attribute(obj, name)
+        else:
+            return target
+        if checked is not getattr(obj, name):
+            raise GuardError(f"augmented assignment to {name!r} of this object is not allowed")
+        return target
+
+    def match_subject(self, subject: object) -> object:
+        """The subject of a ``match`` with class patterns: class patterns read attributes with
+        the interpreter's own ``getattr``, which on a class would hand out unbound methods."""
+        if isinstance(subject, CLASS_LIKE):
+            raise GuardError("class patterns cannot match a class or a super object")
+        return subject
+
+    def match_value(self, value: object) -> _MatchValue:
+        """A value pattern's dotted name, read by guarded code before the ``match`` (the
+        pattern then compares against ``holder.value``: the interpreter's own read would hand
+        an unbound method to an ``__eq__`` the code wrote)."""
+        return _MatchValue(value)
 
     @staticmethod
     def _checked(value: object) -> object:
@@ -224,6 +355,8 @@ class Guards:
         try:
             if name.startswith("_") or name in DENIED_ATTRIBUTES:
                 return self.getattr_guard(obj, name)
+            if isinstance(obj, CLASS_LIKE):
+                return self.class_attribute(obj, name)
             return self._checked(getattr(obj, name))
         except AttributeError:
             if default:

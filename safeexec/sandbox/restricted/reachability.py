@@ -15,9 +15,11 @@ builtins, every module view, those own objects and the ``print`` collector:
 
 Anything of a forbidden kind that turns up is a :class:`Reached` line in the report: a real module,
 a frame, a code object, a traceback, a module's globals dict, a function or module-bound builtin
-from a module outside the vetted homes, a metaclass or a class that builds functions or opens
-files, the real builtins, ``sys.modules``, the runtime's own objects, a change to the sandbox's
-namespace made by host code, or a change to a host object. The crawl is bounded by depth and by
+from a module outside the vetted homes, a library method without its receiver
+(``Counter.copy`` read off the class: host code that runs on whatever ``self`` it is given), a
+metaclass or a class that builds functions or opens files, the real builtins, ``sys.modules``,
+the runtime's own objects, a change to the sandbox's namespace made by host code, or a change
+to a host object. The crawl is bounded by depth and by
 counts, so it runs in seconds; host objects a probe changed are restored afterwards.
 """
 
@@ -47,7 +49,7 @@ from safeexec.sandbox.restricted.allowlist import (
 )
 from safeexec.sandbox.restricted.budget import OperationBudget
 from safeexec.sandbox.restricted.executor import RestrictedExecutor
-from safeexec.sandbox.restricted.guards import GuardError, Guards
+from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError, Guards
 
 __all__ = ["CrawlLimits", "CrawlReport", "Reached", "crawl", "crawl_modes"]
 
@@ -77,6 +79,8 @@ from safeexec.sandbox.restricted.reachability_probes import (
     _restore,
     _Snapshot,
     _state,
+    _unbound_method,
+    home_is_runtime,
 )
 
 
@@ -510,6 +514,8 @@ class _Crawler:
         """What ``obj.name`` gives restricted code: a plain load, or the ``_getattr_`` guard."""
         if name.startswith("_") or name in DENIED_ATTRIBUTES:
             return self.executor.guards.getattr_guard(obj, name)
+        if isinstance(obj, CLASS_LIKE):
+            return self.executor.guards.class_attribute(obj, name)
         return getattr(obj, name)
 
     def _probe_calls(self, node: _Node) -> None:
@@ -635,7 +641,7 @@ class _Crawler:
                 return "dangerous class", f"the class {obj.__qualname__!r}"
         function = obj.__func__ if isinstance(obj, types.MethodType) else obj
         if isinstance(function, types.FunctionType):
-            return self._foreign_function(function)
+            return self._foreign_function(function, bound=function is not obj)
         if isinstance(obj, types.BuiltinFunctionType | types.BuiltinMethodType):
             owner = getattr(obj, "__self__", None)
             if isinstance(owner, types.ModuleType):
@@ -646,13 +652,19 @@ class _Crawler:
                 return "module builtin", f"{owner.__name__}.{obj.__name__} (bound to its module)"
         return None
 
-    def _foreign_function(self, function: types.FunctionType) -> tuple[str, str] | None:
+    def _foreign_function(
+        self, function: types.FunctionType, *, bound: bool
+    ) -> tuple[str, str] | None:
         if function.__globals__ is self.namespace:
             return None
         if function.__code__.co_filename == _FILENAME:
             return "foreign globals", f"own function {function.__qualname__!r} with other globals"
         home = function.__globals__.get("__name__")
         if id(function) in self.vetted or (isinstance(home, str) and self._vetted_home(home)):
+            if not bound and not home_is_runtime(home) and _unbound_method(function):
+                return "unbound method", (
+                    f"{home}.{function.__qualname__} without its receiver (host code on any self)"
+                )
             return None
         if set(function.__globals__) <= {"__builtins__"} and function.__module__ in (
             None,

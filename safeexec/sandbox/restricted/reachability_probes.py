@@ -263,6 +263,31 @@ def _items(obj: object) -> list[tuple[object, object]]:
     return []
 
 
+def home_is_runtime(home: object) -> bool:
+    """Is ``home`` (a function's module name) one of the runtime's own modules?"""
+    return isinstance(home, str) and any(
+        home == h or home.startswith(h + ".") for h in _RUNTIME_HOMES
+    )
+
+
+def _unbound_method(function: types.FunctionType) -> bool:
+    """Is ``function`` a method of a library class held without its receiver?
+
+    Its qualified name says it was defined in a class body (``Counter.copy``, not
+    ``f.<locals>.g``); a ``staticmethod`` is written to take any arguments and does not count.
+    """
+    parts = function.__qualname__.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return False
+    owner: object = sys.modules.get(function.__module__ or "")
+    for part in parts[:-1]:
+        owner = getattr(owner, part, None) if owner is not None else None
+    if isinstance(owner, type):
+        entry = owner.__dict__.get(parts[-1])
+        return not isinstance(entry, staticmethod)
+    return True
+
+
 def _is_data(obj: object) -> bool:
     kind = type(obj)
     return any(kind is t for t in _DATA)  # ``is``: a metaclass may define ``__eq__``

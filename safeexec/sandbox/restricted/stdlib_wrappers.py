@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.budget import _counted_producer
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
@@ -38,6 +38,36 @@ def _own_only(executor: RestrictedExecutor, decorator: Callable[..., object]) ->
     return wrapped
 
 
+def _refuse_class(helper: str, target: object) -> None:
+    if isinstance(target, CLASS_LIKE):
+        raise GuardError(
+            f"{helper} applies to functions in restricted mode, not to classes: it would copy "
+            "the class's methods, unbound, onto the wrapper"
+        )
+
+
+def _functions_only(executor: RestrictedExecutor, helper: Callable[..., Any]) -> object:
+    """A decorator built on ``update_wrapper`` (``functools.cache``, ``lru_cache``,
+    ``contextlib.contextmanager``) copies the wrapped object's ``__dict__`` onto its wrapper: for
+    a class, every method of it without its receiver (``cache(ChainMap).clear``). Functions only,
+    used bare or with options (``lru_cache(maxsize=32)``)."""
+    name = f"{helper.__module__}.{helper.__qualname__}"
+
+    def wrapped(*args: object, **kwargs: object) -> object:
+        if args and callable(args[0]):
+            _refuse_class(name, args[0])
+            return helper(*args, **kwargs)
+        decorator = helper(*args, **kwargs)
+
+        def apply(target: object) -> object:
+            _refuse_class(name, target)
+            return decorator(target)
+
+        return apply
+
+    return wrapped
+
+
 def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> object:
     """``functools.wraps`` that only ever writes the standard attributes, to functions the code
     defined: ``assigned``/``updated`` would make ``update_wrapper`` (host code) read and merge
@@ -50,6 +80,8 @@ def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> obje
                 "functools.wraps takes only the wrapped function in restricted mode: "
                 "assigned= and updated= are fixed"
             )
+
+        _refuse_class("functools.wraps", original)
 
         def apply(wrapper: object) -> object:
             if not executor.guards.is_own_function(wrapper):
@@ -148,5 +180,8 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "time.sleep": _wrap_sleep,
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
+    "functools.cache": _functions_only,
+    "functools.lru_cache": _functions_only,
+    "contextlib.contextmanager": _functions_only,
     "abc.abstractmethod": _wrap_abstractmethod,
 }

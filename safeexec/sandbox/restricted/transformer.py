@@ -29,6 +29,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         super().__init__(errors, warnings, used_names)
         self._class_stack: list[str] = []
         self._in_class_body = False
+        # Nodes and names the transformer made itself (match-pattern holders), left as built.
+        self._generated_nodes: set[int] = set()
+        self._hoisted = 0
 
     # -- names -----------------------------------------------------------------------------
     def check_name(
@@ -62,6 +65,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # is the constant "__main__". The namespace's own ``__name__`` is not: classes take their
         # ``__module__`` from it, and helpers such as dataclasses fetch the globals of
         # ``sys.modules[cls.__module__]``, which for "__main__" would be the host's main module.
+        if id(node) in self._generated_nodes:
+            return node
         if node.id == "__name__" and isinstance(node.ctx, ast.Load):
             return ast.copy_location(ast.Constant(value="__main__"), node)
         return super().visit_Name(node)
@@ -73,6 +78,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return name
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if id(node) in self._generated_nodes:
+            return node
         name = node.attr
         if name.endswith("__roles__"):
             self.error(node, f'"{name}" is an invalid attribute name.')
@@ -80,7 +87,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         guarded = name.startswith("_") or name in DENIED_ATTRIBUTES
         if isinstance(node.ctx, ast.Load):
             if not guarded:
-                return node
+                return self._class_checked(node)
             call = ast.Call(
                 func=ast.Name("_getattr_", ast.Load()),
                 args=[node.value, ast.Constant(self._mangle(name))],
@@ -114,6 +121,34 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         node.value = write
         return node
 
+    def _class_checked(self, node: ast.Attribute) -> ast.expr:
+        """A public ``a.b``: plain on an instance; on a class (or ``super`` object) through
+        ``_cattr_``, which never hands out a library method without its receiver.
+
+        A name receiver is tested inline: its type is in ``_plain_`` (types whose instances are
+        not class-like, recorded by the hook the first time it sees one) or it goes through the
+        hook; any other receiver is evaluated once, inside the hook."""
+        hook = ast.Call(
+            func=ast.Name("_cattr_", ast.Load()),
+            args=[node.value, ast.Constant(node.attr)],
+            keywords=[],
+        )
+        copy_locations(hook, node)
+        if not isinstance(node.value, ast.Name):
+            return hook
+        test = ast.Compare(
+            left=ast.Call(
+                func=ast.Name("_type_", ast.Load()),
+                args=[ast.Name(node.value.id, ast.Load())],
+                keywords=[],
+            ),
+            ops=[ast.In()],
+            comparators=[ast.Name("_plain_", ast.Load())],
+        )
+        checked = ast.IfExp(test=test, body=node, orelse=hook)
+        copy_locations(checked, node)
+        return checked
+
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         # Item access on reachable containers cannot produce a module (no module-holding
         # container is reachable), so loads and stores stay plain bytecode.
@@ -124,7 +159,41 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        return self.node_contents_visit(node)
+        target = node.target
+        if not isinstance(target, ast.Attribute):
+            return self.node_contents_visit(node)
+        # ``a.b += v`` reads ``a.b`` with the interpreter's own getattr: the receiver goes
+        # through ``_augwrite_``, which refuses what a plain read would not hand out. An own
+        # instance with a public name keeps the inline check (nothing to refuse there).
+        name = target.attr
+        if name.endswith("__roles__") or (name.startswith("__") and name.endswith("__")):
+            self.error(node, f'"{name}": assigning or deleting dunder attributes is not allowed.')
+        receiver = self.visit(target.value)
+        hook: ast.expr = ast.Call(
+            func=ast.Name("_augwrite_", ast.Load()),
+            args=[receiver, ast.Constant(self._mangle(name))],
+            keywords=[],
+        )
+        if isinstance(receiver, ast.Name) and not (
+            name.startswith("_") or name in DENIED_ATTRIBUTES
+        ):
+            hook = ast.IfExp(
+                test=ast.Compare(
+                    left=ast.Call(
+                        func=ast.Name("_type_", ast.Load()),
+                        args=[ast.Name(receiver.id, ast.Load())],
+                        keywords=[],
+                    ),
+                    ops=[ast.In()],
+                    comparators=[ast.Name("_own_", ast.Load())],
+                ),
+                body=ast.Name(receiver.id, ast.Load()),
+                orelse=hook,
+            )
+        copy_locations(hook, target.value)
+        target.value = hook
+        node.value = self.visit(node.value)
+        return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         return self.node_contents_visit(node)
@@ -253,8 +322,85 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     # Class patterns read attributes with the interpreter's own getattr: keyword patterns name them
     # (checked here like ``a.b``); positional ones come from ``__match_args__``, which the code
     # cannot set (dataclass and namedtuple fields are never dunders).
-    def visit_Match(self, node: ast.Match) -> ast.AST:
-        return self.node_contents_visit(node)
+    #
+    # Patterns read attributes and compare values with the interpreter's own machinery, so:
+    # a class pattern with sub-patterns may only sit at the top of a case (its subject is then
+    # the match subject, which ``_msubject_`` refuses when it is a class: ``case object(copy=f)``
+    # on ``Counter`` would bind the unbound ``Counter.copy``); a value pattern's or mapping key's
+    # dotted name is read by guarded code before the ``match`` and compared through a holder
+    # (``case Counter.copy:`` would hand the unbound method to an ``__eq__`` the code wrote).
+    def visit_Match(self, node: ast.Match) -> ast.AST | list[ast.stmt]:
+        hoisted: list[ast.stmt] = []
+        class_patterns = False
+        for case in node.cases:
+            class_patterns |= self._prepare_pattern(case.pattern, top=True, hoisted=hoisted)
+        node = self.node_contents_visit(node)
+        if class_patterns:
+            subject = ast.Call(
+                func=ast.Name("_msubject_", ast.Load()), args=[node.subject], keywords=[]
+            )
+            copy_locations(subject, node.subject)
+            node.subject = subject
+        return [*hoisted, node] if hoisted else node
+
+    def _prepare_pattern(self, pattern: ast.pattern, *, top: bool, hoisted: list[ast.stmt]) -> bool:
+        """Hoist dotted values, check class-pattern positions; True if ``pattern`` has a class
+        pattern with sub-patterns at the top."""
+        if isinstance(pattern, ast.MatchValue) and isinstance(pattern.value, ast.Attribute):
+            pattern.value = self._hoist_value(pattern.value, hoisted)
+        elif isinstance(pattern, ast.MatchMapping):
+            pattern.keys = [
+                self._hoist_value(k, hoisted) if isinstance(k, ast.Attribute) else k
+                for k in pattern.keys
+            ]
+            for sub in pattern.patterns:
+                self._prepare_pattern(sub, top=False, hoisted=hoisted)
+        elif isinstance(pattern, ast.MatchSequence):
+            for sub in pattern.patterns:
+                self._prepare_pattern(sub, top=False, hoisted=hoisted)
+        elif isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            return self._prepare_pattern(pattern.pattern, top=top, hoisted=hoisted)
+        elif isinstance(pattern, ast.MatchOr):
+            found = [self._prepare_pattern(p, top=top, hoisted=hoisted) for p in pattern.patterns]
+            return any(found)
+        elif isinstance(pattern, ast.MatchClass):
+            self._keep_class_name(pattern.cls)
+            reads = bool(pattern.patterns or pattern.kwd_patterns)
+            if reads and not top:
+                self.error(
+                    pattern,
+                    "a class pattern with sub-patterns is only allowed at the top of a case "
+                    "(match the inner value in a nested match statement)",
+                )
+            for sub in (*pattern.patterns, *pattern.kwd_patterns):
+                self._prepare_pattern(sub, top=False, hoisted=hoisted)
+            return reads
+        return False
+
+    def _keep_class_name(self, node: ast.expr) -> None:
+        """A class pattern's dotted name stays plain (patterns allow nothing else); it only
+        feeds ``isinstance``, so a guarded name in it is refused instead."""
+        while isinstance(node, ast.Attribute):
+            if node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES:
+                self.error(node, f'class pattern name "{node.attr}" is not allowed.')
+            self._generated_nodes.add(id(node))
+            node = node.value
+
+    def _hoist_value(self, value: ast.Attribute, hoisted: list[ast.stmt]) -> ast.Attribute:
+        name = f"_mv{self._hoisted}_"
+        self._hoisted += 1
+        read = ast.Call(
+            func=ast.Name("_mvalue_", ast.Load()), args=[self.visit(value)], keywords=[]
+        )
+        assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=read)
+        copy_locations(read, value)
+        copy_locations(assign, value)
+        hoisted.append(assign)
+        reference = ast.Name(name, ast.Load())
+        holder = ast.Attribute(value=reference, attr="value", ctx=ast.Load())
+        copy_locations(holder, value)
+        self._generated_nodes.update((id(holder), id(reference)))
+        return holder
 
     def visit_match_case(self, node: ast.match_case) -> ast.AST:
         return self.node_contents_visit(node)
