@@ -36,8 +36,9 @@ from safeexec.backends.result import (
     succeeded,
     timed_out,
 )
+from safeexec.backends.streaming import OutputSink, OutputTap
 from safeexec.backends.workdir import collect_artifacts, disk_usage, scan
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, SyscallKilled
+from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, StreamName, SyscallKilled
 from safeexec.sandbox.channel import ProtocolError, encode_frame
 from safeexec.sandbox.protocol import Done, Reply, Run, ToolCall, parse_worker_frame
 
@@ -65,16 +66,23 @@ class _CallState:
     grace_until: float = 0.0  # when an interrupted cell that has not returned is killed
     host_interrupt: bool = False  # a KeyboardInterrupt reached the host during the call
     oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
+    taps: tuple[OutputTap, OutputTap] | None = None  # stdout, stderr: streamed while read
 
 
 def run_call(
-    session: NativeSession, worker: _Worker, request: ExecRequest
+    session: NativeSession, worker: _Worker, request: ExecRequest, on_output: OutputSink | None
 ) -> tuple[ExecResult, bool]:
+    """Run ``request`` on ``worker``: the result, and whether the host's Ctrl-C came during it."""
     limits = request.limits
     call = _CallState(
         stdout=HeadTailCapture(limits.output_bytes),
         stderr=HeadTailCapture(limits.output_bytes),
     )
+    if on_output is not None:
+        call.taps = (
+            OutputTap(on_output, StreamName.STDOUT, limits.output_bytes),
+            OutputTap(on_output, StreamName.STDERR, limits.output_bytes),
+        )
     artifact_limits = session._backend.artifact_limits
     before = scan(str(session.workdir), artifact_limits)
     started = time.monotonic()
@@ -84,7 +92,8 @@ def run_call(
     session._interrupt_requested.clear()
     try:
         worker.channel.settimeout(max(0.001, limits.wall_seconds))
-        worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
+        run = Run(code=request.code, stream=on_output is not None)
+        worker.channel.sendall(encode_frame(run.to_message()))
     except (OSError, ProtocolError):
         call.died = True
     if not call.died:
@@ -134,8 +143,8 @@ def _pump(
     """Move bytes until the worker answers, dies, or overruns a limit (then kill it)."""
     selector = selectors.DefaultSelector()
     selector.register(worker.channel, selectors.EVENT_READ, "channel")
-    selector.register(worker.stdout, selectors.EVENT_READ, call.stdout)
-    selector.register(worker.stderr, selectors.EVENT_READ, call.stderr)
+    selector.register(worker.stdout, selectors.EVENT_READ, 0)
+    selector.register(worker.stderr, selectors.EVENT_READ, 1)
     selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
     next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
     try:
@@ -153,10 +162,10 @@ def _pump(
                 until = call.grace_until if call.interrupted_for else deadline
                 wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
                 for key, _mask in selector.select(wait):
-                    if isinstance(key.data, HeadTailCapture):
+                    if isinstance(key.data, int):
                         data = read_some(key.fd)
                         if data:
-                            key.data.feed(data)
+                            _take(call, key.data, data)
                         elif data is not None:
                             selector.unregister(key.fd)
                     elif key.data == "pidfd":
@@ -190,14 +199,23 @@ def _pump(
         selector.close()
         session._interrupt_requested.clear()
         # Output written before the answer is already in the pipes; take it, bounded.
-        for fd, stream in ((worker.stdout, call.stdout), (worker.stderr, call.stderr)):
-            stream_budget = stream.cap + 4 * _READ_CHUNK
+        for index, fd in enumerate((worker.stdout, worker.stderr)):
+            stream_budget = call.stdout.cap + 4 * _READ_CHUNK
             while stream_budget > 0:
                 data = read_some(fd)
                 if not data:
                     break
-                stream.feed(data)
+                _take(call, index, data)
                 stream_budget -= len(data)
+        for tap in call.taps or ():
+            tap.close()
+
+
+def _take(call: _CallState, index: int, data: bytes) -> None:
+    """Bytes read from stream ``index`` (0 stdout, 1 stderr): captured, and streamed if asked."""
+    (call.stdout, call.stderr)[index].feed(data)
+    if call.taps is not None:
+        call.taps[index].feed(data)
 
 
 def _interrupt_cell(worker: _Worker, call: _CallState, reason: InterruptReason) -> None:

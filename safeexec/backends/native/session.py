@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.backends.base import CallInterrupted, SessionSpec
+from safeexec.backends.base import CallInterrupted, OutputSink, SessionSpec
 from safeexec.backends.native.call import read_some, run_call
 from safeexec.backends.native.cgroup import SessionGroup
 from safeexec.backends.native.disk import WorkdirMount
@@ -169,8 +169,11 @@ class NativeSession:
         worker = self._worker
         return worker.pid if worker is not None else None
 
-    def run(self, request: ExecRequest) -> ExecResult:
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
         """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions.
+
+        ``on_output`` receives the cell's stdout and stderr as the host reads them from the
+        worker's pipes (the worker flushes each line while a sink is given).
 
         At a time limit, or on :meth:`interrupt`, the cell gets ``KeyboardInterrupt`` and has
         ``INTERRUPT_GRACE_SECONDS`` to return (status ``interrupted``, state kept) before the
@@ -202,7 +205,7 @@ class NativeSession:
                 self._worker = self._start_worker()
                 restarted = True
             self._in_call = True
-            result, host_interrupt = run_call(self, self._worker, request)
+            result, host_interrupt = run_call(self, self._worker, request, on_output)
             self._in_call = False
             if restarted and self._lost_state:
                 self._lost_state = False
