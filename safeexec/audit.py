@@ -63,6 +63,7 @@ __all__ = [
     "LogVerification",
     "build_event",
     "mask_event",
+    "read_log",
     "verify_log",
 ]
 
@@ -519,6 +520,18 @@ def _show(modes: tuple[tuple[int, int], ...]) -> str:
     return ", ".join(f"({uid}, {mode:#o})" for uid, mode in modes)
 
 
+def read_log(state_dir: Path, *, name: str = "audit.jsonl") -> tuple[AuditEvent, ...]:
+    """Every event of the audit log in ``state_dir``, verified as :func:`verify_log` does.
+
+    Creates nothing and needs no write access; ``AuditError`` names what does not fit.
+    """
+    dir_fd = _open_directory(Path(state_dir))
+    try:
+        return _read_chain(dir_fd, Path(state_dir) / name)
+    finally:
+        os.close(dir_fd)
+
+
 def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification:
     """Check the audit log in ``state_dir`` against its hash chain and head; never raises.
 
@@ -528,11 +541,7 @@ def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification
     """
     path = Path(state_dir) / name
     try:
-        dir_fd = _open_directory(Path(state_dir))
-        try:
-            events = _read_chain(dir_fd, path)
-        finally:
-            os.close(dir_fd)
+        events = read_log(state_dir, name=name)
     except AuditError as exc:
         return LogVerification(path=path, ok=False, events=0, reason=str(exc))
     return LogVerification(path=path, ok=True, events=len(events), reason="intact")
