@@ -98,6 +98,8 @@ def build_event(
     budget: Budget | None = None,
     sandbox_image: str = SANDBOX_IMAGE,
     sandbox_version: str = __version__,
+    environment_ref: str | None = None,
+    seed: int | None = None,
 ) -> AuditEvent:
     """Make the audit event of one action; ``result`` is ``None`` when nothing ran.
 
@@ -132,6 +134,8 @@ def build_event(
         side_effects=() if result is None else result.events,
         artifacts=() if result is None else result.artifacts,
         budget=budget,
+        environment_ref=environment_ref,
+        seed=seed,
     )
 
 

@@ -476,6 +476,8 @@ class AuditEvent(_JSON):
     artifacts: tuple[Artifact, ...] = ()
     budget: Budget | None = None
     masked_fields: tuple[str, ...] = ()
+    environment_ref: str | None = None  # blob:// of the session's environment fingerprint
+    seed: int | None = None  # the session's seed for random and numpy.random, if it had one
     sequence: int | None = None
     prev_sha256: str | None = None
 

@@ -15,9 +15,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from safeexec import __version__
 from safeexec.audit import SANDBOX_IMAGE, read_log
 from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
+from safeexec.environment import distribution_changes, fingerprint
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import Action, AuditEvent
 from safeexec.observe import escape_controls
@@ -77,11 +79,13 @@ def replay_log(
         )
     recorded = BlobStore(state / "blobs")
     loaded = policy if isinstance(policy, Policy) else load_policy(policy or steps[0].policy_id)
-    changes = _environment_changes(steps[0], loaded)
+    changes = _environment_changes(steps[0], loaded, recorded)
     replay_state = Path(tempfile.mkdtemp(prefix="safeexec-replay-"))
     results: list[StepReplay] = []
     try:
-        with Session(policy=loaded, state_dir=replay_state / "state") as session:
+        with Session(
+            policy=loaded, state_dir=replay_state / "state", seed=steps[0].seed
+        ) as session:
             for event in steps:
                 results.append(_replay_step(session, event, recorded))
     finally:
@@ -91,19 +95,24 @@ def replay_log(
     )
 
 
-def _environment_changes(first: AuditEvent, policy: Policy) -> list[str]:
+def _environment_changes(first: AuditEvent, policy: Policy, recorded: BlobStore) -> list[str]:
     changes = []
     if policy.digest != first.policy_digest:
         changes.append(
             f"policy {first.policy_id}: digest {first.policy_digest[:12]} → {policy.digest[:12]}"
         )
-    from safeexec import __version__
-
-    if first.sandbox_version != __version__:
-        changes.append(f"safeexec {first.sandbox_version} → {__version__}")
-    if first.sandbox_image != SANDBOX_IMAGE:
-        changes.append(f"interpreter {first.sandbox_image} → {SANDBOX_IMAGE}")
-    return changes
+    if first.environment_ref is None:
+        # A log from before fingerprints: only what every event names.
+        if first.sandbox_version != __version__:
+            changes.append(f"safeexec {first.sandbox_version} → {__version__}")
+        if first.sandbox_image != SANDBOX_IMAGE:
+            changes.append(f"interpreter {first.sandbox_image} → {SANDBOX_IMAGE}")
+        return changes
+    try:
+        before = recorded.get(first.environment_ref)
+    except (KeyError, ValueError, AuditError):
+        return [*changes, "the recorded environment fingerprint is missing"]
+    return [*changes, *distribution_changes(before, fingerprint())]
 
 
 def _replay_step(session: Session, event: AuditEvent, recorded: BlobStore) -> StepReplay:

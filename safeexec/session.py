@@ -53,6 +53,7 @@ from safeexec.capabilities import (
 from safeexec.codec import JSONValue
 from safeexec.decide import decide, order_findings
 from safeexec.dsl.signatures import signatures_of
+from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -166,8 +167,11 @@ class Session:
     ``state_dir`` (default ``$XDG_STATE_HOME/safeexec``, else ``~/.local/state/safeexec``) holds
     ``audit.jsonl``, its chain head and ``blobs/``; it must lie apart from ``workdir``. Without
     ``workdir`` a fresh private temporary directory is made and removed on :meth:`close`.
-    ``audit_fsync`` makes every audit line and blob durable before the step returns. Use as a
-    context manager, or call :meth:`close`.
+    ``audit_fsync`` makes every audit line and blob durable before the step returns. ``seed``
+    makes ``random`` and ``numpy.random`` start the same in every run of the session (native
+    mode; restricted code has a generator of its own, not seeded yet), for ``safeexec log
+    replay``; every audit event records it, with the environment fingerprint
+    (:mod:`safeexec.environment`). Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -183,6 +187,7 @@ class Session:
         clock: Callable[[], datetime] | None = None,
         session_id: str | None = None,
         audit_fsync: bool = False,
+        seed: int | None = None,
     ) -> None:
         self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
         self.mode = mode
@@ -205,6 +210,10 @@ class Session:
         self._clock = clock or _utc_now
         self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
         self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigurationError(f"seed={seed!r} must be an int; pass e.g. seed=0")
+        self.seed = seed
+        self._environment_ref = self.blobs.put(fingerprint()).uri
         self._owns_workdir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix=f"safeexec-{self.session_id}-"))
@@ -678,6 +687,7 @@ class Session:
                 require=frozenset(self.policy.backends.require),
                 imports=self.policy.imports.allow,
                 env=self._sandbox_env(),
+                seed=self.seed,
             )
         )
         self._open[mode] = session
@@ -739,6 +749,8 @@ class Session:
             timestamp=started,
             duration_ms=(finished - started).total_seconds() * 1000.0,
             budget=self._budget,
+            environment_ref=self._environment_ref,
+            seed=self.seed,
         )
         written = self.audit.write(event)
         return Outcome(

@@ -54,7 +54,9 @@ def _event_lines(event: AuditEvent, blobs: BlobStore, *, lines: int) -> list[str
         f"step {_e(event.action_id)}: {outcome}, {event.duration_ms:,.0f} ms",
         f"  mode {_e(event.backend) or '-'} · policy {_e(event.policy_id)}"
         f"@{event.policy_digest[:12]} · {_e(event.sandbox_image)} safeexec "
-        f"{_e(event.sandbox_version)}",
+        f"{_e(event.sandbox_version)}"
+        + (f" · seed {event.seed}" if event.seed is not None else "")
+        + (f" · environment {_e(event.environment_ref)}" if event.environment_ref else ""),
     ]
     if ran:
         limits = event.limits

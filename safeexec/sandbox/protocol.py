@@ -296,6 +296,7 @@ class SessionConfig:
     executor: str = "python"
     imports: tuple[str, ...] = ()
     tool_names: tuple[str, ...] = ()
+    seed: int | None = None  # for random and numpy.random, before the first cell
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -311,6 +312,7 @@ class SessionConfig:
             "executor": self.executor,
             "imports": list(self.imports),
             "tool_names": list(self.tool_names),
+            "seed": self.seed,
         }
 
     @classmethod
@@ -331,6 +333,7 @@ class SessionConfig:
             executor=_field(message, "executor", str),
             imports=_strings(message, "imports"),
             tool_names=_strings(message, "tool_names"),
+            seed=_optional_int(message, "seed"),
         )
 
 

@@ -35,6 +35,7 @@ from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall
 from safeexec.sandbox.tracebacks import exception_message, format_exception
 from safeexec.sandbox.worker_display import bundle_of
+from safeexec.sandbox.worker_seed import seed_randomness
 
 __all__ = ["ToolError", "serve"]
 
@@ -263,9 +264,19 @@ def _result_bundle(executor: Executor, shown: str) -> Display:
 
 
 def serve(
-    channel: socket.socket, *, executor: Executor, tool_names: list[str], workdir: Path
+    channel: socket.socket,
+    *,
+    executor: Executor,
+    tool_names: list[str],
+    workdir: Path,
+    seed: int | None = None,
 ) -> None:
-    """Answer the host's requests until it goes away; never returns."""
+    """Answer the host's requests until it goes away; never returns.
+
+    ``seed`` seeds ``random`` now and ``numpy.random`` when numpy is (or was) imported.
+    """
+    if seed is not None:
+        seed_randomness(seed)
     interrupts = _Interrupts()
     interrupts.install()
     tool_channel = _ToolChannel(channel, interrupts)
