@@ -38,9 +38,9 @@ def test_a_read_only_workdir_is_a_configuration_error_and_the_step_is_denied(
     read_only_dir: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
-    with Session(policy="default", mode="native", workdir=read_only_dir, state_dir=state) as s:
-        with pytest.raises(ConfigurationError, match="is read-only"):
-            s.run("```python\nprint(1)\n```\n")
+    session = Session(policy="default", mode="native", workdir=read_only_dir, state_dir=state)
+    with session, pytest.raises(ConfigurationError, match="is read-only"):
+        session.run("```python\nprint(1)\n```\n")
     (event,) = read_log(state)
     assert event.verdict is Verdict.DENY
     assert [finding.rule for finding in event.findings] == ["SX901"]  # unavailable, not crashed
