@@ -42,6 +42,7 @@ __all__ = [
     "Observation",
     "Outcome",
     "OutputChunk",
+    "OutputCut",
     "Severity",
     "Span",
     "StreamName",
@@ -404,6 +405,14 @@ class DisplayData(_JSON):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OutputCut(_JSON):
+    """What the sandbox's output cap left out of one stream (its middle), counted exactly."""
+
+    omitted_bytes: int
+    omitted_lines: int  # newlines in the omitted bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecResult(_JSON):
     """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
 
@@ -419,6 +428,8 @@ class ExecResult(_JSON):
     state_lost: bool = False
     displays: tuple[DisplayData, ...] = ()
     displays_dropped: int = 0  # rich values past the per-call limits, counted only
+    stdout_cut: OutputCut | None = None  # set when the output cap cut stdout
+    stderr_cut: OutputCut | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -134,7 +134,13 @@ def _run_head(result: ExecResult, *, listed: int) -> list[str]:
     events = [line for event in result.events if (line := _event_line(event))]
     lines.extend(_at_most(events, listed, "events"))
     if result.truncated:
-        lines.append("[the sandbox capped this output at its output limit]")
+        cuts = [
+            f"{label} {cut.omitted_bytes:,} bytes ({cut.omitted_lines:,} lines)"
+            for label, cut in (("stdout", result.stdout_cut), ("stderr", result.stderr_cut))
+            if cut is not None
+        ]
+        detail = f": left out of the middle of {' and '.join(cuts)}" if cuts else ""
+        lines.append(f"[the sandbox capped this output at its output limit{detail}]")
     return lines
 
 

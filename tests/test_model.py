@@ -255,8 +255,9 @@ def test_public_exports_are_pinned() -> None:
         "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
         "Budget", "Decision", "DisplayData", "DisplayKind", "Enforcement", "Estimate",
         "ExecRequest", "ExecResult", "ExecStatus", "ExecutionEvent", "Finding", "GuardDenied",
-        "LimitHit", "Limits", "MimeItem", "Observation", "Outcome", "OutputChunk", "Severity",
-        "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage", "Verdict",
+        "LimitHit", "Limits", "MimeItem", "Observation", "Outcome", "OutputChunk", "OutputCut",
+        "Severity", "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage",
+        "Verdict",
     ]  # fmt: skip
     assert errors.__all__ == [
         "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",
