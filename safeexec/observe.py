@@ -12,13 +12,15 @@ through ``stdout_ref`` / ``stderr_ref``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
 from safeexec.model import (
     BlobRef,
     Decision,
+    DisplayKind,
     ExecResult,
     ExecStatus,
     ExecutionEvent,
@@ -26,6 +28,8 @@ from safeexec.model import (
     GuardDenied,
     LimitHit,
     Observation,
+    OutputChunk,
+    StreamName,
     SyscallKilled,
     ToolCalled,
     ToolRefused,
@@ -35,7 +39,7 @@ from safeexec.policy.schema import ObserveConfig
 from safeexec.sandbox.tracebacks import trim_traceback_lines
 from safeexec.units import format_bytes, format_seconds
 
-__all__ = ["escape_controls", "observe"]
+__all__ = ["OutputRelay", "escape_controls", "observe"]
 
 # Only the first and last lines of an output are decoded (as many as could be shown, plus room
 # for a traceback), each side within _SCAN_BYTES; the middle is only counted.
@@ -86,10 +90,12 @@ def observe(
     )
     if result.status is ExecStatus.ERROR and result.message and not streams[1].lines:
         head.insert(1, _one_line(result.message))  # no traceback to say what went wrong
-    tail = _artifact_lines(result, listed=listed)
+    tail = _artifact_lines(result, listed=listed) + _display_lines(result, listed=listed)
     text, truncated = _fit(head, streams, config, tail=tail)
     listable_events = sum(1 for event in result.events if _event_line(event))
     shortened = listable_events > listed or len(result.artifacts) > listed
+    shortened = shortened or len(result.displays) > listed or result.displays_dropped > 0
+    shortened = shortened or any(display.truncated for display in result.displays)
     return Observation(
         text=text,
         truncated=truncated or shortened or result.truncated,
@@ -128,7 +134,13 @@ def _run_head(result: ExecResult, *, listed: int) -> list[str]:
     events = [line for event in result.events if (line := _event_line(event))]
     lines.extend(_at_most(events, listed, "events"))
     if result.truncated:
-        lines.append("[the sandbox capped this output at its output limit]")
+        cuts = [
+            f"{label} {cut.omitted_bytes:,} bytes ({cut.omitted_lines:,} lines)"
+            for label, cut in (("stdout", result.stdout_cut), ("stderr", result.stderr_cut))
+            if cut is not None
+        ]
+        detail = f": left out of the middle of {' and '.join(cuts)}" if cuts else ""
+        lines.append(f"[the sandbox capped this output at its output limit{detail}]")
     return lines
 
 
@@ -192,6 +204,43 @@ def _artifact_lines(result: ExecResult, *, listed: int) -> list[str]:
         for artifact in result.artifacts
     ]
     return ["--- artifacts ---", *_at_most(names, listed, "artifacts")]
+
+
+_DISPLAY_TEXT_LINES = 8
+
+
+def _display_lines(result: ExecResult, *, listed: int) -> list[str]:
+    """Each rich value: its media types, and the text of a ``display()`` (a result's text is
+    already in stdout, so a result that is only text is not listed)."""
+    lines: list[str] = []
+    worth = [
+        display
+        for display in result.displays
+        if display.kind is DisplayKind.DISPLAY
+        or any(i.media_type != "text/plain" for i in display.items)
+    ]
+    for number, display in enumerate(worth[:listed], start=1):
+        kinds = ", ".join(
+            item.media_type
+            if item.media_type == "text/plain"
+            else f"{_clean(item.media_type)} ({item.blob.size:,} bytes)"
+            for item in display.items
+        )
+        cut = " (some representations were too big and left out)" if display.truncated else ""
+        lines.append(f"[{number}] {display.kind.value}: {kinds}{cut}")
+        plain = display.get("text/plain")
+        if display.kind is DisplayKind.DISPLAY and plain is not None:
+            shown = plain.text.split("\n")
+            lines.extend("    " + _clean(line) for line in shown[:_DISPLAY_TEXT_LINES])
+            if len(shown) > _DISPLAY_TEXT_LINES:
+                lines.append(f"    [... {len(shown) - _DISPLAY_TEXT_LINES:,} more lines]")
+    if len(worth) > listed:
+        lines.append(f"[... {len(worth) - listed:,} more displays]")
+    if result.displays_dropped:
+        lines.append(
+            f"[... {result.displays_dropped:,} displays past the per-call limit were dropped]"
+        )
+    return ["--- displays ---", *lines] if lines else []
 
 
 def _at_most(lines: list[str], limit: int, what: str) -> list[str]:
@@ -440,3 +489,41 @@ def escape_controls(text: str) -> str:
 
 def _clean(text: str) -> str:
     return escape_controls(_ANSI_ESCAPE.sub("", text.replace("\r", "")))
+
+
+class OutputRelay:
+    """Hands a step's streamed output to a caller's callback, as the model would read it.
+
+    Each chunk's text is cleaned like an observation's output (terminal escapes dropped,
+    carriage returns removed, controls escaped). The callback is guarded: the first exception
+    it raises stops delivery for the step and is kept in :attr:`error` (the step runs on; the
+    session raises it once the step is recorded). :meth:`finish` delivers a finished result's
+    output whole when the mode streamed nothing (it cannot stream: in-process modes, fakes).
+    """
+
+    def __init__(self, callback: Callable[[OutputChunk], None]) -> None:
+        self._callback = callback
+        self.delivered = 0
+        self.error: Exception | None = None
+
+    def __call__(self, chunk: OutputChunk) -> None:
+        if self.error is not None:
+            return
+        self.delivered += 1
+        try:
+            self._callback(replace(chunk, text=_clean(chunk.text)))
+        except Exception as exc:
+            self.error = exc
+
+    def finish(self, result: ExecResult | None, blobs: BlobStore) -> None:
+        """After the step: the result's (capped) output, if nothing was streamed while it ran."""
+        if result is None or self.delivered:
+            return
+        for stream, ref in ((StreamName.STDOUT, result.stdout), (StreamName.STDERR, result.stderr)):
+            if not ref.size:
+                continue
+            try:
+                text = blobs.get(ref).decode("utf-8", "replace")
+            except (KeyError, AuditError, OSError, ValueError):
+                continue  # the observation says the blob is missing; nothing to stream
+            self(OutputChunk(stream=stream, text=text))

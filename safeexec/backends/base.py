@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from safeexec.backends.streaming import OutputSink
 from safeexec.blobs import BlobStore
 
 # The tool-call value types live with the capabilities (the bottom layer that mints and checks
@@ -25,6 +26,7 @@ __all__ = [
     "Backend",
     "BackendSession",
     "CallInterrupted",
+    "OutputSink",
     "SessionSpec",
     "ToolDescriptor",
     "ToolGateway",
@@ -77,7 +79,9 @@ class SessionSpec:
     names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
     policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
     environment the sandboxed code sees (modes without one ignore it); ``workdir_symlinks``
-    grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``).
+    grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``);
+    ``seed`` seeds ``random`` and ``numpy.random`` before the first cell (modes that cannot
+    ignore it).
     """
 
     blobs: BlobStore
@@ -88,13 +92,17 @@ class SessionSpec:
     imports: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     workdir_symlinks: bool = False
+    seed: int | None = None
 
 
 class BackendSession(Protocol):
     """A stateful execution context, like a notebook kernel."""
 
-    def run(self, request: ExecRequest) -> ExecResult:
-        """Run one request; user crashes and timeouts are statuses, not exceptions."""
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
+        """Run one request; user crashes and timeouts are statuses, not exceptions.
+
+        ``on_output`` receives the output while the cell runs, if the mode can stream it (see
+        :class:`~safeexec.backends.streaming.OutputTap`); a mode that cannot ignores it."""
         ...
 
     def reset(self) -> None:

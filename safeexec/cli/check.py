@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
 from safeexec import __version__
-from safeexec.errors import PolicyError
-from safeexec.gate import GateResult, suggest_policy
+from safeexec.cli.inputs import read_input, reply_action
+from safeexec.decide import decide
+from safeexec.errors import ConfigurationError, PolicyError
+from safeexec.gate import GateResult, fresh_budget, suggest_policy
 from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
@@ -25,6 +26,7 @@ from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
+from safeexec.steps import NO_CODE_FINDING
 
 __all__ = ["check", "explain", "render_sarif", "render_text"]
 
@@ -78,7 +80,8 @@ def check(
     except PolicyError as exc:
         _fail(str(exc))
     if suggest:
-        code = "\n".join(_read(name) for name in files or ["-"])
+        actions = [reply_action(_read(name), action_id=name) for name in files or ["-"]]
+        code = "\n".join(action.code for action in actions if action is not None)
         suggestion = suggest_policy(code, loaded, backend=backend)
         typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
         for finding in suggestion.remaining:
@@ -86,9 +89,7 @@ def check(
         raise typer.Exit(EXIT_DENIED if suggestion.remaining else EXIT_OK)
     results: list[tuple[str, GateResult]] = []
     for name in files or ["-"]:
-        code = _read(name)
-        action = Action.create(code, action_id=f"check:{name}")
-        results.append((name, gate_check(action, loaded, backend=backend)))
+        results.append((name, _check_reply(name, loaded, backend)))
     if output_format == "json":
         typer.echo(json.dumps(render_json(results), indent=2))
     elif output_format == "sarif":
@@ -249,17 +250,27 @@ def _uri(name: str) -> str:
 
 
 def _read(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
-    path = Path(name)
-    if not path.is_file():
-        _fail(f"no such file: {name!r}; pass Python files, or '-' for stdin")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        _fail(f"file {name!r} is not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except OSError as exc:
-        _fail(f"cannot read {name!r}: {exc.strerror or exc}")
+        return read_input(name, what="Python files or model replies")
+    except ConfigurationError as exc:
+        _fail(str(exc))
+
+
+def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
+    """The gate's verdict on the code in one reply, extracted as ``safeexec run`` does."""
+    action = reply_action(_read(name), action_id=f"check:{name}")
+    if action is not None:
+        return gate_check(action, policy, backend=backend)
+    # No code: denied, as a session denies it (SX003), so check and run agree.
+    decision = decide(
+        findings=(NO_CODE_FINDING,),
+        estimate=None,
+        policy=policy,
+        budget=fresh_budget(policy),
+        backend=backend,
+    )
+    empty = Action.create("", action_id=f"check:{name}")
+    return GateResult(action=empty, parsed=None, estimate=None, decision=decision)
 
 
 def _fail(message: str) -> NoReturn:

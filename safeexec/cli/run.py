@@ -7,14 +7,14 @@ Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration e
 from __future__ import annotations
 
 import json
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
-from safeexec.errors import SafeExecError
+from safeexec.cli.inputs import read_input
+from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.model import ExecStatus, Outcome
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
@@ -170,15 +170,10 @@ def _split_transfer(spec: str) -> tuple[str, str]:
 
 
 def _read(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
-    path = Path(name)
-    if not path.is_file():
-        _fail(f"no such file: {name!r}; pass files holding model replies, or '-' for stdin")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        _fail(f"file {name!r} is not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return read_input(name, what="files holding model replies")
+    except ConfigurationError as exc:
+        _fail(str(exc))
 
 
 def _fail(message: str) -> NoReturn:
