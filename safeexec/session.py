@@ -443,6 +443,7 @@ class Session:
             requires_approval=requires_approval,
             held_calls=None if held is None else held.remaining_calls,
             held_scope=None if held is None else held.scope,
+            effects=[str(e) for e in getattr(held.spec if held else tool, "effects", ())],
         )
         if self._open:
             raise ConfigurationError(
@@ -606,6 +607,7 @@ class Session:
                 require=frozenset(self.policy.backends.require),
                 imports=self.policy.imports.allow,
                 env=self._sandbox_env(),
+                dsl=self.policy.dsl,
             )
         )
         self._open[mode] = session

@@ -17,6 +17,7 @@ from safeexec.blobs import BlobStore
 # them); re-exported here because they are part of this seam.
 from safeexec.capabilities import ToolDescriptor, ToolReply
 from safeexec.codec import JSONValue
+from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecRequest, ExecResult, Limits
 
 __all__ = [
@@ -76,7 +77,8 @@ class SessionSpec:
     ``workdir`` ``None`` makes a temporary directory that is removed on close; ``require``
     names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
     policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
-    environment the sandboxed code sees (modes without one ignore it).
+    environment the sandboxed code sees (modes without one ignore it); ``dsl`` is the policy's
+    ``[dsl]`` caps every DSL plan is made and run under (other modes ignore it).
     """
 
     blobs: BlobStore
@@ -86,6 +88,7 @@ class SessionSpec:
     require: frozenset[str] = frozenset()
     imports: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    dsl: DslLimits = field(default_factory=DslLimits)
 
 
 class BackendSession(Protocol):

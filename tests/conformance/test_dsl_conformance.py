@@ -4,6 +4,7 @@ errors, timeouts, output caps, the network and capabilities (DSL programs for th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
 import threading
 from collections.abc import Iterator
@@ -12,16 +13,24 @@ from pathlib import Path
 import pytest
 from test_backend_conformance import Harness
 
+from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.dsl import DslBackend
 from safeexec.capabilities import CapabilitySet, tool
-from safeexec.dsl.checker import DslLimits
+from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecStatus
+
+
+class _UnplannedIterations(DslBackend):
+    """Iterations are limited by time here, not by the plan, so the timeout tests can run long
+    (as a policy's ``[dsl] max_iterations`` would allow)."""
+
+    def open(self, spec: SessionSpec) -> BackendSession:
+        return super().open(dataclasses.replace(spec, dsl=DslLimits(max_iterations=10**12)))
 
 
 @pytest.fixture
 def harness(tmp_path: Path) -> Iterator[Harness]:
-    # Iterations are limited by time here, not by the plan, so the timeout tests can run long.
-    h = Harness(DslBackend(limits=DslLimits(max_iterations=10**12)), tmp_path)
+    h = Harness(_UnplannedIterations(), tmp_path)
     yield h
     for session in h.sessions:
         session.close()
