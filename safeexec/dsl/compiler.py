@@ -28,7 +28,29 @@ def compile_program(checked: Checked) -> ast.Module:
     if not checked.ok:
         raise ValueError("compile_program() takes an accepted program; check it first")
     module = ast.Module(body=_Compiler(checked).block(checked.program.body), type_ignores=[])
-    return ast.fix_missing_locations(module)
+    _locate(module)
+    return module
+
+
+def _locate(module: ast.Module) -> None:
+    """Give every node without a position its statement's line (what ``fix_missing_locations``
+    does here, in one flat pass: every statement already has its line from :func:`_at`)."""
+    stack: list[tuple[ast.AST, int]] = [(s, s.lineno) for s in module.body]
+    while stack:
+        node, line = stack.pop()
+        if "lineno" in node._attributes:
+            own = getattr(node, "lineno", None)
+            if own is None:
+                node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+                node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+            else:
+                line = own
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend((item, line) for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append((value, line))
 
 
 def _name(id: str) -> ast.Name:
@@ -45,7 +67,7 @@ def _call(func: str, *args: ast.expr, **keywords: ast.expr) -> ast.Call:
 
 def _at(node: ast.stmt, line: int) -> ast.stmt:
     """Give a statement its source line (tracebacks point into the DSL program); its children
-    inherit it from ``fix_missing_locations``."""
+    inherit it in :func:`_locate`."""
     node.lineno = node.end_lineno = line
     node.col_offset = node.end_col_offset = 0
     return node

@@ -1,5 +1,10 @@
 """Text → :class:`~safeexec.dsl.nodes.Program`, or an ``SX700`` finding with line, column, caret
-and a suggestion. The grammar file ``grammar.lark`` beside this module is the syntax."""
+and a suggestion. The grammar file ``grammar.lark`` beside this module is the syntax.
+
+Lark compiles the grammar into LALR tables once per process. An accepted program is parsed by
+:mod:`safeexec.dsl.lalr`, a lean driver of those same tables; any text it does not take is parsed
+by lark itself, which is the reference and makes every refusal and its message.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from lark.exceptions import (
 from lark.indenter import DedentError, Indenter
 
 from safeexec.dsl import nodes as n
-from safeexec.dsl.build import build_expression, build_program
+from safeexec.dsl.build import build_expression, build_program, builder
+from safeexec.dsl.lalr import FastParser
 from safeexec.dsl.rules import SYNTAX, dsl_finding
 from safeexec.model import Finding, Span
 
@@ -105,6 +111,26 @@ def _parser() -> Lark:
     )
 
 
+@cache
+def _fast() -> FastParser:
+    indenter = _DslIndenter
+    return FastParser(
+        _parser(),
+        indent_types=(indenter.NL_type, indenter.INDENT_type, indenter.DEDENT_type),
+        parens=indenter.OPEN_PAREN_types,
+        closers=indenter.CLOSE_PAREN_types,
+        tab_len=indenter.tab_len,
+    )
+
+
+def _fast_parse(text: str, start: str, offset: tuple[int, int]) -> object | None:
+    """The fast driver's tree, or ``None`` when it does not take ``text`` (then lark decides)."""
+    try:
+        return _fast().parse(text, start, builder(parse_expression, offset=offset))
+    except Exception:  # anything it cannot take, lark parses again and explains
+        return None
+
+
 def parse_program(source: str) -> n.Program | Finding:
     """Parse a whole program; never raises for any ``source`` (a bad one is an SX700 finding).
 
@@ -133,6 +159,10 @@ def _parse_cached(source: str) -> n.Program | Finding:
     if too_deep is not None:
         return too_deep
     reserved = _first_reserved_word(text)
+    if reserved is None:
+        fast = _fast_parse(text + "\n", "start", (1, 1))
+        if isinstance(fast, n.Program):
+            return n.Program(body=fast.body, source=text)
     try:
         tree = _parser().parse(text + "\n", start="start")
         if reserved is None:
@@ -154,6 +184,10 @@ def _parse_cached(source: str) -> n.Program | Finding:
 def parse_expression(text: str, *, line: int, column: int) -> n.Expr:
     """Parse ``text`` as one expression whose first character is at ``line``/``column``
     (f-string parts); raises :class:`DslParseError`."""
+    if "\n" not in text:
+        fast = _fast_parse(text, "expr", (line, column))
+        if isinstance(fast, n.Expr):
+            return fast
     try:
         tree = _parser().parse(text, start="expr")
     except LarkError as exc:
