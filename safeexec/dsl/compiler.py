@@ -35,22 +35,24 @@ def compile_program(checked: Checked) -> ast.Module:
 def _locate(module: ast.Module) -> None:
     """Give every node without a position its statement's line (what ``fix_missing_locations``
     does here, in one flat pass: every statement already has its line from :func:`_at`)."""
+    AST = ast.AST
     stack: list[tuple[ast.AST, int]] = [(s, s.lineno) for s in module.body]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, line = stack.pop()
-        if "lineno" in node._attributes:
-            own = getattr(node, "lineno", None)
-            if own is None:
-                node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
-                node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-            else:
-                line = own
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                stack.extend((item, line) for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append((value, line))
+        node, line = pop()
+        fields = node.__dict__  # the fields (and positions) set on this node
+        if "lineno" in fields:
+            line = fields["lineno"]
+        elif "lineno" in node._attributes:
+            node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        for value in fields.values():
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, AST) and (item._fields or item._attributes):
+                        push((item, line))
+            elif isinstance(value, AST) and (value._fields or value._attributes):
+                push((value, line))
 
 
 def _name(id: str) -> ast.Name:

@@ -79,6 +79,14 @@ _WORD_OR_SKIP = re.compile(
 )
 
 
+# Finds at least every word the careful scan below would (a word there starts after a non-letter).
+_ANY_RESERVED = re.compile(
+    r"(?<![A-Za-z_])(?:"
+    + "|".join(sorted(w for w in _KEYWORD_HINTS if w != "lambda"))
+    + r")(?![A-Za-z0-9_])"
+)
+
+
 class DslParseError(Exception):
     """Raised by :func:`parse_expression` for text that is not a DSL expression."""
 
@@ -208,7 +216,12 @@ def caret(source: str, span: Span | None) -> str:
     return f"{line}\n{' ' * (span.start_column - 1)}^"
 
 
+_BRACKET = re.compile(r"[(\[{]")
+
+
 def _too_deep(text: str) -> Finding | None:
+    if len(_BRACKET.findall(text)) <= MAX_DEPTH:
+        return None  # too few brackets to nest too deep (most programs): no walk
     depth = 0
     for line_no, line in enumerate(text.split("\n"), start=1):
         for col, char in enumerate(line, start=1):
@@ -232,6 +245,8 @@ def _too_deep(text: str) -> Finding | None:
 
 def _first_reserved_word(text: str) -> tuple[int, int, str] | None:
     """The first Python keyword the DSL lacks (outside strings and comments), as line, column."""
+    if _ANY_RESERVED.search(text) is None:
+        return None  # none anywhere, so none outside strings either (most programs): no walk
     for line_no, line in enumerate(text.split("\n"), start=1):
         for match in _WORD_OR_SKIP.finditer(line):
             word = match.group("word")
