@@ -83,7 +83,9 @@ class DslSession(InProcessRestrictedSession):
     ) -> str | None:
         descriptors = self._tools.describe() if self._tools is not None else ()
         self.last_plan = self.last_runtime = None
-        front = check_source(code, self._signatures(descriptors), limits=self.dsl_limits)
+        front = check_source(
+            code, self._signatures(descriptors), limits=self.dsl_limits, describe=False
+        )
         if not front.accepted or front.checked is None or front.plan is None:
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))

@@ -42,11 +42,13 @@ def check_source(
     limits: DslLimits | None = None,
     tool_calls_left: int | None = None,
     approval_effects: Iterable[str] = (),
+    describe: bool = True,
 ) -> FrontResult:
     """Parse, check and plan ``source`` under ``limits``; never raises for any text.
 
     ``approval_effects`` are the effects (``money``, ``write``...) the policy wants approved: a
-    plan whose tools have one asks for approval (``SX710``) with the plan attached."""
+    plan whose tools have one asks for approval (``SX710``) with the plan attached. Without
+    ``describe`` the approval and plan-record findings are left out (a backend's re-check)."""
     limits = limits or DslLimits()
     signatures = tuple(tools)
     parsed = parse_program(source)
@@ -65,5 +67,5 @@ def check_source(
             source=source, program=parsed, checked=checked, plan=None, findings=checked.findings
         )
     plan = make_plan(checked, signatures, limits, approval_effects=approval_effects)
-    findings = admit(plan, limits=limits, tool_calls_left=tool_calls_left)
+    findings = admit(plan, limits=limits, tool_calls_left=tool_calls_left, describe=describe)
     return FrontResult(source=source, program=parsed, checked=checked, plan=plan, findings=findings)

@@ -197,12 +197,14 @@ def make_plan(
     )
 
 
-def admit(plan: Plan, *, limits: DslLimits, tool_calls_left: int | None) -> tuple[Finding, ...]:
+def admit(
+    plan: Plan, *, limits: DslLimits, tool_calls_left: int | None, describe: bool = True
+) -> tuple[Finding, ...]:
     """Compare the plan with the grants, the budget and the policy's ``[dsl]`` limits.
 
-    Returns deny findings for what could exceed them (each saying how to proceed), an approve
-    finding when a planned tool needs approval (by its effects or its grant), and always the
-    SX790 plan record.
+    Returns deny findings for what could exceed them (each saying how to proceed), then, with
+    ``describe``, an approve finding when a planned tool needs approval (by its effects or its
+    grant) and the SX790 plan record (a backend re-checking an admitted program needs neither).
     """
     findings: list[Finding] = []
     if plan.iterations > limits.max_iterations:
@@ -245,6 +247,8 @@ def admit(plan: Plan, *, limits: DslLimits, tool_calls_left: int | None) -> tupl
                 span=None,
             )
         )
+    if not describe:
+        return tuple(findings)
     evidence = json.dumps(plan.to_json(), sort_keys=True, ensure_ascii=False)
     if plan.approval_tools:
         tools = ", ".join(f"`{n}`" for n in plan.approval_tools)
