@@ -109,6 +109,8 @@ def _grammar() -> str:
 
 @cache
 def _parser() -> Lark:
+    # Built once per process (about 100 ms). Lark's ``cache=`` option would skip that, but it
+    # keeps a pickle in the shared temp directory, and loading a planted pickle runs its code.
     return Lark(
         _grammar(),
         parser="lalr",
