@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from safeexec.analysis import scan
 from safeexec.capabilities import ToolSpec
 from safeexec.decide import decide
-from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.front import FrontResult, check_source
 from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 from safeexec.estimate import estimate
@@ -225,7 +224,11 @@ def _check_dsl(
         tools = dsl_tool_signatures(policy)
     try:
         front: FrontResult | None = check_source(
-            action.code, tools, limits=DslLimits(), tool_calls_left=budget.tool_calls_left
+            action.code,
+            tools,
+            limits=policy.dsl,
+            tool_calls_left=budget.tool_calls_left,
+            approval_effects=policy.approval.effects,
         )
         assert front is not None
         findings = front.findings

@@ -458,6 +458,7 @@ class Session:
             requires_approval=requires_approval,
             held_calls=None if held is None else held.remaining_calls,
             held_scope=None if held is None else held.scope,
+            effects=[str(e) for e in getattr(held.spec if held else tool, "effects", ())],
         )
         if self._open:
             raise ConfigurationError(
@@ -633,6 +634,7 @@ class Session:
                 env=self._sandbox_env(),
                 workdir_symlinks=self.policy.sandbox.workdir_symlinks,
                 seed=self.seed,
+                dsl=self.policy.dsl,
             )
         )
         self._open[mode] = session

@@ -18,6 +18,7 @@ from safeexec.blobs import BlobStore
 # them); re-exported here because they are part of this seam.
 from safeexec.capabilities import ToolDescriptor, ToolReply
 from safeexec.codec import JSONValue
+from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecRequest, ExecResult, Limits
 
 __all__ = [
@@ -81,7 +82,8 @@ class SessionSpec:
     environment the sandboxed code sees (modes without one ignore it); ``workdir_symlinks``
     grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``);
     ``seed`` seeds ``random`` and ``numpy.random`` before the first cell (modes that cannot
-    ignore it).
+    ignore it); ``dsl`` is the policy's ``[dsl]`` caps every DSL plan is made and run under
+    (other modes ignore it).
     """
 
     blobs: BlobStore
@@ -93,6 +95,7 @@ class SessionSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     workdir_symlinks: bool = False
     seed: int | None = None
+    dsl: DslLimits = field(default_factory=DslLimits)
 
 
 class BackendSession(Protocol):

@@ -22,9 +22,9 @@ from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.restricted import InProcessRestrictedSession
 from safeexec.capabilities import CapabilitySet, ToolDescriptor, tool_function
-from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.front import check_source
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
@@ -40,14 +40,15 @@ class DslRejected(DslRuntimeError):
 
 
 class DslBackend:
-    """Runs DSL programs; ``limits`` are the runtime caps every plan is made under."""
+    """Runs DSL programs under each session's ``SessionSpec.dsl`` caps (the policy's ``[dsl]``),
+    narrowed by ``limits`` when given (a backend can only tighten a policy)."""
 
     name: ClassVar[str] = "dsl"
 
     def __init__(
         self, *, limits: DslLimits | None = None, operations_per_cpu_second: int = 100_000_000
     ) -> None:
-        self.limits = limits or DslLimits()
+        self.limits = limits
         self.operations_per_cpu_second = operations_per_cpu_second
 
     def open(self, spec: SessionSpec) -> BackendSession:
@@ -57,8 +58,9 @@ class DslBackend:
                 f"the dsl mode runs in-process and provides no confinement layers, but "
                 f"require={sorted(spec.require)!r}; drop [backends] require or use another mode"
             )
+        limits = spec.dsl if self.limits is None else spec.dsl.narrowed(self.limits)
         return DslSession(
-            spec, limits=self.limits, operations_per_cpu_second=self.operations_per_cpu_second
+            spec, limits=limits, operations_per_cpu_second=self.operations_per_cpu_second
         )
 
     def close(self) -> None:
@@ -81,7 +83,9 @@ class DslSession(InProcessRestrictedSession):
     ) -> str | None:
         descriptors = self._tools.describe() if self._tools is not None else ()
         self.last_plan = self.last_runtime = None
-        front = check_source(code, self._signatures(descriptors), limits=self.dsl_limits)
+        front = check_source(
+            code, self._signatures(descriptors), limits=self.dsl_limits, describe=False
+        )
         if not front.accepted or front.checked is None or front.plan is None:
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))

@@ -12,7 +12,7 @@ from lark.tree import Meta
 from safeexec.dsl import nodes as n
 from safeexec.model import Span
 
-__all__ = ["DslSyntaxError", "build_expression", "build_program", "unescape"]
+__all__ = ["DslSyntaxError", "build_expression", "build_program", "builder", "unescape"]
 
 ParseExpression = Callable[..., n.Expr]
 
@@ -38,6 +38,12 @@ def build_expression(
     """The expression a parse tree of the ``expr`` rule holds, placed at ``offset``."""
     built: n.Expr = _Builder(parse_expression, offset).transform(tree)
     return built
+
+
+def builder(parse_expression: ParseExpression, *, offset: tuple[int, int] = (1, 1)) -> object:
+    """A builder whose methods the fast LALR driver (:mod:`safeexec.dsl.lalr`) calls per
+    reduction, making the same nodes as :func:`build_program` / :func:`build_expression`."""
+    return _Builder(parse_expression, offset)
 
 
 def unescape(body: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.ops import OPS, OpContext
 from safeexec.dsl.parser import caret
 from safeexec.dsl.rules import STRUCTURE, TYPE_ERROR, UNKNOWN_NAME, DslRule, dsl_finding
@@ -37,16 +38,6 @@ __all__ = ["CallSite", "Checked", "DslLimits", "check_program"]
 
 _RESERVED_PREFIX = "dsl_"
 _FORMAT_SPEC = frozenset("<>^=+- 0123456789.,_dfeEgGs%x")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DslLimits:
-    """Runtime caps the plan assumes: items in any capped list (tool results, ``split``),
-    iterations of a whole program, characters of a string built by ``+``."""
-
-    max_items: int = 1000
-    max_iterations: int = 1_000_000
-    max_text_chars: int = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

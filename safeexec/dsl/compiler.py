@@ -28,7 +28,31 @@ def compile_program(checked: Checked) -> ast.Module:
     if not checked.ok:
         raise ValueError("compile_program() takes an accepted program; check it first")
     module = ast.Module(body=_Compiler(checked).block(checked.program.body), type_ignores=[])
-    return ast.fix_missing_locations(module)
+    _locate(module)
+    return module
+
+
+def _locate(module: ast.Module) -> None:
+    """Give every node without a position its statement's line (what ``fix_missing_locations``
+    does here, in one flat pass: every statement already has its line from :func:`_at`)."""
+    AST = ast.AST
+    stack: list[tuple[ast.AST, int]] = [(s, s.lineno) for s in module.body]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, line = pop()
+        fields = node.__dict__  # the fields (and positions) set on this node
+        if "lineno" in fields:
+            line = fields["lineno"]
+        elif "lineno" in node._attributes:
+            node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        for value in fields.values():
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, AST) and (item._fields or item._attributes):
+                        push((item, line))
+            elif isinstance(value, AST) and (value._fields or value._attributes):
+                push((value, line))
 
 
 def _name(id: str) -> ast.Name:
@@ -45,7 +69,7 @@ def _call(func: str, *args: ast.expr, **keywords: ast.expr) -> ast.Call:
 
 def _at(node: ast.stmt, line: int) -> ast.stmt:
     """Give a statement its source line (tracebacks point into the DSL program); its children
-    inherit it from ``fix_missing_locations``."""
+    inherit it in :func:`_locate`."""
     node.lineno = node.end_lineno = line
     node.col_offset = node.end_col_offset = 0
     return node

@@ -3,11 +3,12 @@ and the CLI alike, so all three refuse the same programs for the same reasons.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from safeexec.dsl import nodes as n
-from safeexec.dsl.checker import Checked, DslLimits, check_program
+from safeexec.dsl.checker import Checked, check_program
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.parser import parse_program
 from safeexec.dsl.plan import Plan, admit, make_plan
 from safeexec.dsl.rules import STRUCTURE, dsl_finding
@@ -40,9 +41,14 @@ def check_source(
     *,
     limits: DslLimits | None = None,
     tool_calls_left: int | None = None,
-    approval_tools: Mapping[str, bool] | None = None,
+    approval_effects: Iterable[str] = (),
+    describe: bool = True,
 ) -> FrontResult:
-    """Parse, check and plan ``source``; never raises for any text."""
+    """Parse, check and plan ``source`` under ``limits``; never raises for any text.
+
+    ``approval_effects`` are the effects (``money``, ``write``...) the policy wants approved: a
+    plan whose tools have one asks for approval (``SX710``) with the plan attached. Without
+    ``describe`` the approval and plan-record findings are left out (a backend's re-check)."""
     limits = limits or DslLimits()
     signatures = tuple(tools)
     parsed = parse_program(source)
@@ -60,8 +66,6 @@ def check_source(
         return FrontResult(
             source=source, program=parsed, checked=checked, plan=None, findings=checked.findings
         )
-    plan = make_plan(checked, signatures, limits)
-    findings = admit(
-        plan, limits=limits, tool_calls_left=tool_calls_left, approval_tools=approval_tools
-    )
+    plan = make_plan(checked, signatures, limits, approval_effects=approval_effects)
+    findings = admit(plan, limits=limits, tool_calls_left=tool_calls_left, describe=describe)
     return FrontResult(source=source, program=parsed, checked=checked, plan=plan, findings=findings)

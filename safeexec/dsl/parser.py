@@ -1,5 +1,10 @@
 """Text → :class:`~safeexec.dsl.nodes.Program`, or an ``SX700`` finding with line, column, caret
-and a suggestion. The grammar file ``grammar.lark`` beside this module is the syntax."""
+and a suggestion. The grammar file ``grammar.lark`` beside this module is the syntax.
+
+Lark compiles the grammar into LALR tables once per process. An accepted program is parsed by
+:mod:`safeexec.dsl.lalr`, a lean driver of those same tables; any text it does not take is parsed
+by lark itself, which is the reference and makes every refusal and its message.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from lark.exceptions import (
 from lark.indenter import DedentError, Indenter
 
 from safeexec.dsl import nodes as n
-from safeexec.dsl.build import build_expression, build_program
+from safeexec.dsl.build import build_expression, build_program, builder
+from safeexec.dsl.lalr import FastParser
 from safeexec.dsl.rules import SYNTAX, dsl_finding
 from safeexec.model import Finding, Span
 
@@ -73,6 +79,14 @@ _WORD_OR_SKIP = re.compile(
 )
 
 
+# Finds at least every word the careful scan below would (a word there starts after a non-letter).
+_ANY_RESERVED = re.compile(
+    r"(?<![A-Za-z_])(?:"
+    + "|".join(sorted(w for w in _KEYWORD_HINTS if w != "lambda"))
+    + r")(?![A-Za-z0-9_])"
+)
+
+
 class DslParseError(Exception):
     """Raised by :func:`parse_expression` for text that is not a DSL expression."""
 
@@ -95,6 +109,8 @@ def _grammar() -> str:
 
 @cache
 def _parser() -> Lark:
+    # Built once per process (about 100 ms). Lark's ``cache=`` option would skip that, but it
+    # keeps a pickle in the shared temp directory, and loading a planted pickle runs its code.
     return Lark(
         _grammar(),
         parser="lalr",
@@ -103,6 +119,26 @@ def _parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=False,
     )
+
+
+@cache
+def _fast() -> FastParser:
+    indenter = _DslIndenter
+    return FastParser(
+        _parser(),
+        indent_types=(indenter.NL_type, indenter.INDENT_type, indenter.DEDENT_type),
+        parens=indenter.OPEN_PAREN_types,
+        closers=indenter.CLOSE_PAREN_types,
+        tab_len=indenter.tab_len,
+    )
+
+
+def _fast_parse(text: str, start: str, offset: tuple[int, int]) -> object | None:
+    """The fast driver's tree, or ``None`` when it does not take ``text`` (then lark decides)."""
+    try:
+        return _fast().parse(text, start, builder(parse_expression, offset=offset))
+    except Exception:  # anything it cannot take, lark parses again and explains
+        return None
 
 
 def parse_program(source: str) -> n.Program | Finding:
@@ -133,6 +169,10 @@ def _parse_cached(source: str) -> n.Program | Finding:
     if too_deep is not None:
         return too_deep
     reserved = _first_reserved_word(text)
+    if reserved is None:
+        fast = _fast_parse(text + "\n", "start", (1, 1))
+        if isinstance(fast, n.Program):
+            return n.Program(body=fast.body, source=text)
     try:
         tree = _parser().parse(text + "\n", start="start")
         if reserved is None:
@@ -154,6 +194,10 @@ def _parse_cached(source: str) -> n.Program | Finding:
 def parse_expression(text: str, *, line: int, column: int) -> n.Expr:
     """Parse ``text`` as one expression whose first character is at ``line``/``column``
     (f-string parts); raises :class:`DslParseError`."""
+    if "\n" not in text:
+        fast = _fast_parse(text, "expr", (line, column))
+        if isinstance(fast, n.Expr):
+            return fast
     try:
         tree = _parser().parse(text, start="expr")
     except LarkError as exc:
@@ -174,7 +218,12 @@ def caret(source: str, span: Span | None) -> str:
     return f"{line}\n{' ' * (span.start_column - 1)}^"
 
 
+_BRACKET = re.compile(r"[(\[{]")
+
+
 def _too_deep(text: str) -> Finding | None:
+    if len(_BRACKET.findall(text)) <= MAX_DEPTH:
+        return None  # too few brackets to nest too deep (most programs): no walk
     depth = 0
     for line_no, line in enumerate(text.split("\n"), start=1):
         for col, char in enumerate(line, start=1):
@@ -198,6 +247,8 @@ def _too_deep(text: str) -> Finding | None:
 
 def _first_reserved_word(text: str) -> tuple[int, int, str] | None:
     """The first Python keyword the DSL lacks (outside strings and comments), as line, column."""
+    if _ANY_RESERVED.search(text) is None:
+        return None  # none anywhere, so none outside strings either (most programs): no walk
     for line_no, line in enumerate(text.split("\n"), start=1):
         for match in _WORD_OR_SKIP.finditer(line):
             word = match.group("word")

@@ -1,16 +1,26 @@
-"""The static plan of a checked program — tools, call bounds, iterations, result sizes, effects —
-and its comparison with the grants and the budget (SX703/SX704/SX705/SX710), before anything runs.
+"""The static plan of a checked program — tools, call bounds, iterations, result sizes, effects,
+and which of them need approval — and its comparison with the grants, the budget and the policy's
+``[dsl]`` limits (SX703/SX704/SX705/SX707/SX710), before anything runs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from safeexec.codec import JSONValue
-from safeexec.dsl.checker import Checked, DslLimits
-from safeexec.dsl.rules import BUDGET, CALLS, ITERATIONS, NEEDS_APPROVAL, PLAN, dsl_finding
+from safeexec.dsl.checker import Checked
+from safeexec.dsl.limits import DslLimits
+from safeexec.dsl.rules import (
+    BUDGET,
+    CALLS,
+    ITERATIONS,
+    NEEDS_APPROVAL,
+    PLAN,
+    TOTAL_CALLS,
+    dsl_finding,
+)
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Finding
 
@@ -29,12 +39,23 @@ class PlannedCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlannedTool:
+    """One tool the program may call: its bound, its declared effects and what needs approval.
+
+    ``requires_approval`` is the grant's own flag; ``approval_effects`` are the tool's effects the
+    policy's ``[approval] effects`` name. Either makes the tool ``needs_approval``.
+    """
+
     name: str
     max_calls: int
     effects: tuple[str, ...]
     granted_calls: int | None
     requires_approval: bool
     sites: tuple[PlannedCall, ...]
+    approval_effects: tuple[str, ...] = ()
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.requires_approval or bool(self.approval_effects)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +72,16 @@ class Plan:
     def total_calls(self) -> int:
         return sum(t.max_calls for t in self.tools)
 
+    @property
+    def approval_effects(self) -> tuple[str, ...]:
+        """The planned effects that need approval (sorted)."""
+        return tuple(sorted({e for t in self.tools for e in t.approval_effects}))
+
+    @property
+    def approval_tools(self) -> tuple[str, ...]:
+        """The planned tools that need approval, by effect or by grant (in plan order)."""
+        return tuple(t.name for t in self.tools if t.needs_approval)
+
     def to_json(self) -> dict[str, JSONValue]:
         return {
             "tools": [
@@ -60,10 +91,13 @@ class Plan:
                     "granted_calls": t.granted_calls,
                     "effects": list(t.effects),
                     "requires_approval": t.requires_approval,
+                    "approval_effects": list(t.approval_effects),
+                    "needs_approval": t.needs_approval,
                     "calls": [
                         {
                             "line": s.line,
                             "times": s.times,
+                            "effects": list(t.effects),
                             "arguments": dict(s.arguments),
                             "computed": list(s.computed),
                         }
@@ -76,6 +110,10 @@ class Plan:
             "iterations": self.iterations,
             "max_items": self.max_items,
             "effects": list(self.effects),
+            "approval": {
+                "effects": list(self.approval_effects),
+                "tools": list(self.approval_tools),
+            },
             "result": self.result,
         }
 
@@ -85,7 +123,11 @@ class Plan:
         for t in self.tools:
             effects = f", effect {', '.join(t.effects)}" if t.effects else ""
             limit = "" if t.granted_calls is None else f" (granted {t.granted_calls})"
-            approval = ", needs approval" if t.requires_approval else ""
+            approval = ""
+            if t.approval_effects:
+                approval = f", needs approval (effect {', '.join(t.approval_effects)})"
+            elif t.requires_approval:
+                approval = ", needs approval (grant)"
             plural = "call" if t.max_calls == 1 else "calls"
             lines.append(f"{t.name}: ≤ {t.max_calls} {plural}{limit}{effects}{approval}")
             for s in t.sites:
@@ -100,12 +142,26 @@ class Plan:
         lines.append(f"iterations: ≤ {self.iterations}")
         lines.append(f"items per tool result: ≤ {self.max_items}")
         lines.append(f"effects: {', '.join(self.effects) or 'none'}")
+        if self.approval_tools:
+            asked = self.approval_effects
+            by_effect = f"effects {', '.join(asked)}; " if asked else ""
+            lines.append(f"needs approval: {by_effect}tools {', '.join(self.approval_tools)}")
+        else:
+            lines.append("needs approval: nothing")
         lines.append(f"result: {self.result}")
         return "\n".join(lines) + "\n"
 
 
-def make_plan(checked: Checked, tools: Iterable[ToolSignature], limits: DslLimits) -> Plan:
-    """The plan of an accepted program (``checked.ok``)."""
+def make_plan(
+    checked: Checked,
+    tools: Iterable[ToolSignature],
+    limits: DslLimits,
+    *,
+    approval_effects: Iterable[str] = (),
+) -> Plan:
+    """The plan of an accepted program (``checked.ok``); ``approval_effects`` are the effects the
+    policy wants approved before a tool that has them runs."""
+    asks = frozenset(approval_effects)
     by_name = {t.name: t for t in tools}
     planned = []
     first_line: dict[str, int] = {}
@@ -128,6 +184,7 @@ def make_plan(checked: Checked, tools: Iterable[ToolSignature], limits: DslLimit
                 granted_calls=signature.max_calls,
                 requires_approval=signature.requires_approval,
                 sites=sites,
+                approval_effects=tuple(e for e in signature.effects if e in asks),
             )
         )
     effects = sorted({e for t in planned for e in t.effects})
@@ -141,16 +198,13 @@ def make_plan(checked: Checked, tools: Iterable[ToolSignature], limits: DslLimit
 
 
 def admit(
-    plan: Plan,
-    *,
-    limits: DslLimits,
-    tool_calls_left: int | None,
-    approval_tools: Mapping[str, bool] | None = None,
+    plan: Plan, *, limits: DslLimits, tool_calls_left: int | None, describe: bool = True
 ) -> tuple[Finding, ...]:
-    """Compare the plan with the grants, the budget and the iteration limit.
+    """Compare the plan with the grants, the budget and the policy's ``[dsl]`` limits.
 
-    Returns deny findings for what could exceed them, an approve finding when a planned tool needs
-    approval (``approval_tools`` adds the policy's view), and always the SX790 plan record.
+    Returns deny findings for what could exceed them (each saying how to proceed), then, with
+    ``describe``, an approve finding when a planned tool needs approval (by its effects or its
+    grant) and the SX790 plan record (a backend re-checking an admitted program needs neither).
     """
     findings: list[Finding] = []
     if plan.iterations > limits.max_iterations:
@@ -158,7 +212,8 @@ def admit(
             dsl_finding(
                 ITERATIONS,
                 f"the program may run {plan.iterations} iterations, more than the limit of "
-                f"{limits.max_iterations}; loop over fewer items (take(xs, n))",
+                f"{limits.max_iterations}; loop over fewer items (take(xs, n)) or raise "
+                "[dsl] max_iterations in the policy",
                 span=None,
             )
         )
@@ -173,6 +228,16 @@ def admit(
                     evidence=t.name,
                 )
             )
+    if limits.max_tool_calls is not None and plan.total_calls > limits.max_tool_calls:
+        findings.append(
+            dsl_finding(
+                TOTAL_CALLS,
+                f"the program may make {plan.total_calls} tool calls, more than the policy's "
+                f"[dsl] max_tool_calls = {limits.max_tool_calls}; call tools in fewer places or "
+                "over fewer items (take(xs, n)), or raise the limit in the policy",
+                span=None,
+            )
+        )
     if tool_calls_left is not None and plan.total_calls > tool_calls_left:
         findings.append(
             dsl_finding(
@@ -182,15 +247,20 @@ def admit(
                 span=None,
             )
         )
-    extra = approval_tools or {}
-    needing = [t.name for t in plan.tools if t.requires_approval or extra.get(t.name, False)]
+    if not describe:
+        return tuple(findings)
     evidence = json.dumps(plan.to_json(), sort_keys=True, ensure_ascii=False)
-    if needing:
+    if plan.approval_tools:
+        tools = ", ".join(f"`{n}`" for n in plan.approval_tools)
+        if plan.approval_effects:
+            effects = ", ".join(f"`{e}`" for e in plan.approval_effects)
+            message = f"the plan has effect(s) {effects} that need approval (tools {tools})"
+        else:
+            message = f"the plan may call {tools}, whose grant requires approval"
         findings.append(
             dsl_finding(
                 NEEDS_APPROVAL,
-                f"the plan may call {', '.join(f'`{n}`' for n in needing)}, which need(s) "
-                "approval; the plan is attached",
+                f"{message}; the plan is attached for the approver",
                 span=None,
                 evidence=evidence,
             )

@@ -90,6 +90,15 @@ BUDGET = _rule(
     "before it starts rather than at the call that crosses it.",
     "A plan of up to 60 calls when 50 are left in the session's budget.",
 )
+TOTAL_CALLS = _rule(
+    "SX707",
+    "dsl-plan-over-call-limit",
+    "Refuses a program whose planned total of tool calls exceeds the policy's "
+    "`[dsl] max_tool_calls`.",
+    "A policy can bound how much one DSL action may do across all its tools, whatever each "
+    "grant allows; the bound is checked on the plan, before any call.",
+    "`[dsl] max_tool_calls = 10` and a loop calling `get_quote` over up to 50 holdings.",
+)
 STRUCTURE = _rule(
     "SX706",
     "dsl-misplaced-statement",
@@ -102,11 +111,12 @@ STRUCTURE = _rule(
 NEEDS_APPROVAL = _rule(
     "SX710",
     "dsl-plan-needs-approval",
-    "Asks for approval of the plan when it may call a tool whose grant requires approval; the "
-    "plan (tools, bounds, effects, constant arguments) is the finding's evidence.",
+    "Asks for approval of the plan when it may call a tool with an effect the policy's "
+    "`[approval] effects` names, or whose grant requires approval; the plan (tools, bounds, "
+    "effects, which of them need approval, constant arguments) is the finding's evidence.",
     "A human approves what the program will do, with bounds, before a single tool runs; the "
     "plan is stored with the audit event.",
-    "A plan that may call `send_email` (requires_approval) at most once.",
+    '`[approval] effects = ["money"]` and a plan that may call `reserve` (effect money) once.',
     severity=Severity.MEDIUM,
     enforcement=Enforcement.APPROVE,
 )
@@ -128,6 +138,7 @@ DSL_RULES: tuple[DslRule, ...] = (
     CALLS,
     BUDGET,
     STRUCTURE,
+    TOTAL_CALLS,
     NEEDS_APPROVAL,
     PLAN,
 )

@@ -2,12 +2,13 @@
 
 The policy's ``[capabilities.<tool>]`` entry decides. A tool it does not list, or lists as not
 grantable, cannot be granted; its ``max_calls`` caps the grant, its ``scopes`` bound the scope and
-its ``requires_approval`` cannot be switched off by the caller.
+its ``requires_approval`` cannot be switched off by the caller. A tool with an effect the policy's
+``[approval] effects`` names requires approval too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from safeexec.errors import CapabilityError
@@ -34,12 +35,13 @@ def reconcile_grant(
     requires_approval: bool | None = None,
     held_calls: int | None = None,
     held_scope: frozenset[str] | None = None,
+    effects: Collection[str] = (),
 ) -> GrantTerms:
     """The narrowest terms that satisfy both ``policy`` and the caller's request for ``tool``.
 
     ``held_calls`` and ``held_scope`` are what a token being narrowed already allows (a grant can
-    only narrow it). Raises ``CapabilityError`` when the policy does not let ``tool`` be granted
-    or the requested scope exceeds the policy's.
+    only narrow it); ``effects`` are the tool's declared effects. Raises ``CapabilityError``
+    when the policy does not let ``tool`` be granted or the requested scope exceeds the policy's.
     """
     config = next((c for c in policy.capabilities if c.tool == tool), None)
     if config is None or not config.grantable:
@@ -63,5 +65,7 @@ def reconcile_grant(
     return GrantTerms(
         max_calls=min(caps) if caps else None,
         scope=granted_scope,
-        requires_approval=config.requires_approval or bool(requires_approval),
+        requires_approval=config.requires_approval
+        or bool(requires_approval)
+        or any(e in policy.approval.effects for e in effects),
     )

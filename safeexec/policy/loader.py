@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from safeexec import codec
+from safeexec.dsl.limits import DslLimits
 from safeexec.errors import PolicyError
 from safeexec.model import Enforcement, Limits, Severity
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import (
+    ApprovalConfig,
     BackendsConfig,
     BudgetConfig,
     CapabilityConfig,
@@ -48,6 +50,7 @@ from safeexec.policy.vocabulary import (
     reserved_rule_id,
 )
 from safeexec.sandbox.layers import Layer
+from safeexec.tool_specs import Effect
 
 __all__ = ["load_policy", "parse_policy_text"]
 
@@ -57,6 +60,7 @@ _Raw = dict[str, Any]
 _PACK_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _KEBAB = _PACK_NAME
 _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
+_EFFECTS = tuple(e.value for e in Effect)
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
 _NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
 # "restricted-inprocess" is never a default: a pack that wants it names it in ``allowed``.
@@ -238,6 +242,15 @@ _SECTIONS: dict[str, dict[str, _Check]] = {
     },
     "observe": {"max_bytes": _is_int, "max_lines": _is_int, "max_line_chars": _is_int},
     "budget": {"steps": _is_int, "cpu_seconds": _is_number, "tool_calls": _is_int},
+    "approval": {
+        "effects": _str_list(lambda e: e in _EFFECTS, f"an effect ({', '.join(_EFFECTS)})")
+    },
+    "dsl": {
+        "max_items": _is_int,
+        "max_iterations": _is_int,
+        "max_text_chars": _is_int,
+        "max_tool_calls": _is_int,
+    },
     "sandbox": {
         "env_passthrough": _str_list(
             lambda n: bool(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", n)), "an environment variable name"
@@ -281,6 +294,8 @@ _TOP_LEVEL = (
     "observe",
     "budget",
     "sandbox",
+    "approval",
+    "dsl",
     "rule",
 )
 
@@ -620,6 +635,8 @@ def _build(data: _Raw, sources: tuple[str, ...], default_id: str) -> Policy:
         observe=ObserveConfig(**section("observe")),
         budget=BudgetConfig(**section("budget") | budget),
         sandbox=SandboxConfig(**section("sandbox")),
+        approval=ApprovalConfig(**section("approval")),
+        dsl=DslLimits(**section("dsl")),
         rules=rules,
         sources=sources,
     )

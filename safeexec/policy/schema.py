@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from safeexec.dsl.limits import DslLimits
 from safeexec.model import Enforcement, Limits, Severity
 
 __all__ = [
+    "ApprovalConfig",
     "BackendsConfig",
     "BudgetConfig",
     "CapabilityConfig",
@@ -80,6 +82,15 @@ class CapabilityConfig:
     max_calls: int | None = None
     scopes: tuple[str, ...] = ()
     requires_approval: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalConfig:
+    """Effects (``read``, ``write``, ``network``, ``money``) whose tools need approval in every
+    mode: each call asks the tool approver, and a DSL plan that may call one asks the step's
+    approver first, with the plan (``SX710``)."""
+
+    effects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +178,8 @@ class Policy:
     observe: ObserveConfig = field(default_factory=ObserveConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    approval: ApprovalConfig = field(default_factory=ApprovalConfig)
+    dsl: DslLimits = field(default_factory=DslLimits)
     rules: tuple[Rule, ...] = ()
     sources: tuple[str, ...] = ()
     digest: str = ""

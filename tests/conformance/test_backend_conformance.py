@@ -8,6 +8,7 @@ on the Python backends only.
 
 from __future__ import annotations
 
+import dataclasses
 import contextlib
 import socket
 import threading
@@ -22,8 +23,16 @@ from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
-from safeexec.dsl.checker import DslLimits
+from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
+
+class _UnplannedIterations(DslBackend):
+    """Iterations are limited by time here, not by the plan, so the timeout tests can run long
+    (as a policy's ``[dsl] max_iterations`` would allow)."""
+
+    def open(self, spec: SessionSpec) -> BackendSession:
+        return super().open(dataclasses.replace(spec, dsl=DslLimits(max_iterations=10**12)))
+
 
 PYTHON_BACKENDS: dict[str, Callable[[], Backend]] = {
     "native": NativeBackend,
@@ -32,8 +41,7 @@ PYTHON_BACKENDS: dict[str, Callable[[], Backend]] = {
 }
 BACKENDS: dict[str, Callable[[], Backend]] = {
     **PYTHON_BACKENDS,
-    # Iterations are limited by time here, not by the plan, so the timeout tests can run long.
-    "dsl": lambda: DslBackend(limits=DslLimits(max_iterations=10**12)),
+    "dsl": _UnplannedIterations,
 }
 IMPORTS = ("math", "json")
 every_backend = pytest.mark.parametrize("backend", list(BACKENDS), indirect=True)

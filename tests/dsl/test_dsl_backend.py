@@ -16,8 +16,8 @@ from safeexec.backends.dsl import DslBackend
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
 from safeexec.dsl import ops, runtime
-from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.compiler import compile_program
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.runtime import DslLimitError, DslRuntime
 from safeexec.errors import BackendUnavailable
 from safeexec.model import ExecStatus

@@ -8,8 +8,8 @@ import json
 import pytest
 from dsl_support import front, signatures
 
-from safeexec.dsl.checker import DslLimits
 from safeexec.dsl.front import check_source
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Enforcement
 
@@ -135,8 +135,9 @@ def test_the_plan_lists_tools_bounds_effects_and_constant_arguments() -> None:
     assert reserve["max_calls"] == 1 and reserve["effects"] == ["money"]
     assert reserve["granted_calls"] == 3
     assert reserve["calls"] == [
-        {"line": 4, "times": 1, "arguments": {"quantity": 1}, "computed": ["sku"]}
-    ]
+        {"line": 4, "times": 1, "effects": ["money"], "arguments": {"quantity": 1},
+         "computed": ["sku"]}
+    ]  # fmt: skip
     assert plan["effects"] == ["money"] and plan["total_calls"] == 2
     assert plan["iterations"] == 2000 and plan["max_items"] == 1000
     assert "reserve: ≤ 1 call (granted 3), effect money" in result.plan.to_text()

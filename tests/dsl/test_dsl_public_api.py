@@ -14,6 +14,7 @@ PINNED = {
     "safeexec.dsl.checker": ["CallSite", "Checked", "DslLimits", "check_program"],
     "safeexec.dsl.plan": ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"],
     "safeexec.dsl.front": ["FrontResult", "check_source"],
+    "safeexec.dsl.limits": ["DslLimits"],
     "safeexec.dsl.compiler": ["compile_program"],
     "safeexec.dsl.runtime": ["DslLimitError", "DslRuntime", "DslRuntimeError", "render_value"],
     "safeexec.dsl.signatures": [

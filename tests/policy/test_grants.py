@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from safeexec.errors import CapabilityError
 from safeexec.policy.grants import GrantTerms, reconcile_grant
-from safeexec.policy.schema import CapabilityConfig, Policy
+from safeexec.policy.schema import ApprovalConfig, CapabilityConfig, Policy
 
 POLICY = Policy(
     capabilities=(
@@ -49,3 +51,10 @@ def test_a_tool_the_policy_does_not_let_be_granted_raises(tool: str, why: str) -
 def test_a_scope_beyond_the_policy_raises() -> None:
     with pytest.raises(CapabilityError, match="exceeds the policy's"):
         reconcile_grant(POLICY, "search", scope=["web", "admin"])
+
+
+def test_an_effect_the_policy_names_requires_approval_for_any_tool_that_has_it() -> None:
+    policy = dataclasses.replace(POLICY, approval=ApprovalConfig(effects=("money",)))
+    assert reconcile_grant(policy, "search", effects=["money", "network"]).requires_approval
+    assert not reconcile_grant(policy, "search", effects=["read", "network"]).requires_approval
+    assert not reconcile_grant(POLICY, "search", effects=["money"]).requires_approval

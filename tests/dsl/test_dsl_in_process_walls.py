@@ -1,0 +1,99 @@
+"""The claims dsl/SPEC.md's "Where a DSL program runs" rests on, for the evaluator in the host
+process: what the restricted in-process mode cannot stop, the DSL either cannot express or stops.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from dsl_support import EXAMPLES, front, granted, run
+from hypothesis import given, settings
+from test_dsl_properties import programs
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.dsl import DslBackend
+from safeexec.blobs import BlobStore
+from safeexec.dsl.compiler import compile_program
+from safeexec.model import ExecRequest, ExecStatus, Limits
+
+DEEP = 'x = {"a": []}\ny = x\nfor i in range(100000):\n    x = {"a": [x]}\n    y = {"a": [y]}\n'
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["return x", "return x == y", "return len(str(x))", "return len(unique([x, x]))", "print(x)"],
+)
+def test_deep_nesting_is_an_error_not_a_crash_of_the_host(tmp_path: Path, tail: str) -> None:
+    # Lists and records only (no tuples, iterators or objects): every C path that walks them
+    # (JSON, comparison, repr, deallocation) is depth-guarded, so the host gets RecursionError.
+    ran = run(DEEP + tail, tmp_path, wall_seconds=60.0, cpu_seconds=60.0)
+    assert ran.result.status is ExecStatus.ERROR
+    assert ran.result.message.startswith("RecursionError"), ran.result.message
+
+
+def test_every_single_value_is_small_so_memory_growth_is_stopped_between_them(
+    tmp_path: Path,
+) -> None:
+    # Half a megabyte per string, a thousand of them: the watchdog sees the host grow past the
+    # session's memory_bytes and the next counted operation (each lambda call) stops the run.
+    source = (
+        's = "x"\nfor i in range(19):\n    s = s + s\n'
+        "xs = map(range(1000), lambda i: s + str(i))\nreturn len(xs)"
+    )
+    spec = SessionSpec(
+        blobs=BlobStore(tmp_path / "blobs"),
+        tools=granted(),
+        workdir=tmp_path / "work",
+        limits=Limits(memory_bytes=64 * 2**20),
+    )
+    session = DslBackend().open(spec)
+    try:
+        result = session.run(ExecRequest(action_id="m", code=source, limits=Limits()))
+    finally:
+        session.close()
+    assert result.status is ExecStatus.LIMIT_EXCEEDED
+    assert "memory limit" in result.message
+
+
+def test_one_value_cannot_be_made_huge_in_one_step(tmp_path: Path) -> None:
+    # The single C operation restricted mode cannot interrupt ("x" * 10**10) has no DSL form:
+    # `*` is numbers only, and `+`, join and replace check the size before they build.
+    assert run('return "x" * 1000', tmp_path).result.status is ExecStatus.ERROR
+    ran = run('s = "x"\nfor i in range(25):\n    s = s + s\nreturn len(s)', tmp_path)
+    assert ran.result.status is ExecStatus.ERROR and "1000000 characters" in ran.result.message
+
+
+# Every node shape the compiler can emit; anything else in a compiled module is a compiler bug.
+EMITTED = {
+    "Add", "And", "Assign", "BinOp", "BoolOp", "Call", "Compare", "Constant", "Dict", "Div", "Eq",
+    "Expr", "FloorDiv", "For", "FormattedValue", "Gt", "GtE", "If", "IfExp", "In", "JoinedStr",
+    "Lambda", "List", "Load", "Lt", "LtE", "Mod", "Module", "Mult", "Name", "Not", "NotEq",
+    "NotIn", "Or", "Pass", "Store", "Sub", "USub", "UnaryOp", "arg", "arguments", "keyword",
+}  # fmt: skip
+
+
+def _assert_only_emitted_shapes(source: str) -> None:
+    result = front(source)
+    if not result.accepted or result.checked is None:
+        return
+    module = compile_program(result.checked)
+    kinds = {type(node).__name__ for node in ast.walk(module)}
+    assert kinds <= EMITTED, kinds - EMITTED
+    tools = {s.tool for s in result.checked.sites}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):  # calls name a helper or a checked tool, nothing else
+            assert isinstance(node.func, ast.Name)
+            assert node.func.id.startswith("dsl_") or node.func.id in tools, node.func.id
+
+
+@pytest.mark.parametrize("program", sorted(EXAMPLES.glob("*.dsl")), ids=lambda p: p.stem)
+def test_compiled_examples_hold_only_the_shapes_the_compiler_emits(program: Path) -> None:
+    _assert_only_emitted_shapes(program.read_text(encoding="utf-8"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs())
+def test_compiled_generated_programs_hold_only_the_shapes_the_compiler_emits(source: str) -> None:
+    _assert_only_emitted_shapes(source)

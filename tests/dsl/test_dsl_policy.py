@@ -1,0 +1,182 @@
+"""The DSL under a policy: ``[dsl]`` limits (validated by the loader, reaching the backend through
+``SessionSpec.dsl``) and ``[approval] effects`` (the plan says which effects need approval, and the
+approver gets the plan before anything runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from dsl_support import EXAMPLES, example_specs, signatures
+
+from safeexec.dsl.limits import DslLimits
+from safeexec.dsl.plan import plan_of
+from safeexec.errors import PolicyError
+from safeexec.gate import check
+from safeexec.model import Action, ActionSource, Decision, ExecStatus, Verdict
+from safeexec.policy.loader import load_policy, parse_policy_text
+from safeexec.policy.schema import ApprovalConfig, CapabilityConfig, Policy
+from safeexec.session import Session
+
+# shopping: search (no effect) then reserve (money); hotels: no effects; save: write.
+SHOPPING = (EXAMPLES / "shopping.dsl").read_text(encoding="utf-8")
+HOTELS = (EXAMPLES / "travel_compare_hotels.dsl").read_text(encoding="utf-8")
+SAVE = (EXAMPLES / "decoding_save.dsl").read_text(encoding="utf-8")
+
+
+def policy(*, effects: tuple[str, ...] = (), dsl: DslLimits | None = None) -> Policy:
+    caps = tuple(CapabilityConfig(tool=s.name) for s in example_specs())
+    return dataclasses.replace(
+        load_policy("default"),
+        capabilities=caps,
+        approval=ApprovalConfig(effects=effects),
+        dsl=dsl or DslLimits(),
+    )
+
+
+def gate(source: str, p: Policy) -> Decision:
+    action = Action.create(source, source=ActionSource.RAW, language="dsl")
+    return check(action, p, backend="dsl", tools=signatures({})).decision
+
+
+# -- the loader -----------------------------------------------------------------------------
+
+
+def test_the_dsl_and_approval_tables_load_with_documented_defaults() -> None:
+    loaded = parse_policy_text(
+        '[backends]\nallowed = ["dsl"]\ndefault = "dsl"\n'
+        '[dsl]\nmax_items = 50\nmax_tool_calls = 12\n[approval]\neffects = ["money", "write"]\n'
+    )
+    assert loaded.dsl == DslLimits(max_items=50, max_tool_calls=12)
+    assert loaded.dsl.max_iterations == 1_000_000 and loaded.dsl.max_text_chars == 1_000_000
+    assert loaded.approval.effects == ("money", "write")
+    default = load_policy("default")
+    assert default.dsl == DslLimits() and default.dsl.max_tool_calls is None
+    assert default.approval.effects == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer", "says"),
+    [
+        ("[dsl]\nmax_item = 5\n", "/dsl/max_item", "did you mean 'max_items'?"),
+        ("[dsl]\nmax_iterations = -1\n", "/dsl/max_iterations", "non-negative integer"),
+        ('[dsl]\nmax_tool_calls = "ten"\n', "/dsl/max_tool_calls", "non-negative integer"),
+        ('[approval]\neffects = ["spend"]\n', "/approval/effects/0", "read, write, network, money"),
+        ("[approval]\neffect = []\n", "/approval/effect", "did you mean 'effects'?"),
+    ],
+)
+def test_the_loader_refuses_bad_dsl_and_approval_keys(text: str, pointer: str, says: str) -> None:
+    with pytest.raises(PolicyError) as caught:
+        parse_policy_text(text)
+    assert caught.value.pointer == pointer
+    assert says in str(caught.value)
+
+
+# -- [dsl] limits ---------------------------------------------------------------------------
+
+
+def test_a_plan_over_the_policys_tool_call_limit_is_refused_saying_how_to_proceed() -> None:
+    source = 'for p in take(search_products(query="c"), 5):\n    get_quote(ticker=p.sku)\nreturn 1'
+    refused = gate(source, policy(dsl=DslLimits(max_tool_calls=4)))
+    assert refused.verdict is Verdict.DENY
+    (finding,) = [f for f in refused.findings if f.rule == "SX707"]
+    assert "6 tool calls" in finding.message and "max_tool_calls = 4" in finding.message
+    assert "take(xs, n)" in finding.message and "raise the limit" in finding.message
+    assert gate(source, policy(dsl=DslLimits(max_tool_calls=6))).verdict is Verdict.ALLOW
+
+
+def test_the_policys_iteration_limit_is_the_one_the_plan_is_checked_against() -> None:
+    source = "n = 0\nfor i in range(200):\n    n += i\nreturn n"
+    refused = gate(source, policy(dsl=DslLimits(max_iterations=100)))
+    (finding,) = [f for f in refused.findings if f.rule == "SX703"]
+    assert "[dsl] max_iterations" in finding.message
+    assert gate(source, policy()).verdict is Verdict.ALLOW
+
+
+def test_the_policys_item_cap_reaches_the_backend_through_the_session(tmp_path: Path) -> None:
+    source = 'items = search_products(query="usb-c cable")\nreturn len(items)'
+    with Session(policy=policy(), mode="dsl", state_dir=tmp_path / "a") as wide:
+        for spec in example_specs():
+            wide.grant(spec)
+        assert wide.run(source).result.status is ExecStatus.OK  # type: ignore[union-attr]
+    with Session(
+        policy=policy(dsl=DslLimits(max_items=2)), mode="dsl", state_dir=tmp_path / "b"
+    ) as narrow:
+        for spec in example_specs():
+            narrow.grant(spec)
+        result = narrow.run(source).result
+        assert result is not None and result.status is ExecStatus.ERROR
+        assert "more than the cap of 2" in result.message
+
+
+# -- approval per effect --------------------------------------------------------------------
+
+
+def test_the_plan_says_which_effects_need_approval() -> None:
+    decision = gate(SHOPPING, policy(effects=("money",)))
+    assert decision.verdict is Verdict.NEEDS_APPROVAL
+    (card,) = [f for f in decision.findings if f.rule == "SX710"]
+    assert "`money`" in card.message and "`reserve`" in card.message
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"] == {"effects": ["money"], "tools": ["reserve"]}
+    tools = {t["name"]: t for t in plan["tools"]}  # type: ignore[union-attr,index]
+    assert tools["reserve"]["approval_effects"] == ["money"] and tools["reserve"]["needs_approval"]
+    assert not tools["search_products"]["needs_approval"]
+    (record,) = [f for f in decision.findings if f.rule == "SX790"]
+    assert "reserve: ≤ 1 call, effect money, needs approval (effect money)" in record.message
+    assert "needs approval: effects money; tools reserve" in record.message
+
+
+@pytest.mark.parametrize(
+    ("source", "effects"),
+    [(HOTELS, ("money", "write", "network", "read")), (SHOPPING, ("write",)), (SAVE, ("money",))],
+    ids=["no-effects", "money-not-asked", "write-not-asked"],
+)
+def test_a_plan_without_an_effect_needing_approval_is_allowed(
+    source: str, effects: tuple[str, ...]
+) -> None:
+    decision = gate(source, policy(effects=effects))
+    assert decision.verdict is Verdict.ALLOW
+    assert not [f for f in decision.findings if f.rule == "SX710"]
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"] == {"effects": [], "tools": []}
+
+
+def test_the_approver_gets_the_plans_effects_before_any_tool_runs(tmp_path: Path) -> None:
+    asked: list[tuple[object, int]] = []
+
+    def approver(decision: Decision, action: Action) -> bool:
+        plan = plan_of(decision.findings)
+        assert plan is not None
+        asked.append((plan["approval"], session.statistics().tool_calls))
+        return True
+
+    with Session(
+        policy=policy(effects=("money",)), mode="dsl", state_dir=tmp_path, approver=approver,
+        tool_approver=lambda request: True,
+    ) as session:  # fmt: skip
+        for spec in example_specs():
+            session.grant(spec)
+        assert session._capabilities.get("reserve").requires_approval  # type: ignore[union-attr]
+        assert not session._capabilities.get("search_products").requires_approval  # type: ignore[union-attr]
+        outcome = session.run(SHOPPING)
+        assert asked == [({"effects": ["money"], "tools": ["reserve"]}, 0)]
+        assert outcome.result is not None and outcome.result.status is ExecStatus.OK
+        assert session.run(HOTELS).decision.verdict is Verdict.ALLOW
+        assert len(asked) == 1  # a plan without money never asks
+
+
+def test_a_refused_plan_approval_runs_no_tool(tmp_path: Path) -> None:
+    with Session(
+        policy=policy(effects=("money",)), mode="dsl", state_dir=tmp_path,
+        approver=lambda d, a: False,
+    ) as session:  # fmt: skip
+        for spec in example_specs():
+            session.grant(spec)
+        outcome = session.run(SHOPPING)
+        assert outcome.decision.verdict is Verdict.DENY and outcome.result is None
+        assert session.statistics().tool_calls == 0
+        logged = json.loads(session.audit.path.read_text().splitlines()[-1])
+        assert any(f["rule"] == "SX710" for f in logged["findings"])
