@@ -8,8 +8,8 @@ on the Python backends only.
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +25,7 @@ from safeexec.blobs import BlobStore
 from safeexec.capabilities import CapabilitySet, tool
 from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
+
 
 class _UnplannedIterations(DslBackend):
     """Iterations are limited by time here, not by the plan, so the timeout tests can run long
