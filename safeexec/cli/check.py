@@ -10,14 +10,12 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from safeexec import __version__
 from safeexec.errors import PolicyError
-from safeexec.gate import GateResult, suggest_policy
-from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
@@ -25,6 +23,10 @@ from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
+
+if TYPE_CHECKING:
+    # The gate (and its parsers) load only when code is checked: `explain` needs none of it.
+    from safeexec.gate import GateResult
 
 __all__ = ["check", "explain", "render_sarif", "render_text"]
 
@@ -77,9 +79,11 @@ def check(
         loaded = load_policy(policy)
     except PolicyError as exc:
         _fail(str(exc))
+    from safeexec import gate
+
     if suggest:
         code = "\n".join(_read(name) for name in files or ["-"])
-        suggestion = suggest_policy(code, loaded, backend=backend)
+        suggestion = gate.suggest_policy(code, loaded, backend=backend)
         typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
         for finding in suggestion.remaining:
             typer.echo(f"# still refused: {finding.rule} {escape_controls(finding.message)}")
@@ -88,7 +92,7 @@ def check(
     for name in files or ["-"]:
         code = _read(name)
         action = Action.create(code, action_id=f"check:{name}")
-        results.append((name, gate_check(action, loaded, backend=backend)))
+        results.append((name, gate.check(action, loaded, backend=backend)))
     if output_format == "json":
         typer.echo(json.dumps(render_json(results), indent=2))
     elif output_format == "sarif":

@@ -6,11 +6,13 @@ Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -18,8 +20,14 @@ from safeexec.errors import SafeExecError
 from safeexec.model import ExecStatus, Outcome
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
-from safeexec.session import Session
+from safeexec.policy.schema import Policy
 from safeexec.units import parse_bytes
+
+if TYPE_CHECKING:
+    from safeexec.backends.native import NativeBackend
+    from safeexec.backends.restricted import RestrictedBackend
+
+    _Startable = NativeBackend | RestrictedBackend
 
 __all__ = ["Mode", "exit_code", "run"]
 
@@ -130,6 +138,7 @@ def run(
     Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
     4 timeout, limit exceeded or killed (with several files, the worst).
     """
+    warm: _Startable | None = None
     try:
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
@@ -140,8 +149,13 @@ def run(
             cpu_seconds=cpu,
             memory_bytes=None if memory is None else parse_bytes(memory),
         )
+        warm = _warm_backend(narrowed, chosen)
+        # Imported once the template is starting: the gate's parsers load while it boots.
+        from safeexec.session import Session
+
+        backends = None if warm is None else {chosen or narrowed.backends.default: warm}
         with Session(
-            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir
+            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir, backends=backends
         ) as session:
             for spec in upload or []:
                 source, dest = _split_transfer(spec)
@@ -162,7 +176,40 @@ def run(
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
+    finally:
+        if warm is not None:
+            warm.close()
     raise typer.Exit(code)
+
+
+def _warm_backend(policy: Policy, mode: str | None) -> _Startable | None:
+    """The backend of the run's one mode with its template booting in the background, so that
+    importing and running the gate overlaps the template's start; ``None`` for modes without one
+    (the session then makes its own).
+
+    A start that fails here is retried by the session's first open, which reports it.
+    """
+    chosen = mode or policy.backends.default
+    if chosen not in policy.backends.allowed:
+        return None  # the gate denies the step; nothing should start
+    backend: _Startable
+    if chosen == "native":
+        from safeexec.backends.native import NativeBackend
+
+        backend = NativeBackend()
+    elif chosen == "restricted":
+        from safeexec.backends.restricted import RestrictedBackend
+
+        backend = RestrictedBackend()
+    else:
+        return None
+    threading.Thread(target=_start_quietly, args=(backend,), daemon=True).start()
+    return backend
+
+
+def _start_quietly(backend: _Startable) -> None:
+    with contextlib.suppress(SafeExecError, OSError):
+        backend.start()
 
 
 def _split_transfer(spec: str) -> tuple[str, str]:
