@@ -46,8 +46,8 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(STAMP)
-	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/summary.py --readme README.md
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -24,13 +24,13 @@ On = Literal["ratio", "safeexec"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Figure:
-    """``safeexec`` and ``peer`` are in ``unit`` (smaller is better unless ``higher_is_better``);
-    the target bounds ``on`` the ratio safeexec/peer or on safeexec's own value."""
+    """``safeexec`` and ``peer`` are in ``unit``; the target bounds ``on`` the ratio safeexec/peer
+    or on safeexec's own value (an absolute target may have no peer: ``peer`` is ``None``)."""
 
     figure: str
     peer_name: str
     safeexec: float
-    peer: float
+    peer: float | None
     unit: str
     bound: Bound = "none"
     limit: float = 0.0
@@ -38,8 +38,8 @@ class Figure:
     source: str = ""
 
     @property
-    def ratio(self) -> float:
-        return self.safeexec / self.peer if self.peer else float("inf")
+    def ratio(self) -> float | None:
+        return self.safeexec / self.peer if self.peer else None
 
     @property
     def target(self) -> str:
@@ -54,6 +54,8 @@ class Figure:
         if self.bound == "none":
             return None
         value = self.ratio if self.on == "ratio" else self.safeexec
+        if value is None:
+            return False
         return value <= self.limit if self.bound == "at_most" else value >= self.limit
 
     def to_json(self) -> dict[str, object]:
@@ -70,7 +72,7 @@ def record(figures: list[Figure], *, source: str) -> None:
         verdict = {None: "", True: "met", False: "MISSED"}[item.met]
         print(
             f"  = {item.figure}: safeexec {format_value(item.safeexec, item.unit)} vs "
-            f"{item.peer_name} {format_value(item.peer, item.unit)}: {item.ratio:.3g}x "
+            f"{item.peer_name} {format_value(item.peer, item.unit)}: {format_ratio(item.ratio)} "
             f"(target {item.target}) {verdict}"
         )
     path = os.environ.get(FIGURES_ENV)
@@ -83,10 +85,20 @@ def record(figures: list[Figure], *, source: str) -> None:
             fh.write(json.dumps(row) + "\n")
 
 
-def format_value(value: float, unit: str) -> str:
+def format_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
     if unit == "s":
+        if value >= 1.0:
+            return f"{value:.2f} s"
         return f"{value * 1e3:.3g} ms" if value >= 1e-3 else f"{value * 1e6:.3g} us"
+    if unit == "/s" or value >= 100:
+        return f"{value:.0f} {unit}"
     return f"{value:.3g} {unit}"
+
+
+def format_ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.3g}x"
 
 
 def interleaved_medians(
