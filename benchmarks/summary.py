@@ -161,9 +161,11 @@ def render(figures: list[Figure]) -> str:
         )
     met = sum(1 for f in figures if f.met is True)
     targets = sum(1 for f in figures if f.met is not None)
+    load = os.getloadavg()[1]  # absolute figures (ms, MiB) move with it; same-run ratios less
     header = (
-        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, one run of `make bench` "
-        f"({time.strftime('%Y-%m-%d')}); medians unless marked; {met} of {targets} targets met."
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs (load average {load:.1f} "
+        f"over the last 5 minutes), one run of `make bench` ({time.strftime('%Y-%m-%d')}); "
+        f"medians unless marked; {met} of {targets} targets met."
     )
     return header + "\n\n" + "\n".join(rows) + "\n"
 
