@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
 TEST_EXTRAS := dev,data
 TEST_STAMP := $(VENV)/.installed-test
+# The peers the benchmarks compare against (installed by `make bench` only).
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: setup setup-test demo test test-fast lint bench clean
 
@@ -21,6 +23,10 @@ $(STAMP): pyproject.toml setup.py
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
 	touch $(TEST_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
 
 setup: $(STAMP)
 
@@ -40,8 +46,8 @@ lint: $(TEST_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(STAMP)
-	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/summary.py --readme README.md
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

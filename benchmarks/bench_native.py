@@ -1,9 +1,14 @@
 """Native mode benchmark: every figure is a ratio to a baseline measured in the same run.
 
+Peers on the same work: a fresh interpreter per call (what subprocess-per-call harnesses such as
+codejail or llm-sandbox without containers pay) and a Jupyter kernel (the stateful peer: its
+start against a session open, its warm execute against a warm round trip).
+
 Run: ``python benchmarks/bench_native.py [--sessions-cap N] [--preload numpy,pandas]``.
 Targets (from the issue): open <= 0.25x a fresh ``python -S -I -c pass``; sustained opens/s
->= 4x fresh-interpreter spawns/s; warm round-trip < 1 ms; a 200k-iteration loop within 1.1x
-of in-process ``exec``; an idle session <= 2 MB private memory (USS).
+>= 4x fresh-interpreter spawns/s; warm round-trip < 1 ms and >= 10x faster than a Jupyter
+kernel's warm execute; a 200k-iteration loop within 1.1x of in-process ``exec``; an idle session
+<= 2 MiB private memory (USS); >= 1,000 concurrent idle sessions.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import peers
+from figures import Figure, record
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
@@ -92,6 +100,7 @@ def main() -> None:
     python = os.path.realpath(sys.executable)
     fresh_cmd = [python, "-S", "-I", "-c", "pass"]
     rows: list[tuple[str, str, str]] = []
+    figures: list[Figure] = []
 
     scratch = Path(tempfile.mkdtemp(prefix="safeexec-bench-"))
     blobs = BlobStore(scratch / "blobs")
@@ -133,31 +142,51 @@ def main() -> None:
     host_before, template_before = time.process_time(), cpu_seconds_of(template_pid)
     counted = [open_session() for _ in range(args.repeat)]
     session_cpu = sum(cpu_seconds_of(s.pid or 0) for s in counted)
-    open_cpu = (
-        time.process_time()
-        - host_before
-        + cpu_seconds_of(template_pid)
-        - template_before
-        + session_cpu
-    ) / args.repeat
+    host_cpu = (time.process_time() - host_before) / args.repeat
+    template_cpu = (cpu_seconds_of(template_pid) - template_before) / args.repeat
+    open_cpu = host_cpu + template_cpu + session_cpu / args.repeat
     for session in counted:
         session.close()
     rows.append(
         (
             "session open, CPU (host+template+session)",
-            f"{open_cpu * 1e3:.2f} ms CPU vs fresh interpreter {fresh_cpu * 1e3:.2f} ms CPU",
+            f"{open_cpu * 1e3:.2f} ms CPU (host {host_cpu * 1e3:.2f}, template "
+            f"{template_cpu * 1e3:.2f}, session {session_cpu / args.repeat * 1e3:.2f}) vs fresh "
+            f"interpreter {fresh_cpu * 1e3:.2f} ms CPU",
             f"{open_cpu / fresh_cpu:.2f}x",
         )
     )
     # Medians, and the best run of each (the machine's other load only ever adds time).
     for label, samples in (("warm pool", spaced), ("back to back", back_to_back)):
         value, best = statistics.median(samples), min(samples)
+        p99 = statistics.quantiles(samples, n=100)[98]
         rows.append(
             (
                 f"session open, {label}",
-                f"{value * 1e3:.2f} ms (best {best * 1e3:.2f}) vs fresh `python -S -I -c pass` "
-                f"{fresh * 1e3:.2f} ms (best {min(fresh_samples) * 1e3:.2f})",
+                f"{value * 1e3:.2f} ms (best {best * 1e3:.2f}, p99 {p99 * 1e3:.2f}) vs fresh "
+                f"`python -S -I -c pass` {fresh * 1e3:.2f} ms "
+                f"(best {min(fresh_samples) * 1e3:.2f})",
                 f"{value / fresh:.2f}x, best {best / min(fresh_samples):.2f}x (target <= 0.25x)",
+            )
+        )
+        figures.append(
+            Figure(
+                figure=f"session open ({label}), median",
+                peer_name="fresh `python -S -I -c pass`",
+                safeexec=value,
+                peer=fresh,
+                unit="s",
+                bound="at_most" if label == "warm pool" else "none",
+                limit=0.25,
+            )
+        )
+        figures.append(
+            Figure(
+                figure=f"session open ({label}), p99",
+                peer_name="fresh `python -S -I -c pass`, p99",
+                safeexec=p99,
+                peer=statistics.quantiles(fresh_samples, n=100)[98],
+                unit="s",
             )
         )
 
@@ -175,6 +204,70 @@ def main() -> None:
             f"{warm / in_process:.0f}x (target < 1 ms absolute)",
         )
     )
+    figures.append(
+        Figure(
+            figure="warm round trip of `x = 1`",
+            peer_name="(absolute)",
+            safeexec=warm,
+            peer=None,
+            unit="s",
+            bound="at_most",
+            limit=0.001,
+            on="safeexec",
+        )
+    )
+    per_call = median_seconds(peers.fresh_interpreter("x = 1"), repeat=args.repeat)
+    rows.append(
+        (
+            "`x = 1` per call: warm session vs fresh interpreter",
+            f"{warm * 1e3:.3f} ms vs `python -I -c 'x = 1'` {per_call * 1e3:.2f} ms",
+            f"{warm / per_call:.3f}x",
+        )
+    )
+    figures.append(
+        Figure(
+            figure="one call of `x = 1` (warm session)",
+            peer_name="fresh `python -I` per call",
+            safeexec=warm,
+            peer=per_call,
+            unit="s",
+        )
+    )
+    kernel = peers.JupyterKernel(str(scratch))
+    try:
+        kernel.execute("x = 1")
+        kernel_warm = median_seconds(lambda: kernel.execute("x = 1"), repeat=args.repeat * 3)
+    finally:
+        kernel.close()
+    rows.append(
+        (
+            "warm execute of `x = 1` vs a Jupyter kernel",
+            f"{warm * 1e3:.3f} ms vs ipykernel {kernel_warm * 1e3:.2f} ms "
+            f"(kernel start {kernel.start_seconds:.2f} s vs session open "
+            f"{statistics.median(spaced) * 1e3:.1f} ms)",
+            f"{warm / kernel_warm:.3f}x (target <= 0.1x)",
+        )
+    )
+    figures.append(
+        Figure(
+            figure="warm execute of `x = 1`",
+            peer_name="Jupyter kernel (ipykernel) warm execute",
+            safeexec=warm,
+            peer=kernel_warm,
+            unit="s",
+            bound="at_most",
+            limit=0.1,
+        )
+    )
+    figures.append(
+        Figure(
+            figure="session open (warm pool)",
+            peer_name="Jupyter kernel start (to ready)",
+            safeexec=statistics.median(spaced),
+            peer=kernel.start_seconds,
+            unit="s",
+        )
+    )
     loop_request = ExecRequest(action_id="bench", code=LOOP)
     assert session.run(loop_request).status is ExecStatus.OK
     sandboxed_loop = median_seconds(lambda: session.run(loop_request), repeat=args.repeat)
@@ -185,6 +278,17 @@ def main() -> None:
             "200k-iteration loop (incl. round-trip)",
             f"{sandboxed_loop * 1e3:.2f} ms vs in-process exec {host_loop * 1e3:.2f} ms",
             f"{sandboxed_loop / host_loop:.3f}x (target <= 1.1x)",
+        )
+    )
+    figures.append(
+        Figure(
+            figure="200k-iteration loop in a session (incl. round trip)",
+            peer_name="in-process `exec`",
+            safeexec=sandboxed_loop,
+            peer=host_loop,
+            unit="s",
+            bound="at_most",
+            limit=1.1,
         )
     )
 
@@ -224,6 +328,18 @@ def main() -> None:
             f"USS {uss / fresh_uss:.2f}x (target USS <= 2 MiB)",
         )
     )
+    figures.append(
+        Figure(
+            figure="idle session private memory (USS)",
+            peer_name="fresh idle interpreter",
+            safeexec=uss / 1024,
+            peer=fresh_uss / 1024,
+            unit="MiB",
+            bound="at_most",
+            limit=2.0,
+            on="safeexec",
+        )
+    )
 
     # 4. How many idle sessions fit before any limit.
     many: list[NativeSession] = []
@@ -239,6 +355,18 @@ def main() -> None:
             "concurrent idle sessions",
             f"{len(many)} open ({stop_reason}); {total_uss / 1024:.0f} MiB private in total",
             f"{total_uss / 1024 / max(1, len(many)):.2f} MiB USS each",
+        )
+    )
+    figures.append(
+        Figure(
+            figure=f"concurrent idle sessions (cap {args.sessions_cap})",
+            peer_name="(absolute)",
+            safeexec=len(many),
+            peer=None,
+            unit="sessions",
+            bound="at_least",
+            limit=1000,
+            on="safeexec",
         )
     )
     for s in many:
@@ -259,12 +387,33 @@ def main() -> None:
                 f"{opens / spawned:.2f}x (target >= 4x)",
             )
         )
+        figures.append(
+            Figure(
+                figure=f"sustained opens/s, {clients} client(s)",
+                peer_name="fresh interpreter spawns/s",
+                safeexec=opens,
+                peer=spawned,
+                unit="/s",
+                bound="at_least",
+                limit=4.0,
+            )
+        )
+        figures.append(
+            Figure(
+                figure=f"open+close cycles/s, {clients} client(s)",
+                peer_name="fresh interpreter spawns/s",
+                safeexec=cycles,
+                peer=spawned,
+                unit="/s",
+            )
+        )
 
     backend.close()
     width = max(len(r[0]) for r in rows)
     print(f"native backend benchmark (python {sys.version.split()[0]}, preload={preload or '-'})")
     for name, measured, ratio in rows:
         print(f"  {name:<{width}}  {ratio:<32}  {measured}")
+    record(figures, source="bench_native")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-"""Restricted mode vs plain ``exec`` (and smolagents' AST interpreter when installed), same run.
+"""Restricted mode vs plain ``exec`` and the peers (smolagents' AST interpreter, asteval, stock
+RestrictedPython with its documented guards), same programs, same run.
 
 Every figure is a ratio against plain ``exec`` measured in this run (best of N repeats, each
-compiling and running the program in a fresh namespace). In-worker figures also include the
+compiling and running the program in a fresh namespace; a peer slower than a second per run is
+run once or twice). Targets: restricted in-process <= 2x plain ``exec`` and >= 50x faster than
+smolagents' interpreter, on every program. In-worker figures also include the
 round trip to the confined worker, so they are shown against the native worker running the same
 program with plain Python too. The last table compares a tool call through a capability (proxy →
 gateway checks → host function → JSON copy back) with a direct Python call.
@@ -16,6 +19,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import peers
+from figures import Figure, record
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
@@ -91,25 +97,6 @@ def restricted_in_process(code: str, *, counting: bool) -> Callable[[], object]:
     return run
 
 
-def smolagents_runner() -> Callable[[str], Callable[[], object]] | None:
-    try:
-        from smolagents.local_python_executor import LocalPythonExecutor
-    except ImportError:
-        return None
-
-    def make(code: str) -> Callable[[], object]:
-        def run() -> object:
-            executor = LocalPythonExecutor(
-                additional_authorized_imports=[], max_print_outputs_length=10**6
-            )
-            executor.send_tools({})
-            return executor(code)
-
-        return run
-
-    return make
-
-
 def worker_runner(session: object) -> Callable[[str], Callable[[], object]]:
     def make(code: str) -> Callable[[], object]:
         def run() -> object:
@@ -123,33 +110,51 @@ def worker_runner(session: object) -> Callable[[str], Callable[[], object]]:
     return make
 
 
+PEERS: dict[str, Callable[[str], Callable[[], object]]] = {
+    "stock RestrictedPython": peers.stock_restricted_runner,
+    "asteval": peers.asteval_runner,
+    "smolagents LocalPythonExecutor": peers.smolagents_runner,
+}
+
+
+def peer_seconds(make: Callable[[str], Callable[[], object]], code: str, repeats: int) -> float:
+    """Best time of a peer; one that takes over a second per run is run at most twice."""
+    try:
+        run = make(code)
+    except peers.Unsupported:
+        return float("nan")
+    first = best_of(run, 1)
+    return min(first, best_of(run, repeats - 1 if first < 1.0 else 1))
+
+
 def main() -> None:
     repeats = 7
     tmp = Path(tempfile.mkdtemp(prefix="bench-restricted-"))
     blobs = BlobStore(tmp / "blobs")
-    smol = smolagents_runner()
     workers: dict[str, Callable[[str], Callable[[], object]]] = {}
     sessions = []
-    try:
-        for label, backend in (
-            ("restricted in worker", RestrictedBackend()),
-            ("native worker (plain Python)", NativeBackend(executor="python")),
-        ):
-            workdir = tmp / label.replace(" ", "-")
-            workdir.mkdir()
-            session = backend.open(SessionSpec(workdir=workdir, limits=LIMITS, blobs=blobs))
-            sessions.append(session)
-            workers[label] = worker_runner(session)
-    except Exception as exc:  # the worker needs namespaces/seccomp; report rather than die
-        print(f"(in-worker figures unavailable: {type(exc).__name__}: {exc})")
+    for label, backend in (
+        ("restricted in worker", RestrictedBackend()),
+        ("native worker (plain Python)", NativeBackend(executor="python")),
+    ):
+        workdir = tmp / label.replace(" ", "-")
+        workdir.mkdir()
+        session = backend.open(SessionSpec(workdir=workdir, limits=LIMITS, blobs=blobs))
+        sessions.append(session)
+        workers[label] = worker_runner(session)
 
-    columns = ["restricted in-process", "restricted in-process (no op budget)", *workers]
-    if smol is not None:
-        columns.append("smolagents LocalPythonExecutor")
+    columns = [
+        "restricted in-process",
+        "restricted in-process (no op budget)",
+        *workers,
+        *PEERS,
+    ]
     header = f"{'program':<22} {'plain exec':>11} " + " ".join(f"{c:>24}" for c in columns)
+    print("times as ratios to plain exec (n/a: the peer cannot run the program)")
     print(header)
     print("-" * len(header))
     ratios: dict[str, list[float]] = {c: [] for c in columns}
+    figures: list[Figure] = []
     for name, code in PROGRAMS.items():
         runners: dict[str, Callable[[], object]] = {
             "plain exec": plain_exec(code),
@@ -158,41 +163,62 @@ def main() -> None:
         }
         for label, make in workers.items():
             runners[label] = make(code)
-        figures = interleaved_best(runners, repeats)
-        if smol is not None:
-            slow_repeats = repeats if "trivial" in name else 2
-            figures["smolagents LocalPythonExecutor"] = best_of(smol(code), slow_repeats)
-        base = figures["plain exec"]
+        measured = interleaved_best(runners, repeats)
+        for label, make in PEERS.items():
+            measured[label] = peer_seconds(make, code, repeats)
+        base = measured["plain exec"]
         cells = []
         for column in columns:
-            ratio = figures[column] / base
+            ratio = measured[column] / base
             ratios[column].append(ratio)
-            cells.append(f"{ratio:>23.2f}x")
+            cells.append(f"{ratio:>23.2f}x" if ratio == ratio else f"{'n/a':>24}")
         print(f"{name:<22} {base * 1000:>9.3f}ms " + " ".join(cells))
-    if "restricted in worker" in workers and "native worker (plain Python)" in workers:
-        print("\nrestricted in worker / native worker running plain Python:")
-        for name, a, b in zip(
-            PROGRAMS,
-            ratios["restricted in worker"],
-            ratios["native worker (plain Python)"],
-            strict=True,
-        ):
-            print(f"  {name:<22} {a / b:.2f}x")
-    if smol is not None:
-        print("\nsmolagents / restricted in-process (how many times faster restricted is):")
-        for name, a, b in zip(
-            PROGRAMS,
-            ratios["smolagents LocalPythonExecutor"],
-            ratios["restricted in-process"],
-            strict=True,
-        ):
-            print(f"  {name:<22} {a / b:.1f}x")
-    else:
-        print("\n(smolagents not installed: AST-interpreter comparison skipped)")
+        ours = measured["restricted in-process"]
+        figures.append(
+            Figure(
+                figure=f"restricted in-process: {name}",
+                peer_name="plain `exec`",
+                safeexec=ours,
+                peer=base,
+                unit="s",
+                bound="at_most",
+                limit=2.0,
+            )
+        )
+        for label in PEERS:
+            if measured[label] == measured[label]:
+                smol = label.startswith("smolagents")
+                figures.append(
+                    Figure(
+                        figure=f"restricted in-process: {name}",
+                        peer_name=label,
+                        safeexec=ours,
+                        peer=measured[label],
+                        unit="s",
+                        bound="at_most" if smol else "none",
+                        limit=0.02 if smol else 0.0,  # >= 50x faster
+                    )
+                )
+    print("\nrestricted in worker / native worker running plain Python:")
+    for name, a, b in zip(
+        PROGRAMS,
+        ratios["restricted in worker"],
+        ratios["native worker (plain Python)"],
+        strict=True,
+    ):
+        print(f"  {name:<22} {a / b:.2f}x")
+    print("\nhow many times faster restricted in-process is than each peer:")
+    for label in PEERS:
+        cells = [
+            f"{p / r:.1f}x" if p == p else "n/a"
+            for p, r in zip(ratios[label], ratios["restricted in-process"], strict=True)
+        ]
+        print(f"  {label:<32} " + "  ".join(f"{c:>8}" for c in cells))
 
     bench_tool_calls(blobs, tmp)
     for session in sessions:
         session.close()  # type: ignore[attr-defined]
+    record(figures, source="bench_restricted")
 
 
 def bench_tool_calls(blobs: BlobStore, tmp: Path) -> None:

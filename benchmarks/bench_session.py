@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from figures import Figure, record
+
 from safeexec.audit import AuditLog
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply
@@ -140,6 +142,20 @@ def main() -> int:
     print(f"{'stage':<24}{'ms':>10}   {'baseline':<20}{'ms':>10}{'ratio':>9}")
     for name, ms, base_name, base_ms in rows:
         print(f"{name:<24}{ms:>10.3f}   {base_name:<20}{base_ms:>10.3f}{ms / base_ms:>8.2f}x")
+    record(
+        [
+            Figure(
+                figure=f"one step: {name}",
+                peer_name=base_name,
+                safeexec=ms / 1e3,
+                peer=base_ms / 1e3,
+                unit="s",
+            )
+            for name, ms, base_name, base_ms in rows
+            if name.startswith("Session.run")
+        ],
+        source="bench_session",
+    )
     return 0
 
 

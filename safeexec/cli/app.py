@@ -1,19 +1,107 @@
-"""The root ``safeexec`` command; each submodule registers its own commands."""
+"""The root ``safeexec`` command; each submodule defines its own commands, loaded on first use.
+
+A command's module is imported only when that command runs (or its ``--help`` is asked for): the
+modules pull in the gate, the sandbox, the harness or lark, and ``safeexec --help`` or
+``safeexec check`` should not pay for what they do not use. The root help lists the commands
+from :data:`COMMANDS` without importing them; a test keeps those lines equal to the commands' own.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+import typer.main
+from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # Typer's own click (vendored since 0.20): the types its groups are built from.
+    from typer._click import Command, Context, HelpFormatter
 
 from safeexec import __version__
-from safeexec.cli.agent import agent_app
-from safeexec.cli.check import check, explain
-from safeexec.cli.doctor import doctor
-from safeexec.cli.dsl import dsl_app
-from safeexec.cli.log import log_app
-from safeexec.cli.policy import policy_app
-from safeexec.cli.run import run
+
+__all__ = ["COMMANDS", "LazyCommand", "app", "main"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LazyCommand:
+    """Where a command lives (``module:attribute``, a function or a ``typer.Typer`` group) and
+    its one-line help for the root's command list."""
+
+    target: str
+    help: str
+
+
+COMMANDS: dict[str, LazyCommand] = {
+    "run": LazyCommand(
+        target="safeexec.cli.run:run",
+        help="Run the code in model replies under a policy, in one session (state carries over).",
+    ),
+    "check": LazyCommand(
+        target="safeexec.cli.check:check",
+        help="Check code against a policy without running it.",
+    ),
+    "explain": LazyCommand(
+        target="safeexec.cli.check:explain",
+        help="Print a rule's documentation: what it does, why it is bad, an example, "
+        "known bypasses.",
+    ),
+    "doctor": LazyCommand(
+        target="safeexec.cli.doctor:doctor",
+        help="Report each layer (supported, active, self-test) and exit 1 if any fails open; "
+        "list what ``restricted-inprocess`` does not stop; ``--reachability`` proves the "
+        "restricted guards.",
+    ),
+    "policy": LazyCommand(
+        target="safeexec.cli.policy:policy_app", help="Test, lint and document policy packs."
+    ),
+    "log": LazyCommand(target="safeexec.cli.log:log_app", help="Inspect the audit log."),
+    "dsl": LazyCommand(
+        target="safeexec.cli.dsl:dsl_app",
+        help="The DSL mode: check a program, or print its plan.",
+    ),
+    "agent": LazyCommand(target="safeexec.cli.agent:agent_app", help="Run agents on task suites."),
+}
+
+
+def load_command(name: str) -> Command:
+    """Import the command ``name`` of :data:`COMMANDS` and build its click command."""
+    module, _, attribute = COMMANDS[name].target.partition(":")
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        command: Command = typer.main.get_group(target)
+    else:
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: eager commands as usual, the rest from :data:`COMMANDS` when asked for."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = self.commands[cmd_name] = load_command(cmd_name)
+        return command
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        rows = [
+            (name, command.get_short_help_str(limit=formatter.width))
+            for name, command in self.commands.items()
+            if not command.hidden
+        ]
+        rows += [(name, lazy.help) for name, lazy in COMMANDS.items() if name not in self.commands]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="safeexec",
@@ -21,9 +109,12 @@ app = typer.Typer(
     epilog="Examples: `safeexec run reply.md` (a model reply, a .py file or - for stdin), "
     "`safeexec check --policy strict code.py`, `safeexec explain SX201`, `safeexec doctor`, "
     "`safeexec log show`.",
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: rich's would import every command to lay out its panels.
+    rich_markup_mode=None,
 )
 
 
@@ -49,16 +140,6 @@ def _root(
 def version() -> None:
     """Print the safeexec version."""
     typer.echo(__version__)
-
-
-app.command("run")(run)
-app.command("check")(check)
-app.command("explain")(explain)
-app.command("doctor")(doctor)
-app.add_typer(policy_app, name="policy")
-app.add_typer(log_app, name="log")
-app.add_typer(dsl_app, name="dsl")
-app.add_typer(agent_app, name="agent")
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -17,8 +17,6 @@ from safeexec import __version__
 from safeexec.cli.inputs import read_input, reply_action
 from safeexec.decide import decide
 from safeexec.errors import ConfigurationError, PolicyError
-from safeexec.gate import GateResult, fresh_budget, suggest_policy
-from safeexec.gate import check as gate_check
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
@@ -27,6 +25,10 @@ from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
 from safeexec.steps import NO_CODE_FINDING
+
+if TYPE_CHECKING:
+    # The gate (and its parsers) load only when code is checked: `explain` needs none of it.
+    from safeexec.gate import GateResult
 
 __all__ = ["check", "explain", "render_sarif", "render_text"]
 
@@ -82,6 +84,8 @@ def check(
     if suggest:
         actions = [reply_action(_read(name), action_id=name) for name in files or ["-"]]
         code = "\n".join(action.code for action in actions if action is not None)
+        from safeexec.gate import suggest_policy
+
         suggestion = suggest_policy(code, loaded, backend=backend)
         typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
         for finding in suggestion.remaining:
@@ -258,6 +262,9 @@ def _read(name: str) -> str:
 
 def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     """The gate's verdict on the code in one reply, extracted as ``safeexec run`` does."""
+    from safeexec.gate import GateResult, fresh_budget
+    from safeexec.gate import check as gate_check
+
     action = reply_action(_read(name), action_id=f"check:{name}")
     if action is not None:
         return gate_check(action, policy, backend=backend)

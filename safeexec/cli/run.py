@@ -6,20 +6,31 @@ Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration e
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, Protocol, runtime_checkable
 
 import typer
 
+from safeexec.backends.base import Backend
 from safeexec.cli.inputs import read_input
 from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.model import ExecStatus, Outcome
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
-from safeexec.session import Session
+from safeexec.policy.schema import Policy
 from safeexec.units import parse_bytes
+
+
+@runtime_checkable
+class _Startable(Backend, Protocol):
+    """A backend with a template that can boot ahead of its first session."""
+
+    def start(self) -> None: ...
+
 
 __all__ = ["Mode", "exit_code", "run"]
 
@@ -130,6 +141,7 @@ def run(
     Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
     4 timeout, limit exceeded or killed (with several files, the worst).
     """
+    warm: _Startable | None = None
     try:
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
@@ -140,7 +152,14 @@ def run(
             cpu_seconds=cpu,
             memory_bytes=None if memory is None else parse_bytes(memory),
         )
-        with Session(policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir) as session:
+        warm = _warm_backend(narrowed, chosen)
+        # Imported once the template is starting: the gate's parsers load while it boots.
+        from safeexec.session import Session
+
+        backends = None if warm is None else {chosen or narrowed.backends.default: warm}
+        with Session(
+            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir, backends=backends
+        ) as session:
             for spec in upload or []:
                 source, dest = _split_transfer(spec)
                 session.files.write(dest or Path(source).name, Path(source).read_bytes())
@@ -160,7 +179,34 @@ def run(
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
+    finally:
+        if warm is not None:
+            warm.close()
     raise typer.Exit(code)
+
+
+def _warm_backend(policy: Policy, mode: str | None) -> _Startable | None:
+    """The backend of the run's one mode with its template booting in the background, so that
+    importing and running the gate overlaps the template's start; ``None`` for modes without a
+    template (the session then makes its own).
+
+    A start that fails here is retried by the session's first open, which reports it.
+    """
+    chosen = mode or policy.backends.default
+    if chosen not in policy.backends.allowed:
+        return None  # the gate denies the step; nothing should start
+    from safeexec.backends.registry import default_backend
+
+    backend = default_backend(chosen)
+    if not isinstance(backend, _Startable):
+        return None
+    threading.Thread(target=_start_quietly, args=(backend,), daemon=True).start()
+    return backend
+
+
+def _start_quietly(backend: _Startable) -> None:
+    with contextlib.suppress(SafeExecError, OSError):
+        backend.start()
 
 
 def _split_transfer(spec: str) -> tuple[str, str]:

@@ -134,7 +134,7 @@ class NativeBackend:
             raise ConfigurationError(f"cpu_cores={cpu_cores!r} must be a positive number of CPUs")
         self.cpu_cores = cpu_cores
         self._template: _Template | None = None
-        self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
+        self._sessions = _OpenSessions()
         self._watchdog: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -216,6 +216,32 @@ class NativeBackend:
         self._warm_groups.close()
 
 
+class _OpenSessions:
+    """The open sessions, weakly held; sessions opened and closed on other threads while the
+    watchdog copies the set must not stop the watchdog (a ``WeakSet`` copied during an ``add``
+    raises, and the thread would die, leaving idle sessions unwatched)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
+
+    def add(self, session: NativeSession) -> None:
+        with self._lock:
+            self._sessions.add(session)
+
+    def discard(self, session: NativeSession) -> None:
+        with self._lock:
+            self._sessions.discard(session)
+
+    def snapshot(self) -> list[NativeSession]:
+        with self._lock:
+            return list(self._sessions)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+
 def _watch_idle_sessions(
     backend_ref: weakref.ref[NativeBackend], stopping: threading.Event
 ) -> None:
@@ -224,7 +250,7 @@ def _watch_idle_sessions(
         backend = backend_ref()
         if backend is None:
             return
-        sessions = list(backend._sessions)
+        sessions = backend._sessions.snapshot()
         del backend
         for session in sessions:
             session._watch_idle()
