@@ -152,14 +152,17 @@ async def _authenticated(
 Token = Annotated[TokenEntry, Depends(_authenticated)]
 
 
-def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place lists the API
+def _routes(api: FastAPI, runtime: Runtime) -> None:
     @api.get("/v1/health", response_model=HealthOut, tags=["service"])
     async def health() -> dict[str, str]:
         """Liveness for load balancers (no token needed, nothing about sessions said)."""
         return {"status": "ok", "replica_id": runtime.config.replica_id}
 
     @api.post(
-        "/v1/sessions", status_code=201, response_model=SessionOut, responses=_ERRORS,
+        "/v1/sessions",
+        status_code=201,
+        response_model=SessionOut,
+        responses=_ERRORS,
         tags=["sessions"],
     )
     async def create_session(token: Token, body: CreateSessionIn | None = None) -> dict[str, Any]:
@@ -173,7 +176,9 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place l
         return [runtime.describe(r) for r in runtime.registry.owned_by(token.token_id)]
 
     @api.get(
-        "/v1/sessions/{session_id}", response_model=SessionOut, responses=_ERRORS,
+        "/v1/sessions/{session_id}",
+        response_model=SessionOut,
+        responses=_ERRORS,
         tags=["sessions"],
     )
     async def get_session(token: Token, session_id: str) -> dict[str, Any]:
@@ -186,7 +191,9 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place l
         return Response(status_code=204)
 
     @api.post(
-        "/v1/sessions/{session_id}/run", response_model=RunOut, responses=_ERRORS,
+        "/v1/sessions/{session_id}/run",
+        response_model=RunOut,
+        responses=_ERRORS,
         tags=["sessions"],
     )
     async def run(token: Token, session_id: str, body: RunIn, request: Request) -> Any:
@@ -198,14 +205,18 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place l
         return _run_out(session_id, outcome)
 
     @api.post(
-        "/v1/sessions/{session_id}/interrupt", responses=_ERRORS, tags=["sessions"],
+        "/v1/sessions/{session_id}/interrupt",
+        responses=_ERRORS,
+        tags=["sessions"],
     )
     async def interrupt(token: Token, session_id: str) -> dict[str, bool]:
         """Interrupt the running cell (``KeyboardInterrupt`` in it); a no-op when idle."""
         return {"running": runtime.interrupt(token, session_id)}
 
     @api.get(
-        "/v1/sessions/{session_id}/files", response_model=list[FileEntryOut], responses=_ERRORS,
+        "/v1/sessions/{session_id}/files",
+        response_model=list[FileEntryOut],
+        responses=_ERRORS,
         tags=["files"],
     )
     async def list_files(
@@ -216,7 +227,9 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place l
         return [{"name": e.name, "kind": e.kind, "size": e.size} for e in entries]
 
     @api.put(
-        "/v1/sessions/{session_id}/files/{path:path}", status_code=204, responses=_ERRORS,
+        "/v1/sessions/{session_id}/files/{path:path}",
+        status_code=204,
+        responses=_ERRORS,
         tags=["files"],
     )
     async def put_file(token: Token, session_id: str, path: str, request: Request) -> Response:
@@ -236,7 +249,9 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:  # noqa: C901 - one place l
         return Response(data, media_type="application/octet-stream")
 
     @api.delete(
-        "/v1/sessions/{session_id}/files/{path:path}", status_code=204, responses=_ERRORS,
+        "/v1/sessions/{session_id}/files/{path:path}",
+        status_code=204,
+        responses=_ERRORS,
         tags=["files"],
     )
     async def delete_file(token: Token, session_id: str, path: str) -> Response:
@@ -275,16 +290,20 @@ async def _found(call: Any, name: str) -> Any:
 
 def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
     result = outcome.result
-    artifacts = [] if result is None else [
-        ArtifactOut(
-            name=a.name,
-            media_type=a.media_type,
-            sha256=a.blob.sha256,
-            size=a.blob.size,
-            url=f"/v1/sessions/{session_id}/blobs/{a.blob.sha256}",
-        ).model_dump()
-        for a in result.artifacts
-    ]
+    artifacts = (
+        []
+        if result is None
+        else [
+            ArtifactOut(
+                name=a.name,
+                media_type=a.media_type,
+                sha256=a.blob.sha256,
+                size=a.blob.size,
+                url=f"/v1/sessions/{session_id}/blobs/{a.blob.sha256}",
+            ).model_dump()
+            for a in result.artifacts
+        ]
+    )
     return {
         "session_id": session_id,
         "verdict": outcome.decision.verdict.value,

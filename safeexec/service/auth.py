@@ -38,7 +38,7 @@ __all__ = [
     "hash_token",
     "load_tokens",
     "new_token",
-    "parse_bearer",
+    "token_store",
     "tokens_from_env",
 ]
 
@@ -72,21 +72,11 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def parse_bearer(header: str | None) -> str | None:
-    """The token in an ``Authorization: Bearer <token>`` header, else ``None``."""
-    if not header:
-        return None
-    scheme, _, value = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        return None
-    return value.strip()
-
-
 class TokenStore:
     """The known tokens, by digest; an empty store authenticates nobody (default deny)."""
 
     def __init__(self, entries: Iterable[TokenEntry]) -> None:
-        self._entries: tuple[TokenEntry, ...] = ()
+        kept: list[TokenEntry] = []
         ids: set[str] = set()
         for entry in entries:
             if entry.token_id in ids:
@@ -94,13 +84,14 @@ class TokenStore:
                     f"token id token_id={entry.token_id!r} is given twice; give each token "
                     "its own id"
                 )
-            if any(hmac.compare_digest(entry.sha256, e.sha256) for e in self._entries):
+            if any(hmac.compare_digest(entry.sha256, other.sha256) for other in kept):
                 raise ConfigurationError(
                     f"token id token_id={entry.token_id!r} shares its token with another id; "
                     "issue one token per id"
                 )
             ids.add(entry.token_id)
-            self._entries = (*self._entries, entry)
+            kept.append(entry)
+        self._entries = tuple(kept)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -189,3 +180,20 @@ def _checked_id(token_id: str) -> str:
             f"token id token_id={token_id!r} must be 1-64 letters, digits, '_', '.' or '-'"
         )
     return token_id
+
+
+def token_store(
+    path: Path | None, environ: Mapping[str, str], *, default_quota: Quota | None = None
+) -> TokenStore:
+    """The tokens in file ``path`` (if given) and in ``environ[TOKENS_ENV]``, together;
+    ``ConfigurationError`` when there are none (the service authenticates every request)."""
+    entries = (
+        *(() if path is None else load_tokens(path, default_quota=default_quota)),
+        *tokens_from_env(environ, default_quota=default_quota),
+    )
+    if not entries:
+        raise ConfigurationError(
+            f"no tokens: pass --tokens FILE (TOML, [tokens.<id>] sha256 = ...) or set "
+            f"{TOKENS_ENV}=id=token; safeexec serve --new-token makes one"
+        )
+    return TokenStore(entries)

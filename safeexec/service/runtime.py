@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+from starlette.types import Receive
 
 from safeexec.backends.base import Backend
 from safeexec.backends.workdir import DirEntry
@@ -33,7 +34,6 @@ from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
 from safeexec.service.sessions import SessionRecord, SessionRegistry
 from safeexec.session import Session, default_backend
-from starlette.types import Receive
 
 __all__ = ["BadRequest", "Runtime"]
 
@@ -257,4 +257,3 @@ class Runtime:
             raise BadRequest(
                 f"mode={mode!r} is not offered here; choose one of {sorted(self._backends)}"
             )
-

@@ -69,9 +69,7 @@ class SessionRegistry:
         return record
 
     def owned_by(self, owner: str) -> tuple[SessionRecord, ...]:
-        return tuple(
-            r for r in self._records.values() if r.owner == owner and not r.closing
-        )
+        return tuple(r for r in self._records.values() if r.owner == owner and not r.closing)
 
     def take(self, record: SessionRecord) -> None:
         """Remove ``record`` (it is being closed); later lookups of its id are 404s."""
