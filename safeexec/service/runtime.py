@@ -214,9 +214,10 @@ class Runtime:
     async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> bytes:
         """A blob one of this session's outcomes referred to (any other is a 404)."""
         record = self.registry.get(token.token_id, session_id)
-        if sha256 not in record.blobs:
+        ref = record.blobs.get(sha256)
+        if ref is None:
             raise FileNotFoundError(sha256)
-        return await in_thread(lambda: record.session.blobs.get(sha256), limiter=self.limiter)
+        return await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
 
     # -- the static gate ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from safeexec.model import Outcome
+from safeexec.model import BlobRef, Outcome
 from safeexec.session import Session
 
 __all__ = ["SessionNotFound", "SessionRecord", "SessionRegistry"]
@@ -37,15 +37,15 @@ class SessionRecord:
     running: bool = False
     closing: bool = False
     steps: int = 0
-    blobs: set[str] = field(default_factory=set)
+    blobs: dict[str, BlobRef] = field(default_factory=dict)
 
     def remember(self, outcome: Outcome) -> None:
         """Let this session's owner fetch the blobs ``outcome`` refers to (and nothing else)."""
         result = outcome.result
         if result is None:
             return
-        self.blobs.update({result.stdout.sha256, result.stderr.sha256})
-        self.blobs.update(artifact.blob.sha256 for artifact in result.artifacts)
+        for ref in (result.stdout, result.stderr, *(a.blob for a in result.artifacts)):
+            self.blobs[ref.sha256] = ref
 
 
 class SessionRegistry:

@@ -1,4 +1,4 @@
-"""A real uvicorn server on a free loopback port, in a thread of the test process.
+"""Helpers for the service tests: a real uvicorn server on a free loopback port, in a thread.
 
 The test reaches the server only over HTTP on 127.0.0.1, like any client; it also holds the
 app object, so it can look at the runtime (e.g. which worker pids a session has) from outside.
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pytest
 import uvicorn
 
 from safeexec.backends.base import Backend
@@ -51,9 +50,12 @@ class RunningServer:
     state_dir: Path
     server: uvicorn.Server
 
-    def client(self, token: str | None = ALICE, **options: object) -> httpx.Client:
-        headers = bearer(token) if token is not None else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=60.0, **options)  # type: ignore[arg-type]
+    def client(
+        self, token: str | None = ALICE, *, headers: Mapping[str, str] | None = None
+    ) -> httpx.Client:
+        """An HTTP client of this server sending ``token`` (None: no Authorization header)."""
+        sent = {**(bearer(token) if token is not None else {}), **(headers or {})}
+        return httpx.Client(base_url=self.base_url, headers=sent, timeout=60.0)
 
 
 @contextlib.contextmanager
@@ -96,11 +98,6 @@ def serve(
         sock.close()
 
 
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    return tmp_path / "state"
-
-
 def fake_pack(directory: Path) -> str:
     """A pack file: the default pack on the fake backend (the handler answers every run)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -111,3 +108,16 @@ def fake_pack(directory: Path) -> str:
         encoding="utf-8",
     )
     return str(path)
+
+
+def fake_server(
+    tmp_path: Path, backend: Backend, **config: object
+) -> contextlib.AbstractContextManager[RunningServer]:
+    """A server whose only mode is the fake ``backend`` (its handler answers every run)."""
+    return serve(
+        tmp_path / "state",
+        backends={"fake": backend},
+        policies=(fake_pack(tmp_path / "packs"),),
+        modes=("fake",),
+        **config,
+    )
