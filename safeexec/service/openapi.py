@@ -25,9 +25,7 @@ SCHEMA_PATH = Path(__file__).with_name("openapi.json")
 def current_schema() -> dict[str, Any]:
     """The schema the routes generate (an app built on a throwaway state dir, no backends)."""
     with tempfile.TemporaryDirectory(prefix="safeexec-openapi-") as scratch:
-        app = create_app(
-            ServiceConfig(state_dir=Path(scratch) / "state", modes=()), TokenStore([])
-        )
+        app = create_app(ServiceConfig(state_dir=Path(scratch) / "state", modes=()), TokenStore([]))
         try:
             return app.api.openapi()
         finally:

@@ -27,9 +27,7 @@ def _fake() -> FakeBackend:
 
 
 def test_the_store_authenticates_by_digest_and_refuses_everything_else() -> None:
-    store = TokenStore(
-        [TokenEntry(token_id="alice", sha256=hash_token(ALICE), quota=Quota())]
-    )
+    store = TokenStore([TokenEntry(token_id="alice", sha256=hash_token(ALICE), quota=Quota())])
     entry = store.authenticate(ALICE)
     assert entry is not None and entry.token_id == "alice"
     assert store.authenticate(BOB) is None
@@ -109,7 +107,9 @@ def test_no_tokens_at_all_is_a_configuration_error() -> None:
         {"Authorization": f"bearer{ALICE}"},
     ],
 )
-def test_every_route_but_health_needs_a_known_token(tmp_path: Path, headers: dict[str, str]) -> None:
+def test_every_route_but_health_needs_a_known_token(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
     with fake_server(tmp_path, _fake()) as server:
         with server.client() as alice:
             session_id = alice.post("/v1/sessions").json()["session_id"]

@@ -169,9 +169,7 @@ def test_a_blocked_run_does_not_block_the_event_loop(tmp_path: Path) -> None:
     with fake_server(tmp_path, FakeBackend(blocking)) as server, server.client() as alice:
         session_id = alice.post("/v1/sessions").json()["session_id"]
         with ThreadPoolExecutor(1) as pool:
-            running = pool.submit(
-                alice.post, f"/v1/sessions/{session_id}/run", json={"code": "x"}
-            )
+            running = pool.submit(alice.post, f"/v1/sessions/{session_id}/run", json={"code": "x"})
             assert entered.wait(_HELD_SECONDS)
             # The run holds a worker thread; the loop still answers everything else.
             with httpx.Client(base_url=server.base_url, timeout=5.0) as other:
