@@ -110,9 +110,8 @@ def test_no_tokens_at_all_is_a_configuration_error() -> None:
 def test_every_route_but_health_needs_a_known_token(
     tmp_path: Path, headers: dict[str, str]
 ) -> None:
-    with fake_server(tmp_path, _fake()) as server:
-        with server.client() as alice:
-            session_id = alice.post("/v1/sessions").json()["session_id"]
+    with fake_server(tmp_path, _fake()) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
         with server.client(token=None, headers=headers) as anonymous:
             assert anonymous.get("/v1/health").status_code == 200
             calls = [
@@ -139,10 +138,9 @@ def test_every_route_but_health_needs_a_known_token(
 
 
 def test_the_request_log_names_token_ids_and_never_tokens(tmp_path: Path) -> None:
-    with fake_server(tmp_path, _fake()) as server:
-        with server.client() as alice:
-            session_id = alice.post("/v1/sessions").json()["session_id"]
-            assert alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x=1"}).is_success
+    with fake_server(tmp_path, _fake()) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        assert alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x=1"}).is_success
         with server.client(BOB) as bob:
             assert bob.get(f"/v1/sessions/{session_id}").status_code == 404
         with server.client("Bearer-of-a-wrong-token-123456") as stranger:

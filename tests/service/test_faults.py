@@ -174,16 +174,15 @@ def test_deleting_a_session_kills_its_processes_even_mid_run(tmp_path: Path) -> 
 
 
 def test_an_idle_session_is_closed_with_its_processes(tmp_path: Path) -> None:
-    with _native(tmp_path, idle_seconds=1.0, sweep_seconds=0.1) as server:
-        with server.client() as alice:
-            session_id = alice.post("/v1/sessions").json()["session_id"]
-            alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x = 1"})
-            uid = _session_uid(server, session_id)
-            assert _pids(uid)
-            _eventually(
-                lambda: alice.get(f"/v1/sessions/{session_id}").status_code == 404,
-                "the idle session was closed",
-            )
-            assert not _pids(uid)
-            # Its quota slot came back with it.
-            assert server.app.runtime.ledger.usage("alice", Quota()).sessions == 0
+    with _native(tmp_path, idle_seconds=1.0, sweep_seconds=0.1) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x = 1"})
+        uid = _session_uid(server, session_id)
+        assert _pids(uid)
+        _eventually(
+            lambda: alice.get(f"/v1/sessions/{session_id}").status_code == 404,
+            "the idle session was closed",
+        )
+        assert not _pids(uid)
+        # Its quota slot came back with it.
+        assert server.app.runtime.ledger.usage("alice", Quota()).sessions == 0

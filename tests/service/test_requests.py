@@ -25,29 +25,31 @@ def _answer(request: ExecRequest) -> FakeReply:
 
 
 def test_a_10_mib_body_over_the_limit_is_a_413_with_or_without_a_length(tmp_path: Path) -> None:
-    with fake_server(tmp_path, FakeBackend(_answer), max_body_bytes=4 * _MiB) as server:
-        with server.client() as alice:
-            session_id = alice.post("/v1/sessions").json()["session_id"]
-            big = b"x" * (10 * _MiB)
-            declared = alice.put(f"/v1/sessions/{session_id}/files/big.bin", content=big)
-            assert declared.status_code == 413
-            assert declared.json()["error"] == "request_too_large"
+    with (
+        fake_server(tmp_path, FakeBackend(_answer), max_body_bytes=4 * _MiB) as server,
+        server.client() as alice,
+    ):
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        big = b"x" * (10 * _MiB)
+        declared = alice.put(f"/v1/sessions/{session_id}/files/big.bin", content=big)
+        assert declared.status_code == 413
+        assert declared.json()["error"] == "request_too_large"
 
-            def chunks() -> Iterator[bytes]:
-                for _ in range(10):
-                    yield b"y" * _MiB
+        def chunks() -> Iterator[bytes]:
+            for _ in range(10):
+                yield b"y" * _MiB
 
-            chunked = alice.put(f"/v1/sessions/{session_id}/files/big.bin", content=chunks())
-            assert chunked.status_code == 413
-            as_json = alice.post(
-                f"/v1/sessions/{session_id}/run", json={"code": "#" + "z" * (10 * _MiB)}
-            )
-            assert as_json.status_code == 413
-            # Nothing was written, and the server still serves the session.
-            assert alice.get(f"/v1/sessions/{session_id}/files").json() == []
-            fits = alice.put(f"/v1/sessions/{session_id}/files/ok.bin", content=b"x" * _MiB)
-            assert fits.status_code == 204
-            assert alice.get(f"/v1/sessions/{session_id}/files/ok.bin").content == b"x" * _MiB
+        chunked = alice.put(f"/v1/sessions/{session_id}/files/big.bin", content=chunks())
+        assert chunked.status_code == 413
+        as_json = alice.post(
+            f"/v1/sessions/{session_id}/run", json={"code": "#" + "z" * (10 * _MiB)}
+        )
+        assert as_json.status_code == 413
+        # Nothing was written, and the server still serves the session.
+        assert alice.get(f"/v1/sessions/{session_id}/files").json() == []
+        fits = alice.put(f"/v1/sessions/{session_id}/files/ok.bin", content=b"x" * _MiB)
+        assert fits.status_code == 204
+        assert alice.get(f"/v1/sessions/{session_id}/files/ok.bin").content == b"x" * _MiB
 
 
 def test_no_cors_headers_are_ever_sent(tmp_path: Path) -> None:
