@@ -11,15 +11,19 @@ sent: browsers on other origins cannot call the service.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import anyio
 from fastapi import Depends, FastAPI, Query, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from safeexec import __version__
@@ -36,6 +40,7 @@ from safeexec.service.access_log import CLIENT_CLOSED_REQUEST, RequestAudit, Req
 from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.body_limit import BodyLimit
 from safeexec.service.config import ServiceConfig
+from safeexec.service.events import FINAL_EVENTS
 from safeexec.service.quotas import QuotaExceeded
 from safeexec.service.runs import ClientLeft
 from safeexec.service.runtime import BadRequest, Runtime
@@ -51,7 +56,7 @@ from safeexec.service.schemas import (
     RunOut,
     SessionOut,
 )
-from safeexec.service.sessions import SessionNotFound
+from safeexec.service.sessions import SessionNotFound, SessionRecord
 
 __all__ = ["ServiceApp", "create_app"]
 
@@ -60,6 +65,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "No such session for this token."},
     429: {"model": ErrorOut, "description": "Over this token's quota."},
 }
+_log = logging.getLogger("safeexec.service")
 _bearer = HTTPBearer(auto_error=False, description="A token issued by the server's operator.")
 
 
@@ -97,6 +103,7 @@ def create_app(
         lifespan=lifespan,
     )
     api.state.runtime = runtime
+    api.router.route_class = _GuardedRoute
     _routes(api, runtime)
     _handlers(api)
     limited = BodyLimit(api, max_body_bytes=config.max_body_bytes)
@@ -199,10 +206,33 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
     async def run(token: Token, session_id: str, body: RunIn, request: Request) -> Any:
         """One step: check, run, observe, audit. A deny is a 200 with ``verdict: deny``."""
         try:
-            outcome = await runtime.run(token, session_id, body, receive=request.receive)
+            outcome = await runtime.run(
+                token,
+                session_id,
+                body,
+                receive=request.receive,
+                run_id=request.state.request_id,
+            )
         except ClientLeft:
             return Response(status_code=CLIENT_CLOSED_REQUEST)
         return _run_out(session_id, outcome)
+
+    @api.get(
+        "/v1/sessions/{session_id}/events",
+        response_class=StreamingResponse,
+        responses={**_ERRORS, 200: {"content": {"text/event-stream": {}}}},
+        tags=["sessions"],
+    )
+    async def events(token: Token, session_id: str) -> StreamingResponse:
+        """Server-sent events: ``output`` (a chunk of a running cell's stdout or stderr),
+        ``step`` (a step ended), ``closed`` (the session closed), ``lagged`` (this stream fell
+        behind and ends); a comment line every ``heartbeat`` seconds keeps it open."""
+        record = runtime.get(token, session_id)
+        return StreamingResponse(
+            _event_stream(runtime, record),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
 
     @api.post(
         "/v1/sessions/{session_id}/interrupt",
@@ -280,6 +310,21 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
         }
 
 
+async def _event_stream(runtime: Runtime, record: SessionRecord) -> AsyncIterator[bytes]:
+    # Starlette cancels this generator when the client disconnects.
+    with runtime.registry.in_use(record):
+        async with record.events.subscribe() as subscription:
+            yield b": subscribed\n\n"
+            while True:
+                event = await subscription.next(timeout=runtime.config.heartbeat_seconds)
+                if event is None:
+                    yield b": heartbeat\n\n"
+                    continue
+                yield event.encode()
+                if event.name in FINAL_EVENTS:
+                    return
+
+
 async def _found(call: Any, name: str) -> Any:
     """A file or blob operation whose missing target is a 404, not a 400."""
     try:
@@ -321,6 +366,29 @@ class _Unauthorized(Exception):
     pass
 
 
+class _GuardedRoute(APIRoute):
+    """A route whose unexpected exceptions become a 500 answer here, logged, and go no further.
+
+    Raised on, an exception would reach Starlette's outermost handler, which answers 500 and
+    then re-raises it to the server, and uvicorn closes the connection: a client's next request
+    on that kept-alive connection could fail. Exceptions with their own handler pass through.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as exc:
+                if isinstance(exc, _HANDLED):
+                    raise
+                _log.exception("unexpected error in %s %s", request.method, request.url.path)
+                return _internal_error(exc)
+
+        return guarded
+
+
 class _NotFound(Exception):
     pass
 
@@ -353,15 +421,6 @@ def _handlers(api: FastAPI) -> None:
     async def unavailable(_: Request, exc: Exception) -> JSONResponse:
         return _error(503, "backend_unavailable", str(exc))
 
-    async def internal(_: Request, exc: Exception) -> JSONResponse:
-        # The message of an InternalError is the library's own; anything else is not shown.
-        message = (
-            str(exc)
-            if isinstance(exc, InternalError | AuditError)
-            else f"internal error ({type(exc).__name__}); the server is still serving"
-        )
-        return _error(500, "internal_error", message)
-
     api.add_exception_handler(_Unauthorized, unauthorized)
     api.add_exception_handler(SessionNotFound, not_found)
     api.add_exception_handler(_NotFound, not_found)
@@ -370,4 +429,27 @@ def _handlers(api: FastAPI) -> None:
     api.add_exception_handler(ConfigurationError, bad_request)
     api.add_exception_handler(PolicyError, bad_request)
     api.add_exception_handler(BackendUnavailable, unavailable)
-    api.add_exception_handler(Exception, internal)
+
+
+_HANDLED: tuple[type[Exception], ...] = (
+    HTTPException,
+    RequestValidationError,
+    _Unauthorized,
+    SessionNotFound,
+    _NotFound,
+    QuotaExceeded,
+    BadRequest,
+    ConfigurationError,
+    PolicyError,
+    BackendUnavailable,
+)
+
+
+def _internal_error(exc: Exception) -> JSONResponse:
+    # The message of an InternalError is the library's own; anything else is not shown.
+    message = (
+        str(exc)
+        if isinstance(exc, InternalError | AuditError)
+        else f"internal error ({type(exc).__name__}); the server is still serving"
+    )
+    return _error(500, "internal_error", message)

@@ -32,4 +32,5 @@ class ServiceConfig:
     sweep_seconds: float = 5.0
     max_worker_threads: int = 64
     drain_seconds: float = 30.0
+    heartbeat_seconds: float = 15.0
     audit_fsync: bool = False

@@ -29,6 +29,7 @@ from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy
 from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.config import ServiceConfig
+from safeexec.service.events import ServerEvent
 from safeexec.service.quotas import QuotaLedger
 from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
@@ -115,20 +116,24 @@ class Runtime:
         return self.registry.get(token.token_id, session_id)
 
     async def run(
-        self, token: TokenEntry, session_id: str, body: RunIn, *, receive: Receive
+        self, token: TokenEntry, session_id: str, body: RunIn, *, receive: Receive, run_id: str
     ) -> Outcome:
-        """One step in the owner's session; ``ClientLeft`` if the client went away meanwhile."""
+        """One step in the owner's session; ``ClientLeft`` if the client went away meanwhile.
+
+        The cell's output goes to the session's event subscribers while it runs (tagged
+        ``run_id``), then a ``step`` event says how it ended."""
         if (body.code is None) == (body.reply is None):
             raise BadRequest("give exactly one of 'code' (run as it is) or 'reply' (extracted)")
         record = self.registry.get(token.token_id, session_id)
         session = record.session
         code, reply, timeout = body.code, body.reply, body.timeout
+        relay = record.events.publisher(run_id)
 
         def step() -> Outcome:
             if code is not None:
-                return session.run_action(Action.create(code), timeout=timeout)
+                return session.run_action(Action.create(code), timeout=timeout, on_output=relay)
             assert reply is not None
-            return session.run(reply, timeout=timeout)
+            return session.run(reply, timeout=timeout, on_output=relay)
 
         with self.registry.in_use(record), self.ledger.run_slot(token.token_id, token.quota):
             async with record.run_lock:
@@ -140,11 +145,11 @@ class Runtime:
                     )
                 except ClientLeft as left:
                     if isinstance(left.value, Outcome):
-                        self._account(record, left.value)
+                        self._account(record, left.value, run_id)
                     raise
                 finally:
                     record.running = False
-        self._account(record, outcome)
+        self._account(record, outcome, run_id)
         return outcome
 
     def interrupt(self, token: TokenEntry, session_id: str) -> bool:
@@ -177,15 +182,28 @@ class Runtime:
 
     async def _close(self, record: SessionRecord) -> None:
         self.registry.take(record)
+        record.events.close()
         self.ledger.release_session(record.owner)
         record.session.interrupt()
         await in_thread(record.session.close, limiter=self.limiter)
 
-    def _account(self, record: SessionRecord, outcome: Outcome) -> None:
+    def _account(self, record: SessionRecord, outcome: Outcome, run_id: str) -> None:
         record.steps += 1
         record.remember(outcome)
-        if outcome.result is not None:
-            self.ledger.charge_cpu(record.owner, outcome.result.usage.cpu_seconds)
+        result = outcome.result
+        if result is not None:
+            self.ledger.charge_cpu(record.owner, result.usage.cpu_seconds)
+        record.events.publish(
+            ServerEvent(
+                name="step",
+                data={
+                    "run_id": run_id,
+                    "action_id": outcome.action.action_id,
+                    "verdict": outcome.decision.verdict.value,
+                    "status": None if result is None else result.status.value,
+                },
+            )
+        )
 
     # -- files and blobs -------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from safeexec.model import BlobRef, Outcome
+from safeexec.service.events import EventHub
 from safeexec.session import Session
 
 __all__ = ["SessionNotFound", "SessionRecord", "SessionRegistry"]
@@ -38,6 +39,7 @@ class SessionRecord:
     closing: bool = False
     steps: int = 0
     blobs: dict[str, BlobRef] = field(default_factory=dict)
+    events: EventHub = field(default_factory=EventHub)
 
     def remember(self, outcome: Outcome) -> None:
         """Let this session's owner fetch the blobs ``outcome`` refers to (and nothing else)."""
