@@ -35,8 +35,6 @@ class ServerEvent:
 FINAL_EVENTS = frozenset({"closed", "lagged"})
 """After one of these, a subscriber's stream ends."""
 
-_END = ServerEvent(name="closed", data={"reason": "the session was closed"})
-
 
 class EventHub:
     """Fan-out of one session's events to its subscribers (loop thread only, but
@@ -45,7 +43,7 @@ class EventHub:
     def __init__(self, *, max_queued: int = 1024) -> None:
         self._queues: set[asyncio.Queue[ServerEvent]] = set()
         self._max_queued = max_queued
-        self._closed = False
+        self._closed: ServerEvent | None = None
 
     def __len__(self) -> int:
         return len(self._queues)
@@ -77,8 +75,8 @@ class EventHub:
     async def subscribe(self) -> AsyncIterator[Subscription]:
         """Events from now on, until the hub closes (a ``closed`` event) or this lags."""
         queue: asyncio.Queue[ServerEvent] = asyncio.Queue(self._max_queued)
-        if self._closed:
-            queue.put_nowait(_END)
+        if self._closed is not None:
+            queue.put_nowait(self._closed)
         else:
             self._queues.add(queue)
         try:
@@ -86,11 +84,11 @@ class EventHub:
         finally:
             self._queues.discard(queue)
 
-    def close(self) -> None:
-        """End every subscriber's stream with a ``closed`` event."""
-        self._closed = True
+    def close(self, reason: str = "the session was closed") -> None:
+        """End every subscriber's stream (and any later one's) with a ``closed`` event."""
+        self._closed = ServerEvent(name="closed", data={"reason": reason})
         for queue in tuple(self._queues):
-            queue.put_nowait(_END)
+            queue.put_nowait(self._closed)
         self._queues.clear()
 
 

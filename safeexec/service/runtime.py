@@ -168,6 +168,11 @@ class Runtime:
             await self._close(record)
         return len(idle)
 
+    def end_event_streams(self) -> None:
+        """End every session's event streams (a ``closed`` event); the server is stopping."""
+        for record in self.registry.all():
+            record.events.close("the server is shutting down")
+
     async def close_all(self) -> None:
         """Close every session (interrupting cells still running), then the backends made here."""
         for record in self.registry.all():

@@ -22,6 +22,7 @@ from safeexec.service.app import ServiceApp, create_app
 from safeexec.service.auth import TokenEntry, TokenStore, hash_token
 from safeexec.service.config import ServiceConfig
 from safeexec.service.quotas import Quota
+from safeexec.service.server import DrainingServer
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
@@ -76,10 +77,11 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(
+    server = DrainingServer(
         uvicorn.Config(
             app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=30
-        )
+        ),
+        app=app,
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
