@@ -1,7 +1,8 @@
 """``safeexec serve``: the HTTP service (the ``service`` extra) on a host and port.
 
-Exit codes: 0 stopped by a signal after draining, 2 usage or configuration error (one line on
-stderr). ``--new-token`` and ``--hash-token`` print and exit without serving.
+On SIGTERM or SIGINT it drains (runs in flight finish, every session is closed) and then ends
+by that signal, as uvicorn does; 2 is a usage or configuration error (one line on stderr).
+``--new-token`` and ``--hash-token`` print and exit 0 without serving.
 """
 
 from __future__ import annotations
