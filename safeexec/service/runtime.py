@@ -87,29 +87,31 @@ class Runtime:
             )
         self.ledger.admit_session(token.token_id, token.quota)
         session_id = f"{self.config.replica_id}-{uuid.uuid4().hex[:16]}"
-        try:
-            session = await in_thread(
-                lambda: Session(
-                    policy=policy,
-                    mode=mode,
-                    state_dir=self.config.state_dir,
-                    backends=self._backends,
-                    session_id=session_id,
-                    audit_fsync=self.config.audit_fsync,
-                ),
-                limiter=self.limiter,
+        # Shielded: a session opened but never registered would be a leak nobody can close.
+        with anyio.CancelScope(shield=True):
+            try:
+                session = await in_thread(
+                    lambda: Session(
+                        policy=policy,
+                        mode=mode,
+                        state_dir=self.config.state_dir,
+                        backends=self._backends,
+                        session_id=session_id,
+                        audit_fsync=self.config.audit_fsync,
+                    ),
+                    limiter=self.limiter,
+                )
+            except BaseException:
+                self.ledger.release_session(token.token_id)
+                raise
+            record = SessionRecord(
+                session_id=session_id,
+                owner=token.token_id,
+                session=session,
+                mode=mode,
+                last_used=self._monotonic(),
             )
-        except BaseException:
-            self.ledger.release_session(token.token_id)
-            raise
-        record = SessionRecord(
-            session_id=session_id,
-            owner=token.token_id,
-            session=session,
-            mode=mode,
-            last_used=self._monotonic(),
-        )
-        self.registry.add(record)
+            self.registry.add(record)
         return record
 
     def get(self, token: TokenEntry, session_id: str) -> SessionRecord:
