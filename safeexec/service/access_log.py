@@ -2,7 +2,7 @@
 
 Each line names the token *id* that made the request (``null`` when it did not authenticate),
 never the token; the route template, the session id from the path, the status and the time
-taken. It sits beside the sessions' ``audit.jsonl`` (whose events carry the same session ids)
+until the answer started (the line is written just before it goes out). It sits beside the sessions' ``audit.jsonl`` (whose events carry the same session ids)
 and, like it, is opened ``O_APPEND`` below the 0700 state dir without following links and
 written with one ``os.write`` per line, so a restart keeps every line written before it.
 """
@@ -87,7 +87,7 @@ class RequestLog:
 
 
 class RequestAudit:
-    """ASGI middleware that writes one :class:`RequestRecord` per HTTP request, after it ends.
+    """ASGI middleware that writes one :class:`RequestRecord` per HTTP request, as it answers.
 
     The authenticating dependency leaves the token id in ``scope["state"]["token_id"]``; the
     router leaves the matched route in ``scope["route"]``. A request that never authenticated
@@ -118,20 +118,11 @@ class RequestAudit:
         state = scope.setdefault("state", {})
         request_id = f"q-{uuid.uuid4().hex[:16]}"
         state["request_id"] = request_id
-        status = 0
+        written = False
 
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                headers = list(message.get("headers", ()))
-                headers.append((b"x-request-id", request_id.encode()))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
+        def record(status: int) -> None:
+            nonlocal written
+            written = True
             route = scope.get("route")
             template = getattr(route, "path", None)
             params = scope.get("path_params") or {}
@@ -146,8 +137,24 @@ class RequestAudit:
                     method=str(scope.get("method", "")),
                     route=template if isinstance(template, str) else "(unmatched)",
                     session_id=session_id if isinstance(session_id, str) else None,
-                    status=status or CLIENT_CLOSED_REQUEST,
+                    status=status,
                     duration_ms=round((self.monotonic() - started) * 1000.0, 3),
                     client=f"{client[0]}:{client[1]}" if client else None,
                 )
             )
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                # Written before the answer goes out: no answer leaves without its line (an
+                # unwritable log fails the request instead).
+                record(int(message["status"]))
+                headers = list(message.get("headers", ()))
+                headers.append((b"x-request-id", request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            if not written:
+                record(CLIENT_CLOSED_REQUEST)

@@ -72,3 +72,14 @@ def test_replica_ids_come_from_session_ids() -> None:
     assert replica_of("east-1-0123abcd") == "east-1"
     with pytest.raises(ConfigurationError):
         replica_of("nodash")
+
+
+def test_the_restricted_mode_is_served_too(tmp_path: Path) -> None:
+    with (
+        serve(tmp_path / "state", modes=("native", "restricted")) as server,
+        Client(server.base_url, token=ALICE, mode="restricted") as client,
+    ):
+        assert client.mode == "restricted"
+        outcome = client.run_code("total = sum(range(4))\nprint(total)")
+        assert outcome.decision.backend == "restricted"
+        assert outcome.observation.text.endswith("6")

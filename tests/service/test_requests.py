@@ -182,3 +182,17 @@ def test_a_blocked_run_does_not_block_the_event_loop(tmp_path: Path) -> None:
             assert not running.done()
             release.set()
             assert running.result().json()["observation"]["text"].endswith("late")
+
+
+def test_file_names_outside_the_workdir_are_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host secret")
+    with fake_server(tmp_path, FakeBackend(_answer)) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        base = f"/v1/sessions/{session_id}/files"
+        for name in ("%2E%2E%2Fescape.txt", "%2Fetc%2Fpasswd", "a%2F..%2F..%2Fx"):
+            assert alice.put(f"{base}/{name}", content=b"x").status_code == 400
+        for name in ("%2E%2E%2F%2E%2E%2Foutside.txt", "%2Fetc%2Fpasswd"):
+            assert alice.get(f"{base}/{name}").status_code == 404
+        assert alice.get(base, params={"path": "../.."}).status_code == 400
+    assert outside.read_text() == "host secret"
