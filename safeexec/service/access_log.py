@@ -2,9 +2,10 @@
 
 Each line names the token *id* that made the request (``null`` when it did not authenticate),
 never the token; the route template, the session id from the path, the status and the time
-until the answer started (the line is written just before it goes out). It sits beside the sessions' ``audit.jsonl`` (whose events carry the same session ids)
-and, like it, is opened ``O_APPEND`` below the 0700 state dir without following links and
-written with one ``os.write`` per line, so a restart keeps every line written before it.
+until the answer started (the line is written just before the answer goes out). It sits beside
+the sessions' ``audit.jsonl`` (whose events carry the same session ids) and, like it, is opened
+``O_APPEND`` below the 0700 state dir without following links and written with one
+``os.write`` per line, so a restart keeps every line written before it.
 """
 
 from __future__ import annotations
