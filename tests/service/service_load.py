@@ -162,14 +162,16 @@ def load_server(state_dir: Path, *, clients: int) -> Iterator[tuple[str, int]]:
     command = [str(Path(sys.executable).with_name("safeexec")), "serve", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--tokens", str(tokens), "--state-dir", str(state_dir)]
     command += ["--mode", "native"]
-    log = (state_dir.parent / "server.log").open("ab")
+    log_path = state_dir.parent / "server.log"
+    log = log_path.open("ab")
     process = subprocess.Popen(command, stdout=log, stderr=log, env=dict(os.environ))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while True:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the load server did not start")
+                log.flush()
+                raise RuntimeError(f"the load server did not start:\n{log_path.read_text()}")
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
                     break
