@@ -28,10 +28,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
-        if declared is None and _has_header(scope, b"content-length"):
-            await _reply(send, 400, "the Content-Length header is not a whole number")
-            return
+        declared = _content_length(scope)  # None: undeclared (or unreadable), counted instead
         if declared is not None and declared > self.max_body_bytes:
             await self._drain(receive, already=0)
             await self._too_large(send)
@@ -75,12 +72,23 @@ class BodyLimit:
                 return
 
     async def _too_large(self, send: Send) -> None:
-        await _reply(
-            send,
-            413,
+        message = (
             f"the request body is over the limit max_body_bytes={self.max_body_bytes}; "
-            "send less (large files: split them)",
+            "send less (large files: split them)"
         )
+        body = json.dumps({"error": "request_too_large", "message": message}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -89,24 +97,3 @@ def _content_length(scope: Scope) -> int | None:
             text = value.decode("latin-1").strip()
             return int(text) if text.isdigit() else None
     return None
-
-
-def _has_header(scope: Scope, wanted: bytes) -> bool:
-    return any(name == wanted for name, _ in scope.get("headers", ()))
-
-
-async def _reply(send: Send, status: int, message: str) -> None:
-    error = "request_too_large" if status == 413 else "bad_request"
-    body = json.dumps({"error": error, "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
