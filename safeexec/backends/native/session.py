@@ -125,6 +125,7 @@ class NativeSession:
         self.required = required
         self.imports = tuple(spec.imports)
         self.env = dict(spec.env)
+        self.seed = spec.seed
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         self._closed = False
@@ -389,6 +390,7 @@ class NativeSession:
             executor=self._backend.executor,
             imports=self.imports,
             tool_names=self._tool_names,
+            seed=self.seed,
         )
         try:
             template.spawn([child_end.fileno(), out_write, err_write])
