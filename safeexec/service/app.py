@@ -49,9 +49,11 @@ from safeexec.service.schemas import (
     CheckIn,
     CheckOut,
     CreateSessionIn,
+    DisplayOut,
     ErrorOut,
     FileEntryOut,
     HealthOut,
+    MimeItemOut,
     RunIn,
     RunOut,
     SessionOut,
@@ -335,6 +337,28 @@ async def _found(call: Any, name: str) -> Any:
 
 def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
     result = outcome.result
+    blobs = f"/v1/sessions/{session_id}/blobs"
+    displays = (
+        []
+        if result is None
+        else [
+            DisplayOut(
+                kind=display.kind.value,
+                truncated=display.truncated,
+                items=[
+                    MimeItemOut(
+                        media_type=item.media_type,
+                        sha256=item.blob.sha256,
+                        size=item.blob.size,
+                        text=item.text,
+                        url=f"{blobs}/{item.blob.sha256}",
+                    )
+                    for item in display.items
+                ],
+            ).model_dump()
+            for display in result.displays
+        ]
+    )
     artifacts = (
         []
         if result is None
@@ -344,7 +368,7 @@ def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
                 media_type=a.media_type,
                 sha256=a.blob.sha256,
                 size=a.blob.size,
-                url=f"/v1/sessions/{session_id}/blobs/{a.blob.sha256}",
+                url=f"{blobs}/{a.blob.sha256}",
             ).model_dump()
             for a in result.artifacts
         ]
@@ -358,6 +382,7 @@ def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
         "state_lost": False if result is None else result.state_lost,
         "observation": outcome.observation.to_json(),
         "artifacts": artifacts,
+        "displays": displays,
         "outcome": outcome.to_json(),
     }
 

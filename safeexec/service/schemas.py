@@ -15,10 +15,12 @@ __all__ = [
     "CheckIn",
     "CheckOut",
     "CreateSessionIn",
+    "DisplayOut",
     "ErrorOut",
     "FileEntryOut",
     "HealthOut",
     "LimitsIn",
+    "MimeItemOut",
     "RunIn",
     "RunOut",
     "SessionOut",
@@ -72,6 +74,25 @@ class ArtifactOut(BaseModel):
     url: str
 
 
+class MimeItemOut(BaseModel):
+    """One representation of a rich value; ``text`` inline for small textual types, the
+    payload always at ``url``."""
+
+    media_type: str
+    sha256: str
+    size: int
+    text: str
+    url: str
+
+
+class DisplayOut(BaseModel):
+    """A MIME bundle (like Jupyter's ``execute_result`` / ``display_data``)."""
+
+    kind: str
+    items: list[MimeItemOut]
+    truncated: bool
+
+
 class RunOut(BaseModel):
     session_id: str
     verdict: str
@@ -81,6 +102,7 @@ class RunOut(BaseModel):
     state_lost: bool
     observation: dict[str, Any]
     artifacts: list[ArtifactOut]
+    displays: list[DisplayOut]
     outcome: dict[str, Any]
 
 

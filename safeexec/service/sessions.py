@@ -46,7 +46,8 @@ class SessionRecord:
         result = outcome.result
         if result is None:
             return
-        for ref in (result.stdout, result.stderr, *(a.blob for a in result.artifacts)):
+        shown = (item.blob for display in result.displays for item in display.items)
+        for ref in (result.stdout, result.stderr, *(a.blob for a in result.artifacts), *shown):
             self.blobs[ref.sha256] = ref
 
 
