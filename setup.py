@@ -8,6 +8,7 @@ setup(
     package_data={
         "safeexec": ["py.typed"],
         "safeexec.dsl": ["grammar.lark"],
+        "safeexec.service": ["openapi.json"],
         "safeexec.policies": ["**/*.toml", "**/*.py", "**/*.md"],
     },
 )

@@ -1,0 +1,100 @@
+"""``safeexec serve``: the HTTP service (the ``service`` extra) on a host and port.
+
+On SIGTERM or SIGINT it drains (runs in flight finish, every session is closed) and then ends
+by that signal, as uvicorn does; 2 is a usage or configuration error (one line on stderr).
+``--new-token`` and ``--hash-token`` print and exit 0 without serving.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from safeexec.errors import SafeExecError
+from safeexec.statedir import default_state_dir
+from safeexec.units import parse_bytes
+
+__all__ = ["serve"]
+
+EXIT_USAGE = 2
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(
+            "--tokens",
+            help="TOML file of tokens.<id> tables (sha256 of the token, quotas); "
+            "SAFEEXEC_SERVICE_TOKENS=id=token,... adds more.",
+        ),
+    ] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option("--state-dir", help="Audit log, blobs and request log (kept on restart)."),
+    ] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", help="A pack clients may choose (repeat; first is default)."),
+    ] = None,
+    mode: Annotated[
+        list[str] | None,
+        typer.Option("--mode", help="A mode clients may choose (repeat; default: all real ones)."),
+    ] = None,
+    replica_id: Annotated[
+        str, typer.Option("--replica-id", help="Prefix of this server's session ids.")
+    ] = "r0",
+    max_body: Annotated[
+        str, typer.Option("--max-body", metavar="SIZE", help="Largest request body (413 over).")
+    ] = "4MiB",
+    idle_seconds: Annotated[
+        float, typer.Option("--idle-seconds", help="Close sessions unused this long.")
+    ] = 600.0,
+    drain_seconds: Annotated[
+        float, typer.Option("--drain-seconds", help="On SIGTERM, wait this long for runs.")
+    ] = 30.0,
+    new_token: Annotated[
+        bool, typer.Option("--new-token", help="Print a fresh token and its file entry; exit.")
+    ] = False,
+    hash_token: Annotated[
+        bool, typer.Option("--hash-token", help="Print the sha256 of a token read from stdin.")
+    ] = False,
+) -> None:
+    """Serve safeexec over HTTP: sessions, runs, files, the static gate (bearer tokens)."""
+    try:
+        from safeexec.service import auth
+        from safeexec.service.config import DEFAULT_MODES, ServiceConfig
+        from safeexec.service.server import serve as run_server
+    except ImportError as exc:
+        _fail(f"the service needs its extra: pip install 'safeexec[service]' ({exc})")
+    if new_token:
+        token = auth.new_token()
+        typer.echo(f"token: {token}\n\n[tokens.CHANGE-ME]\nsha256 = \"{auth.hash_token(token)}\"")
+        return
+    if hash_token:
+        typer.echo(auth.hash_token(sys.stdin.readline().strip()))
+        return
+    try:
+        store = auth.token_store(tokens, os.environ)
+        config = ServiceConfig(
+            state_dir=(state_dir or default_state_dir()).absolute(),
+            policies=tuple(policy or ("default",)),
+            modes=tuple(mode or DEFAULT_MODES),
+            replica_id=replica_id,
+            max_body_bytes=parse_bytes(max_body),
+            idle_seconds=idle_seconds,
+            drain_seconds=drain_seconds,
+        )
+        run_server(config, store, host=host, port=port)
+    except SafeExecError as exc:
+        _fail(str(exc))
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"safeexec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)

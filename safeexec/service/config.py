@@ -1,0 +1,36 @@
+"""The service's settings: one frozen value, every field defaulted, units in the names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_MODES", "ServiceConfig"]
+
+DEFAULT_MODES: tuple[str, ...] = ("native", "restricted", "dsl")
+"""The modes a client may ask for unless the server says otherwise (never the fake, never
+``restricted-inprocess``: a host that wants that names it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceConfig:
+    """How one server process behaves.
+
+    ``policies`` are the pack names a client may choose (never a path: a client must not make
+    the server read its files); the first is the default. A client's limits can only narrow the
+    chosen policy's. ``state_dir`` holds every session's audit log and blobs and the request
+    log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
+    :class:`~safeexec.client.Client`) can route a session to its server.
+    """
+
+    state_dir: Path
+    policies: tuple[str, ...] = ("default",)
+    modes: tuple[str, ...] = DEFAULT_MODES
+    replica_id: str = "r0"
+    max_body_bytes: int = 4 * 1024 * 1024
+    idle_seconds: float = 600.0
+    sweep_seconds: float = 5.0
+    max_worker_threads: int = 64
+    drain_seconds: float = 30.0
+    heartbeat_seconds: float = 15.0
+    audit_fsync: bool = False

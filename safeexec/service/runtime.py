@@ -1,0 +1,285 @@
+"""What one server process holds and does: its sessions, quotas, backends, and the operations.
+
+Every operation is async and thin: it checks ownership (``SessionNotFound``) and quotas
+(``QuotaExceeded``), then makes one ``Session`` call in a worker thread. Nothing here decides
+what may run; the session's policy does. The backends are made once per process and shared by
+every session (one native template forks them all); sessions are closed off the loop, by
+``DELETE``, by the idle sweep, or all at once on shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+from starlette.types import Receive
+
+from safeexec.backends.base import Backend
+from safeexec.backends.workdir import DirEntry
+from safeexec.errors import BackendUnavailable
+from safeexec.gate import GateResult, check
+from safeexec.model import Action, Outcome
+from safeexec.policy.loader import load_policy
+from safeexec.policy.narrow import narrow_limits
+from safeexec.policy.schema import Policy
+from safeexec.service.auth import TokenEntry, TokenStore
+from safeexec.service.config import ServiceConfig
+from safeexec.service.events import ServerEvent
+from safeexec.service.quotas import QuotaLedger
+from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
+from safeexec.service.schemas import CreateSessionIn, RunIn
+from safeexec.service.sessions import SessionRecord, SessionRegistry
+from safeexec.session import Session, default_backend
+
+__all__ = ["BadRequest", "Runtime"]
+
+
+class BadRequest(Exception):
+    """The request names something the server does not offer (a 400, with how to fix it)."""
+
+
+class Runtime:
+    """The live state of one server process; touch it only from the event loop."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        tokens: TokenStore,
+        *,
+        backends: Mapping[str, Backend] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.tokens = tokens
+        self.ledger = QuotaLedger()
+        self.registry = SessionRegistry(clock=monotonic)
+        self.limiter = anyio.CapacityLimiter(config.max_worker_threads)
+        self._monotonic = monotonic
+        self._policies: dict[str, Policy] = {name: load_policy(name) for name in config.policies}
+        self._backends: dict[str, Backend] = dict(backends or {})
+        self._owned_backends: list[str] = []
+        self._unavailable: dict[str, str] = {}
+        for mode in config.modes:
+            if mode not in self._backends:
+                try:
+                    self._backends[mode] = default_backend(mode)
+                    self._owned_backends.append(mode)
+                except BackendUnavailable as exc:
+                    self._unavailable[mode] = str(exc)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create(self, token: TokenEntry, body: CreateSessionIn) -> SessionRecord:
+        policy = self._policy(body.policy)
+        mode = body.mode or policy.backends.default
+        self._check_mode(mode)
+        if body.limits is not None:
+            policy = narrow_limits(
+                policy,
+                wall_seconds=body.limits.wall_seconds,
+                cpu_seconds=body.limits.cpu_seconds,
+                memory_bytes=body.limits.memory_bytes,
+            )
+        self.ledger.admit_session(token.token_id, token.quota)
+        session_id = f"{self.config.replica_id}-{uuid.uuid4().hex[:16]}"
+        # Shielded: a session opened but never registered would be a leak nobody can close.
+        with anyio.CancelScope(shield=True):
+            try:
+                session = await in_thread(
+                    lambda: Session(
+                        policy=policy,
+                        mode=mode,
+                        state_dir=self.config.state_dir,
+                        backends=self._backends,
+                        session_id=session_id,
+                        audit_fsync=self.config.audit_fsync,
+                    ),
+                    limiter=self.limiter,
+                )
+            except BaseException:
+                self.ledger.release_session(token.token_id)
+                raise
+            record = SessionRecord(
+                session_id=session_id,
+                owner=token.token_id,
+                session=session,
+                mode=mode,
+                last_used=self._monotonic(),
+            )
+            self.registry.add(record)
+        return record
+
+    def get(self, token: TokenEntry, session_id: str) -> SessionRecord:
+        return self.registry.get(token.token_id, session_id)
+
+    async def run(
+        self, token: TokenEntry, session_id: str, body: RunIn, *, receive: Receive, run_id: str
+    ) -> Outcome:
+        """One step in the owner's session; ``ClientLeft`` if the client went away meanwhile.
+
+        The cell's output goes to the session's event subscribers while it runs (tagged
+        ``run_id``), then a ``step`` event says how it ended."""
+        if (body.code is None) == (body.reply is None):
+            raise BadRequest("give exactly one of 'code' (run as it is) or 'reply' (extracted)")
+        record = self.registry.get(token.token_id, session_id)
+        session = record.session
+        code, reply, timeout = body.code, body.reply, body.timeout
+        relay = record.events.publisher(run_id)
+
+        def step() -> Outcome:
+            if code is not None:
+                return session.run_action(Action.create(code), timeout=timeout, on_output=relay)
+            assert reply is not None
+            return session.run(reply, timeout=timeout, on_output=relay)
+
+        with self.registry.in_use(record), self.ledger.run_slot(token.token_id, token.quota):
+            async with record.run_lock:
+                self.registry.get(token.token_id, session_id)  # deleted while it waited?
+                record.running = True
+                try:
+                    outcome = await run_watching_client(
+                        step, receive=receive, interrupt=session.interrupt, limiter=self.limiter
+                    )
+                except ClientLeft as left:
+                    if isinstance(left.value, Outcome):
+                        self._account(record, left.value, run_id)
+                    raise
+                finally:
+                    record.running = False
+        self._account(record, outcome, run_id)
+        return outcome
+
+    def interrupt(self, token: TokenEntry, session_id: str) -> bool:
+        """Interrupt the owner's running cell; ``False`` when none was running."""
+        record = self.registry.get(token.token_id, session_id)
+        record.session.interrupt()  # sets a flag the backend polls: it does not block
+        return record.running
+
+    async def delete(self, token: TokenEntry, session_id: str) -> None:
+        await self._close(self.registry.get(token.token_id, session_id))
+
+    async def sweep_idle(self) -> int:
+        """Close every session idle for ``config.idle_seconds``; how many were closed."""
+        idle = self.registry.idle(self.config.idle_seconds)
+        for record in idle:
+            await self._close(record)
+        return len(idle)
+
+    def end_event_streams(self) -> None:
+        """End every session's event streams (a ``closed`` event); the server is stopping."""
+        for record in self.registry.all():
+            record.events.close("the server is shutting down")
+
+    async def close_all(self) -> None:
+        """Close every session (interrupting cells still running), then the backends made here."""
+        for record in self.registry.all():
+            record.session.interrupt()
+        for record in self.registry.all():
+            with contextlib.suppress(Exception):
+                await self._close(record)
+        for mode in self._owned_backends:
+            backend = self._backends[mode]
+            with contextlib.suppress(Exception):
+                await in_thread(backend.close, limiter=self.limiter)
+
+    async def _close(self, record: SessionRecord) -> None:
+        self.registry.take(record)
+        record.events.close()
+        self.ledger.release_session(record.owner)
+        record.session.interrupt()
+        await in_thread(record.session.close, limiter=self.limiter)
+
+    def _account(self, record: SessionRecord, outcome: Outcome, run_id: str) -> None:
+        record.steps += 1
+        record.remember(outcome)
+        result = outcome.result
+        if result is not None:
+            self.ledger.charge_cpu(record.owner, result.usage.cpu_seconds)
+        record.events.publish(
+            ServerEvent(
+                name="step",
+                data={
+                    "run_id": run_id,
+                    "action_id": outcome.action.action_id,
+                    "verdict": outcome.decision.verdict.value,
+                    "status": None if result is None else result.status.value,
+                },
+            )
+        )
+
+    # -- files and blobs -------------------------------------------------------------------------
+
+    async def write_file(self, token: TokenEntry, session_id: str, path: str, data: bytes) -> None:
+        record = self.registry.get(token.token_id, session_id)
+        with self.registry.in_use(record):
+            await in_thread(lambda: record.session.files.write(path, data), limiter=self.limiter)
+
+    async def read_file(self, token: TokenEntry, session_id: str, path: str) -> bytes:
+        record = self.registry.get(token.token_id, session_id)
+        with self.registry.in_use(record):
+            return await in_thread(lambda: record.session.files.read(path), limiter=self.limiter)
+
+    async def list_files(
+        self, token: TokenEntry, session_id: str, path: str
+    ) -> tuple[DirEntry, ...]:
+        record = self.registry.get(token.token_id, session_id)
+        with self.registry.in_use(record):
+            return await in_thread(lambda: record.session.files.list(path), limiter=self.limiter)
+
+    async def remove_file(self, token: TokenEntry, session_id: str, path: str) -> None:
+        record = self.registry.get(token.token_id, session_id)
+        with self.registry.in_use(record):
+            await in_thread(lambda: record.session.files.remove(path), limiter=self.limiter)
+
+    async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> bytes:
+        """A blob one of this session's outcomes referred to (any other is a 404)."""
+        record = self.registry.get(token.token_id, session_id)
+        ref = record.blobs.get(sha256)
+        if ref is None:
+            raise FileNotFoundError(sha256)
+        return await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
+
+    # -- the static gate ---------------------------------------------------------------------------
+
+    async def check(self, code: str, *, policy: str | None, mode: str | None) -> GateResult:
+        chosen = self._policy(policy)
+        if mode is not None:
+            self._check_mode(mode)
+        action = Action.create(code)
+        return await in_thread(lambda: check(action, chosen, backend=mode), limiter=self.limiter)
+
+    # -- describing --------------------------------------------------------------------------------
+
+    def describe(self, record: SessionRecord) -> dict[str, Any]:
+        session = record.session
+        return {
+            "session_id": record.session_id,
+            "replica_id": self.config.replica_id,
+            "policy_id": session.policy.info.id,
+            "policy_digest": session.policy.digest,
+            "mode": record.mode,
+            "limits": session.policy.limits.to_json(),
+            "budget": dataclasses.asdict(session.budget),
+            "steps": record.steps,
+        }
+
+    def _policy(self, name: str | None) -> Policy:
+        chosen = self.config.policies[0] if name is None else name
+        if chosen not in self._policies:
+            raise BadRequest(
+                f"policy={chosen!r} is not offered here; choose one of {list(self._policies)}"
+            )
+        return self._policies[chosen]
+
+    def _check_mode(self, mode: str) -> None:
+        if mode in self._unavailable:
+            raise BackendUnavailable(self._unavailable[mode])
+        if mode not in self._backends:
+            raise BadRequest(
+                f"mode={mode!r} is not offered here; choose one of {sorted(self._backends)}"
+            )
