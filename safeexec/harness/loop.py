@@ -5,7 +5,8 @@
 answers, the task's turns run out, the session's budget is spent, the model fails, or too many
 invalid actions come in a row. Each step is in the session's audit log; each turn is a line of
 ``turns.jsonl`` beside it (raw reply as a blob, parsed action, observation, tokens, timings split
-into model / gate / execution / tool time), linked to the audit event by ``action_id``.
+into model / gate / execution / tool time), linked to the audit event by ``action_id`` and
+secret-masked by the audit log's own patterns, as its events are.
 """
 
 from __future__ import annotations
@@ -160,11 +161,13 @@ def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     box = Submission()
     injections = task.injections if options.inject else ()
     specs = (*wrap_tools(ledger, select_tools(task, env.tools), injections), make_submit(box))
+    policy = derive_policy(base, task, specs)
+    needing = frozenset(c.tool for c in policy.capabilities if c.requires_approval)
     session = Session(
-        policy=derive_policy(base, task, specs),
+        policy=policy,
         mode=options.mode,
         state_dir=options.state_dir,
-        approver=task_step_approver(task, options.step_approver),
+        approver=task_step_approver(task, options.step_approver, approval_tools=needing),
         tool_approver=task_approver(task, options.approver),
     )
     try:
@@ -229,18 +232,20 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
                 outcomes.append(outcome)
             _write_turn(
                 options.state_dir / "turns.jsonl",
-                {
-                    "session_id": session.session_id,
-                    "task": task.id,
-                    "format": fmt.name,
-                    "turn": turn,
-                    "reply": raw.uri,
-                    "action": parsed.to_json(),
-                    "action_id": None if outcome is None else outcome.action.action_id,
-                    "observation": observation,
-                    "tokens": None if reply.usage is None else reply.to_json()["usage"],
-                    "time_s": {**step_times, "model": model_s},
-                },
+                session.audit.mask_record(
+                    {
+                        "session_id": session.session_id,
+                        "task": task.id,
+                        "format": fmt.name,
+                        "turn": turn,
+                        "reply": raw.uri,
+                        "action": parsed.to_json(),
+                        "action_id": None if outcome is None else outcome.action.action_id,
+                        "observation": observation,
+                        "tokens": None if reply.usage is None else reply.to_json()["usage"],
+                        "time_s": {**step_times, "model": model_s},
+                    }
+                ),
             )
             if box.submitted:
                 end = EndReason.ANSWERED
