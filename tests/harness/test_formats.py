@@ -88,7 +88,7 @@ def test_the_dsl_format_is_a_fenced_program_for_the_dsl_mode_only(tmp_path: Path
 
 
 def test_signatures_read_type_names_back_from_the_one_schema_table() -> None:
-    @tool
+    @tool(root=Path("/"))
     def every(
         s: str,
         i: int,
