@@ -64,6 +64,9 @@ class RunOptions:
 
     ``approver`` answers tool calls outside the task's authorized effects, ``step_approver``
     code steps that need approval for other reasons; without them those are denied.
+    ``grants="broad"`` grants every tool of the task unscoped and approves every call and step
+    (the CodeAct default, for comparison); ``"scoped"`` derives scopes and approvals from the
+    task's ``authorized_effects``.
     """
 
     format: str = "code"
@@ -74,6 +77,7 @@ class RunOptions:
     approver: ToolApprover | None = None
     step_approver: Approver | None = None
     inject: bool = False
+    grants: str = "scoped"
     max_invalid_in_row: int = 3
     clock: Callable[[], float] = time.perf_counter
 
@@ -163,16 +167,21 @@ def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     specs = (*wrap_tools(ledger, select_tools(task, env.tools), injections), make_submit(box))
     policy = derive_policy(base, task, specs)
     needing = frozenset(c.tool for c in policy.capabilities if c.requires_approval)
+    if options.grants not in ("scoped", "broad"):
+        raise ConfigurationError(f"grants={options.grants!r} must be 'scoped' or 'broad'")
+    broad = options.grants == "broad"
     session = Session(
         policy=policy,
         mode=options.mode,
         state_dir=options.state_dir,
-        approver=task_step_approver(task, options.step_approver, approval_tools=needing),
-        tool_approver=task_approver(task, options.approver),
+        approver=(lambda decision, action: True)
+        if broad
+        else task_step_approver(task, options.step_approver, approval_tools=needing),
+        tool_approver=(lambda request: True) if broad else task_approver(task, options.approver),
     )
     try:
         for spec in specs:
-            session.grant(spec, scope=task_scope(task, spec))
+            session.grant(spec, scope=None if broad else task_scope(task, spec))
     except BaseException:
         session.close()
         raise

@@ -1,0 +1,191 @@
+"""Run matrix cells: one cell in a fresh session (:func:`run_cell`), many over local worker
+processes or Ray tasks (:func:`run_cells`). Each worker process (or Ray worker) owns its own
+safeexec sessions; a worker keeps the suite and the reference traces it has recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+
+from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
+from benchmarks.ablation.matrix import Cell
+from safeexec.codec import JSONValue
+from safeexec.harness import RunOptions, Suite, Task, load_suite, make_agent, reference_trace
+from safeexec.harness.agents import ReferenceTrace
+from safeexec.harness.ledger import Submission, make_submit
+from safeexec.harness.loop import run_task
+
+__all__ = ["EXECUTORS", "plain_exec_seconds", "run_cell", "run_cells"]
+
+EXECUTORS = ("local", "ray")
+SUITE_DIR = Path(__file__).resolve().parent / "suite"
+# json/text calls go through the gateway; the session still needs a mode for its code steps.
+_SESSION_MODE = {"gateway": "restricted"}
+
+
+@functools.lru_cache(maxsize=4)
+def _suite(path: str) -> Suite:
+    return load_suite(path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _trace(path: str, task_id: str, mode: str, seed: int, state_dir: str) -> ReferenceTrace:
+    suite = _suite(path)
+    task = _task(suite, task_id)
+    return reference_trace(suite, task, RunOptions(mode=mode, seed=seed, state_dir=Path(state_dir)))
+
+
+def _task(suite: Suite, task_id: str) -> Task:
+    return next(t for t in suite.tasks if t.id == task_id)
+
+
+def plain_exec_seconds(suite: Suite, task: Task, seed: int) -> float:
+    """The reference program under plain ``exec`` with the raw tools: the no-safeexec baseline."""
+    env = suite.make_environment(seed)
+    box = Submission()
+    names: dict[str, object] = {s.name: s.function for s in env.tools if s.name in task.tools}
+    names["submit"] = make_submit(box).function
+    code = compile(task.reference, f"<reference {task.id}>", "exec")
+    started = time.perf_counter()
+    exec(code, names)  # the suite's own trusted reference, timed as the baseline
+    return time.perf_counter() - started
+
+
+def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue]:
+    """Run one cell and return its row: the cell, the harness's task result, and fault facts."""
+    suite = _suite(suite_dir)
+    task = _task(suite, cell.task)
+    mode = _SESSION_MODE.get(cell.mode, cell.mode)
+    state = Path(tempfile.mkdtemp(prefix="cell-", dir=state_root))
+    options = RunOptions(
+        format=cell.format,
+        mode=mode,
+        seed=cell.seed,
+        state_dir=state,
+        inject=cell.condition == "injection",
+        grants=cell.grants,
+    )
+    trace = None
+    if cell.agent != "adversarial":
+        trace_mode = "dsl" if cell.format == "dsl" else mode
+        trace = _trace(suite_dir, task.id, trace_mode, cell.seed, str(Path(state_root) / "traces"))
+    run_suite_, made = suite, None
+    if cell.fault:
+        assert trace is not None
+        run_suite_, made = faulty_suite(suite, cell.fault, fault_target(task.reference, trace.calls))
+    model = make_agent(cell.agent, suite, task, options, trace=trace)
+    if cell.feedback == "generic":
+        model = GenericFeedback(model)
+    first_env = 0 if made is None else len(made)
+    result = run_task(run_suite_, task, model, options)
+    row: dict[str, JSONValue] = {**cell.to_json(), **result.to_json()}
+    row["mode"] = cell.mode
+    row.pop("session_id", None)
+    row["fault_applied"] = bool(made and made[first_env].applied)
+    row["reference_calls"] = None if trace is None else len(trace.calls)
+    row["plain_exec_s"] = (
+        plain_exec_seconds(suite, task, cell.seed)
+        if cell.condition == "clean" and cell.agent == "oracle" and cell.format == "code"
+        else None
+    )
+    shutil.rmtree(state, ignore_errors=True)
+    return row
+
+
+def _run_chunk(cells: Sequence[Cell], suite_dir: str, state_root: str) -> list[dict[str, JSONValue]]:
+    return [run_cell(c, suite_dir, state_root) for c in cells]
+
+
+def _chunks(cells: Sequence[Cell], size: int) -> list[list[Cell]]:
+    # Cells of one task and mode together, so a worker records each reference trace once.
+    ordered = sorted(cells, key=lambda c: (c.task, c.mode, c.key))
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    *,
+    executor: str = "local",
+    workers: int = 2,
+    suite_dir: Path = SUITE_DIR,
+    chunk: int = 8,
+    progress: Callable[[int], None] | None = None,
+) -> list[dict[str, JSONValue]]:
+    """Every cell's row, in matrix order, from ``workers`` local processes or Ray tasks."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor={executor!r} must be one of {EXECUTORS}")
+    chunks = _chunks(cells, chunk)
+    state_root = tempfile.mkdtemp(prefix="safeexec-ablation-")
+    try:
+        if executor == "ray":
+            rows = _on_ray(chunks, str(suite_dir), state_root, workers, progress)
+        else:
+            rows = _on_processes(chunks, str(suite_dir), state_root, workers, progress)
+    finally:
+        shutil.rmtree(state_root, ignore_errors=True)
+    order = {c.key: i for i, c in enumerate(cells)}
+    return sorted(rows, key=lambda r: order[Cell(**_cell_fields(r)).key])
+
+
+def _cell_fields(row: dict[str, JSONValue]) -> dict[str, object]:
+    return {f.name: row[f.name] for f in dataclasses.fields(Cell)}
+
+
+def _on_processes(
+    chunks: Iterable[list[Cell]],
+    suite_dir: str,
+    state_root: str,
+    workers: int,
+    progress: Callable[[int], None] | None,
+) -> list[dict[str, JSONValue]]:
+    rows: list[dict[str, JSONValue]] = []
+    # spawn: a worker starts clean (no inherited threads or sessions), then owns its sessions.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(_run_chunk, c, suite_dir, state_root) for c in chunks]
+        for future in as_completed(futures):
+            done = future.result()
+            rows += done
+            if progress is not None:
+                progress(len(done))
+    return rows
+
+
+def _on_ray(
+    chunks: Iterable[list[Cell]],
+    suite_dir: str,
+    state_root: str,
+    workers: int,
+    progress: Callable[[int], None] | None,
+) -> list[dict[str, JSONValue]]:
+    try:
+        import ray
+    except ImportError as exc:
+        raise SystemExit(
+            "the ray executor needs the `ray` extra: pip install 'safeexec[ray]'"
+        ) from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        # A local cluster unless RAY_ADDRESS names one; nothing here is cluster-specific.
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=1)(_run_chunk)
+        pending = [remote.remote(c, suite_dir, state_root) for c in chunks]
+        rows: list[dict[str, JSONValue]] = []
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            done = ray.get(ready[0])
+            rows += done
+            if progress is not None:
+                progress(len(done))
+        return rows
+    finally:
+        if started_here:
+            ray.shutdown()
