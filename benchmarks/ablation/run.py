@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,7 +24,7 @@ from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
 
-__all__ = ["EXECUTORS", "plain_exec_seconds", "run_cell", "run_cells"]
+__all__ = ["EXECUTORS", "plain_exec_seconds", "run_cell", "run_cells", "session_start"]
 
 EXECUTORS = ("local", "ray")
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
@@ -57,6 +58,30 @@ def plain_exec_seconds(suite: Suite, task: Task, seed: int) -> float:
     started = time.perf_counter()
     exec(code, names)  # the suite's own trusted reference, timed as the baseline
     return time.perf_counter() - started
+
+
+def session_start(mode: str, state_root: str, *, sessions: int = 3) -> dict[str, JSONValue]:
+    """Median cold and warm ``print(1)`` steps over fresh sessions of ``mode`` (milliseconds),
+    after one throwaway session (imports and grammar loads are paid once per process, not per
+    session). The cold step includes the backend's start, which a task's first action pays."""
+    from safeexec.session import Session
+
+    program = "```dsl\nprint(1)\n```" if mode == "dsl" else "print(1)"
+    cold, warm = [], []
+    for _ in range(sessions + 1):
+        state = Path(tempfile.mkdtemp(prefix="calibrate-", dir=state_root))
+        with Session(mode=mode, state_dir=state) as session:
+            times = []
+            for _ in range(2):
+                started = time.perf_counter()
+                session.run(program)
+                times.append((time.perf_counter() - started) * 1e3)
+        cold.append(times[0])
+        warm.append(times[1])
+    return {
+        "cold_ms": round(statistics.median(cold[1:]), 3),
+        "warm_ms": round(statistics.median(warm[1:]), 3),
+    }
 
 
 def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue]:
