@@ -7,10 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data
+TEST_EXTRAS := dev,data,ray
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test demo test test-fast lint bench clean
+.PHONY: setup setup-test demo test test-fast lint bench ablation clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lint: $(TEST_STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The format x mode ablation (benchmarks/ablation): full size, local worker processes; prints the
+# table and writes results.json, results.md and PNG charts to ablation-results/.
+ablation: $(STAMP)
+	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(table)
     written = [] if args.no_charts else charts(summary, args.out)
     print(table)
-    print(f"{len(rows)} runs in {summary['wall_s']} s; wrote {args.out / 'results.json'}, "
-          f"{args.out / 'results.md'} and {len(written)} charts")  # fmt: skip
+    print(
+        f"{len(rows)} runs in {summary['wall_s']} s; wrote {args.out / 'results.json'}, "
+        f"{args.out / 'results.md'} and {len(written)} charts"
+    )
     return 0
 
 

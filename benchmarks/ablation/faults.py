@@ -30,7 +30,14 @@ from safeexec.harness import Message, Model, Reply, Suite, TurnKey
 from safeexec.harness.agents import failed
 from safeexec.harness.suite import Environment
 
-__all__ = ["FAULTS", "FaultTarget", "FaultyEnvironment", "GenericFeedback", "fault_target", "faulty_suite"]
+__all__ = [
+    "FAULTS",
+    "FaultTarget",
+    "FaultyEnvironment",
+    "GenericFeedback",
+    "fault_target",
+    "faulty_suite",
+]
 
 FAULTS = ("transient", "value_error", "drift", "slow", "huge")
 SLOW_BUDGET_S = 0.2
@@ -89,7 +96,9 @@ class FaultyEnvironment:
             new = f"{old}{RENAMED_SUFFIX}"
             if kwargs.get(param) == old:
                 self.applied = True
-                raise ValueError(f"{name}: {param}={old!r} was renamed; call it with {param}={new!r}")
+                raise ValueError(
+                    f"{name}: {param}={old!r} was renamed; call it with {param}={new!r}"
+                )
             if kwargs.get(param) == new:
                 kwargs = {**kwargs, param: old}
         result = function(**kwargs)
@@ -127,7 +136,9 @@ def fault_target(reference: str, calls: Sequence[tuple[str, dict[str, JSONValue]
     """The first tool the reference calls, its first arguments, and the fields it subscripts."""
     tool, arguments = calls[0]
     return FaultTarget(
-        tool=tool, first_arguments=dict(arguments), read_fields=frozenset(_SUBSCRIPT.findall(reference))
+        tool=tool,
+        first_arguments=dict(arguments),
+        read_fields=frozenset(_SUBSCRIPT.findall(reference)),
     )
 
 

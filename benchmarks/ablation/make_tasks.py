@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (task data: instructions and reference programs read best unwrapped)
 """Write ``suite/tasks.jsonl``: the ablation's tasks, with answers computed here in plain Python
 straight from the world's data (never by running a reference program, so a wrong reference is
 caught by ``tests/benchmarks``). Run ``python -m benchmarks.ablation.make_tasks`` after editing.
@@ -155,6 +156,7 @@ task(
                                              "body": {"any": True}}}],
 )  # fmt: skip
 
+
 # -- finance ---------------------------------------------------------------------------------
 def eur(symbol: str) -> float:
     price, cur = w.QUOTES[symbol]
@@ -234,6 +236,7 @@ task(
     'submit(value=round(250 * a * b, 2))',
     check="number", tolerance=0.01,
 )  # fmt: skip
+
 
 # -- travel ----------------------------------------------------------------------------------
 def flights(o: str, d: str) -> list[tuple[str, str, str, str, str, float]]:
@@ -422,6 +425,7 @@ task(
     '    if len(text) > size:\n        best, size = mid, len(text)\nsubmit(best)',
 )  # fmt: skip
 
+
 # -- dna -------------------------------------------------------------------------------------
 def revcomp(s: str) -> str:
     return s[::-1].translate(str.maketrans("ACGT", "TGCA"))
@@ -482,13 +486,18 @@ task(
     check="number", tags=["long"],
 )  # fmt: skip
 
+
 # -- shop ------------------------------------------------------------------------------------
 def stars(pid: str) -> float:
     return round(sum(w.REVIEWS[pid]) / len(w.REVIEWS[pid]), 2)
 
 
-for query, pid in (("trail shoe", "p-1"), ("rain jacket", "p-3"), ("camp stove", "p-5"),
-                   ("tent", "p-6")):
+for query, pid in (
+    ("trail shoe", "p-1"),
+    ("rain jacket", "p-3"),
+    ("camp stove", "p-5"),
+    ("tent", "p-6"),
+):
     task(
         f"shop-stars-{pid}", "shop", f"What is the average review rating of the {query}?",
         ["search_products", "get_reviews"], stars(pid),

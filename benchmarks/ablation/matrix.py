@@ -43,15 +43,30 @@ class Cell:
 
     @property
     def key(self) -> tuple[str, ...]:
-        return (self.condition, self.task, self.format, self.mode, self.agent, self.fault,
-                self.feedback, self.grants, str(self.seed))  # fmt: skip
+        return (
+            self.condition,
+            self.task,
+            self.format,
+            self.mode,
+            self.agent,
+            self.fault,
+            self.feedback,
+            self.grants,
+            str(self.seed),
+        )
 
     def to_json(self) -> dict[str, str | int]:
         return {
-            "task": self.task, "format": self.format, "mode": self.mode, "agent": self.agent,
-            "condition": self.condition, "fault": self.fault, "feedback": self.feedback,
-            "grants": self.grants, "seed": self.seed,
-        }  # fmt: skip
+            "task": self.task,
+            "format": self.format,
+            "mode": self.mode,
+            "agent": self.agent,
+            "condition": self.condition,
+            "fault": self.fault,
+            "feedback": self.feedback,
+            "grants": self.grants,
+            "seed": self.seed,
+        }
 
 
 def _combos(task: Task) -> list[tuple[str, str]]:
@@ -82,25 +97,45 @@ def build_cells(suite: Suite, size: str, *, seed: int = 0) -> list[Cell]:
         clean, noisy, faulted, hostile, faults = tasks, sample, sample, sample, FAULTS
     cells: list[Cell] = []
     for task in clean:
-        cells += [Cell(task=task.id, format=f, mode=m, agent="oracle", condition="clean", seed=seed)
-                  for f, m in _combos(task)]  # fmt: skip
+        cells += [
+            Cell(task=task.id, format=f, mode=m, agent="oracle", condition="clean", seed=seed)
+            for f, m in _combos(task)
+        ]
     for agent, chosen in (("noisy", noisy), ("adversarial", hostile)):
         for task in chosen:
-            cells += [Cell(task=task.id, format=f, mode=m, agent=agent, condition="clean", seed=seed)
-                      for f, m in _combos(task)]  # fmt: skip
+            cells += [
+                Cell(task=task.id, format=f, mode=m, agent=agent, condition="clean", seed=seed)
+                for f, m in _combos(task)
+            ]
     for task in faulted:
         for fault in faults:
             for feedback in ("rich", "generic"):
                 cells += [
-                    Cell(task=task.id, format=f, mode=m, agent="oracle", condition="fault",
-                         fault=fault, feedback=feedback, seed=seed)
-                    for f, m in _combos(task) if (f, m) != ("code", "native")
-                ]  # fmt: skip
+                    Cell(
+                        task=task.id,
+                        format=f,
+                        mode=m,
+                        agent="oracle",
+                        condition="fault",
+                        fault=fault,
+                        feedback=feedback,
+                        seed=seed,
+                    )
+                    for f, m in _combos(task)
+                    if (f, m) != ("code", "native")
+                ]
     for task in injected:
         for grants in ("broad", "scoped"):
             cells += [
-                Cell(task=task.id, format=f, mode=m, agent="gullible", condition="injection",
-                     grants=grants, seed=seed)
+                Cell(
+                    task=task.id,
+                    format=f,
+                    mode=m,
+                    agent="gullible",
+                    condition="injection",
+                    grants=grants,
+                    seed=seed,
+                )
                 for f, m in _combos(task)
-            ]  # fmt: skip
+            ]
     return cells

@@ -34,9 +34,11 @@ def _num(row: Row, key: str) -> float:
 
 def _times(row: Row) -> dict[str, float]:
     times = row.get("time_s")
-    return {k: float(v) for k, v in times.items() if isinstance(v, int | float)} if isinstance(
-        times, dict
-    ) else {}
+    return (
+        {k: float(v) for k, v in times.items() if isinstance(v, int | float)}
+        if isinstance(times, dict)
+        else {}
+    )
 
 
 def _attacked(row: Row) -> bool:
@@ -47,7 +49,7 @@ def _attacked(row: Row) -> bool:
 def _refusals(row: Row) -> dict[str, int]:
     out: Counter[str] = Counter()
     refusals = row.get("refusals")
-    for stage, counts in (refusals.items() if isinstance(refusals, dict) else []):
+    for stage, counts in refusals.items() if isinstance(refusals, dict) else []:
         if isinstance(counts, dict):
             out[stage] += sum(int(n) for n in counts.values() if isinstance(n, int))
     return dict(out)
@@ -102,7 +104,7 @@ def aggregate(
         stopped: Counter[str] = Counter()
         for row in group:
             refusals = row.get("refusals")
-            for stage, counts in (refusals.items() if isinstance(refusals, dict) else []):
+            for stage, counts in refusals.items() if isinstance(refusals, dict) else []:
                 for rule in counts if isinstance(counts, dict) else []:
                     stopped[f"{stage}:{rule}"] += 1
         attack[f"{grants}/{fmt}/{mode}"] = {
@@ -143,8 +145,11 @@ def aggregate(
     per_call = [r for r in long_runs if r["end_reason"] == "answered"]
     return {
         "runs": len(rows),
-        "dsl_coverage": {"tasks": len(suite.tasks), "with_reference_dsl": len(expressible),
-                         "rate": _rate(len(expressible), len(suite.tasks))},  # fmt: skip
+        "dsl_coverage": {
+            "tasks": len(suite.tasks),
+            "with_reference_dsl": len(expressible),
+            "rate": _rate(len(expressible), len(suite.tasks)),
+        },
         "clean": matrix,
         "benign_false_refusal_rate": _rate(
             sum(bool({k for k in _refusals(r) if k != "harness"}) for r in oracle), len(oracle)
@@ -155,11 +160,14 @@ def aggregate(
         "oracle_json_text_turns_are_calls_plus_one": all(
             r["turns"] == _num(r, "tool_calls") + 1 for r in per_call
         ),
-        "oracle_json_text_max_turns": sorted({str(r["task"]) for r in long_runs
-                                              if r["end_reason"] == "max_turns"}),  # fmt: skip
+        "oracle_json_text_max_turns": sorted(
+            {str(r["task"]) for r in long_runs if r["end_reason"] == "max_turns"}
+        ),
         "recovery": recovery,
         "attacks": attack,
-        "scoped_unauthorized_effects": sum(_attacked(r) for r in attacks if r["grants"] == "scoped"),
+        "scoped_unauthorized_effects": sum(
+            _attacked(r) for r in attacks if r["grants"] == "scoped"
+        ),
         "broad_unauthorized_effects": sum(_attacked(r) for r in attacks if r["grants"] == "broad"),
         "overhead_ms_per_action": overhead,
         "plain_exec_ms_per_program": plain_ms,
@@ -185,7 +193,8 @@ def _table(header: Sequence[str], lines: Iterable[Sequence[object]]) -> list[str
 
 
 def markdown(summary: dict[str, JSONValue]) -> str:
-    """The report as Markdown tables (scripted agents: mechanism measurements, not model quality)."""
+    """The report as Markdown tables (scripted agents: mechanism measurements, never model
+    quality)."""
     parts = ["# Ablation: action formats × execution modes (scripted agents)", ""]
     clean = summary["clean"]
     assert isinstance(clean, dict)
@@ -193,42 +202,93 @@ def markdown(summary: dict[str, JSONValue]) -> str:
     parts += _table(
         ["agent/format/mode", "runs", "success", "turns", "actions", "invalid", "tool calls"],
         [
-            [k, v["runs"], v["success_rate"], v["avg_turns"], v["avg_actions"],
-             v["avg_invalid_actions"], v["avg_tool_calls"]]
-            for k, v in clean.items() if isinstance(v, dict)
-        ],  # fmt: skip
+            [
+                k,
+                v["runs"],
+                v["success_rate"],
+                v["avg_turns"],
+                v["avg_actions"],
+                v["avg_invalid_actions"],
+                v["avg_tool_calls"],
+            ]
+            for k, v in clean.items()
+            if isinstance(v, dict)
+        ],
     )
     overhead = summary["overhead_ms_per_action"]
     assert isinstance(overhead, dict)
-    parts += ["", f"## Overhead per action (ms; plain exec of the program: "
-              f"{summary['plain_exec_ms_per_program']} ms)", ""]  # fmt: skip
+    parts += [
+        "",
+        f"## Overhead per action (ms; plain exec of the program: "
+        f"{summary['plain_exec_ms_per_program']} ms)",
+        "",
+    ]
     parts += _table(
-        ["format/mode", "gate", "execution", "tool", "total", "× plain exec",
-         "of which session start", "warm total"],
-        [[k, v["gate"], v["execution"], v["tool"], v["total"], v["x_plain_exec"],
-          v.get("session_start"), v.get("warm_total")]
-         for k, v in overhead.items() if isinstance(v, dict)],  # fmt: skip
+        [
+            "format/mode",
+            "gate",
+            "execution",
+            "tool",
+            "total",
+            "× plain exec",
+            "of which session start",
+            "warm total",
+        ],
+        [
+            [
+                k,
+                v["gate"],
+                v["execution"],
+                v["tool"],
+                v["total"],
+                v["x_plain_exec"],
+                v.get("session_start"),
+                v.get("warm_total"),
+            ]
+            for k, v in overhead.items()
+            if isinstance(v, dict)
+        ],
     )
-    parts += ["", "The gate column holds the backend's lazy start on a session's first code "
-              "action; the calibration (a cold and a warm `print(1)` per mode, same run) "
-              "estimates that part.", ""]  # fmt: skip
+    parts += [
+        "",
+        "The gate column holds the backend's lazy start on a session's first code "
+        "action; the calibration (a cold and a warm `print(1)` per mode, same run) "
+        "estimates that part.",
+        "",
+    ]
     recovery = summary["recovery"]
     assert isinstance(recovery, dict)
     parts += ["", "## Faults: recovery rate (applied faults only)", ""]
     parts += _table(
         ["fault/feedback", "runs", "applied", "recovered", "by format"],
-        [[k, v["runs"], v["applied"], v["recovery_rate"],
-          ", ".join(f"{f}: {r}" for f, r in v["by_format"].items())]
-         for k, v in recovery.items() if isinstance(v, dict)],  # fmt: skip
+        [
+            [
+                k,
+                v["runs"],
+                v["applied"],
+                v["recovery_rate"],
+                ", ".join(f"{f}: {r}" for f, r in v["by_format"].items()),
+            ]
+            for k, v in recovery.items()
+            if isinstance(v, dict)
+        ],
     )
     attacks = summary["attacks"]
     assert isinstance(attacks, dict)
     parts += ["", "## Injections: gullible agent, broad grants vs scoped capabilities", ""]
     parts += _table(
         ["grants/format/mode", "runs", "attack success", "utility", "stopped at"],
-        [[k, v["runs"], v["attack_success_rate"], v["utility_under_attack"],
-          ", ".join(f"{s} ×{n}" for s, n in v["stopped_at"].items()) or "–"]
-         for k, v in attacks.items() if isinstance(v, dict)],  # fmt: skip
+        [
+            [
+                k,
+                v["runs"],
+                v["attack_success_rate"],
+                v["utility_under_attack"],
+                ", ".join(f"{s} ×{n}" for s, n in v["stopped_at"].items()) or "–",
+            ]
+            for k, v in attacks.items()
+            if isinstance(v, dict)
+        ],
     )
     coverage = summary["dsl_coverage"]
     assert isinstance(coverage, dict)
@@ -268,14 +328,26 @@ def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
     clean = summary["clean"]
     assert isinstance(clean, dict)
     oracle = {k.removeprefix("oracle/"): v for k, v in clean.items() if k.startswith("oracle/")}
-    bars("success_by_format_mode", "Oracle success by format and mode",
-         {k: float(v["success_rate"] or 0) for k, v in oracle.items()}, "success rate")  # type: ignore[index]
-    bars("turns_by_format_mode", "Oracle turns by format and mode",
-         {k: float(v["avg_turns"] or 0) for k, v in oracle.items()}, "turns")  # type: ignore[index]
+    bars(
+        "success_by_format_mode",
+        "Oracle success by format and mode",
+        {k: float(v["success_rate"] or 0) for k, v in oracle.items()},
+        "success rate",
+    )  # type: ignore[index]
+    bars(
+        "turns_by_format_mode",
+        "Oracle turns by format and mode",
+        {k: float(v["avg_turns"] or 0) for k, v in oracle.items()},
+        "turns",
+    )  # type: ignore[index]
     overhead = summary["overhead_ms_per_action"]
     assert isinstance(overhead, dict)
-    bars("overhead_per_action", "Overhead per action (gate + execution + tool)",
-         {k: float(v["total"]) for k, v in overhead.items()}, "ms")  # type: ignore[index]
+    bars(
+        "overhead_per_action",
+        "Overhead per action (gate + execution + tool)",
+        {k: float(v["total"]) for k, v in overhead.items()},
+        "ms",
+    )  # type: ignore[index]
     stages = summary["refusals_by_stage"]
     assert isinstance(stages, dict)
     totals: Counter[str] = Counter()
@@ -285,6 +357,10 @@ def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
     bars("refusals_by_stage", "Refusals by stage (all runs)", dict(totals), "refusals")
     attacks = summary["attacks"]
     assert isinstance(attacks, dict)
-    bars("attack_success", "Attack success: broad grants vs scoped capabilities",
-         {k: float(v["attack_success_rate"] or 0) for k, v in attacks.items()}, "rate")  # type: ignore[index]
+    bars(
+        "attack_success",
+        "Attack success: broad grants vs scoped capabilities",
+        {k: float(v["attack_success_rate"] or 0) for k, v in attacks.items()},
+        "rate",
+    )  # type: ignore[index]
     return written

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shutil
 import statistics
 import tempfile
@@ -19,12 +20,27 @@ from pathlib import Path
 from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
 from benchmarks.ablation.matrix import Cell
 from safeexec.codec import JSONValue
-from safeexec.harness import RunOptions, Suite, Task, load_suite, make_agent, reference_trace
+from safeexec.harness import (
+    RunOptions,
+    Suite,
+    Task,
+    answer_checks,
+    load_suite,
+    make_agent,
+    reference_trace,
+)
 from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
 
-__all__ = ["EXECUTORS", "plain_exec_seconds", "run_cell", "run_cells", "session_start"]
+__all__ = [
+    "EXECUTORS",
+    "plain_exec_seconds",
+    "reference_reproduces",
+    "run_cell",
+    "run_cells",
+    "session_start",
+]
 
 EXECUTORS = ("local", "ray")
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
@@ -46,6 +62,13 @@ def _trace(path: str, task_id: str, mode: str, seed: int, state_dir: str) -> Ref
 
 def _task(suite: Suite, task_id: str) -> Task:
     return next(t for t in suite.tasks if t.id == task_id)
+
+
+def reference_reproduces(suite: Suite, task: Task, mode: str, state_dir: Path) -> bool:
+    """Whether ``task``'s reference (``reference_dsl`` in the ``dsl`` mode) submits an answer
+    that checks, run as one action in a fresh session of ``mode``."""
+    trace = reference_trace(suite, task, RunOptions(mode=mode, state_dir=state_dir))
+    return answer_checks(task, trace.answer)
 
 
 def plain_exec_seconds(suite: Suite, task: Task, seed: int) -> float:
@@ -105,7 +128,9 @@ def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue
     run_suite_, made = suite, None
     if cell.fault:
         assert trace is not None
-        run_suite_, made = faulty_suite(suite, cell.fault, fault_target(task.reference, trace.calls))
+        run_suite_, made = faulty_suite(
+            suite, cell.fault, fault_target(task.reference, trace.calls)
+        )
     model = make_agent(cell.agent, suite, task, options, trace=trace)
     if cell.feedback == "generic":
         model = GenericFeedback(model)
@@ -125,7 +150,9 @@ def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue
     return row
 
 
-def _run_chunk(cells: Sequence[Cell], suite_dir: str, state_root: str) -> list[dict[str, JSONValue]]:
+def _run_chunk(
+    cells: Sequence[Cell], suite_dir: str, state_root: str
+) -> list[dict[str, JSONValue]]:
     return [run_cell(c, suite_dir, state_root) for c in cells]
 
 
@@ -198,6 +225,10 @@ def _on_ray(
         ) from exc
     started_here = not ray.is_initialized()
     if started_here:
+        # Workers import this package by name: give them the checkout the driver runs from.
+        root = str(Path(__file__).resolve().parents[2])
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *paths]))
         # A local cluster unless RAY_ADDRESS names one; nothing here is cluster-specific.
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     try:

@@ -163,7 +163,9 @@ def _oracle(task: Task, trace: ReferenceTrace, fmt: str) -> ScriptedModel:
         tool, arguments = plan[min(state["index"], len(plan) - 1)]
         if tool == SUBMIT and state["lost"]:
             arguments = {"value": None}
-        arguments = {k: renames.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()}
+        arguments = {
+            k: renames.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()
+        }
         return call_reply(fmt, key.turn, tool, arguments)
 
     return ScriptedModel(policy, name="oracle")
