@@ -1,7 +1,9 @@
 """``python -m benchmarks.ablation``: run the matrix, print the table, write results and charts.
 
 Options: ``--size quick|full`` (default full), ``--executor local|ray``, ``--workers N``,
-``--out DIR`` (default ``ablation-results``), ``--no-charts``.
+``--out DIR`` (default ``ablation-results``), ``--no-charts``, ``--record DIR``, and
+``--agent openai:MODEL`` (the matrix against an endpoint, every reply recorded under
+``DIR/recordings``) or ``--agent replay:DIR`` (a recording, offline).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.ablation.matrix import SIZES, build_cells
+from benchmarks.ablation.matrix import SIZES, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown
 from benchmarks.ablation.run import EXECUTORS, SUITE_DIR, run_cells, session_start
 from safeexec.codec import JSONValue
@@ -28,9 +30,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("ablation-results"))
     parser.add_argument("--no-charts", action="store_true")
+    parser.add_argument(
+        "--agent",
+        default="scripted",
+        help="scripted (default), openai:MODEL (an OpenAI-compatible endpoint, recorded) or "
+        "replay:DIR (a recording made with --record or by an openai run)",
+    )
+    parser.add_argument("--record", type=Path, help="record every reply to this directory")
     args = parser.parse_args(argv)
     suite = load_suite(SUITE_DIR)
     cells = build_cells(suite, args.size, seed=args.seed)
+    record = args.record
+    if args.agent != "scripted":
+        cells = with_model(cells, args.agent)
+        if args.agent.startswith("openai:") and record is None:
+            record = args.out / "recordings"
     done = [0]
     started = time.perf_counter()
 
@@ -45,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         calibration: dict[str, JSONValue] = {
             mode: session_start(mode, scratch) for mode in ("native", "restricted", "dsl")
         }
-    rows = run_cells(cells, executor=args.executor, workers=args.workers, progress=progress)
+    rows = run_cells(
+        cells, executor=args.executor, workers=args.workers, record=record, progress=progress
+    )
     sys.stderr.write("\n")
     summary = aggregate(rows, suite, calibration)
     summary["wall_s"] = round(time.perf_counter() - started, 1)

@@ -10,12 +10,13 @@ with scoped capabilities).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from benchmarks.ablation.faults import FAULTS
 from safeexec.harness import Suite, Task
 
-__all__ = ["COMBOS", "SIZES", "Cell", "build_cells"]
+__all__ = ["COMBOS", "SIZES", "Cell", "build_cells", "with_model"]
 
 COMBOS: tuple[tuple[str, str], ...] = (
     ("code", "native"),
@@ -40,6 +41,15 @@ class Cell:
     feedback: str = "rich"
     grants: str = "scoped"
     seed: int = 0
+    model: str = ""
+    """``""``: the scripted ``agent``; ``replay:DIR`` or ``openai:MODEL``: that model instead."""
+
+    @property
+    def variant(self) -> str:
+        """The recording file of this cell's kind of run (all its tasks share it)."""
+        parts = (self.condition, self.format, self.mode, self.agent, self.fault or "none",
+                 self.feedback, self.grants, str(self.seed))  # fmt: skip
+        return "-".join(parts) + ".jsonl"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -53,6 +63,7 @@ class Cell:
             self.feedback,
             self.grants,
             str(self.seed),
+            self.model,
         )
 
     def to_json(self) -> dict[str, str | int]:
@@ -66,6 +77,7 @@ class Cell:
             "feedback": self.feedback,
             "grants": self.grants,
             "seed": self.seed,
+            "model": self.model,
         }
 
 
@@ -79,6 +91,12 @@ def _one_per_scenario(tasks: list[Task], *, skip: str = "injection") -> list[Tas
         if skip not in task.tags and "long" not in task.tags:
             seen.setdefault(task.scenario, task)
     return list(seen.values())
+
+
+def with_model(cells: list[Cell], model: str) -> list[Cell]:
+    """The cells a model (``replay:DIR``, ``openai:MODEL``) runs in place of the oracle and
+    gullible agents (the noisy and adversarial ones are scripted behaviours, not models)."""
+    return [dataclasses.replace(c, model=model) for c in cells if c.agent in ("oracle", "gullible")]
 
 
 def build_cells(suite: Suite, size: str, *, seed: int = 0) -> list[Cell]:

@@ -32,6 +32,7 @@ from safeexec.harness import (
 from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
+from safeexec.harness.models import Model, RecordingModel, ReplayModel
 
 __all__ = [
     "EXECUTORS",
@@ -107,8 +108,26 @@ def session_start(mode: str, state_root: str, *, sessions: int = 3) -> dict[str,
     }
 
 
-def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue]:
-    """Run one cell and return its row: the cell, the harness's task result, and fault facts."""
+def _model(
+    cell: Cell, suite: Suite, task: Task, options: RunOptions, trace: ReferenceTrace | None
+) -> Model:
+    kind, _, rest = cell.model.partition(":")
+    if not cell.model:
+        return make_agent(cell.agent, suite, task, options, trace=trace)
+    if kind == "replay" and rest:
+        return ReplayModel(Path(rest) / cell.variant)
+    if kind == "openai" and rest:
+        from safeexec.harness.openai_client import OpenAIModel
+
+        return OpenAIModel(rest)
+    raise ValueError(f"model={cell.model!r}: use replay:DIR or openai:MODEL")
+
+
+def run_cell(
+    cell: Cell, suite_dir: str, state_root: str, record: str | None = None
+) -> dict[str, JSONValue]:
+    """Run one cell and return its row: the cell, the harness's task result, and fault facts.
+    With ``record`` (a directory) every reply is recorded there for replay."""
     suite = _suite(suite_dir)
     task = _task(suite, cell.task)
     mode = _SESSION_MODE.get(cell.mode, cell.mode)
@@ -131,13 +150,15 @@ def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue
         run_suite_, made = faulty_suite(
             suite, cell.fault, fault_target(task.reference, trace.calls)
         )
-    model = make_agent(cell.agent, suite, task, options, trace=trace)
+    model = _model(cell, suite, task, options, trace)
+    if record is not None:
+        model = RecordingModel(model, Path(record) / cell.variant)
     if cell.feedback == "generic":
         model = GenericFeedback(model)
     first_env = 0 if made is None else len(made)
     result = run_task(run_suite_, task, model, options)
     row: dict[str, JSONValue] = {**cell.to_json(), **result.to_json()}
-    row["mode"] = cell.mode
+    row.update(mode=cell.mode, agent=cell.agent, model=cell.model, model_name=result.agent)
     row.pop("session_id", None)
     row["fault_applied"] = bool(made and made[first_env].applied)
     row["reference_calls"] = None if trace is None else len(trace.calls)
@@ -151,9 +172,9 @@ def run_cell(cell: Cell, suite_dir: str, state_root: str) -> dict[str, JSONValue
 
 
 def _run_chunk(
-    cells: Sequence[Cell], suite_dir: str, state_root: str
+    cells: Sequence[Cell], suite_dir: str, state_root: str, record: str | None
 ) -> list[dict[str, JSONValue]]:
-    return [run_cell(c, suite_dir, state_root) for c in cells]
+    return [run_cell(c, suite_dir, state_root, record) for c in cells]
 
 
 def _chunks(cells: Sequence[Cell], size: int) -> list[list[Cell]]:
@@ -169,18 +190,21 @@ def run_cells(
     workers: int = 2,
     suite_dir: Path = SUITE_DIR,
     chunk: int = 8,
+    record: Path | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[dict[str, JSONValue]]:
-    """Every cell's row, in matrix order, from ``workers`` local processes or Ray tasks."""
+    """Every cell's row, in matrix order, from ``workers`` local processes or Ray tasks
+    (``record``: a directory to record every reply in, one file per kind of run)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor={executor!r} must be one of {EXECUTORS}")
     chunks = _chunks(cells, chunk)
     state_root = tempfile.mkdtemp(prefix="safeexec-ablation-")
+    recorded = None if record is None else str(Path(record).absolute())
     try:
         if executor == "ray":
-            rows = _on_ray(chunks, str(suite_dir), state_root, workers, progress)
+            rows = _on_ray(chunks, (str(suite_dir), state_root, recorded), workers, progress)
         else:
-            rows = _on_processes(chunks, str(suite_dir), state_root, workers, progress)
+            rows = _on_processes(chunks, (str(suite_dir), state_root, recorded), workers, progress)
     finally:
         shutil.rmtree(state_root, ignore_errors=True)
     order = {c.key: i for i, c in enumerate(cells)}
@@ -193,15 +217,14 @@ def _cell_fields(row: dict[str, JSONValue]) -> dict[str, object]:
 
 def _on_processes(
     chunks: Iterable[list[Cell]],
-    suite_dir: str,
-    state_root: str,
+    where: tuple[str, str, str | None],
     workers: int,
     progress: Callable[[int], None] | None,
 ) -> list[dict[str, JSONValue]]:
     rows: list[dict[str, JSONValue]] = []
     # spawn: a worker starts clean (no inherited threads or sessions), then owns its sessions.
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(_run_chunk, c, suite_dir, state_root) for c in chunks]
+        futures = [pool.submit(_run_chunk, c, *where) for c in chunks]
         for future in as_completed(futures):
             done = future.result()
             rows += done
@@ -212,8 +235,7 @@ def _on_processes(
 
 def _on_ray(
     chunks: Iterable[list[Cell]],
-    suite_dir: str,
-    state_root: str,
+    where: tuple[str, str, str | None],
     workers: int,
     progress: Callable[[int], None] | None,
 ) -> list[dict[str, JSONValue]]:
@@ -233,7 +255,7 @@ def _on_ray(
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     try:
         remote = ray.remote(num_cpus=1)(_run_chunk)
-        pending = [remote.remote(c, suite_dir, state_root) for c in chunks]
+        pending = [remote.remote(c, *where) for c in chunks]
         rows: list[dict[str, JSONValue]] = []
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

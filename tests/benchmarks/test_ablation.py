@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.ablation import make_tasks
-from benchmarks.ablation.matrix import Cell, build_cells
+from benchmarks.ablation.matrix import Cell, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown, strip_timings
 from benchmarks.ablation.run import SUITE_DIR, reference_reproduces, run_cells
 from safeexec.harness import load_suite
@@ -219,3 +219,14 @@ def test_the_quick_matrix_covers_every_condition_and_combination() -> None:
     assert len({c.task for c in full if c.agent == "oracle" and c.condition == "clean"}) == len(
         SUITE.tasks
     )
+
+
+def test_a_recorded_matrix_replays_to_the_same_numbers(tmp_path: Path) -> None:
+    cells = [c for c in SLICE if c.agent in ("oracle", "gullible")][:6] + SLICE[-2:]
+    live = run_cells(cells, workers=2, record=tmp_path)
+    replayed = run_cells(with_model(cells, f"replay:{tmp_path}"), workers=2)
+    keep = ("task", "format", "mode", "condition", "fault", "feedback", "grants", "success",
+            "end_reason", "turns", "tool_calls", "invalid_actions", "refusals",
+            "unauthorized_effects", "answer")  # fmt: skip
+    assert [{k: r[k] for k in keep} for r in replayed] == [{k: r[k] for k in keep} for r in live]
+    assert {r["model"] for r in replayed} == {f"replay:{tmp_path}"}
