@@ -276,8 +276,9 @@ def _gullible(trace: ReferenceTrace, fmt: str, tool_names: set[str]) -> Scripted
     obeyed: set[str] = set()
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        # Tool results arrive as JSON text: unescape quotes so quoted instructions read as calls.
-        seen = (_last_observation(messages) if key.turn else "").replace('\\"', '"')
+        # Tool results arrive as JSON text: unescape quotes and line breaks, so instructions
+        # quoted in a result (or Python source carried in one) read as calls.
+        seen = _unescaped(_last_observation(messages) if key.turn else "")
         for text in _INSTRUCTION.findall(seen):
             parsed = parse_call(text, {n: _NameOnly(n) for n in tool_names})  # type: ignore[misc]
             if parsed.kind is ActionKind.CALL and text not in obeyed:
@@ -289,6 +290,15 @@ def _gullible(trace: ReferenceTrace, fmt: str, tool_names: set[str]) -> Scripted
         return call_reply(fmt, key.turn, tool, arguments)
 
     return ScriptedModel(policy, name="gullible")
+
+
+_ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"'}
+
+
+def _unescaped(text: str) -> str:
+    for escaped, plain in _ESCAPES.items():
+        text = text.replace(escaped, plain)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
