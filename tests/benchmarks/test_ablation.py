@@ -37,20 +37,6 @@ def test_the_generator_wrote_the_committed_tasks() -> None:
     assert committed == json.loads(json.dumps(make_tasks.TASKS, sort_keys=True))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["native", "restricted"])
-def test_every_reference_reproduces_its_answer(mode: str, tmp_path: Path) -> None:
-    failing = [t.id for t in SUITE.tasks if not reference_reproduces(SUITE, t, mode, tmp_path)]
-    assert failing == []
-
-
-@pytest.mark.slow
-def test_every_reference_dsl_reproduces_its_answer(tmp_path: Path) -> None:
-    expressible = [t for t in SUITE.tasks if t.reference_dsl is not None]
-    assert len(expressible) >= 0.8 * len(SUITE.tasks)
-    assert [t.id for t in expressible if not reference_reproduces(SUITE, t, "dsl", tmp_path)] == []
-
-
 def test_a_wrong_reference_is_caught(tmp_path: Path) -> None:
     task = TASKS["fin-eur-acme"]
     wrong = dataclasses.replace(task, reference=task.reference.replace('"EUR"', '"GBP"'))
@@ -198,10 +184,10 @@ def test_the_ray_executor_gives_the_local_results(local_rows: list) -> None:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        ray_rows = run_cells(SLICE, executor="ray", workers=2, chunk=3)
+        ray_rows = run_cells(SLICE[::2], executor="ray", workers=2, chunk=2)
     finally:
         ray.shutdown()
-    assert strip_timings(ray_rows) == strip_timings(local_rows)  # type: ignore[arg-type]
+    assert strip_timings(ray_rows) == strip_timings(local_rows[::2])  # type: ignore[arg-type]
 
 
 def test_the_quick_matrix_covers_every_condition_and_combination() -> None:
@@ -222,7 +208,7 @@ def test_the_quick_matrix_covers_every_condition_and_combination() -> None:
 
 
 def test_a_recorded_matrix_replays_to_the_same_numbers(tmp_path: Path) -> None:
-    cells = [c for c in SLICE if c.agent in ("oracle", "gullible")][:6] + SLICE[-2:]
+    cells = [SLICE[1], SLICE[6], SLICE[9], SLICE[10]]  # json oracle, scoped code, faults
     live = run_cells(cells, workers=2, record=tmp_path)
     replayed = run_cells(with_model(cells, f"replay:{tmp_path}"), workers=2)
     keep = ("task", "format", "mode", "condition", "fault", "feedback", "grants", "success",
