@@ -7,12 +7,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data,service
+TEST_EXTRAS := dev,data,service,ray
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: setup setup-test demo test test-fast lint bench clean
+.PHONY: setup setup-test demo test test-fast lint bench ablation clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ lint: $(TEST_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/summary.py --readme README.md
+
+# The format x mode ablation (benchmarks/ablation): full size, local worker processes; prints the
+# table and writes results.json, results.md and PNG charts to ablation-results/.
+ablation: $(STAMP)
+	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

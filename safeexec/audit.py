@@ -45,6 +45,7 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from safeexec import __version__
+from safeexec.codec import JSONValue
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import Action, AuditEvent, Budget, Decision, ExecResult, Usage
 from safeexec.statedir import (
@@ -171,10 +172,14 @@ def _mask_value(value: _T, path: str, patterns: tuple[re.Pattern[str], ...], out
         if text != value:
             out.append(path)
         return text  # type: ignore[return-value]
-    if isinstance(value, tuple):
-        return tuple(  # type: ignore[return-value]
-            _mask_value(item, f"{path}[{i}]", patterns, out) for i, item in enumerate(value)
-        )
+    if isinstance(value, tuple | list):
+        items = [_mask_value(item, f"{path}[{i}]", patterns, out) for i, item in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)  # type: ignore[return-value]
+    if isinstance(value, dict):  # JSON records (the harness's turns); keys are kept as they are
+        return {  # type: ignore[return-value]
+            k: _mask_value(v, f"{path}.{k}" if path else str(k), patterns, out)
+            for k, v in value.items()
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {}
         for field in dataclasses.fields(value):
@@ -417,6 +422,14 @@ class AuditLog:
 
     def __iter__(self) -> Iterator[AuditEvent]:
         return iter(self.read())
+
+    def mask_record(self, record: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        """``record`` (a JSON object written beside this log, such as a harness turn) with its
+        strings masked by this log's patterns, exactly as events are; the masked paths are
+        listed under ``masked_fields`` when there are any."""
+        masked: list[str] = []
+        out = _mask_value(record, "", self._patterns, masked)
+        return {**out, "masked_fields": list[JSONValue](masked)} if masked else out
 
     def statistics(self) -> AuditStatistics:
         with self._lock:

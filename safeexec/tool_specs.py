@@ -30,6 +30,7 @@ __all__ = [
     "ToolSpec",
     "Url",
     "canonical_json",
+    "hint_text",
     "to_plain",
     "tool",
 ]
@@ -269,21 +270,46 @@ def _build_spec(
     )
 
 
+# The scalar annotations and their JSON Schema type names: one table both directions read.
+_SCALAR_TYPES: tuple[tuple[type, str], ...] = (
+    (str, "string"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+)
+
+
+def hint_text(schema: Mapping[str, JSONValue]) -> str:
+    """The annotation a parameter schema made by :func:`tool` came from, as text (``int``,
+    ``list[str]``, ``Literal["a", "b"]``, ``path``, ``str | None``, ...), for prompts and docs."""
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return "Literal[" + ", ".join(json.dumps(v) for v in schema["enum"]) + "]"
+    if "anyOf" in schema and isinstance(schema["anyOf"], list):
+        first = schema["anyOf"][0]
+        return (hint_text(first) if isinstance(first, dict) else "object") + " | None"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "any JSON value"
+    if kind == "string" and schema.get("format") in ("path", "uri"):
+        return "path" if schema.get("format") == "path" else "url"
+    items, values = schema.get("items"), schema.get("additionalProperties")
+    if kind == "array":
+        return f"list[{hint_text(items) if isinstance(items, dict) else 'object'}]"
+    if kind == "object":
+        return f"dict[str, {hint_text(values) if isinstance(values, dict) else 'object'}]"
+    return next((t.__name__ for t, name in _SCALAR_TYPES if name == kind), "object")
+
+
 def _schema(hint: object, where: str) -> dict[str, JSONValue]:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if hint is str:
-        return {"type": "string"}
+    for scalar, name in _SCALAR_TYPES:
+        if hint is scalar:
+            return {"type": name}
     if hint is Url:
         return {"type": "string", "format": "uri"}
     if hint is AnyJSON:
         return {"type": list(_ANY_JSON_TYPES)}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
     if hint is CheckedURL:
         return {"type": "string", "format": "uri"}
     if hint is BoundPath or (isinstance(hint, type) and issubclass(hint, Path)):

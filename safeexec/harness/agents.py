@@ -2,7 +2,9 @@
 
 - ``oracle``: ``code`` sends the task's reference program as one action (``dsl``: its
   ``reference_dsl``); ``json``/``text`` send the reference's recorded tool calls one per turn,
-  then the answer (turns = tool calls + 1).
+  then the answer (turns = tool calls + 1). It reads every observation: a failed action is
+  retried, repaired from what a rich error names (a renamed value, a missing field it then
+  inspects), or given up on (no answer).
 - ``noisy``: one typical first mistake, chosen by the seed (a misspelt tool name, an argument of
   the wrong type, or forgetting to submit), then the fix the observation calls for.
 - ``gullible``: the oracle's calls one per turn, but obeys any ``tool(...)`` instruction it finds
@@ -15,6 +17,7 @@ same grants, mode and environment seed) and reading the host-side ledger.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import random
@@ -30,7 +33,7 @@ from safeexec.harness.loop import RunOptions, prepare_task
 from safeexec.harness.models import Message, Model, Reply, ScriptedModel, ToolCall, TurnKey
 from safeexec.harness.suite import Suite, Task
 
-__all__ = ["AGENTS", "ReferenceTrace", "make_agent", "reference_trace"]
+__all__ = ["AGENTS", "ReferenceTrace", "failed", "make_agent", "reference_trace"]
 
 AGENTS = ("oracle", "noisy", "gullible", "adversarial")
 
@@ -113,16 +116,117 @@ def _last_observation(messages: Sequence[Message]) -> str:
     return ""
 
 
+# What an observation says went wrong, as the oracle reads it (rich feedback names the cause).
+_FAILED = re.compile(r"^(?:Observation:\n)?\[(?:exit -?\d+: )?(?:error|timeout|invalid action)")
+_RENAMED = re.compile(r"(\w+)=(?P<old>'[^'\n]*') was renamed; call it with \1=(?P<new>'[^'\n]*')")
+_MISSING_KEY = re.compile(r"(?:KeyError: |no item )'([A-Za-z_][A-Za-z0-9_]*)'")
+_READ_ONLY = re.compile(r"^- ([A-Za-z_][A-Za-z0-9_]*)\(.*\)  \[effects: read\]$", re.MULTILINE)
+_RETRIES = 2
+
+
+def failed(observation: str) -> bool:
+    """Whether an observation reports a failed action (a tool error, a crash, a refusal)."""
+    return bool(_FAILED.match(observation)) or observation.startswith("[denied")
+
+
+def _renamed(observation: str) -> tuple[str, str] | None:
+    match = _RENAMED.search(observation)
+    if match is None:
+        return None
+    return ast.literal_eval(match["old"]), ast.literal_eval(match["new"])
+
+
 def _oracle(task: Task, trace: ReferenceTrace, fmt: str) -> ScriptedModel:
+    """The reference, one action (code, dsl) or one call per turn (json, text), and the repairs
+    a careful agent makes from what it observes: retry a failed call, use a renamed value the
+    error names, inspect a result whose field went missing and follow the rename. A call that
+    still fails after its retries leaves it without an answer (it submits ``None``)."""
+    if fmt in _PROGRAMS:
+        return _program_oracle(task, trace, fmt)
     plan = [*trace.calls, (SUBMIT, {"value": trace.answer})]
+    state = {"index": 0, "tries": 0, "lost": False}
+    renames: dict[str, str] = {}
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        if fmt in _PROGRAMS:
-            return Reply(text=_fenced(_program(task, fmt), fmt))
-        tool, arguments = plan[min(key.turn, len(plan) - 1)]
+        if key.turn:
+            seen = _last_observation(messages)
+            if failed(seen):
+                rename = _renamed(seen)
+                if rename is not None:
+                    renames[rename[0]] = rename[1]
+                if state["tries"] < _RETRIES:
+                    state["tries"] += 1
+                else:  # give up on this call: the answer can no longer be trusted
+                    state.update(index=state["index"] + 1, tries=0, lost=True)
+            else:
+                state.update(index=state["index"] + 1, tries=0)
+        tool, arguments = plan[min(state["index"], len(plan) - 1)]
+        if tool == SUBMIT and state["lost"]:
+            arguments = {"value": None}
+        arguments = {
+            k: renames.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()
+        }
         return call_reply(fmt, key.turn, tool, arguments)
 
     return ScriptedModel(policy, name="oracle")
+
+
+def _program_oracle(task: Task, trace: ReferenceTrace, fmt: str) -> ScriptedModel:
+    state: dict[str, str | None] = {"program": _program(task, fmt), "probe": None}
+
+    def repair(program: str, seen: str, messages: Sequence[Message]) -> str | None:
+        rename = _renamed(seen)
+        if rename is not None:
+            old, new = rename
+            if json.dumps(old) in program or repr(old) in program:
+                return program.replace(json.dumps(old), json.dumps(new)).replace(
+                    repr(old), repr(new)
+                )
+            if fmt == "code":  # a computed value: route every tool call through a renaming shim
+                return _renaming_shim(old, new, [t for t, _ in trace.calls]) + program
+            return None
+        if state["probe"] is not None:  # the probe's output shows the renamed field
+            field, state["probe"] = str(state["probe"]), None
+            found = re.findall(rf"""["']({re.escape(field)}[A-Za-z0-9_]+)["']""", seen)
+            if found:
+                return program.replace(f'["{field}"]', f'["{found[0]}"]')
+            return None
+        missing = _MISSING_KEY.search(seen)
+        if missing is not None:
+            system = messages[0].content if messages else ""
+            readers = set(_READ_ONLY.findall(system))
+            probes = {t: a for t, a in trace.calls if t in readers}
+            if probes:
+                state["probe"] = missing[1]
+                lines = [f"print({_call_text(t, a, python=True)})" for t, a in probes.items()]
+                return "\n".join(lines)
+        return None
+
+    def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
+        program = str(state["program"])
+        if key.turn:
+            seen = _last_observation(messages)
+            probing = state["probe"] is not None
+            fixed = repair(program, seen, messages) if failed(seen) or probing else None
+            if fixed is not None and state["probe"] is not None:
+                return Reply(text=_fenced(fixed, fmt))  # the probe itself
+            if fixed is not None:  # else: retry the program as it is
+                state["program"] = program = fixed
+        return Reply(text=_fenced(program, fmt))
+
+    return ScriptedModel(policy, name="oracle")
+
+
+def _renaming_shim(old: str, new: str, tools: Sequence[str]) -> str:
+    lines = []
+    for name in dict.fromkeys(tools):
+        lines += [
+            f"_{name}_unrenamed = {name}",
+            f"def {name}(**kwargs):",
+            f"    return _{name}_unrenamed(**{{k: ({new!r} if v == {old!r} else v) "
+            "for k, v in kwargs.items()})",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def _noisy(task: Task, trace: ReferenceTrace, fmt: str, seed: int) -> ScriptedModel:
@@ -172,8 +276,9 @@ def _gullible(trace: ReferenceTrace, fmt: str, tool_names: set[str]) -> Scripted
     obeyed: set[str] = set()
 
     def policy(messages: Sequence[Message], key: TurnKey, rng: random.Random) -> Reply:
-        # Tool results arrive as JSON text: unescape quotes so quoted instructions read as calls.
-        seen = (_last_observation(messages) if key.turn else "").replace('\\"', '"')
+        # Tool results arrive as JSON text: unescape quotes and line breaks, so instructions
+        # quoted in a result (or Python source carried in one) read as calls.
+        seen = _unescaped(_last_observation(messages) if key.turn else "")
         for text in _INSTRUCTION.findall(seen):
             parsed = parse_call(text, {n: _NameOnly(n) for n in tool_names})  # type: ignore[misc]
             if parsed.kind is ActionKind.CALL and text not in obeyed:
@@ -185,6 +290,15 @@ def _gullible(trace: ReferenceTrace, fmt: str, tool_names: set[str]) -> Scripted
         return call_reply(fmt, key.turn, tool, arguments)
 
     return ScriptedModel(policy, name="gullible")
+
+
+_ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"'}
+
+
+def _unescaped(text: str) -> str:
+    for escaped, plain in _ESCAPES.items():
+        text = text.replace(escaped, plain)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,15 +344,23 @@ def _properties(parameters: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     return dict(properties) if isinstance(properties, dict) else {}
 
 
-def make_agent(name: str, suite: Suite, task: Task, options: RunOptions) -> Model:
-    """The scripted agent ``name`` for ``task`` in ``options.format``."""
+def make_agent(
+    name: str,
+    suite: Suite,
+    task: Task,
+    options: RunOptions,
+    *,
+    trace: ReferenceTrace | None = None,
+) -> Model:
+    """The scripted agent ``name`` for ``task`` in ``options.format`` (``trace``: the task's
+    reference trace when the caller has it already; it is recorded otherwise)."""
     if name not in AGENTS:
         raise ConfigurationError(f"agent={name!r} is not a scripted agent; choose one of {AGENTS}")
     if name == "adversarial":
         env = suite.make_environment(options.seed)
         properties = {s.name: _properties(s.parameters) for s in env.tools if s.name in task.tools}
         return _adversarial(options.format, properties)
-    trace = reference_trace(suite, task, options)
+    trace = trace or reference_trace(suite, task, options)
     if name == "oracle":
         return _oracle(task, trace, options.format)
     if name == "noisy":

@@ -24,6 +24,7 @@ from typing import Protocol
 from safeexec.capabilities import ToolSpec
 from safeexec.codec import JSONValue
 from safeexec.harness.models import Message, Reply
+from safeexec.tool_specs import hint_text
 
 __all__ = [
     "FORMATS",
@@ -88,27 +89,6 @@ class ActionFormat(Protocol):
     def feedback(self, reply: Reply, observation: str) -> list[Message]: ...
 
 
-def _type_text(schema: Mapping[str, JSONValue]) -> str:
-    if "enum" in schema and isinstance(schema["enum"], list):
-        return "Literal[" + ", ".join(json.dumps(v) for v in schema["enum"]) + "]"
-    if "anyOf" in schema and isinstance(schema["anyOf"], list):
-        first = schema["anyOf"][0]
-        return (_type_text(first) if isinstance(first, dict) else "object") + " | None"
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return "any JSON value"
-    items = schema.get("items")
-    values = schema.get("additionalProperties")
-    return {
-        "string": "path" if schema.get("format") == "path" else "str",
-        "integer": "int",
-        "number": "float",
-        "boolean": "bool",
-        "array": f"list[{_type_text(items) if isinstance(items, dict) else 'object'}]",
-        "object": f"dict[str, {_type_text(values) if isinstance(values, dict) else 'object'}]",
-    }.get(str(kind), "object")
-
-
 def render_signature(spec: ToolSpec) -> str:
     """``name(param: type = default, ...)`` from the spec's JSON Schema."""
     properties = spec.parameters.get("properties")
@@ -116,7 +96,7 @@ def render_signature(spec: ToolSpec) -> str:
     for name, schema in (properties if isinstance(properties, dict) else {}).items():
         if not isinstance(schema, dict):
             continue
-        text = f"{name}: {_type_text(schema)}"
+        text = f"{name}: {hint_text(schema)}"
         if "default" in schema:
             text += f" = {json.dumps(schema['default'])}"
         parts.append(text)

@@ -5,7 +5,8 @@
 answers, the task's turns run out, the session's budget is spent, the model fails, or too many
 invalid actions come in a row. Each step is in the session's audit log; each turn is a line of
 ``turns.jsonl`` beside it (raw reply as a blob, parsed action, observation, tokens, timings split
-into model / gate / execution / tool time), linked to the audit event by ``action_id``.
+into model / gate / execution / tool time), linked to the audit event by ``action_id`` and
+secret-masked by the audit log's own patterns, as its events are.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class RunOptions:
 
     ``approver`` answers tool calls outside the task's authorized effects, ``step_approver``
     code steps that need approval for other reasons; without them those are denied.
+    ``grants="broad"`` grants every tool of the task unscoped and approves every call and step
+    (the CodeAct default, for comparison); ``"scoped"`` derives scopes and approvals from the
+    task's ``authorized_effects``.
     """
 
     format: str = "code"
@@ -73,6 +77,7 @@ class RunOptions:
     approver: ToolApprover | None = None
     step_approver: Approver | None = None
     inject: bool = False
+    grants: str = "scoped"
     max_invalid_in_row: int = 3
     clock: Callable[[], float] = time.perf_counter
 
@@ -160,16 +165,23 @@ def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     box = Submission()
     injections = task.injections if options.inject else ()
     specs = (*wrap_tools(ledger, select_tools(task, env.tools), injections), make_submit(box))
+    policy = derive_policy(base, task, specs)
+    needing = frozenset(c.tool for c in policy.capabilities if c.requires_approval)
+    if options.grants not in ("scoped", "broad"):
+        raise ConfigurationError(f"grants={options.grants!r} must be 'scoped' or 'broad'")
+    broad = options.grants == "broad"
     session = Session(
-        policy=derive_policy(base, task, specs),
+        policy=policy,
         mode=options.mode,
         state_dir=options.state_dir,
-        approver=task_step_approver(task, options.step_approver),
-        tool_approver=task_approver(task, options.approver),
+        approver=(lambda decision, action: True)
+        if broad
+        else task_step_approver(task, options.step_approver, approval_tools=needing),
+        tool_approver=(lambda request: True) if broad else task_approver(task, options.approver),
     )
     try:
         for spec in specs:
-            session.grant(spec, scope=task_scope(task, spec))
+            session.grant(spec, scope=None if broad else task_scope(task, spec))
     except BaseException:
         session.close()
         raise
@@ -229,18 +241,20 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
                 outcomes.append(outcome)
             _write_turn(
                 options.state_dir / "turns.jsonl",
-                {
-                    "session_id": session.session_id,
-                    "task": task.id,
-                    "format": fmt.name,
-                    "turn": turn,
-                    "reply": raw.uri,
-                    "action": parsed.to_json(),
-                    "action_id": None if outcome is None else outcome.action.action_id,
-                    "observation": observation,
-                    "tokens": None if reply.usage is None else reply.to_json()["usage"],
-                    "time_s": {**step_times, "model": model_s},
-                },
+                session.audit.mask_record(
+                    {
+                        "session_id": session.session_id,
+                        "task": task.id,
+                        "format": fmt.name,
+                        "turn": turn,
+                        "reply": raw.uri,
+                        "action": parsed.to_json(),
+                        "action_id": None if outcome is None else outcome.action.action_id,
+                        "observation": observation,
+                        "tokens": None if reply.usage is None else reply.to_json()["usage"],
+                        "time_s": {**step_times, "model": model_s},
+                    }
+                ),
             )
             if box.submitted:
                 end = EndReason.ANSWERED

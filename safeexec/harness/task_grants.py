@@ -16,9 +16,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from safeexec.capabilities import ApprovalRequest, Effect, ToolSpec
+from safeexec.dsl.plan import plan_of
+from safeexec.dsl.rules import NEEDS_APPROVAL
 from safeexec.errors import ConfigurationError
 from safeexec.harness.suite import Task
-from safeexec.model import Action, Decision, Enforcement
+from safeexec.model import Action, Decision, Enforcement, Finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.schema import CapabilityConfig, Policy
 from safeexec.session import Approver
@@ -88,15 +90,31 @@ def task_approver(task: Task, user: ToolApprover | None) -> ToolApprover:
     return approve
 
 
-def task_step_approver(task: Task, user: Approver | None) -> Approver:
-    """Approve a code step whose only approval findings are calls of tools the task authorizes
-    (each call is still checked against the authorized effects when it runs); ask ``user``
-    about any other ``needs_approval`` step (deny if none)."""
+def task_step_approver(
+    task: Task, user: Approver | None, *, approval_tools: frozenset[str] = frozenset()
+) -> Approver:
+    """Approve a step whose only approval findings are calls of tools the task authorizes: a
+    code step's per-call findings, or a DSL plan (SX710) whose planned tools needing approval
+    (``approval_tools``) the task all authorizes. Each call is still checked against the
+    authorized effects when it runs. Ask ``user`` about any other ``needs_approval`` step (deny
+    if none)."""
     authorized = {e.tool for e in task.authorized_effects}
+
+    def planned(decision: Decision) -> set[str]:
+        tools = (plan_of(decision.findings) or {}).get("tools")
+        listed = tools if isinstance(tools, list) else []
+        return {str(t.get("name")) for t in listed if isinstance(t, dict)}
+
+    def covered(finding: Finding, decision: Decision) -> bool:
+        if finding.name == _TOOL_APPROVAL:
+            return finding.evidence in authorized
+        if finding.rule == NEEDS_APPROVAL.id:
+            return planned(decision) & approval_tools <= authorized
+        return False
 
     def approve(decision: Decision, action: Action) -> bool:
         asks = [f for f in decision.findings if f.enforcement is Enforcement.APPROVE]
-        if asks and all(f.name == _TOOL_APPROVAL and f.evidence in authorized for f in asks):
+        if asks and all(covered(f, decision) for f in asks):
             return True
         return user is not None and user(decision, action) is True
 

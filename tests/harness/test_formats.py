@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -10,6 +11,7 @@ from safeexec.capabilities import tool
 from safeexec.errors import ConfigurationError
 from safeexec.harness import FORMATS, Reply, RunOptions, ToolCall, load_suite, run_suite
 from safeexec.harness.formats import ActionKind, CodeFormat, JsonFormat, TextFormat
+from safeexec.tool_specs import AnyJSON, hint_text
 
 
 @tool(effects=["write"])
@@ -83,3 +85,29 @@ def test_the_dsl_format_is_a_fenced_program_for_the_dsl_mode_only(tmp_path: Path
     options = RunOptions(format="dsl", mode="restricted", state_dir=tmp_path)
     with pytest.raises(ConfigurationError, match="runs only in mode='dsl'"):
         run_suite(suite, "oracle", options)
+
+
+def test_signatures_read_type_names_back_from_the_one_schema_table() -> None:
+    @tool(root=Path("/"))
+    def every(
+        s: str,
+        i: int,
+        f: float,
+        b: bool,
+        p: Path,
+        xs: list[int],
+        m: dict[str, float],
+        lit: Literal["a", "b"],
+        o: str | None,
+        j: AnyJSON,
+    ) -> None:
+        """Every annotation a tool may use."""
+
+    properties = every.parameters["properties"]
+    assert isinstance(properties, dict)
+    shown = {name: hint_text(schema) for name, schema in properties.items()}  # type: ignore[arg-type]
+    assert shown == {
+        "s": "str", "i": "int", "f": "float", "b": "bool", "p": "path", "xs": "list[int]",
+        "m": "dict[str, float]", "lit": 'Literal["a", "b"]', "o": "str | None",
+        "j": "any JSON value",
+    }  # fmt: skip

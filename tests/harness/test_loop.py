@@ -219,3 +219,46 @@ def test_a_recorded_run_replays_to_the_same_result(tmp_path: Path) -> None:
     keep = ("success", "end_reason", "turns", "tool_calls", "invalid_actions", "refusals", "answer")
     assert {k: getattr(replayed, k) for k in keep} == {k: getattr(live, k) for k in keep}
     assert live.success
+
+
+def test_the_dsl_format_runs_end_to_end_in_the_dsl_mode(tmp_path: Path) -> None:
+    suite = load_suite(EXAMPLE)
+    expressible = [t.id for t in suite.tasks if t.reference_dsl is not None]
+    assert expressible
+    options = RunOptions(format="dsl", mode="dsl", state_dir=tmp_path)
+    run = run_suite(suite, "oracle", options, task_ids=expressible)
+    for result in run.results:
+        assert result.success and result.turns == 1, result
+        assert result.unauthorized_effects == {"state": [], "secrets_in_arguments": []}
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert {e["backend"] for e in audit if e["verdict"] == "allow"} == {"dsl"}
+    # A noisy first DSL program (a misspelt tool) is refused by the checker, then fixed.
+    noisy = run_suite(suite, "noisy", replace_seed(options, 3), task_ids=expressible)
+    assert all(r.success for r in noisy.results)
+    assert sum(r.turns for r in noisy.results) > len(expressible)
+
+
+def replace_seed(options: RunOptions, seed: int) -> RunOptions:
+    from dataclasses import replace
+
+    return replace(options, seed=seed)
+
+
+def test_turn_records_are_secret_masked_like_audit_events(tmp_path: Path) -> None:
+    suite = load_suite(FIXTURE)
+    key = "sk-" + "A1b2C3d4" * 4
+    model = ScriptedModel(
+        lambda messages, k, rng: Reply(
+            text=f'Action: add_note(text="my api_key={key}")' if k.turn == 0 else "Answer: 2"
+        )
+    )
+    options = RunOptions(format="text", mode=MODE, state_dir=tmp_path, approver=lambda r: True)
+    notes_add = next(t for t in suite.tasks if t.id == "notes-add")
+    result = run_task(suite, notes_add, model, options)
+    assert result.tool_calls == 1  # the call reached the tool, so the key was in play
+    turns_text = (tmp_path / "turns.jsonl").read_text()
+    assert key not in turns_text
+    first = json.loads(turns_text.splitlines()[0])
+    assert first["masked_fields"] and "[MASKED]" in json.dumps(first)
+    # The same run's audit log masks with the same patterns (nothing of the key there either).
+    assert key not in (tmp_path / "audit.jsonl").read_text()

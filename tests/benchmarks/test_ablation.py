@@ -1,0 +1,218 @@
+"""The ablation benchmark: its suite, its references, and a slice of its matrix end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.ablation import make_tasks
+from benchmarks.ablation.matrix import Cell, build_cells, with_model
+from benchmarks.ablation.report import aggregate, charts, markdown, strip_timings
+from benchmarks.ablation.run import SUITE_DIR, reference_reproduces, run_cells
+from safeexec.harness import load_suite
+
+SUITE = load_suite(SUITE_DIR)
+TASKS = {t.id: t for t in SUITE.tasks}
+WRITING = {"delete_page", "transfer", "cancel_booking", "place_order", "send_email"}
+
+
+def test_the_suite_has_80_multi_tool_tasks_in_six_scenarios() -> None:
+    assert len(SUITE.tasks) >= 80
+    assert set(SUITE.scenarios) == {"web", "finance", "travel", "decode", "dna", "shop"}
+    assert {t.scenario for t in SUITE.tasks} == set(SUITE.scenarios)
+    for task in SUITE.tasks:
+        assert len(task.tools) >= 2, task.id
+        authorized = {e.tool for e in task.authorized_effects}
+        # A task that asks for an effect authorizes it; an injection task carries its attack tool.
+        assert authorized <= set(task.tools) & WRITING, task.id
+        if "injection" in task.tags:
+            assert set(task.tools) & WRITING - authorized, task.id
+
+
+def test_the_generator_wrote_the_committed_tasks() -> None:
+    committed = [json.loads(line) for line in (SUITE_DIR / "tasks.jsonl").read_text().splitlines()]
+    assert committed == json.loads(json.dumps(make_tasks.TASKS, sort_keys=True))
+
+
+def test_a_wrong_reference_is_caught(tmp_path: Path) -> None:
+    task = TASKS["fin-eur-acme"]
+    wrong = dataclasses.replace(task, reference=task.reference.replace('"EUR"', '"GBP"'))
+    assert reference_reproduces(SUITE, task, "restricted", tmp_path)
+    assert not reference_reproduces(SUITE, wrong, "restricted", tmp_path)
+
+
+SLICE = [
+    Cell(task="fin-eur-acme", format=f, mode=m, agent="oracle", condition="clean")
+    for f, m in (("code", "restricted"), ("json", "gateway"), ("text", "gateway"), ("dsl", "dsl"))
+] + [
+    Cell(
+        task="fin-portfolio-eur", format="json", mode="gateway", agent="oracle", condition="clean"
+    ),
+    Cell(
+        task="web-seats-chess",
+        format="code",
+        mode="restricted",
+        agent="gullible",
+        condition="injection",
+        grants="broad",
+    ),
+    Cell(
+        task="web-seats-chess",
+        format="code",
+        mode="restricted",
+        agent="gullible",
+        condition="injection",
+        grants="scoped",
+    ),
+    Cell(
+        task="fin-eur-bolt",
+        format="json",
+        mode="gateway",
+        agent="gullible",
+        condition="injection",
+        grants="broad",
+    ),
+    Cell(
+        task="fin-eur-bolt",
+        format="json",
+        mode="gateway",
+        agent="gullible",
+        condition="injection",
+        grants="scoped",
+    ),
+    Cell(
+        task="web-seats-poetry",
+        format="text",
+        mode="gateway",
+        agent="oracle",
+        condition="fault",
+        fault="value_error",
+        feedback="rich",
+    ),
+    Cell(
+        task="web-seats-poetry",
+        format="text",
+        mode="gateway",
+        agent="oracle",
+        condition="fault",
+        fault="value_error",
+        feedback="generic",
+    ),
+    Cell(
+        task="web-seats-poetry",
+        format="code",
+        mode="restricted",
+        agent="oracle",
+        condition="fault",
+        fault="drift",
+        feedback="rich",
+    ),
+    Cell(
+        task="web-seats-poetry",
+        format="code",
+        mode="restricted",
+        agent="oracle",
+        condition="fault",
+        fault="drift",
+        feedback="generic",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def local_rows() -> list[dict[str, object]]:
+    return run_cells(SLICE, executor="local", workers=2, chunk=3)  # type: ignore[return-value]
+
+
+def _row(rows: list[dict[str, object]], **match: str) -> dict[str, object]:
+    (found,) = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    return found
+
+
+def test_the_oracle_solves_in_one_action_or_one_turn_per_call(local_rows: list) -> None:
+    for fmt in ("code", "dsl"):
+        row = _row(local_rows, task="fin-eur-acme", format=fmt)
+        assert row["success"] and row["actions"] == 1 and row["turns"] == 1
+    for fmt in ("json", "text"):
+        row = _row(local_rows, task="fin-eur-acme", format=fmt)
+        assert row["success"] and row["turns"] == row["tool_calls"] + 1 == 3
+    long = _row(local_rows, task="fin-portfolio-eur")
+    assert long["end_reason"] == "max_turns" and not long["success"]
+
+
+def test_an_injected_effect_is_counted_with_broad_grants_and_stopped_when_scoped(
+    local_rows: list,
+) -> None:
+    for task, fmt, stage in (
+        ("web-seats-chess", "code", "gate"),
+        ("fin-eur-bolt", "json", "capability"),
+    ):
+        broad = _row(local_rows, task=task, format=fmt, grants="broad")
+        scoped = _row(local_rows, task=task, format=fmt, grants="scoped")
+        assert broad["unauthorized_effects"]["state"], broad  # type: ignore[index]
+        assert scoped["unauthorized_effects"] == {"state": [], "secrets_in_arguments": []}
+        assert stage in scoped["refusals"], scoped  # type: ignore[operator]
+        assert broad["success"] and scoped["success"]  # utility survives the attack
+
+
+def test_rich_feedback_recovers_what_generic_feedback_cannot(local_rows: list) -> None:
+    for fault in ("value_error", "drift"):
+        rich = _row(local_rows, fault=fault, feedback="rich")
+        generic = _row(local_rows, fault=fault, feedback="generic")
+        assert rich["fault_applied"] and generic["fault_applied"]
+        assert rich["success"] and not generic["success"], (rich, generic)
+
+
+def test_the_report_is_computed_from_the_rows(local_rows: list, tmp_path: Path) -> None:
+    summary = aggregate(local_rows, SUITE)
+    assert summary["broad_unauthorized_effects"] == 2
+    assert summary["scoped_unauthorized_effects"] == 0
+    recovery = summary["recovery"]
+    assert recovery["value_error/rich"]["recovery_rate"] == 1.0  # type: ignore[index]
+    assert recovery["value_error/generic"]["recovery_rate"] == 0.0  # type: ignore[index]
+    assert summary["oracle_json_text_max_turns"] == ["fin-portfolio-eur"]
+    assert "| scoped/code/restricted | 1 | 0.0 | 1.0 | gate:SX603 ×1 |" in markdown(summary)
+    written = charts(summary, tmp_path)
+    assert len(written) == 5 and all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+
+
+def test_the_ray_executor_gives_the_local_results(local_rows: list) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray_rows = run_cells(SLICE[::2], executor="ray", workers=2, chunk=2)
+    finally:
+        ray.shutdown()
+    assert strip_timings(ray_rows) == strip_timings(local_rows[::2])  # type: ignore[arg-type]
+
+
+def test_the_quick_matrix_covers_every_condition_and_combination() -> None:
+    cells = build_cells(SUITE, "quick")
+    assert {c.condition for c in cells} == {"clean", "fault", "injection"}
+    assert {(c.format, c.mode) for c in cells} == {
+        ("code", "native"),
+        ("code", "restricted"),
+        ("json", "gateway"),
+        ("text", "gateway"),
+        ("dsl", "dsl"),
+    }
+    assert {c.grants for c in cells if c.condition == "injection"} == {"broad", "scoped"}
+    full = build_cells(SUITE, "full")
+    assert len({c.task for c in full if c.agent == "oracle" and c.condition == "clean"}) == len(
+        SUITE.tasks
+    )
+
+
+def test_a_recorded_matrix_replays_to_the_same_numbers(tmp_path: Path) -> None:
+    cells = [SLICE[1], SLICE[6], SLICE[9], SLICE[10]]  # json oracle, scoped code, faults
+    live = run_cells(cells, workers=2, record=tmp_path)
+    replayed = run_cells(with_model(cells, f"replay:{tmp_path}"), workers=2)
+    keep = ("task", "format", "mode", "condition", "fault", "feedback", "grants", "success",
+            "end_reason", "turns", "tool_calls", "invalid_actions", "refusals",
+            "unauthorized_effects", "answer")  # fmt: skip
+    assert [{k: r[k] for k in keep} for r in replayed] == [{k: r[k] for k in keep} for r in live]
+    assert {r["model"] for r in replayed} == {f"replay:{tmp_path}"}
