@@ -63,24 +63,24 @@ def nothing():
 
 # case: module aliases through rebinding and attribute hops
 # mode: restricted
-import pathlib  # expect: SX201
-p = pathlib
-p = pathlib
-shell = p.os  # expect: SX403
-shell.popen("id")  # expect: SX304
+import json  # ok: SX201
+p = json
+p = json
+shell = p.posix  # expect: SX403
+shell.system("id")
 
 # case: re-exports reached by getattr with a literal name
 # mode: restricted
-import pathlib, json  # expect: SX201
-getattr(pathlib, "os")  # expect: SX403
-getattr(json, "o" + "s")  # expect: SX403
+import pathlib, json  # ok: SX201
+getattr(pathlib, "posix")  # expect: SX403
+getattr(json, "ty" + "pes")  # expect: SX403
 getattr(json, "dumps")({"a": 1})  # ok: SX403
 
 # case: re-exports reached by operator.attrgetter
 # mode: restricted
-import operator, pathlib, json  # expect: SX201
-operator.attrgetter("os")(pathlib)  # expect: SX403
-operator.attrgetter("o" + "s.system")(pathlib)  # expect: SX403
+import operator, pathlib, json  # ok: SX201
+operator.attrgetter("posix")(pathlib)  # expect: SX403
+operator.attrgetter("po" + "six.system")(pathlib)  # expect: SX403
 operator.attrgetter("dumps", "loads")(json)  # ok: SX403
 fetch_os = operator.attrgetter("os")
 fetch_os(pathlib)  # todo-expect: SX403  # expect: SX410

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
         "import ctypes",
         "from ctypes import CDLL",
         "import importlib",
-        "import sys",
+        "import sys\nsys.modules",  # the sys view holds facts only
         "import gc",
         "import inspect",
-        "import traceback",
+        "import traceback\ntraceback.sys",
         "import logging",
         "import builtins",
         "import _ctypes",

@@ -15,11 +15,16 @@ if TYPE_CHECKING:
     [
         "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__",
         "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__.tb_frame.f_back.f_globals",
-        "try:\n    1/0\nexcept Exception as e:\n    e.__context__",
-        "try:\n    1/0\nexcept Exception as e:\n    e.__cause__",
+        # __cause__/__context__ are readable (other exceptions or None); their tracebacks are not.
+        "try:\n    try:\n        1/0\n    except Exception as e:\n        raise KeyError from e\n"
+        "except KeyError as k:\n    k.__cause__.__traceback__",
+        "try:\n    try:\n        1/0\n    except Exception:\n        raise KeyError\n"
+        "except KeyError as k:\n    k.__context__.__traceback__.tb_frame",
         "try:\n    1/0\nexcept Exception as e:\n    e.with_traceback(None).__traceback__",
         "import sys\nsys.exc_info()",
-        "import traceback",
+        "import traceback\ntraceback.walk_tb",
+        "import traceback\ntry:\n    1/0\nexcept Exception as e:\n"
+        "    traceback.extract_tb(e.__traceback__)",
         "try:\n    1/0\nexcept* ZeroDivisionError:\n    pass",
     ],
 )

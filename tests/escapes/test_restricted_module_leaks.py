@@ -29,7 +29,8 @@ if TYPE_CHECKING:
         "import functools\nfunctools.reduce.__module__ and functools.sys",
         "import string\nstring.Formatter",
         "import copy\ncopy.sys",
-        "import pathlib",
+        "import pathlib\npathlib.os",  # the pathlib view is the runtime's, not the module
+        "import pathlib\npathlib.Path._ops",
         "import math\nmath.__loader__",
         "import math\nmath.__spec__",
         "import math\nvars(math)",
