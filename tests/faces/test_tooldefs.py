@@ -18,13 +18,24 @@ import httpx
 import httpx2
 import openai
 import pytest
-from anthropic.types import ImageBlockParam, MessageParam, ToolParam, ToolUseBlock
+from anthropic.types import (
+    ImageBlockParam,
+    MessageParam,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlock,
+)
 from openai.types.chat import (
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageParam,
 )
-from openai.types.responses import FunctionToolParam, ResponseFunctionToolCall, ResponseInputItemParam
+from openai.types.responses import (
+    FunctionToolParam,
+    ResponseFunctionToolCall,
+    ResponseInputItemParam,
+)
 from pydantic import TypeAdapter
 
 from safeexec.capabilities import tool
@@ -132,9 +143,11 @@ def test_an_anthropic_tool_use_round_trips_into_a_tool_result_with_an_image_bloc
     (message,) = dispatch(session, block)
     _valid(MessageParam, message)
     (result,) = message["content"]
+    _valid(ToolResultBlockParam, result)  # the SDK's Iterable fields validate lazily: each part too
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
     assert result["is_error"] is False
     text, image = result["content"]
+    _valid(TextBlockParam, text)
     _valid(ImageBlockParam, image)
     assert base64.b64decode(image["source"]["data"]).startswith(PNG_MAGIC)
     sent = _send_anthropic(
