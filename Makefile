@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data
+TEST_EXTRAS := dev,data,mcp,adapters,sdk-types
 TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: setup setup-test demo test test-fast lint bench clean

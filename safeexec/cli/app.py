@@ -10,6 +10,7 @@ from safeexec.cli.check import check, explain
 from safeexec.cli.doctor import doctor
 from safeexec.cli.dsl import dsl_app
 from safeexec.cli.log import log_app
+from safeexec.cli.mcp import mcp
 from safeexec.cli.policy import policy_app
 from safeexec.cli.run import run
 
@@ -37,6 +38,7 @@ app.command("run")(run)
 app.command("check")(check)
 app.command("explain")(explain)
 app.command("doctor")(doctor)
+app.command("mcp")(mcp)
 app.add_typer(policy_app, name="policy")
 app.add_typer(log_app, name="log")
 app.add_typer(dsl_app, name="dsl")

@@ -24,18 +24,18 @@ from typing import Any
 
 from safeexec.codec import JSONValue
 from safeexec.faces.results import Rendered, render
-from safeexec.model import Action, ActionSource, Outcome
 from safeexec.session import Session
 from safeexec.tool_specs import ToolSpec
 
 __all__ = [
     "RUN_CODE",
+    "RUN_CODE_DESCRIPTION",
     "Api",
     "anthropic_tools",
+    "code_reply",
     "dispatch",
     "dispatch_many",
     "openai_tools",
-    "run_code",
     "run_code_arguments",
     "run_code_schema",
 ]
@@ -259,7 +259,7 @@ def _run(session: Session, name: str, raw: object) -> Rendered:
                 code, timeout, _ = run_code_arguments(arguments)
             except ValueError as exc:
                 raise _BadCall(str(exc)) from None
-            outcome = run_code(session, code, timeout=timeout)
+            outcome = session.run(code_reply(code), timeout=timeout)
         else:
             outcome = session.call_tool(name, arguments)
     except _BadCall as exc:
@@ -270,13 +270,13 @@ def _run(session: Session, name: str, raw: object) -> Rendered:
 _FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.M)
 
 
-def run_code(session: Session, code: str, *, timeout: float | None = None) -> Outcome:
-    """One ``run_code`` call as one step: text with a fence line is a model reply (extracted
-    like any reply), anything else is the code itself, run as sent (so a bare ``x`` shows x)."""
+def code_reply(code: str) -> str:
+    """``run_code``'s ``code`` as the reply ``Session.run`` reads: text with a fence line is a
+    model reply (extracted like any), anything else is the code itself, fenced as Python (so a
+    bare ``x`` runs and shows x)."""
     if _FENCE_LINE.search(code):
-        return session.run(code, timeout=timeout)
-    action = Action.create(code, source=ActionSource.TOOL_CALL)
-    return session.run_action(action, timeout=timeout)
+        return code
+    return f"```python\n{code}\n```"
 
 
 def _shape(api: Api, call_id: str, rendered: Rendered) -> list[dict[str, Any]]:
