@@ -38,8 +38,10 @@ __all__ = [
     "Limits",
     "Observation",
     "Outcome",
+    "OutputChunk",
     "Severity",
     "Span",
+    "StreamName",
     "SyscallKilled",
     "ToolCalled",
     "ToolRefused",
@@ -106,6 +108,13 @@ class ExecStatus(StrEnum):
     KILLED = "killed"
     DENIED_AT_RUNTIME = "denied_at_runtime"
     INTERRUPTED = "interrupted"  # stopped by KeyboardInterrupt in the cell; the state is kept
+
+
+class StreamName(StrEnum):
+    """Which of a cell's output streams a chunk came from."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
 
 
 class ActionSource(StrEnum):
@@ -368,6 +377,19 @@ class ExecResult(_JSON):
     usage: Usage = field(default_factory=Usage)
     message: str = ""
     state_lost: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputChunk(_JSON):
+    """Output a running cell wrote, delivered while it runs (see ``Session.run(on_output=)``).
+
+    ``text`` is decoded UTF-8 with the observation's control escaping applied; the chunks of one
+    stream are bounded by the step's ``output_bytes`` (then one marker chunk says the rest is
+    not streamed). The step's :class:`ExecResult` still holds the capped full output.
+    """
+
+    stream: StreamName
+    text: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

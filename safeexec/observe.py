@@ -12,7 +12,8 @@ through ``stdout_ref`` / ``stderr_ref``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
@@ -26,6 +27,8 @@ from safeexec.model import (
     GuardDenied,
     LimitHit,
     Observation,
+    OutputChunk,
+    StreamName,
     SyscallKilled,
     ToolCalled,
     ToolRefused,
@@ -35,7 +38,7 @@ from safeexec.policy.schema import ObserveConfig
 from safeexec.sandbox.tracebacks import trim_traceback_lines
 from safeexec.units import format_bytes, format_seconds
 
-__all__ = ["escape_controls", "observe"]
+__all__ = ["OutputRelay", "escape_controls", "observe"]
 
 # Only the first and last lines of an output are decoded (as many as could be shown, plus room
 # for a traceback), each side within _SCAN_BYTES; the middle is only counted.
@@ -148,8 +151,10 @@ def _status_line(result: ExecResult) -> str:
         case ExecStatus.DENIED_AT_RUNTIME:
             return _labelled("denied at runtime", message)
         case ExecStatus.INTERRUPTED:
-            return f"[{message}]" if message.startswith("interrupted") else _labelled(
-                "interrupted", message
+            return (
+                f"[{message}]"
+                if message.startswith("interrupted")
+                else _labelled("interrupted", message)
             )
     return _labelled(str(result.status), message)
 
@@ -438,3 +443,41 @@ def escape_controls(text: str) -> str:
 
 def _clean(text: str) -> str:
     return escape_controls(_ANSI_ESCAPE.sub("", text.replace("\r", "")))
+
+
+class OutputRelay:
+    """Hands a step's streamed output to a caller's callback, as the model would read it.
+
+    Each chunk's text is cleaned like an observation's output (terminal escapes dropped,
+    carriage returns removed, controls escaped). The callback is guarded: the first exception
+    it raises stops delivery for the step and is kept in :attr:`error` (the step runs on; the
+    session raises it once the step is recorded). :meth:`finish` delivers a finished result's
+    output whole when the mode streamed nothing (it cannot stream: in-process modes, fakes).
+    """
+
+    def __init__(self, callback: Callable[[OutputChunk], None]) -> None:
+        self._callback = callback
+        self.delivered = 0
+        self.error: Exception | None = None
+
+    def __call__(self, chunk: OutputChunk) -> None:
+        if self.error is not None:
+            return
+        self.delivered += 1
+        try:
+            self._callback(replace(chunk, text=_clean(chunk.text)))
+        except Exception as exc:
+            self.error = exc
+
+    def finish(self, result: ExecResult | None, blobs: BlobStore) -> None:
+        """After the step: the result's (capped) output, if nothing was streamed while it ran."""
+        if result is None or self.delivered:
+            return
+        for stream, ref in ((StreamName.STDOUT, result.stdout), (StreamName.STDERR, result.stderr)):
+            if not ref.size:
+                continue
+            try:
+                text = blobs.get(ref).decode("utf-8", "replace")
+            except (KeyError, AuditError, OSError, ValueError):
+                continue  # the observation says the blob is missing; nothing to stream
+            self(OutputChunk(stream=stream, text=text))

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,11 +73,12 @@ from safeexec.model import (
     Finding,
     Observation,
     Outcome,
+    OutputChunk,
     ToolCalled,
     Usage,
     Verdict,
 )
-from safeexec.observe import observe
+from safeexec.observe import OutputRelay, observe
 from safeexec.policy.engine_rules import (
     BACKEND_CRASHED,
     BACKEND_UNAVAILABLE,
@@ -241,8 +242,20 @@ class Session:
         """What is left of the session's steps, CPU seconds and tool calls."""
         return self._budget
 
-    def run(self, text: str, *, timeout: float | None = None) -> Outcome:
+    def run(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
         """Run the code in one model reply (one reply = one action = one step).
+
+        ``on_output`` receives the cell's stdout and stderr while it runs, as
+        :class:`~safeexec.model.OutputChunk` values cleaned like the observation's text and
+        bounded by the step's ``output_bytes`` per stream (modes that cannot stream deliver
+        the output once the cell ends). It is called on the thread running the step; if it
+        raises, delivery stops, the step finishes and is recorded, then the exception is raised.
 
         ``timeout`` (seconds) narrows this step's wall-clock limit; it never widens the policy's.
         At a time limit the cell is interrupted (``KeyboardInterrupt`` in the code) and the step
@@ -269,32 +282,79 @@ class Session:
                 )
             if action is None:
                 return self._step(_no_code_action(), started, crashed=_NO_CODE)
-            return self._step(action, started, timeout=wall)
+            return self._step(action, started, timeout=wall, on_output=on_output)
 
-    def run_action(self, action: Action, *, timeout: float | None = None) -> Outcome:
-        """Run one already-extracted action (one step); ``timeout`` as for :meth:`run`."""
+    def run_action(
+        self,
+        action: Action,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
+        """Run one already-extracted action (one step); options as for :meth:`run`."""
         wall = _checked_timeout(timeout)
         with self._lock:
-            return self._step(action, self._now(), timeout=wall)
+            return self._step(action, self._now(), timeout=wall, on_output=on_output)
 
-    async def arun(self, text: str, *, timeout: float | None = None) -> Outcome:
-        """:meth:`run` in a worker thread, for asyncio harnesses.
+    async def arun(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
+        """:meth:`run` in a worker thread, for asyncio harnesses (``on_output`` is called on it).
 
         Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) interrupts the running cell,
         waits until the step is recorded and the session is back in step, then lets the
         ``CancelledError`` go on.
         """
-        step = asyncio.ensure_future(asyncio.to_thread(self.run, text, timeout=timeout))
+        step = asyncio.ensure_future(
+            asyncio.to_thread(self.run, text, timeout=timeout, on_output=on_output)
+        )
         try:
             return await asyncio.shield(step)
         except asyncio.CancelledError:
-            # Repeated until the step ends: the first request may land before the cell started.
-            while not step.done():
-                self.interrupt()
-                await asyncio.wait({step}, timeout=_CANCEL_POLL_SECONDS)
-            with contextlib.suppress(BaseException):
-                step.result()  # the step is recorded either way; its outcome is not asked for
+            await self._settle_abandoned(step)
             raise
+
+    async def stream(
+        self, text: str, *, timeout: float | None = None
+    ) -> AsyncIterator[OutputChunk | Outcome]:
+        """:meth:`run` as an async iterator: the output chunks while the cell runs, then its
+        :class:`~safeexec.model.Outcome` (always the last item).
+
+        Leaving the loop early (``break``, cancellation) interrupts the cell and waits until the
+        step is recorded, as cancelling :meth:`arun` does. An exception of the step is raised
+        by the iterator after the chunks that came before it.
+        """
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
+
+        def deliver(chunk: OutputChunk) -> None:
+            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+
+        step = asyncio.ensure_future(
+            asyncio.to_thread(self.run, text, timeout=timeout, on_output=deliver)
+        )
+        # Scheduled after every chunk the step delivered (one thread, first in first out).
+        step.add_done_callback(lambda _done: chunks.put_nowait(None))
+        try:
+            while (chunk := await chunks.get()) is not None:
+                yield chunk
+            yield step.result()
+        finally:
+            if not step.done():
+                await self._settle_abandoned(step)
+
+    async def _settle_abandoned(self, step: asyncio.Future[Outcome]) -> None:
+        """Interrupt a step its caller stopped waiting for, until it is recorded."""
+        # Repeated until the step ends: the first request may land before the cell started.
+        while not step.done():
+            self.interrupt()
+            await asyncio.wait({step}, timeout=_CANCEL_POLL_SECONDS)
+        with contextlib.suppress(BaseException):
+            step.result()  # the step is recorded either way; its outcome is not asked for
 
     def interrupt(self) -> None:
         """Interrupt the cell running in this session, from any thread; no-op when none runs.
@@ -475,6 +535,7 @@ class Session:
         *,
         crashed: Finding | None = None,
         timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
     ) -> Outcome:
         if self._closed:
             raise ConfigurationError(
@@ -489,6 +550,7 @@ class Session:
         result: ExecResult | None = None
         failure: SafeExecError | None = None
         interrupted: CallInterrupted | None = None
+        relay = None if on_output is None else OutputRelay(on_output)
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
             decision = _fail_closed(
@@ -496,7 +558,7 @@ class Session:
             )
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
-                result = self._execute(decision, action, checked)
+                result = self._execute(decision, action, checked, relay)
             except CallInterrupted as exc:
                 # The host's KeyboardInterrupt: the backend settled the call; record, then raise.
                 result, interrupted = exc.result, exc
@@ -526,12 +588,16 @@ class Session:
             )
             failure = failure or InternalError(f"observe failed: {exc!r}")
         outcome = self._record(action, decision, result, observation, started)
+        if relay is not None:
+            relay.finish(result, self.blobs)
         if failure is not None:
             if isinstance(failure, InternalError):
                 self._internal_errors += 1
             raise failure
         if interrupted is not None:
             raise KeyboardInterrupt(f"interrupted during step action_id={action.action_id!r}")
+        if relay is not None and relay.error is not None:
+            raise relay.error
         return outcome
 
     def _decide(self, action: Action, crashed: Finding | None) -> tuple[Decision, str | None]:
@@ -576,14 +642,20 @@ class Session:
         # one is denied.
         return decision if granted else dataclasses.replace(decision, verdict=Verdict.DENY)
 
-    def _execute(self, decision: Decision, action: Action, checked: str) -> ExecResult:
+    def _execute(
+        self, decision: Decision, action: Action, checked: str, relay: OutputRelay | None
+    ) -> ExecResult:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
         self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
         self._running = session
         try:
-            result = session.run(request)
+            # Without a callback the call is made as before: a mode need not know of streaming.
+            if relay is None:
+                result = session.run(request)
+            else:
+                result = session.run(request, on_output=relay)
         finally:
             self._running = None
         if not isinstance(result, ExecResult):

@@ -255,7 +255,7 @@ def test_public_exports_are_pinned() -> None:
         "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
         "Budget", "Decision", "Enforcement", "Estimate", "ExecRequest", "ExecResult", "ExecStatus",
         "ExecutionEvent", "Finding", "GuardDenied", "LimitHit", "Limits", "Observation", "Outcome",
-        "Severity", "Span", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage", "Verdict",
+        "OutputChunk", "Severity", "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage", "Verdict",
     ]  # fmt: skip
     assert errors.__all__ == [
         "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",

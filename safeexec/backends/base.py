@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from safeexec.backends.streaming import OutputSink
 from safeexec.blobs import BlobStore
 
 # The tool-call value types live with the capabilities (the bottom layer that mints and checks
@@ -25,6 +26,7 @@ __all__ = [
     "Backend",
     "BackendSession",
     "CallInterrupted",
+    "OutputSink",
     "SessionSpec",
     "ToolDescriptor",
     "ToolGateway",
@@ -91,8 +93,11 @@ class SessionSpec:
 class BackendSession(Protocol):
     """A stateful execution context, like a notebook kernel."""
 
-    def run(self, request: ExecRequest) -> ExecResult:
-        """Run one request; user crashes and timeouts are statuses, not exceptions."""
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
+        """Run one request; user crashes and timeouts are statuses, not exceptions.
+
+        ``on_output`` receives the output while the cell runs, if the mode can stream it (see
+        :class:`~safeexec.backends.streaming.OutputTap`); a mode that cannot ignores it."""
         ...
 
     def reset(self) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import SessionSpec
+from safeexec.backends.base import OutputSink, SessionSpec
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
@@ -59,7 +59,8 @@ class FakeSession:
         self.interrupts = 0
         self.closed = False
 
-    def run(self, request: ExecRequest) -> ExecResult:
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
+        # A handler returns its output whole: nothing to stream (Session delivers it at the end).
         if self.closed:
             raise BackendError(
                 f"fake session is closed; cannot run action_id={request.action_id!r}"

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from safeexec.backends.base import BackendSession, SessionSpec
+from safeexec.backends.base import BackendSession, OutputSink, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.result import (
@@ -242,7 +242,8 @@ class InProcessRestrictedSession:
             return ToolReply(ok=False, error=f"no tool named {name!r} is granted")
         return call_tool(self._tools, name, arguments, self._record)
 
-    def run(self, request: ExecRequest) -> ExecResult:
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
+        # In-process output is captured, not streamed: Session delivers it when the cell ends.
         with self._lock:
             if self._closed:
                 raise BackendUnavailable("this restricted session is closed; open a new one")

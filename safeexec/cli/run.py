@@ -140,9 +140,7 @@ def run(
             cpu_seconds=cpu,
             memory_bytes=None if memory is None else parse_bytes(memory),
         )
-        with Session(
-            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir
-        ) as session:
+        with Session(policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir) as session:
             for spec in upload or []:
                 source, dest = _split_transfer(spec)
                 session.files.write(dest or Path(source).name, Path(source).read_bytes())

@@ -343,18 +343,23 @@ class Hello:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Run:
-    """Host to worker: run one cell."""
+    """Host to worker: run one cell; ``stream`` asks for each line to be flushed as written.
+
+    Output itself never travels as frames: stdout and stderr are the worker's own descriptors
+    (pipes the host reads, caps and streams), so C code and subprocesses are streamed too.
+    """
 
     op: ClassVar[Op] = Op.RUN
     code: str
+    stream: bool = False
 
     def to_message(self) -> dict[str, object]:
-        return {"op": self.op.value, "code": self.code}
+        return {"op": self.op.value, "code": self.code, "stream": self.stream}
 
     @classmethod
     def from_message(cls, message: Mapping[str, object]) -> Run:
         _expect_op(message, cls.op)
-        return cls(code=_field(message, "code", str))
+        return cls(code=_field(message, "code", str), stream=_field(message, "stream", bool))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -176,6 +176,18 @@ def _save_figures(workdir: Path, cell: int) -> None:
         os.write(2, f"safeexec: could not save figures: {type(exc).__name__}\n".encode())
 
 
+def _line_buffered(on: bool) -> None:
+    """Flush stdout at every newline while the host streams output (block-buffered otherwise:
+    a write per line costs a system call, which a cell printing many lines would pay)."""
+    for stream in (sys.__stdout__, sys.stdout):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:
+            continue
+        # The cell may have replaced sys.stdout with anything.
+        with contextlib.suppress(BaseException):
+            reconfigure(line_buffering=on)
+
+
 def _reap_orphans() -> None:
     """As pid 1 of the session's namespace the worker inherits orphans; reap the finished ones."""
     while True:
@@ -188,10 +200,12 @@ def _reap_orphans() -> None:
 
 
 def _run_cell(
-    executor: Executor, code: str, *, cell: int, workdir: Path, interrupts: _Interrupts
+    executor: Executor, request: Run, *, cell: int, workdir: Path, interrupts: _Interrupts
 ) -> Done:
     import linecache
 
+    code = request.code
+    _line_buffered(request.stream)
     filename = f"<cell-{cell}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     outcome = Done(ok=True)
@@ -236,9 +250,7 @@ def serve(
         except ProtocolError:
             os._exit(2)
         cell += 1
-        outcome = _run_cell(
-            executor, request.code, cell=cell, workdir=workdir, interrupts=interrupts
-        )
+        outcome = _run_cell(executor, request, cell=cell, workdir=workdir, interrupts=interrupts)
         try:
             send_frame(channel, outcome.to_message())
         except OSError:

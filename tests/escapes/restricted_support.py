@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 
-from safeexec.backends.base import BackendSession, SessionSpec, ToolGateway
+from safeexec.backends.base import BackendSession, OutputSink, SessionSpec, ToolGateway
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
@@ -153,7 +153,7 @@ class InProcessChildSession:
             raise RuntimeError(f"the in-process host died (exit {self._process.wait()})")
         return json.loads(line)
 
-    def run(self, request: ExecRequest) -> ExecResult:
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
         return ExecResult.from_json(self._call({"op": "run", "request": request.to_json()}))
 
     def reset(self) -> None:

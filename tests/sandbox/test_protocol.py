@@ -53,6 +53,7 @@ FRAMES = [
     CONFIG,
     Hello(layers={"seccomp": {"active": True, "detail": "x"}}),
     Run(code="print(1)"),
+    Run(code="print(1)", stream=True),
     ToolCall(name="fetch", args=("a", 1), kwargs={"k": [True, None]}),
     Reply(ok=False, error="refused"),
     Done(ok=True),
@@ -81,6 +82,12 @@ def test_probe_options_and_verdicts_round_trip_and_reject_junk() -> None:
         ProbeOptions.from_argument('{"read_only": [], "canary_file": "/c", "port": "1"}')
     with pytest.raises(ProtocolError):
         ProbeVerdict.from_line('{"blocked": 1, "detail": ""}')  # 1 is not a verdict
+
+
+@pytest.mark.parametrize("stream", [None, 1, "yes"])
+def test_a_run_frame_must_say_whether_to_stream_with_a_bool(stream: object) -> None:
+    with pytest.raises(ProtocolError, match="stream"):
+        Run.from_message({"op": "run", "code": "1", "stream": stream})
 
 
 def test_template_options_round_trip_and_reject_junk() -> None:

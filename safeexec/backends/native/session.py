@@ -1,4 +1,7 @@
-"""A native session: the confined worker's lifecycle and one call (run, pump, tools, settle)."""
+"""A native session: the confined worker's lifecycle (start, confine, lend the workdir, kill).
+
+One call (run, pump, tools, settle) lives in :mod:`safeexec.backends.native.call`.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +13,14 @@ import signal
 import socket
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.backends.base import CallInterrupted, SessionSpec
-from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.base import CallInterrupted, OutputSink, SessionSpec
+from safeexec.backends.native.call import read_some, run_call
 from safeexec.backends.native.cgroup import SessionGroup
 from safeexec.backends.native.disk import WorkdirMount
 from safeexec.backends.native.procfs import (
@@ -26,59 +28,36 @@ from safeexec.backends.native.procfs import (
     _describe_death,
     _is_pid_one_of_own_namespace,
     _is_zombie,
-    _peak_rss_bytes,
     _processes_in_pid_namespace,
 )
-from safeexec.backends.native.template import _READ_CHUNK, _STARTUP_SECONDS
-from safeexec.backends.result import (
-    CallRecord,
-    InterruptReason,
-    Settled,
-    call_tool,
-    finish,
-    interrupted,
-    raised,
-    succeeded,
-    timed_out,
-)
+from safeexec.backends.native.template import _STARTUP_SECONDS
 from safeexec.backends.workdir import (
     TMP_DIR,
     Owners,
     chown_beneath,
-    collect_artifacts,
     disk_usage,
     download_file,
     remove_tree,
     return_beneath,
-    scan,
     upload_file,
 )
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     ExecRequest,
     ExecResult,
-    ExecStatus,
-    Limits,
-    SyscallKilled,
 )
 from safeexec.sandbox.channel import (
     FrameDecoder,
     ProtocolError,
-    encode_frame,
     recv_frame,
     recv_frame_with_fds,
     send_frame_with_fds,
 )
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
-    Done,
     Hello,
-    Reply,
-    Run,
     SessionConfig,
     Started,
-    ToolCall,
-    parse_worker_frame,
 )
 
 if TYPE_CHECKING:
@@ -87,11 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["NativeSession"]
 
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
-_CPU_POLL_SECONDS = 0.05
 _KILL_WAIT_SECONDS = 5.0
-INTERRUPT_GRACE_SECONDS = 2.0
-"""How long an interrupted cell has to return before its worker is killed (and state lost)."""
-_LEFTOVER_ROUNDS = 50  # stop-and-kill sweeps before giving up and killing the worker too
 
 
 @dataclass(slots=True)
@@ -113,21 +88,6 @@ class _Worker:
         for fd in (self.pidfd, self.stdout, self.stderr):
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-@dataclass(slots=True)
-class _CallState:
-    stdout: HeadTailCapture
-    stderr: HeadTailCapture
-    record: CallRecord = field(default_factory=CallRecord)
-    outcome: Done | None = None
-    died: bool = False
-    cpu_seen: float = 0.0  # the last CPU reading, for when the worker is gone by the end
-    killed_for: str = ""  # "wall" | "cpu" | "disk" | "protocol" | "host" | "host-again"
-    interrupted_for: InterruptReason | None = None  # SIGINT sent; the cell may still return
-    grace_until: float = 0.0  # when an interrupted cell that has not returned is killed
-    host_interrupt: bool = False  # a KeyboardInterrupt reached the host during the call
-    oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
 
 
 class NativeSession:
@@ -209,8 +169,11 @@ class NativeSession:
         worker = self._worker
         return worker.pid if worker is not None else None
 
-    def run(self, request: ExecRequest) -> ExecResult:
+    def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
         """Run one cell; crashes, timeouts and kills come back as statuses, never as exceptions.
+
+        ``on_output`` receives the cell's stdout and stderr as the host reads them from the
+        worker's pipes (the worker flushes each line while a sink is given).
 
         At a time limit, or on :meth:`interrupt`, the cell gets ``KeyboardInterrupt`` and has
         ``INTERRUPT_GRACE_SECONDS`` to return (status ``interrupted``, state kept) before the
@@ -242,7 +205,7 @@ class NativeSession:
                 self._worker = self._start_worker()
                 restarted = True
             self._in_call = True
-            result, host_interrupt = self._run_on(self._worker, request)
+            result, host_interrupt = run_call(self, self._worker, request, on_output)
             self._in_call = False
             if restarted and self._lost_state:
                 self._lost_state = False
@@ -551,297 +514,6 @@ class NativeSession:
 
     # -- one call -------------------------------------------------------------------------------
 
-    def _run_on(self, worker: _Worker, request: ExecRequest) -> tuple[ExecResult, bool]:
-        limits = request.limits
-        call = _CallState(
-            stdout=HeadTailCapture(limits.output_bytes),
-            stderr=HeadTailCapture(limits.output_bytes),
-        )
-        artifact_limits = self._backend.artifact_limits
-        before = scan(str(self.workdir), artifact_limits)
-        started = time.monotonic()
-        deadline = started + limits.wall_seconds
-        cpu_start = self._group.cpu_seconds(worker.pid)
-        call.oom_kills_before = self._group.oom_kills()
-        self._interrupt_requested.clear()
-        try:
-            worker.channel.settimeout(max(0.001, limits.wall_seconds))
-            worker.channel.sendall(encode_frame(Run(code=request.code).to_message()))
-        except (OSError, ProtocolError):
-            call.died = True
-        if not call.died:
-            self._pump(
-                worker, call, deadline=deadline, cpu_start=cpu_start, cpu_limit=limits.cpu_seconds
-            )
-        wall = time.monotonic() - started
-        cpu_end = max(self._group.cpu_seconds(worker.pid), call.cpu_seen)
-        self._idle_cpu_base = self._idle_cpu_seen = cpu_end
-        self._idle_cpu_budget = limits.cpu_seconds
-        cpu = max(0.0, cpu_end - cpu_start)
-        rss = _peak_rss_bytes(worker.pid)
-        settled = self._settle(worker, call, limits)
-        artifacts = collect_artifacts(
-            str(self.workdir), before, blobs=self.blobs, limits=artifact_limits
-        )
-        result = finish(
-            settled,
-            record=call.record,
-            stdout=call.stdout,
-            stderr=call.stderr,
-            limits=limits,
-            blobs=self.blobs,
-            artifacts=artifacts,
-            cpu_seconds=cpu,
-            wall_seconds=wall,
-            max_rss_bytes=rss,
-            state_lost=self._worker is None,
-        )
-        return result, call.host_interrupt
-
-    def _pump(
-        self,
-        worker: _Worker,
-        call: _CallState,
-        *,
-        deadline: float,
-        cpu_start: float,
-        cpu_limit: float,
-    ) -> None:
-        """Move bytes until the worker answers, dies, or overruns a limit (then kill it)."""
-        selector = selectors.DefaultSelector()
-        selector.register(worker.channel, selectors.EVENT_READ, "channel")
-        selector.register(worker.stdout, selectors.EVENT_READ, call.stdout)
-        selector.register(worker.stderr, selectors.EVENT_READ, call.stderr)
-        selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
-        next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
-        try:
-            while call.outcome is None and not call.died and not call.killed_for:
-                try:
-                    now = time.monotonic()
-                    if call.interrupted_for:
-                        if now >= call.grace_until:
-                            call.killed_for = call.interrupted_for
-                            break
-                    elif now >= deadline:
-                        self._interrupt_cell(worker, call, "wall")
-                    elif self._interrupt_requested.is_set():
-                        self._interrupt_cell(worker, call, "host")
-                    until = call.grace_until if call.interrupted_for else deadline
-                    wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
-                    for key, _mask in selector.select(wait):
-                        if isinstance(key.data, HeadTailCapture):
-                            data = _read_some(key.fd)
-                            if data:
-                                key.data.feed(data)
-                            elif data is not None:
-                                selector.unregister(key.fd)
-                        elif key.data == "pidfd":
-                            call.died = True
-                        else:
-                            self._on_channel(worker, call, until)
-                            if call.killed_for:
-                                return
-                    if time.monotonic() >= next_cpu_check:
-                        next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
-                        call.cpu_seen = self._group.cpu_seconds(worker.pid)
-                        if call.cpu_seen - cpu_start > cpu_limit and not call.interrupted_for:
-                            self._interrupt_cell(worker, call, "cpu")
-                    if time.monotonic() >= next_disk_check:
-                        scan_started = time.monotonic()
-                        usage = disk_usage(str(self.workdir), self._backend.artifact_limits)
-                        if usage > self._backend.disk_bytes:
-                            call.killed_for = "disk"
-                            break
-                        # A big workdir is scanned less often: at most a tenth of the host's time.
-                        scanned_for = time.monotonic() - scan_started
-                        next_disk_check = time.monotonic() + max(
-                            _CPU_POLL_SECONDS, 10 * scanned_for
-                        )
-                except KeyboardInterrupt:
-                    # The host's own Ctrl-C: interrupt the cell like a kernel; a second one kills.
-                    call.host_interrupt = True
-                    if call.interrupted_for:
-                        call.killed_for = "host-again"
-                    else:
-                        self._interrupt_cell(worker, call, "host")
-        finally:
-            selector.close()
-            self._interrupt_requested.clear()
-            # Output written before the answer is already in the pipes; take it, bounded.
-            for fd, stream in ((worker.stdout, call.stdout), (worker.stderr, call.stderr)):
-                stream_budget = stream.cap + 4 * _READ_CHUNK
-                while stream_budget > 0:
-                    data = _read_some(fd)
-                    if not data:
-                        break
-                    stream.feed(data)
-                    stream_budget -= len(data)
-
-    def _interrupt_cell(self, worker: _Worker, call: _CallState, reason: InterruptReason) -> None:
-        """Send the cell ``SIGINT`` (the worker makes it ``KeyboardInterrupt``); grace starts."""
-        if call.interrupted_for:
-            return  # one interrupt per call; its grace is not extended
-        call.interrupted_for = reason
-        call.grace_until = time.monotonic() + INTERRUPT_GRACE_SECONDS
-        with contextlib.suppress(ProcessLookupError):
-            signal.pidfd_send_signal(worker.pidfd, signal.SIGINT)
-
-    def _on_channel(self, worker: _Worker, call: _CallState, deadline: float) -> None:
-        try:
-            data = worker.channel.recv(_READ_CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            call.died = True
-            return
-        try:
-            frames = [parse_worker_frame(frame) for frame in worker.decoder.feed(data)]
-        except ProtocolError:
-            call.killed_for = "protocol"
-            return
-        for frame in frames:
-            if isinstance(frame, Done):
-                call.outcome = frame
-            else:
-                self._answer_tool(worker, call, frame, deadline)
-                if call.killed_for or call.died:
-                    return
-
-    def _answer_tool(
-        self, worker: _Worker, call: _CallState, frame: ToolCall, deadline: float
-    ) -> None:
-        name = frame.name
-        if self.tools is None or name not in self._tool_names:
-            reply = Reply(ok=False, error=f"no tool named {name[:100]!r} is granted")
-        else:
-            try:
-                answer = call_tool(self.tools, name, frame.arguments(), call.record)
-                reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
-            except KeyboardInterrupt:
-                # Ctrl-C while the host ran the tool: the code still gets its reply (it waits
-                # for one), then the interrupt.
-                reply = Reply(ok=False, error=f"the host interrupted tool {name[:100]!r}")
-                call.host_interrupt = True
-                self._interrupt_cell(worker, call, "host")
-        try:
-            body = encode_frame(reply.to_message())
-        except (TypeError, ValueError, ProtocolError):
-            failed = Reply(ok=False, error=f"tool {name[:100]!r} returned a value that is not JSON")
-            body = encode_frame(failed.to_message())
-        try:
-            worker.channel.settimeout(max(0.001, deadline - time.monotonic()))
-            worker.channel.sendall(body)
-        except TimeoutError:
-            call.killed_for = "wall"  # the code stopped reading its own replies
-        except OSError:
-            call.died = True  # the worker closed its end
-
-    def _settle(self, worker: _Worker, call: _CallState, limits: Limits) -> Settled:
-        """Decide how a finished call ended, killing and reaping the worker if it must go."""
-        record = call.record
-        if call.outcome is not None and not call.killed_for and call.interrupted_for:
-            # The cell returned within its grace: the worker and its state live on, but not the
-            # processes it started, which the limit (or the host) stops with it.
-            leftovers = self._kill_leftovers(worker)
-            if leftovers is not None:
-                return interrupted(
-                    call.interrupted_for,
-                    limits=limits,
-                    record=record,
-                    detail=_leftover_note(leftovers),
-                )
-            call.killed_for = call.interrupted_for  # they kept coming: the worker goes too
-        if call.outcome is not None and not call.killed_for:
-            if call.outcome.ok:
-                return succeeded()
-            # The worker's own rlimit is what a MemoryError met, whatever the call asked for.
-            return raised(
-                call.outcome.error_type,
-                call.outcome.error_message,
-                limits=self.limits,
-                record=record,
-            )
-        template = self._backend._get_template()
-        if call.killed_for:
-            leftovers = self._kill(worker, verify=True)
-            template.exit_status(worker.pid, timeout=1.0)
-            self._discard(worker)
-            tail = _leftover_note(leftovers)
-            if call.interrupted_for and call.outcome is None:
-                grace = f"{INTERRUPT_GRACE_SECONDS:g} s"
-                tail = f"; the cell did not return within {grace} of its interrupt{tail}"
-            elif call.interrupted_for:
-                tail = f"; the processes it started could not be stopped{tail}"
-            if call.killed_for in ("host", "host-again"):
-                if call.killed_for == "host-again":
-                    again = "; interrupted again before the cell returned"
-                    tail = again + _leftover_note(leftovers)
-                return Settled(
-                    status=ExecStatus.KILLED,
-                    exit_code=None,
-                    message=f"killed: interrupted by the host{tail}",
-                )
-            if call.killed_for == "wall":
-                return timed_out("wall_seconds", limits=limits, record=record, detail=tail)
-            if call.killed_for == "cpu":
-                return timed_out("cpu_seconds", limits=limits, record=record, detail=tail)
-            if call.killed_for == "disk":
-                budget = self._backend.disk_bytes
-                record.limit_hit("disk_bytes", float(budget))
-                return Settled(
-                    status=ExecStatus.LIMIT_EXCEEDED,
-                    exit_code=None,
-                    message=f"killed: the workdir grew past its disk budget of {budget} bytes or "
-                    f"{self._backend.artifact_limits.max_entries_scanned} entries{tail}",
-                )
-            return Settled(
-                status=ExecStatus.KILLED,
-                exit_code=None,
-                message="killed: the worker broke the channel protocol",
-            )
-        status = template.exit_status(worker.pid, timeout=2.0)
-        self._kill(worker)
-        self._discard(worker)
-        message, code, number = _describe_death(status)
-        if number == signal.SIGSYS:
-            record.record(SyscallKilled(signal=number))
-        if number == signal.SIGKILL and self._group.oom_kills() > call.oom_kills_before:
-            # memory.max is the session's memory limit, not the call's.
-            record.limit_hit("memory_bytes", float(self.limits.memory_bytes))
-            return Settled(
-                status=ExecStatus.LIMIT_EXCEEDED,
-                exit_code=code,
-                message="killed: the session's memory cgroup is full",
-            )
-        return Settled(
-            status=ExecStatus.KILLED if number is not None else ExecStatus.ERROR,
-            exit_code=code,
-            message=message,
-        )
-
-    def _kill_leftovers(self, worker: _Worker) -> int | None:
-        """Kill every process of the session but the worker; how many, or ``None`` if they kept
-        coming back (a fork bomb outrunning the sweeps: then the caller kills the worker)."""
-        killed: set[int] = set()
-        for _ in range(_LEFTOVER_ROUNDS):
-            if worker.private_pidns:
-                pids = _processes_in_pid_namespace(worker.pidns)
-            else:
-                pids = _descendants(worker.pid)
-            others = [pid for pid in pids if pid != worker.pid and not _is_zombie(pid)]
-            if not others:
-                return len(killed)
-            # Stopped first, so none forks again while the others are killed.
-            for sig in (signal.SIGSTOP, signal.SIGKILL):
-                for pid in others:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, sig)
-            killed.update(others)
-            time.sleep(0.005)
-        return None
-
     def _discard(self, worker: _Worker) -> None:
         worker.close_fds()
         if self._worker is worker:
@@ -854,12 +526,6 @@ def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     disk.remove()
 
 
-def _leftover_note(count: int) -> str:
-    if not count:
-        return ""
-    return f"; killed {count} leftover process{'es' if count > 1 else ''}"
-
-
 def _has_exited(pidfd: int) -> bool:
     """A pidfd polls readable once its process has exited."""
     poller = selectors.DefaultSelector()
@@ -870,21 +536,11 @@ def _has_exited(pidfd: int) -> bool:
         poller.close()
 
 
-def _read_some(fd: int) -> bytes | None:
-    """Read what is available: bytes, ``b""`` at end of file, ``None`` if nothing right now."""
-    try:
-        return os.read(fd, _READ_CHUNK)
-    except BlockingIOError:
-        return None
-    except OSError:
-        return b""
-
-
 def _drain(fd: int, limit: int) -> bytes:
     os.set_blocking(fd, False)
     out = bytearray()
     while len(out) < limit:
-        data = _read_some(fd)
+        data = read_some(fd)
         if not data:
             break
         out += data

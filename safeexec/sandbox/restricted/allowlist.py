@@ -267,6 +267,7 @@ IMPLEMENTATION_MODULES: Mapping[str, frozenset[str]] = {
     "json": frozenset({"_json"}),
 }
 
+
 def module_matches(module: str, patterns: Iterable[str]) -> bool:
     """``*`` matches every module; ``a.*`` matches ``a`` and its submodules; ``a`` only ``a``.
 
