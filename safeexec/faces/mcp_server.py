@@ -46,7 +46,7 @@ from safeexec.faces.tooldefs import (
     run_code_schema,
 )
 from safeexec.gate import check
-from safeexec.model import Action, ActionSource, Verdict
+from safeexec.model import Action, ActionSource, Outcome, OutputChunk, Verdict
 from safeexec.observe import observe
 from safeexec.policy.schema import Policy
 from safeexec.session import Session
@@ -241,15 +241,28 @@ def _rendered(rendered: Rendered, structured: dict[str, Any]) -> types.CallToolR
 
 
 async def _run_code(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    ctx: ServerRequestContext[Any, Any],
+    client: ClientSessions,
+    config: McpConfig,
+    arguments: Mapping[str, Any],
 ) -> types.CallToolResult:
     try:
         code, timeout, mode = run_code_arguments(arguments, modes=config.modes)
     except ValueError as exc:
         raise _BadArguments(str(exc)) from None
     session = client.get(mode)
-    # arun interrupts the cell when the client cancels the request, then lets the cancel go on.
-    outcome = await session.arun(code_reply(code), timeout=timeout)
+    outcome: Outcome | None = None
+    chunks = 0
+    # Output as it is written, as progress notifications (a no-op unless the client asked for
+    # progress). Cancelling the request interrupts the cell; the step is recorded either way.
+    async for item in session.stream(code_reply(code), timeout=timeout):
+        if isinstance(item, OutputChunk):
+            chunks += 1
+            await ctx.session.report_progress(chunks, None, f"{item.stream.value}: {item.text}")
+        else:
+            outcome = item
+    if outcome is None:
+        raise RuntimeError("Session.stream ended without the step's outcome")
     rendered = await anyio.to_thread.run_sync(render, outcome, session.blobs)
     structured = {
         "verdict": outcome.decision.verdict.value,
@@ -362,7 +375,7 @@ def build_server(config: McpConfig, client_of: ClientOf) -> Server[Any]:
         client = client_of(ctx)
         try:
             if params.name == RUN_CODE:
-                return await _run_code(client, config, arguments)
+                return await _run_code(ctx, client, config, arguments)
             handler = _SYNC_TOOLS.get(params.name)
             if handler is None:
                 return _text(f"no tool named {params.name!r}", error=True)

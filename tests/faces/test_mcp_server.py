@@ -118,6 +118,24 @@ def test_files_check_and_reset_work_in_the_client_sessions_workdir(tmp_path: Pat
     anyio.run(scenario)
 
 
+def test_output_streams_to_the_client_as_progress_while_the_cell_runs(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async def scenario() -> str:
+        async with _stdio_client(tmp_path / "state") as client:
+            code = "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.2)"
+            result = await client.call_tool("run_code", {"code": code}, progress_callback=progress)
+            return _text(result)
+
+    text = anyio.run(scenario)
+    assert "tick 2" in text
+    streamed = "".join(m.removeprefix("stdout: ") for m in seen if m.startswith("stdout: "))
+    assert streamed == "tick 0\ntick 1\ntick 2\n"
+
+
 # -- streamable HTTP ---------------------------------------------------------------------------
 
 
