@@ -126,7 +126,12 @@ def test_output_streams_to_the_client_as_progress_while_the_cell_runs(tmp_path: 
 
     async def scenario() -> str:
         async with _stdio_client(tmp_path / "state") as client:
-            code = "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.2)"
+            code = (
+                "import time\n"
+                "for i in range(3):\n"
+                "    print('tick', i, flush=True)\n"
+                "    time.sleep(0.2)"
+            )
             result = await client.call_tool("run_code", {"code": code}, progress_callback=progress)
             return _text(result)
 
