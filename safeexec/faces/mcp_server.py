@@ -6,9 +6,9 @@ workdir, ``reset_session``. Results are MCP content: the observation as text, fi
 content, other artifacts as embedded resources; refusals are ``isError`` results naming the rule.
 
 State belongs to an MCP client session — over stdio the serving process, over HTTP an
-``Mcp-Session-Id`` — which gets its own sessions (one :class:`Session` per mode it uses, sharing
-one private workdir), opened on first use and closed (process trees killed, workdir removed)
-when the client goes. The 2026-07-28 protocol has no sessions (every HTTP request stands
+``Mcp-Session-Id`` — which gets one :class:`Session` (its budget, workdir and sandboxes, one
+per mode used), opened on first use and closed (process trees killed, workdir removed) when
+the client goes. The 2026-07-28 protocol has no sessions (every HTTP request stands
 alone), so over HTTP ``server/discover`` advertises only the handshake-era versions: a client
 in ``auto`` mode falls back to the initialize handshake and keeps its state; a client that
 pins the stateless version anyway gets a fresh session per request.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from safeexec import __version__
-from safeexec.backends.workdir import remove_tree
 from safeexec.errors import SafeExecError
 from safeexec.faces.results import MAX_INLINE_BYTES, File, Rendered, render
 from safeexec.faces.tooldefs import (
@@ -53,7 +51,7 @@ from safeexec.session import Session
 
 __all__ = [
     "ClientOf",
-    "ClientSessions",
+    "ClientSession",
     "McpConfig",
     "build_server",
     "per_connection",
@@ -78,39 +76,32 @@ class McpConfig:
         return tuple(self.policy.backends.allowed)
 
 
-class ClientSessions:
-    """One MCP client's safeexec sessions, one per mode used, all in one private workdir."""
+class ClientSession:
+    """One MCP client's :class:`Session` (opened on first use) and the lock its calls hold."""
 
     def __init__(self, config: McpConfig) -> None:
         self._config = config
-        self._sessions: dict[str | None, Session] = {}
-        self._workdir: Path | None = None
+        self._session: Session | None = None
+        self.lock = anyio.Lock()
+        """Held by each tool call of this client, so calls run one at a time, in order."""
 
     def get(self, mode: str | None = None) -> Session:
-        """The session for ``mode`` (``None``: the server's), opened on first use."""
-        session = self._sessions.get(mode)
-        if session is None:
-            if self._workdir is None:
-                self._workdir = Path(tempfile.mkdtemp(prefix="safeexec-mcp-"))
-            session = Session(
-                policy=self._config.policy,
-                mode=mode or self._config.mode,
-                workdir=self._workdir,
-                state_dir=self._config.state_dir,
+        """The client's session, set to run in ``mode`` (``None``: the server's)."""
+        if self._session is None:
+            self._session = Session(
+                policy=self._config.policy, mode=self._config.mode, state_dir=self._config.state_dir
             )
-            self._sessions[mode] = session
-        return session
+        # One session, so one budget, workdir and session id in the log; a mode is a backend
+        # session the Session keeps beside the others. Callers hold ``lock``: no other call of
+        # this client sees the change.
+        self._session.mode = mode or self._config.mode
+        return self._session
 
     def close(self) -> None:
-        """Close every session (killing its sandbox) and remove the workdir; idempotent."""
-        sessions, self._sessions = self._sessions, {}
-        try:
-            for session in sessions.values():
-                session.close()
-        finally:
-            workdir, self._workdir = self._workdir, None
-            if workdir is not None:
-                remove_tree(str(workdir))
+        """Close the session (killing its sandboxes, removing its workdir); idempotent."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
 
 
 _STATE_KEY = "safeexec.sessions"
@@ -125,18 +116,18 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
     return connection
 
 
-ClientOf = Callable[[ServerRequestContext[Any, Any]], ClientSessions]
+ClientOf = Callable[[ServerRequestContext[Any, Any]], ClientSession]
 """Which client's sessions a request belongs to."""
 
 
 def per_connection(config: McpConfig) -> ClientOf:
     """Sessions per MCP connection (an HTTP ``Mcp-Session-Id``), closed when it closes."""
 
-    def client_of(ctx: ServerRequestContext[Any, Any]) -> ClientSessions:
+    def client_of(ctx: ServerRequestContext[Any, Any]) -> ClientSession:
         connection = _connection(ctx)
         client = connection.state.get(_STATE_KEY)
-        if not isinstance(client, ClientSessions):
-            client = ClientSessions(config)
+        if not isinstance(client, ClientSession):
+            client = ClientSession(config)
             connection.state[_STATE_KEY] = client
             # Unwound when the client goes: HTTP DELETE, idle timeout, server shutdown.
             connection.exit_stack.push_async_callback(anyio.to_thread.run_sync, client.close)
@@ -242,7 +233,7 @@ def _rendered(rendered: Rendered, structured: dict[str, Any]) -> types.CallToolR
 
 async def _run_code(
     ctx: ServerRequestContext[Any, Any],
-    client: ClientSessions,
+    client: ClientSession,
     config: McpConfig,
     arguments: Mapping[str, Any],
 ) -> types.CallToolResult:
@@ -275,7 +266,7 @@ async def _run_code(
 
 
 def _check_code(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    client: ClientSession, config: McpConfig, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
     code = _string(arguments, "code")
     mode = arguments.get("mode")
@@ -300,7 +291,7 @@ def _check_code(
 
 
 def _list_files(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    client: ClientSession, config: McpConfig, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
     entries = client.get().files.list(_string(arguments, "path", "."))
     listed = [{"name": e.name, "kind": e.kind, "size": e.size} for e in entries]
@@ -312,7 +303,7 @@ def _list_files(
 
 
 def _read_file(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    client: ClientSession, config: McpConfig, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
     name = _string(arguments, "path")
     data = client.get().files.read(name)
@@ -324,7 +315,7 @@ def _read_file(
 
 
 def _write_file(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    client: ClientSession, config: McpConfig, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
     name = _string(arguments, "path")
     content = _string(arguments, "content")
@@ -338,18 +329,22 @@ def _write_file(
         data = content.encode("utf-8")
     else:
         raise _BadArguments(f"encoding must be 'utf-8' or 'base64', got {encoding!r}")
-    client.get().files.write(name, data)
+    session = client.get()
+    limit = session.policy.limits.file_size_bytes
+    if len(data) > limit:
+        raise _BadArguments(f"{len(data):,} bytes is over the policy's file size of {limit:,}")
+    session.files.write(name, data)
     return _text(f"wrote {name} ({len(data):,} bytes)")
 
 
 def _reset_session(
-    client: ClientSessions, config: McpConfig, arguments: Mapping[str, Any]
+    client: ClientSession, config: McpConfig, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
     client.close()
     return _text("the session was reset: a fresh interpreter and an empty workdir")
 
 
-_Handler = Callable[[ClientSessions, McpConfig, Mapping[str, Any]], types.CallToolResult]
+_Handler = Callable[[ClientSession, McpConfig, Mapping[str, Any]], types.CallToolResult]
 _SYNC_TOOLS: dict[str, _Handler] = {
     "check_code": _check_code,
     "list_files": _list_files,
@@ -374,13 +369,14 @@ def build_server(config: McpConfig, client_of: ClientOf) -> Server[Any]:
         arguments = params.arguments or {}
         client = client_of(ctx)
         try:
-            if params.name == RUN_CODE:
-                return await _run_code(ctx, client, config, arguments)
-            handler = _SYNC_TOOLS.get(params.name)
-            if handler is None:
-                return _text(f"no tool named {params.name!r}", error=True)
-            # Session calls block (files, the gate, closing sandboxes): off the event loop.
-            return await anyio.to_thread.run_sync(handler, client, config, arguments)
+            async with client.lock:
+                if params.name == RUN_CODE:
+                    return await _run_code(ctx, client, config, arguments)
+                handler = _SYNC_TOOLS.get(params.name)
+                if handler is None:
+                    return _text(f"no tool named {params.name!r}", error=True)
+                # Session calls block (files, the gate, closing sandboxes): off the event loop.
+                return await anyio.to_thread.run_sync(handler, client, config, arguments)
         except (_BadArguments, SafeExecError) as exc:
             return _text(f"[not run: {exc}]", error=True)
 
@@ -417,7 +413,7 @@ async def serve_stdio(config: McpConfig) -> None:
 
     # One client per process: its sessions live as long as the process serves it. (Per-request
     # connections would not do: the 2026-07-28 era makes one for every request, even on stdio.)
-    client = ClientSessions(config)
+    client = ClientSession(config)
     server = build_server(config, lambda ctx: client)
     try:
         async with stdio_server() as (read_stream, write_stream):

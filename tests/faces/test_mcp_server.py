@@ -141,6 +141,48 @@ def test_output_streams_to_the_client_as_progress_while_the_cell_runs(tmp_path: 
     assert streamed == "tick 0\ntick 1\ntick 2\n"
 
 
+def test_a_calls_mode_runs_in_that_backend_of_the_clients_one_session(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+
+    async def scenario() -> None:
+        async with _stdio_client(state, "--mode", "native") as client:
+            await client.call_tool("run_code", {"code": "n = 1"})
+            other = await client.call_tool("run_code", {"code": "n = 2", "mode": "restricted"})
+            assert not other.is_error
+            back = await client.call_tool("run_code", {"code": "n"})
+            assert "1" in _text(back)  # each mode keeps its own interpreter
+            unknown = await client.call_tool("run_code", {"code": "1", "mode": "fake"})
+            assert unknown.is_error and "mode" in _text(unknown)
+
+    anyio.run(scenario)
+    events = list(AuditLog(state / "audit.jsonl").read())
+    assert [e.backend for e in events] == ["native", "restricted", "native"]
+    assert len({e.session_id for e in events}) == 1  # one session: one budget, one log id
+    assert events[-1].budget is not None
+    assert events[-1].budget.steps_left == events[0].budget.steps_left - 2  # type: ignore[union-attr]
+
+
+def test_a_write_over_the_policys_file_size_is_refused(tmp_path: Path) -> None:
+    policy = tmp_path / "small.toml"
+    policy.write_text('extends = "default"\n\n[limits]\nfile_size_bytes = 1024\n')
+
+    async def scenario() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with _stdio_client(tmp_path / "state", "--policy", str(policy)) as client:
+            big = base64.b64encode(b"x" * 1025).decode()
+            small = base64.b64encode(b"x" * 1024).decode()
+            refused = await client.call_tool(
+                "write_file", {"path": "big.bin", "content": big, "encoding": "base64"}
+            )
+            kept = await client.call_tool(
+                "write_file", {"path": "ok.bin", "content": small, "encoding": "base64"}
+            )
+            return refused, kept
+
+    refused, kept = anyio.run(scenario)
+    assert refused.is_error and "file size" in _text(refused)
+    assert not kept.is_error
+
+
 # -- streamable HTTP ---------------------------------------------------------------------------
 
 
