@@ -159,20 +159,19 @@ def dispatch_many(session: Session, calls: Sequence[object]) -> list[dict[str, A
 
     Anthropic's results share one ``user`` message; chat's figures follow all tool messages.
     """
+    read = [_read_call(call) for call in calls]  # every call understood before any runs
+    apis = {api for api, *_ in read}
+    if len(apis) > 1:
+        raise ValueError(f"one turn's calls come from one API, got {sorted(apis)}")
     tool_parts: list[dict[str, Any]] = []
     extra: list[dict[str, Any]] = []
-    apis: set[Api] = set()
-    for call in calls:
-        api, call_id, name, raw = _read_call(call)
-        apis.add(api)
+    for api, call_id, name, raw in read:
         shaped = _shape(api, call_id, _run(session, name, raw))
         if api is Api.ANTHROPIC:
             tool_parts.extend(shaped[0]["content"])
         else:
             tool_parts.append(shaped[0])
             extra.extend(shaped[1:])
-    if len(apis) > 1:
-        raise ValueError(f"one turn's calls come from one API, got {sorted(apis)}")
     if apis == {Api.ANTHROPIC}:
         return [{"role": "user", "content": tool_parts}]
     if apis == {Api.CHAT} and extra:

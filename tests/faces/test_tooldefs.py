@@ -200,6 +200,16 @@ def test_malformed_arguments_come_back_as_an_error_result_not_an_exception(
     assert session.statistics().steps == 0  # nothing ran
 
 
+def test_a_turn_mixing_apis_is_refused_before_anything_runs(session: Session) -> None:
+    calls = [
+        {"type": "tool_use", "id": "t", "name": RUN_CODE, "input": {"code": "print(1)"}},
+        {"type": "function_call", "call_id": "f", "name": RUN_CODE, "arguments": "{}"},
+    ]
+    with pytest.raises(ValueError, match="one API"):
+        dispatch_many(session, calls)
+    assert session.statistics().steps == 0
+
+
 def test_something_that_is_no_tool_call_is_a_harness_error(session: Session) -> None:
     with pytest.raises(ValueError, match="not a tool call"):
         dispatch(session, {"type": "text", "text": "hi"})
