@@ -63,6 +63,7 @@ __all__ = [
     "LogVerification",
     "build_event",
     "mask_event",
+    "read_log",
     "verify_log",
 ]
 
@@ -97,6 +98,8 @@ def build_event(
     budget: Budget | None = None,
     sandbox_image: str = SANDBOX_IMAGE,
     sandbox_version: str = __version__,
+    environment_ref: str | None = None,
+    seed: int | None = None,
 ) -> AuditEvent:
     """Make the audit event of one action; ``result`` is ``None`` when nothing ran.
 
@@ -131,6 +134,8 @@ def build_event(
         side_effects=() if result is None else result.events,
         artifacts=() if result is None else result.artifacts,
         budget=budget,
+        environment_ref=environment_ref,
+        seed=seed,
     )
 
 
@@ -519,6 +524,18 @@ def _show(modes: tuple[tuple[int, int], ...]) -> str:
     return ", ".join(f"({uid}, {mode:#o})" for uid, mode in modes)
 
 
+def read_log(state_dir: Path, *, name: str = "audit.jsonl") -> tuple[AuditEvent, ...]:
+    """Every event of the audit log in ``state_dir``, verified as :func:`verify_log` does.
+
+    Creates nothing and needs no write access; ``AuditError`` names what does not fit.
+    """
+    dir_fd = _open_directory(Path(state_dir))
+    try:
+        return _read_chain(dir_fd, Path(state_dir) / name)
+    finally:
+        os.close(dir_fd)
+
+
 def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification:
     """Check the audit log in ``state_dir`` against its hash chain and head; never raises.
 
@@ -528,11 +545,7 @@ def verify_log(state_dir: Path, *, name: str = "audit.jsonl") -> LogVerification
     """
     path = Path(state_dir) / name
     try:
-        dir_fd = _open_directory(Path(state_dir))
-        try:
-            events = _read_chain(dir_fd, path)
-        finally:
-            os.close(dir_fd)
+        events = read_log(state_dir, name=name)
     except AuditError as exc:
         return LogVerification(path=path, ok=False, events=0, reason=str(exc))
     return LogVerification(path=path, ok=True, events=len(events), reason="intact")

@@ -26,6 +26,8 @@ __all__ = [
     "BoundKind",
     "Budget",
     "Decision",
+    "DisplayData",
+    "DisplayKind",
     "Enforcement",
     "Estimate",
     "ExecRequest",
@@ -36,9 +38,11 @@ __all__ = [
     "GuardDenied",
     "LimitHit",
     "Limits",
+    "MimeItem",
     "Observation",
     "Outcome",
     "OutputChunk",
+    "OutputCut",
     "Severity",
     "Span",
     "StreamName",
@@ -115,6 +119,13 @@ class StreamName(StrEnum):
 
     STDOUT = "stdout"
     STDERR = "stderr"
+
+
+class DisplayKind(StrEnum):
+    """Where a rich value came from: the cell's last expression, or a ``display(obj)`` call."""
+
+    RESULT = "result"
+    DISPLAY = "display"
 
 
 class ActionSource(StrEnum):
@@ -364,6 +375,44 @@ ExecutionEvent = ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKill
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MimeItem(_JSON):
+    """One representation of a rich value (``text/plain``, ``text/html``, ``image/png``, ...).
+
+    The payload is always in ``blob``; ``text`` repeats it inline for a textual type (``text/*``,
+    JSON, XML, SVG) of at most 64 KiB, and is empty otherwise.
+    """
+
+    media_type: str
+    blob: BlobRef
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DisplayData(_JSON):
+    """A rich value as a MIME bundle, like Jupyter's ``display_data`` / ``execute_result``.
+
+    ``items`` always includes ``text/plain`` when the value had a repr; ``truncated`` says that
+    representations were left out because they were too big.
+    """
+
+    kind: DisplayKind
+    items: tuple[MimeItem, ...]
+    truncated: bool = False
+
+    def get(self, media_type: str) -> MimeItem | None:
+        """The representation of ``media_type``, if the bundle has one."""
+        return next((item for item in self.items if item.media_type == media_type), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputCut(_JSON):
+    """What the sandbox's output cap left out of one stream (its middle), counted exactly."""
+
+    omitted_bytes: int
+    omitted_lines: int  # newlines in the omitted bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecResult(_JSON):
     """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
 
@@ -377,6 +426,10 @@ class ExecResult(_JSON):
     usage: Usage = field(default_factory=Usage)
     message: str = ""
     state_lost: bool = False
+    displays: tuple[DisplayData, ...] = ()
+    displays_dropped: int = 0  # rich values past the per-call limits, counted only
+    stdout_cut: OutputCut | None = None  # set when the output cap cut stdout
+    stderr_cut: OutputCut | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -434,6 +487,8 @@ class AuditEvent(_JSON):
     artifacts: tuple[Artifact, ...] = ()
     budget: Budget | None = None
     masked_fields: tuple[str, ...] = ()
+    environment_ref: str | None = None  # blob:// of the session's environment fingerprint
+    seed: int | None = None  # the session's seed for random and numpy.random, if it had one
     sequence: int | None = None
     prev_sha256: str | None = None
 

@@ -20,6 +20,7 @@ from safeexec.errors import AuditError
 from safeexec.model import (
     BlobRef,
     Decision,
+    DisplayKind,
     ExecResult,
     ExecStatus,
     ExecutionEvent,
@@ -89,10 +90,12 @@ def observe(
     )
     if result.status is ExecStatus.ERROR and result.message and not streams[1].lines:
         head.insert(1, _one_line(result.message))  # no traceback to say what went wrong
-    tail = _artifact_lines(result, listed=listed)
+    tail = _artifact_lines(result, listed=listed) + _display_lines(result, listed=listed)
     text, truncated = _fit(head, streams, config, tail=tail)
     listable_events = sum(1 for event in result.events if _event_line(event))
     shortened = listable_events > listed or len(result.artifacts) > listed
+    shortened = shortened or len(result.displays) > listed or result.displays_dropped > 0
+    shortened = shortened or any(display.truncated for display in result.displays)
     return Observation(
         text=text,
         truncated=truncated or shortened or result.truncated,
@@ -131,7 +134,13 @@ def _run_head(result: ExecResult, *, listed: int) -> list[str]:
     events = [line for event in result.events if (line := _event_line(event))]
     lines.extend(_at_most(events, listed, "events"))
     if result.truncated:
-        lines.append("[the sandbox capped this output at its output limit]")
+        cuts = [
+            f"{label} {cut.omitted_bytes:,} bytes ({cut.omitted_lines:,} lines)"
+            for label, cut in (("stdout", result.stdout_cut), ("stderr", result.stderr_cut))
+            if cut is not None
+        ]
+        detail = f": left out of the middle of {' and '.join(cuts)}" if cuts else ""
+        lines.append(f"[the sandbox capped this output at its output limit{detail}]")
     return lines
 
 
@@ -195,6 +204,43 @@ def _artifact_lines(result: ExecResult, *, listed: int) -> list[str]:
         for artifact in result.artifacts
     ]
     return ["--- artifacts ---", *_at_most(names, listed, "artifacts")]
+
+
+_DISPLAY_TEXT_LINES = 8
+
+
+def _display_lines(result: ExecResult, *, listed: int) -> list[str]:
+    """Each rich value: its media types, and the text of a ``display()`` (a result's text is
+    already in stdout, so a result that is only text is not listed)."""
+    lines: list[str] = []
+    worth = [
+        display
+        for display in result.displays
+        if display.kind is DisplayKind.DISPLAY
+        or any(i.media_type != "text/plain" for i in display.items)
+    ]
+    for number, display in enumerate(worth[:listed], start=1):
+        kinds = ", ".join(
+            item.media_type
+            if item.media_type == "text/plain"
+            else f"{_clean(item.media_type)} ({item.blob.size:,} bytes)"
+            for item in display.items
+        )
+        cut = " (some representations were too big and left out)" if display.truncated else ""
+        lines.append(f"[{number}] {display.kind.value}: {kinds}{cut}")
+        plain = display.get("text/plain")
+        if display.kind is DisplayKind.DISPLAY and plain is not None:
+            shown = plain.text.split("\n")
+            lines.extend("    " + _clean(line) for line in shown[:_DISPLAY_TEXT_LINES])
+            if len(shown) > _DISPLAY_TEXT_LINES:
+                lines.append(f"    [... {len(shown) - _DISPLAY_TEXT_LINES:,} more lines]")
+    if len(worth) > listed:
+        lines.append(f"[... {len(worth) - listed:,} more displays]")
+    if result.displays_dropped:
+        lines.append(
+            f"[... {result.displays_dropped:,} displays past the per-call limit were dropped]"
+        )
+    return ["--- displays ---", *lines] if lines else []
 
 
 def _at_most(lines: list[str], limit: int, what: str) -> list[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import os
 import tempfile
 import threading
@@ -39,20 +38,21 @@ from safeexec.backends.base import (
     SessionSpec,
     ToolGateway,
 )
+from safeexec.backends.registry import default_backend
 from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import (
     ApprovalRequest,
     Capability,
     CapabilitySet,
-    ToolReply,
     ToolSpec,
     canonical_json,
     to_plain,
 )
 from safeexec.codec import JSONValue
-from safeexec.decide import decide, order_findings
+from safeexec.decide import decide
 from safeexec.dsl.signatures import signatures_of
+from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -69,13 +69,10 @@ from safeexec.model import (
     Decision,
     ExecRequest,
     ExecResult,
-    ExecStatus,
     Finding,
     Observation,
     Outcome,
     OutputChunk,
-    ToolCalled,
-    Usage,
     Verdict,
 )
 from safeexec.observe import OutputRelay, observe
@@ -83,13 +80,20 @@ from safeexec.policy.engine_rules import (
     BACKEND_CRASHED,
     BACKEND_UNAVAILABLE,
     CHECK_CRASHED,
-    NO_CODE,
-    engine_finding,
 )
 from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
-from safeexec.policy.schema import Policy, Rule
+from safeexec.policy.schema import Policy
 from safeexec.statedir import default_state_dir, ensure_apart, open_private_dir
+from safeexec.steps import (
+    NO_CODE_FINDING,
+    check_crashed,
+    checked_timeout,
+    fail_closed,
+    no_code_action,
+    settle_abandoned,
+    tool_result,
+)
 
 __all__ = ["TOOL_BACKEND", "Approver", "Session", "SessionStatistics", "default_backend"]
 
@@ -119,42 +123,6 @@ class SessionStatistics:
     audit_events: int
 
 
-def default_backend(name: str) -> Backend:
-    """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had."""
-    # Imported here so that a missing optional piece fails only the mode that needs it.
-    try:
-        if name == "native":
-            from safeexec.backends.native import NativeBackend
-
-            return NativeBackend()
-        if name == "restricted":
-            from safeexec.backends.restricted import RestrictedBackend
-
-            return RestrictedBackend()
-        if name == "restricted-inprocess":
-            from safeexec.backends.restricted import InProcessRestrictedBackend
-
-            return InProcessRestrictedBackend()
-        if name == "dsl":
-            from safeexec.backends.dsl import DslBackend
-
-            return DslBackend()
-        if name == "fake":
-            from safeexec.backends.fake import FakeBackend, not_executed
-
-            return FakeBackend(not_executed)
-    except ImportError as exc:
-        raise BackendUnavailable(
-            f"backend name={name!r} cannot be loaded here: {exc}; "
-            "install the missing piece or choose another mode"
-        ) from exc
-    raise BackendUnavailable(
-        f"no backend named name={name!r}; choose one of 'native', 'restricted', "
-        "'restricted-inprocess', 'dsl', 'fake' "
-        "or pass backends={...} to Session"
-    )
-
-
 class Session:
     """One agent's run of steps under one policy, budget, audit log and set of backend sessions.
 
@@ -166,8 +134,11 @@ class Session:
     ``state_dir`` (default ``$XDG_STATE_HOME/safeexec``, else ``~/.local/state/safeexec``) holds
     ``audit.jsonl``, its chain head and ``blobs/``; it must lie apart from ``workdir``. Without
     ``workdir`` a fresh private temporary directory is made and removed on :meth:`close`.
-    ``audit_fsync`` makes every audit line and blob durable before the step returns. Use as a
-    context manager, or call :meth:`close`.
+    ``audit_fsync`` makes every audit line and blob durable before the step returns. ``seed``
+    makes ``random`` and ``numpy.random`` start the same in every run of the session (native
+    mode; restricted code has a generator of its own, not seeded yet), for ``safeexec log
+    replay``; every audit event records it, with the environment fingerprint
+    (:mod:`safeexec.environment`). Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -183,6 +154,7 @@ class Session:
         clock: Callable[[], datetime] | None = None,
         session_id: str | None = None,
         audit_fsync: bool = False,
+        seed: int | None = None,
     ) -> None:
         self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
         self.mode = mode
@@ -205,6 +177,10 @@ class Session:
         self._clock = clock or _utc_now
         self.blobs = BlobStore(self.state_dir / "blobs", fsync=audit_fsync)
         self.audit = AuditLog(self.state_dir / "audit.jsonl", fsync=audit_fsync)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigurationError(f"seed={seed!r} must be an int; pass e.g. seed=0")
+        self.seed = seed
+        self._environment_ref = self.blobs.put(fingerprint()).uri
         self._owns_workdir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix=f"safeexec-{self.session_id}-"))
@@ -269,19 +245,19 @@ class Session:
                 f"text must be the model's reply as str, got {type(text).__name__}; "
                 "decode bytes first"
             )
-        wall = _checked_timeout(timeout)
+        wall = checked_timeout(timeout)
         with self._lock:
             started = self._now()
             try:
                 action = combine(extract(text))
             except Exception as exc:  # a crashed extractor must not let anything run
                 return self._step(
-                    _no_code_action(),
+                    no_code_action(),
                     started,
-                    crashed=_check_crashed("extract", exc),
+                    crashed=check_crashed("extract", exc),
                 )
             if action is None:
-                return self._step(_no_code_action(), started, crashed=_NO_CODE)
+                return self._step(no_code_action(), started, crashed=NO_CODE_FINDING)
             return self._step(action, started, timeout=wall, on_output=on_output)
 
     def run_action(
@@ -292,7 +268,7 @@ class Session:
         on_output: Callable[[OutputChunk], None] | None = None,
     ) -> Outcome:
         """Run one already-extracted action (one step); options as for :meth:`run`."""
-        wall = _checked_timeout(timeout)
+        wall = checked_timeout(timeout)
         with self._lock:
             return self._step(action, self._now(), timeout=wall, on_output=on_output)
 
@@ -315,7 +291,7 @@ class Session:
         try:
             return await asyncio.shield(step)
         except asyncio.CancelledError:
-            await self._settle_abandoned(step)
+            await settle_abandoned(step, self.interrupt)
             raise
 
     async def stream(
@@ -345,16 +321,7 @@ class Session:
             yield step.result()
         finally:
             if not step.done():
-                await self._settle_abandoned(step)
-
-    async def _settle_abandoned(self, step: asyncio.Future[Outcome]) -> None:
-        """Interrupt a step its caller stopped waiting for, until it is recorded."""
-        # Repeated until the step ends: the first request may land before the cell started.
-        while not step.done():
-            self.interrupt()
-            await asyncio.wait({step}, timeout=_CANCEL_POLL_SECONDS)
-        with contextlib.suppress(BaseException):
-            step.result()  # the step is recorded either way; its outcome is not asked for
+                await settle_abandoned(step, self.interrupt)
 
     def interrupt(self) -> None:
         """Interrupt the cell running in this session, from any thread; no-op when none runs.
@@ -399,23 +366,11 @@ class Session:
             if decision.verdict is not Verdict.DENY:
                 self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
                 reply = self._capabilities.invoke(name, {"args": [], "kwargs": plain})
-                result = self._tool_result(reply, (self._now() - started).total_seconds())
+                result = tool_result(reply, (self._now() - started).total_seconds(), self.blobs)
             observation = observe(
                 decision=decision, result=result, blobs=self.blobs, config=self.policy.observe
             )
             return self._record(action, decision, result, observation, started)
-
-    def _tool_result(self, reply: ToolReply, seconds: float) -> ExecResult:
-        out = canonical_json(reply.value) if reply.ok else ""
-        return ExecResult(
-            status=ExecStatus.OK if reply.ok else ExecStatus.ERROR,
-            exit_code=None,
-            stdout=self.blobs.put(out.encode("utf-8", "surrogatepass")),
-            stderr=self.blobs.put(reply.error.encode("utf-8", "surrogatepass")),
-            events=() if reply.event is None else (reply.event,),
-            usage=Usage(wall_seconds=seconds, tool_calls=int(isinstance(reply.event, ToolCalled))),
-            message=reply.error,
-        )
 
     def statistics(self) -> SessionStatistics:
         with self._lock:
@@ -553,9 +508,7 @@ class Session:
         relay = None if on_output is None else OutputRelay(on_output)
         if decision.verdict is not Verdict.DENY and checked is None:
             # Allowed yet nothing parsed: never run unchecked text (fail closed).
-            decision = _fail_closed(
-                decision, CHECK_CRASHED, InternalError("no checked code to run")
-            )
+            decision = fail_closed(decision, CHECK_CRASHED, InternalError("no checked code to run"))
         if decision.verdict is not Verdict.DENY and checked is not None:
             try:
                 result = self._execute(decision, action, checked, relay)
@@ -568,14 +521,14 @@ class Session:
                 raise
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
-                decision = _fail_closed(decision, BACKEND_UNAVAILABLE, exc)
+                decision = fail_closed(decision, BACKEND_UNAVAILABLE, exc)
             except Exception as exc:
                 failure = InternalError(
                     f"backend={decision.backend!r} failed running action_id="
                     f"{action.action_id!r}: {exc!r}; the session was reset and the step denied"
                 )
                 failure.__cause__ = exc
-                decision = _fail_closed(decision, BACKEND_CRASHED, exc)
+                decision = fail_closed(decision, BACKEND_CRASHED, exc)
                 self._discard(decision.backend)
         try:
             observation = observe(
@@ -618,7 +571,7 @@ class Session:
                 )
                 return gate.decision, gate.checked_code
             except Exception as exc:  # the gate never raises; if it did, nothing runs
-                crashed = _check_crashed("gate", exc)
+                crashed = check_crashed("gate", exc)
         decision = decide(
             findings=(crashed,),
             estimate=None,
@@ -678,6 +631,7 @@ class Session:
                 require=frozenset(self.policy.backends.require),
                 imports=self.policy.imports.allow,
                 env=self._sandbox_env(),
+                seed=self.seed,
             )
         )
         self._open[mode] = session
@@ -739,6 +693,8 @@ class Session:
             timestamp=started,
             duration_ms=(finished - started).total_seconds() * 1000.0,
             budget=self._budget,
+            environment_ref=self._environment_ref,
+            seed=self.seed,
         )
         written = self.audit.write(event)
         return Outcome(
@@ -760,51 +716,3 @@ class Session:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-_CANCEL_POLL_SECONDS = 0.05
-
-
-def _checked_timeout(timeout: float | None) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise ConfigurationError(
-            f"timeout={timeout!r} must be a number of seconds; pass e.g. timeout=5.0"
-        )
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigurationError(
-            f"timeout={timeout!r} must be a positive, finite number of seconds"
-        )
-    return float(timeout)
-
-
-def _no_code_action() -> Action:
-    return Action.create("", source=ActionSource.RAW)
-
-
-_NO_CODE = engine_finding(
-    NO_CODE,
-    "no code was found in the reply; put the code to run in a fenced block (```python ... ```)",
-    evidence="",
-)
-
-
-def _check_crashed(stage: str, exc: BaseException) -> Finding:
-    return engine_finding(
-        CHECK_CRASHED, f"the {stage} step crashed ({type(exc).__name__}); denying (fail closed)"
-    )
-
-
-def _fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
-    """The decision as audited when the backend could not run an allowed action."""
-    finding = engine_finding(
-        rule,
-        f"backend={decision.backend!r} could not run the action: {exc}",
-        evidence=type(exc).__name__,
-    )
-    return dataclasses.replace(
-        decision,
-        verdict=Verdict.DENY,
-        findings=order_findings((*decision.findings, finding)),
-    )

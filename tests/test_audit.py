@@ -409,7 +409,7 @@ def test_public_exports_are_pinned() -> None:
 
     assert audit.__all__ == [
         "DEFAULT_SECRET_PATTERNS", "HEAD_SUFFIX", "MASK", "AuditLog", "AuditStatistics",
-        "LogVerification", "build_event", "mask_event", "verify_log",
+        "LogVerification", "build_event", "mask_event", "read_log", "verify_log",
     ]  # fmt: skip
 
 

@@ -48,9 +48,14 @@ def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
     with contextlib.redirect_stdout(printed):
         exec(compile(match.group(1), str(README), "exec"), {})  # our own documentation
     assert printed.getvalue().splitlines() == [
+        "step 0",
+        "step 1",
+        "step 2",
         "south    5",
+        "True True",
         "timeout False",
         "['region,amount', 'north,7', 'south,5']",
+        "6 steps in 1 sessions; chain verified (6 events)",
     ]
     events = (tmp_path / "xdg" / "safeexec" / "audit.jsonl").read_text().splitlines()
-    assert len(events) == 4  # one per step, the interrupted one included
+    assert len(events) == 6  # one per step, the interrupted one included

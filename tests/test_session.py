@@ -637,6 +637,8 @@ def test_a_denied_outcome_matches_the_golden_file(tmp_path: Path, fake: FakeBack
     assert isinstance(data, dict) and isinstance(data["event"], dict)
     data["event"]["sandbox_image"] = "<interpreter>"  # differs between Python builds
     data["event"]["sandbox_version"] = "<safeexec version>"
+    assert str(data["event"]["environment_ref"]).startswith("blob://sha256:")
+    data["event"]["environment_ref"] = "<this environment's fingerprint>"  # installed packages
     genesis = json.loads((tmp_path / "audit.jsonl.head").read_bytes())["genesis"]
     assert data["event"]["prev_sha256"] == genesis
     data["event"]["prev_sha256"] = "<this log's random genesis>"

@@ -200,3 +200,20 @@ def test_stream_raises_what_the_step_raised(tmp_path: Path) -> None:
     session.close()
     with pytest.raises(ConfigurationError, match="is closed"):
         asyncio.run(collect(session))
+
+
+def test_a_capped_result_and_its_observation_count_what_was_cut_exactly(tmp_path: Path) -> None:
+    base = load_policy("default")
+    policy = dataclasses.replace(base, limits=dataclasses.replace(base.limits, output_bytes=4096))
+    with Session(policy=policy, mode="native", state_dir=tmp_path / "state") as session:
+        outcome = session.run(fenced("for i in range(100_000):\n    print(i)\n"))
+    result = outcome.result
+    assert result is not None and result.stdout_cut is not None and result.stderr_cut is None
+    printed = "".join(f"{i}\n" for i in range(100_000)).encode()
+    assert result.usage.output_bytes == len(printed)
+    assert result.stdout_cut.omitted_bytes == len(printed) - 4096
+    kept = session.blobs.get(result.stdout)
+    head = kept[: kept.index(b"\n[... ")]
+    cut_middle = printed[len(head) : len(head) + result.stdout_cut.omitted_bytes]
+    assert result.stdout_cut.omitted_lines == cut_middle.count(b"\n")
+    assert f"{result.stdout_cut.omitted_lines:,} lines" in outcome.observation.text

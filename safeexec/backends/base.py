@@ -78,7 +78,8 @@ class SessionSpec:
     ``workdir`` ``None`` makes a temporary directory that is removed on close; ``require``
     names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
     policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
-    environment the sandboxed code sees (modes without one ignore it).
+    environment the sandboxed code sees (modes without one ignore it); ``seed`` seeds ``random``
+    and ``numpy.random`` before the first cell (modes that cannot ignore it).
     """
 
     blobs: BlobStore
@@ -88,6 +89,7 @@ class SessionSpec:
     require: frozenset[str] = frozenset()
     imports: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    seed: int | None = None
 
 
 class BackendSession(Protocol):

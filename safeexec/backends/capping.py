@@ -23,10 +23,12 @@ class HeadTailCapture:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.newlines = 0  # in everything fed, so the lines left out can be counted exactly
 
     def feed(self, data: bytes) -> None:
         """Take the next bytes of the stream."""
         self.total += len(data)
+        self.newlines += data.count(b"\n")
         head_room = self.cap - self.cap // 2 - len(self.head)
         if head_room > 0:
             self.head += data[:head_room]
@@ -41,6 +43,15 @@ class HeadTailCapture:
     def truncated(self) -> bool:
         """Did the stream hold more than ``cap`` bytes?"""
         return self.total > self.cap
+
+    def omitted(self) -> tuple[int, int]:
+        """How many bytes and newlines :meth:`value` leaves out (``(0, 0)`` if nothing)."""
+        if not self.truncated:
+            return 0, 0
+        keep = self.cap // 2
+        tail = self.tail[len(self.tail) - keep :] if keep else b""
+        kept_newlines = self.head.count(b"\n") + tail.count(b"\n")
+        return self.total - len(self.head) - len(tail), self.newlines - kept_newlines
 
     def value(self) -> bytes:
         """What was kept, with a marker saying how many bytes were omitted in between."""

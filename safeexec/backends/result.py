@@ -23,6 +23,7 @@ from safeexec.model import (
     ExecutionEvent,
     LimitHit,
     Limits,
+    OutputCut,
     Usage,
 )
 
@@ -175,4 +176,13 @@ def finish(
         ),
         message=settled.message,
         state_lost=state_lost,
+        stdout_cut=_cut(stdout),
+        stderr_cut=_cut(stderr),
     )
+
+
+def _cut(capture: HeadTailCapture) -> OutputCut | None:
+    omitted_bytes, omitted_lines = capture.omitted()
+    if not omitted_bytes:
+        return None
+    return OutputCut(omitted_bytes=omitted_bytes, omitted_lines=omitted_lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from safeexec import __version__
@@ -17,14 +19,30 @@ from safeexec.cli.run import run
 app = typer.Typer(
     name="safeexec",
     help="Run model-generated code without trusting it.",
+    epilog="Examples: `safeexec run reply.md` (a model reply, a .py file or - for stdin), "
+    "`safeexec check --policy strict code.py`, `safeexec explain SX201`, `safeexec doctor`, "
+    "`safeexec log show`.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Run model-generated code without trusting it."""
 
 

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from safeexec.cli.groups import command_group
 from safeexec.errors import PolicyError
 from safeexec.policy.docs import write_rule_docs
 from safeexec.policy.dsl_rules import DSL_RULES
@@ -25,11 +26,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-policy_app = typer.Typer(
-    name="policy",
-    help="Test, lint and document policy packs.",
-    no_args_is_help=True,
-    add_completion=False,
+policy_app = command_group(
+    "policy",
+    "Test, lint and document policy packs.",
+    epilog="Examples: `safeexec policy test` (every shipped pack), `safeexec policy test "
+    "./my-pack`, `safeexec policy lint default`, `safeexec policy docs --out docs/rules`.",
 )
 
 

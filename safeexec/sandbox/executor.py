@@ -42,11 +42,16 @@ def split_final_expression(tree: ast.Module) -> tuple[ast.Module, ast.Expression
 
 
 class PythonExecutor:
-    """Plain CPython ``exec`` in one persistent ``__main__``-like namespace."""
+    """Plain CPython ``exec`` in one persistent ``__main__``-like namespace.
+
+    ``last_value`` is the value of the last cell's final expression (``None`` if none), for the
+    worker to render as a rich result.
+    """
 
     def __init__(self) -> None:
         self._tools: dict[str, Callable[..., object]] = {}
         self._namespace: dict[str, object] = {}
+        self.last_value: object = None
         self.reset()
 
     def reset(self) -> None:
@@ -58,6 +63,7 @@ class PythonExecutor:
         self._namespace.update(self._tools)
 
     def execute(self, code: str, *, filename: str) -> str | None:
+        self.last_value = None
         tree = ast.parse(code, filename=filename, mode="exec")
         body, final = split_final_expression(tree)
         exec(compile(body, filename, "exec"), self._namespace)
@@ -66,5 +72,5 @@ class PythonExecutor:
         value = eval(compile(final, filename, "eval"), self._namespace)
         if value is None:
             return None
-        self._namespace["_"] = value
+        self._namespace["_"] = self.last_value = value
         return repr(value)

@@ -18,13 +18,14 @@ Channels and the frames on them, in the order they are sent:
 * host ↔ session (the session's channel): ``started`` (template, with the worker's pidfd),
   ``config`` (host: :class:`SessionConfig`, with at most one descriptor: the detached,
   size-bounded mount for the workdir), ``hello`` (worker, its layer report), then per call
-  ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host), and ``done``
-  (worker).
+  ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host) and of
+  ``display`` (worker: a rich value, unanswered), and ``done`` (worker).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,7 +35,9 @@ from safeexec.codec import JSONValue
 from safeexec.sandbox.channel import ProtocolError
 
 __all__ = [
+    "MAX_DISPLAY_ITEMS",
     "Claim",
+    "Display",
     "Done",
     "Exit",
     "Hello",
@@ -50,11 +53,16 @@ __all__ = [
     "Started",
     "TemplateOptions",
     "ToolCall",
+    "is_textual",
     "parse_template_frame",
     "parse_worker_frame",
 ]
 
 _MAX_ERROR_TYPE_CHARS = 200
+MAX_DISPLAY_ITEMS = 16
+"""Representations per ``display`` frame (one per media type)."""
+# type/subtype as RFC 6838 names them, lower case (what _repr_mimebundle_ and Jupyter use).
+_MEDIA_TYPE = re.compile(r"[a-z][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 _MAX_ERROR_MESSAGE_CHARS = 2000
 
 
@@ -72,6 +80,7 @@ class Op(StrEnum):
     RUN = "run"
     TOOL = "tool"
     REPLY = "reply"
+    DISPLAY = "display"
     DONE = "done"
 
 
@@ -287,6 +296,7 @@ class SessionConfig:
     executor: str = "python"
     imports: tuple[str, ...] = ()
     tool_names: tuple[str, ...] = ()
+    seed: int | None = None  # for random and numpy.random, before the first cell
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -302,6 +312,7 @@ class SessionConfig:
             "executor": self.executor,
             "imports": list(self.imports),
             "tool_names": list(self.tool_names),
+            "seed": self.seed,
         }
 
     @classmethod
@@ -322,6 +333,7 @@ class SessionConfig:
             executor=_field(message, "executor", str),
             imports=_strings(message, "imports"),
             tool_names=_strings(message, "tool_names"),
+            seed=_optional_int(message, "seed"),
         )
 
 
@@ -415,6 +427,53 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Display:
+    """Worker to host mid-run: a rich value as a MIME bundle (``kind`` ``result`` or ``display``).
+
+    ``data`` maps media types to payloads: text as is, binary types (see :func:`is_textual`)
+    base64-encoded, as Jupyter sends them. ``truncated``: the worker left representations out.
+    """
+
+    op: ClassVar[Op] = Op.DISPLAY
+    kind: str
+    data: Mapping[str, str]
+    truncated: bool = False
+
+    def to_message(self) -> dict[str, object]:
+        return {
+            "op": self.op.value,
+            "kind": self.kind,
+            "data": dict(self.data),
+            "truncated": self.truncated,
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Display:
+        _expect_op(message, cls.op)
+        kind = _field(message, "kind", str)
+        if kind not in ("result", "display"):
+            raise ProtocolError(
+                f"a display frame's kind is 'result' or 'display', not {kind[:20]!r}"
+            )
+        data = _string_map(message, "data")
+        if len(data) > MAX_DISPLAY_ITEMS:
+            raise ProtocolError(f"a display frame carries at most {MAX_DISPLAY_ITEMS} media types")
+        for media_type in data:
+            if not _MEDIA_TYPE.fullmatch(media_type):
+                raise ProtocolError(f"{media_type[:80]!r} is not a media type")
+        return cls(kind=kind, data=data, truncated=_field(message, "truncated", bool))
+
+
+def is_textual(media_type: str) -> bool:
+    """Is a payload of ``media_type`` sent as text (else as base64)? As Jupyter decides."""
+    return (
+        media_type.startswith("text/")
+        or media_type in ("application/json", "application/javascript", "image/svg+xml")
+        or media_type.endswith(("+json", "+xml"))
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Done:
     """Worker to host: the cell finished; if it raised, the exception's type and message."""
 
@@ -505,11 +564,15 @@ def _json_object(text: str, what: str) -> dict[str, object]:
     return message
 
 
-def parse_worker_frame(message: Mapping[str, object]) -> Done | ToolCall:
-    """A frame from a running cell: ``done`` or ``tool``; anything else is a ``ProtocolError``."""
+def parse_worker_frame(message: Mapping[str, object]) -> Done | ToolCall | Display:
+    """A frame from a running cell: ``done``, ``tool`` or ``display``; else a ``ProtocolError``."""
     op = message.get("op")
     if op == Op.DONE.value:
         return Done.from_message(message)
     if op == Op.TOOL.value:
         return ToolCall.from_message(message)
-    raise ProtocolError(f"a running cell may send 'done' or 'tool', not op={str(op)[:50]!r}")
+    if op == Op.DISPLAY.value:
+        return Display.from_message(message)
+    raise ProtocolError(
+        f"a running cell may send 'done', 'tool' or 'display', not op={str(op)[:50]!r}"
+    )

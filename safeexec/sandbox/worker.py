@@ -31,9 +31,11 @@ from typing import cast
 from safeexec.capabilities import ToolError
 from safeexec.codec import JSONValue
 from safeexec.sandbox.channel import ProtocolError, recv_frame, send_frame
-from safeexec.sandbox.executor import Executor
-from safeexec.sandbox.protocol import Done, Reply, Run, ToolCall
+from safeexec.sandbox.executor import Executor, PythonExecutor
+from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall
 from safeexec.sandbox.tracebacks import exception_message, format_exception
+from safeexec.sandbox.worker_display import bundle_of
+from safeexec.sandbox.worker_seed import seed_randomness
 
 __all__ = ["ToolError", "serve"]
 
@@ -118,6 +120,17 @@ class _ToolChannel:
         call_tool.__name__ = call_tool.__qualname__ = name
         return call_tool
 
+    def send_display(self, frame: Display) -> None:
+        """Send one rich value to the host (no reply); an interrupt waits until it is sent."""
+        with self._interrupts.deferred(), self._lock:
+            send_frame(self._channel, frame.to_message())
+
+    def display(self, *objects: object) -> None:
+        """``display(obj, ...)`` for the cell's code: each object's MIME bundle to the host."""
+        _flush_streams()  # output printed before the display comes before it
+        for obj in objects:
+            self.send_display(bundle_of(obj, kind="display"))
+
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 _MAX_DEPTH = 64
@@ -200,7 +213,13 @@ def _reap_orphans() -> None:
 
 
 def _run_cell(
-    executor: Executor, request: Run, *, cell: int, workdir: Path, interrupts: _Interrupts
+    executor: Executor,
+    request: Run,
+    *,
+    cell: int,
+    workdir: Path,
+    interrupts: _Interrupts,
+    tool_channel: _ToolChannel,
 ) -> Done:
     import linecache
 
@@ -216,6 +235,8 @@ def _run_cell(
             shown = executor.execute(code, filename=filename)
             if shown is not None:
                 print(shown)
+                _flush_streams()
+                tool_channel.send_display(_result_bundle(executor, shown))
     except BaseException as exc:  # user code may raise anything, SystemExit included
         _flush_streams()
         _write_traceback(exc)
@@ -233,14 +254,37 @@ def _run_cell(
     return outcome
 
 
+def _result_bundle(executor: Executor, shown: str) -> Display:
+    """The final expression as a rich result: every representation of the value in plain
+    mode; in restricted mode only its text (the worker calls no sandbox method outside the
+    guards)."""
+    if isinstance(executor, PythonExecutor):
+        return bundle_of(executor.last_value, kind="result")
+    return Display(kind="result", data={"text/plain": shown[: 64 * 1024]})
+
+
 def serve(
-    channel: socket.socket, *, executor: Executor, tool_names: list[str], workdir: Path
+    channel: socket.socket,
+    *,
+    executor: Executor,
+    tool_names: list[str],
+    workdir: Path,
+    seed: int | None = None,
 ) -> None:
-    """Answer the host's requests until it goes away; never returns."""
+    """Answer the host's requests until it goes away; never returns.
+
+    ``seed`` seeds ``random`` now and ``numpy.random`` when numpy is (or was) imported.
+    """
+    if seed is not None:
+        seed_randomness(seed)
     interrupts = _Interrupts()
     interrupts.install()
     tool_channel = _ToolChannel(channel, interrupts)
-    executor.bind_tools({name: tool_channel.proxy(name) for name in tool_names})
+    bound: dict[str, Callable[..., object]] = {}
+    if isinstance(executor, PythonExecutor) and "display" not in tool_names:
+        bound["display"] = tool_channel.display
+    bound.update({name: tool_channel.proxy(name) for name in tool_names})
+    executor.bind_tools(bound)
     cell = 0
     while True:
         try:
@@ -250,7 +294,14 @@ def serve(
         except ProtocolError:
             os._exit(2)
         cell += 1
-        outcome = _run_cell(executor, request, cell=cell, workdir=workdir, interrupts=interrupts)
+        outcome = _run_cell(
+            executor,
+            request,
+            cell=cell,
+            workdir=workdir,
+            interrupts=interrupts,
+            tool_channel=tool_channel,
+        )
         try:
             send_frame(channel, outcome.to_message())
         except OSError:

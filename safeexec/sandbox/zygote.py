@@ -138,7 +138,11 @@ def _session(claim: Claim, template: _TemplateState) -> None:
     executor = _make_executor(config)
     send_frame(channel, Hello(layers=confinement.layers).to_message())
     worker.serve(
-        channel, executor=executor, tool_names=list(config.tool_names), workdir=Path(config.workdir)
+        channel,
+        executor=executor,
+        tool_names=list(config.tool_names),
+        workdir=Path(config.workdir),
+        seed=config.seed,
     )
 
 

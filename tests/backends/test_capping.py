@@ -33,3 +33,18 @@ def test_the_text_sink_caps_its_utf8_bytes_the_same_way() -> None:
     assert sink.write(text) == len(text)
     capture.feed(text.encode("utf-8", "backslashreplace"))
     assert sink.capture.value() == capture.value() and sink.capture.truncated
+
+
+def test_the_capture_counts_exactly_the_bytes_and_lines_it_leaves_out() -> None:
+    capture = HeadTailCapture(100)
+    lines = [f"line {n}\n".encode() for n in range(10_000)]
+    for line in lines:
+        capture.feed(line)
+    data = b"".join(lines)
+    omitted_bytes, omitted_lines = capture.omitted()
+    kept = capture.value()
+    head, _marker, tail = kept.partition(f"\n[... {omitted_bytes} bytes omitted ...]\n".encode())
+    assert head + data[len(head) : len(data) - len(tail)] + tail == data
+    assert omitted_bytes == len(data) - len(head) - len(tail)
+    assert omitted_lines == data[len(head) : len(data) - len(tail)].count(b"\n")
+    assert HeadTailCapture(100).omitted() == (0, 0)

@@ -11,6 +11,7 @@ import safeexec
 from safeexec.sandbox.channel import ProtocolError, decode_body, encode_frame
 from safeexec.sandbox.protocol import (
     Claim,
+    Display,
     Done,
     Exit,
     Hello,
@@ -56,6 +57,8 @@ FRAMES = [
     Run(code="print(1)", stream=True),
     ToolCall(name="fetch", args=("a", 1), kwargs={"k": [True, None]}),
     Reply(ok=False, error="refused"),
+    Display(kind="result", data={"text/plain": "1"}),
+    Display(kind="display", data={"text/plain": "f", "image/png": "iVBORw0K"}, truncated=True),
     Done(ok=True),
     Done(ok=False, error_type="KeyError", error_message="'x'"),
 ]
@@ -114,6 +117,17 @@ def test_template_options_round_trip_and_reject_junk() -> None:
         {"op": "tool", "name": "t", "args": [1, 2]},
         {"op": "tool", "name": "t", "args": {"args": {}, "kwargs": {}}},
         {"op": "tool", "name": "t", "args": {"args": [], "kwargs": []}},
+        {"op": "display", "kind": "result", "data": {"text/plain": 1}, "truncated": False},
+        {"op": "display", "kind": "bogus", "data": {}, "truncated": False},
+        {"op": "display", "kind": "display", "data": {"../etc": "x"}, "truncated": False},
+        {"op": "display", "kind": "display", "data": {"Text/HTML": "x"}, "truncated": False},
+        {"op": "display", "kind": "display", "data": {}, "truncated": "no"},
+        {
+            "op": "display",
+            "kind": "display",
+            "data": {f"text/x{i}": "" for i in range(17)},
+            "truncated": False,
+        },
     ],
 )
 def test_a_running_cell_may_send_only_well_formed_done_and_tool(message: dict[str, object]) -> None:

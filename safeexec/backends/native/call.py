@@ -9,6 +9,7 @@ the session, which holds the lock for the call's duration.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import selectors
 import signal
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.displays import DisplayCollector
 from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
@@ -40,7 +42,7 @@ from safeexec.backends.streaming import OutputSink, OutputTap
 from safeexec.backends.workdir import collect_artifacts, disk_usage, scan
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, StreamName, SyscallKilled
 from safeexec.sandbox.channel import ProtocolError, encode_frame
-from safeexec.sandbox.protocol import Done, Reply, Run, ToolCall, parse_worker_frame
+from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall, parse_worker_frame
 
 if TYPE_CHECKING:
     from safeexec.backends.native.session import NativeSession, _Worker
@@ -67,6 +69,7 @@ class _CallState:
     host_interrupt: bool = False  # a KeyboardInterrupt reached the host during the call
     oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
     taps: tuple[OutputTap, OutputTap] | None = None  # stdout, stderr: streamed while read
+    displays: DisplayCollector | None = None  # rich values (last expression, display())
 
 
 def run_call(
@@ -78,6 +81,7 @@ def run_call(
         stdout=HeadTailCapture(limits.output_bytes),
         stderr=HeadTailCapture(limits.output_bytes),
     )
+    call.displays = DisplayCollector(session.blobs)
     if on_output is not None:
         call.taps = (
             OutputTap(on_output, StreamName.STDOUT, limits.output_bytes),
@@ -127,6 +131,9 @@ def run_call(
         wall_seconds=wall,
         max_rss_bytes=rss,
         state_lost=session._worker is None,
+    )
+    result = dataclasses.replace(
+        result, displays=tuple(call.displays.displays), displays_dropped=call.displays.dropped
     )
     return result, call.host_interrupt
 
@@ -246,6 +253,9 @@ def _on_channel(session: NativeSession, worker: _Worker, call: _CallState, deadl
     for frame in frames:
         if isinstance(frame, Done):
             call.outcome = frame
+        elif isinstance(frame, Display):
+            if call.displays is not None:
+                call.displays.take(frame)
         else:
             _answer_tool(session, worker, call, frame, deadline)
             if call.killed_for or call.died:

@@ -114,6 +114,11 @@ class NativeSession:
             raise ConfigurationError(
                 f"workdir={str(self.workdir)!r} is not a directory; create it first"
             )
+        if _read_only(self.workdir):
+            raise ConfigurationError(
+                f"workdir={str(self.workdir)!r} is read-only (a read-only mount, or not writable "
+                "by this user); the session writes its files there: pass a writable directory"
+            )
         self._disk = WorkdirMount(
             self.workdir if self._owns_workdir else None,
             size_bytes=backend.disk_bytes,
@@ -125,6 +130,7 @@ class NativeSession:
         self.required = required
         self.imports = tuple(spec.imports)
         self.env = dict(spec.env)
+        self.seed = spec.seed
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         self._closed = False
@@ -389,6 +395,7 @@ class NativeSession:
             executor=self._backend.executor,
             imports=self.imports,
             tool_names=self._tool_names,
+            seed=self.seed,
         )
         try:
             template.spawn([child_end.fileno(), out_write, err_write])
@@ -524,6 +531,15 @@ class NativeSession:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
+
+
+def _read_only(path: Path) -> bool:
+    """Is ``path`` on a read-only mount, or not writable and searchable by this uid?"""
+    try:
+        on_read_only_mount = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False  # what is wrong with it shows when the worker starts
+    return on_read_only_mount or not os.access(path, os.W_OK | os.X_OK)
 
 
 def _has_exited(pidfd: int) -> bool:

@@ -1,0 +1,44 @@
+"""The built-in backends by mode name, made on first use (``Session`` asks here by default)."""
+
+from __future__ import annotations
+
+from safeexec.backends.base import Backend
+from safeexec.errors import BackendUnavailable
+
+__all__ = ["default_backend"]
+
+
+def default_backend(name: str) -> Backend:
+    """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had."""
+    # Imported here so that a missing optional piece fails only the mode that needs it.
+    try:
+        if name == "native":
+            from safeexec.backends.native import NativeBackend
+
+            return NativeBackend()
+        if name == "restricted":
+            from safeexec.backends.restricted import RestrictedBackend
+
+            return RestrictedBackend()
+        if name == "restricted-inprocess":
+            from safeexec.backends.restricted import InProcessRestrictedBackend
+
+            return InProcessRestrictedBackend()
+        if name == "dsl":
+            from safeexec.backends.dsl import DslBackend
+
+            return DslBackend()
+        if name == "fake":
+            from safeexec.backends.fake import FakeBackend, not_executed
+
+            return FakeBackend(not_executed)
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"backend name={name!r} cannot be loaded here: {exc}; "
+            "install the missing piece or choose another mode"
+        ) from exc
+    raise BackendUnavailable(
+        f"no backend named name={name!r}; choose one of 'native', 'restricted', "
+        "'restricted-inprocess', 'dsl', 'fake' "
+        "or pass backends={...} to Session"
+    )

@@ -1,0 +1,59 @@
+"""What a session's code runs on, as data: the environment fingerprint recorded with every step.
+
+The fingerprint names the interpreter, the platform, safeexec's version and every installed
+distribution with its version (the sandbox runs the host's interpreter and site-packages), so a
+replay can say *why* the same code gave another answer. It is stored once per session as a blob
+and referenced from every audit event (``environment_ref``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from functools import cache
+from importlib import metadata
+
+from safeexec import __version__
+
+__all__ = ["distribution_changes", "fingerprint"]
+
+
+@cache
+def fingerprint() -> bytes:
+    """This process's environment as canonical JSON (computed once per process)."""
+    distributions: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.name
+        if name:
+            distributions[name.lower().replace("_", "-")] = dist.version
+    document = {
+        "interpreter": f"{sys.implementation.name}-{platform.python_version()}",
+        "platform": f"{platform.system()}-{platform.machine()}",
+        "safeexec": __version__,
+        "distributions": dict(sorted(distributions.items())),
+    }
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def distribution_changes(recorded: bytes, current: bytes) -> list[str]:
+    """What differs between two fingerprints, one line each (``numpy 1.26.4 → 2.0.0``)."""
+    try:
+        before, after = json.loads(recorded), json.loads(current)
+    except ValueError:
+        return ["the recorded environment is not a fingerprint"]
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ["the recorded environment is not a fingerprint"]
+    changes = [
+        f"{key} {before.get(key)} → {after.get(key)}"
+        for key in ("interpreter", "platform", "safeexec")
+        if before.get(key) != after.get(key)
+    ]
+    old, new = before.get("distributions") or {}, after.get("distributions") or {}
+    if isinstance(old, dict) and isinstance(new, dict):
+        for name in sorted(set(old) | set(new)):
+            if old.get(name) != new.get(name):
+                changes.append(
+                    f"{name} {old.get(name, '(not installed)')} → {new.get(name, '(removed)')}"
+                )
+    return changes

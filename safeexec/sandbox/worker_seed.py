@@ -1,0 +1,64 @@
+"""A seeded session (``Session(seed=...)``): ``random`` and ``numpy.random`` start the same.
+
+Runs in the session process before its first cell. ``random`` is seeded at once; numpy's global
+generator is seeded when ``numpy.random`` is first imported (or now, if the template preloaded
+it), by a finder that wraps its loader, so importing numpy costs nothing until a cell does.
+``PYTHONHASHSEED`` is fixed by the template for all its sessions and is not per session.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import random
+import sys
+from types import ModuleType
+
+__all__ = ["seed_randomness"]
+
+_NUMPY_RANDOM = "numpy.random"
+
+
+def seed_randomness(seed: int) -> None:
+    """Seed ``random`` now and ``numpy.random`` now or when it is first imported."""
+    random.seed(seed)
+    module = sys.modules.get(_NUMPY_RANDOM)
+    if module is not None:
+        _seed_numpy(module, seed)
+    else:
+        sys.meta_path.insert(0, _SeedOnImport(seed))
+
+
+def _seed_numpy(module: ModuleType, seed: int) -> None:
+    seeder = getattr(module, "seed", None)
+    if callable(seeder):
+        seeder(seed % 2**32)
+
+
+class _SeedOnImport(importlib.abc.MetaPathFinder):
+    """Seeds ``numpy.random`` right after it is executed, then steps out of the way."""
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != _NUMPY_RANDOM:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
+        if spec is None or spec.loader is None:
+            return spec
+        loader, seed = spec.loader, self._seed
+
+        class _Seeding(importlib.abc.Loader):
+            def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: ModuleType) -> None:
+                loader.exec_module(module)
+                _seed_numpy(module, seed)
+
+        spec.loader = _Seeding()
+        return spec
