@@ -1,8 +1,10 @@
 """One step's outcome as every face shows it: the observation text, an error flag, the files.
 
-The text is the observation the model would see anyway (it lists the artifacts); images are
-attached inline up to a size and count, other artifacts travel as files. Faces only change the
-wrapping (MCP content, OpenAI parts, Anthropic blocks, LangChain artifacts).
+The text is the observation the model would see anyway (it lists the artifacts and displays);
+images — figure artifacts, and the image representation of rich displays (``_repr_png_``,
+``display(obj)``) — are attached inline up to a size and count, other artifacts travel as
+files. Faces only change the wrapping (MCP content, OpenAI parts, Anthropic blocks, LangChain
+artifacts).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import base64
 from dataclasses import dataclass
 
 from safeexec.blobs import BlobStore
-from safeexec.model import ExecStatus, Outcome, Verdict
+from safeexec.model import BlobRef, DisplayKind, ExecStatus, Outcome, Verdict
 
 __all__ = [
     "INLINE_IMAGE_TYPES",
@@ -60,6 +62,8 @@ class Rendered:
     text: str
     is_error: bool
     files: tuple[File, ...] = ()
+    value: str | None = None
+    """The ``text/plain`` repr of the cell's last expression, when it had one."""
 
     @property
     def images(self) -> tuple[File, ...]:
@@ -79,9 +83,29 @@ def render(outcome: Outcome, blobs: BlobStore) -> Rendered:
         and result.status is ExecStatus.OK
     )
     files: list[File] = []
+    seen: set[str] = set()
+
+    def attach(name: str, media_type: str, blob: BlobRef) -> None:
+        if len(files) == MAX_INLINE_FILES or blob.size > MAX_INLINE_BYTES or blob.sha256 in seen:
+            return
+        seen.add(blob.sha256)
+        files.append(File(name=name, media_type=media_type, data=blobs.get(blob)))
+
+    value = None
     for artifact in () if result is None else result.artifacts:
-        if len(files) == MAX_INLINE_FILES or artifact.blob.size > MAX_INLINE_BYTES:
-            continue
-        data = blobs.get(artifact.blob)
-        files.append(File(name=artifact.name, media_type=artifact.media_type, data=data))
-    return Rendered(text=outcome.observation.text, is_error=not ran_ok, files=tuple(files))
+        attach(artifact.name, artifact.media_type, artifact.blob)
+    for number, display in enumerate(() if result is None else result.displays, start=1):
+        image = next((i for t in _IMAGE_ORDER if (i := display.get(t)) is not None), None)
+        if image is not None:
+            extension = image.media_type.removeprefix("image/")
+            attach(f"display-{number}.{extension}", image.media_type, image.blob)
+        plain = display.get("text/plain")
+        if display.kind is DisplayKind.RESULT and plain is not None and plain.text:
+            value = plain.text
+    return Rendered(
+        text=outcome.observation.text, is_error=not ran_ok, files=tuple(files), value=value
+    )
+
+
+# The representation a display is shown as, when it has several.
+_IMAGE_ORDER = ("image/png", "image/jpeg", "image/webp", "image/gif")

@@ -8,9 +8,10 @@ capabilities: they run in the host, behind the policy's ``[capabilities.<tool>]`
 tool the policy does not list cannot be granted), checked, counted and audited per call.
 
 What crosses is JSON: tool arguments and results, the variables the agent sends, the final
-answer. ``final_answer(x)`` records ``x`` and returns; the cell runs to its end, as a notebook
-cell would. A refused or failing action raises, which smolagents shows the model as the step's
-error (with safeexec's observation: the rule and how to fix it, or the traceback).
+answer; the "last output" smolagents shows the model is the ``text/plain`` repr of the cell's
+last expression. ``final_answer(x)`` records ``x`` and returns; the cell runs to its end, as a
+notebook cell would. A refused or failing action raises, which smolagents shows the model as
+the step's error (with safeexec's observation: the rule and how to fix it, or the traceback).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from smolagents.tools import Tool
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError
+from safeexec.faces.results import render
 from safeexec.faces.tooldefs import code_reply
 from safeexec.model import ExecStatus, Verdict
 from safeexec.session import Session
@@ -153,4 +155,6 @@ class SafeexecExecutor(PythonExecutor):
             return CodeOutput(output=answer[0], logs=outcome.observation.text, is_final_answer=True)
         if not ran:
             raise SafeexecExecutionError(outcome.observation.text)
-        return CodeOutput(output=None, logs=outcome.observation.text, is_final_answer=False)
+        # The last expression's value, as its text/plain repr (a value never crosses as such).
+        value = render(outcome, self.session.blobs).value
+        return CodeOutput(output=value, logs=outcome.observation.text, is_final_answer=False)

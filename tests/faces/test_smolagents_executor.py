@@ -142,6 +142,15 @@ def test_a_tool_past_its_call_limit_is_refused_before_or_while_it_runs(session: 
     assert prices.asked == ["apple", "pear"]  # the policy's max_calls = 2, across steps
 
 
+def test_the_last_expression_is_the_output_the_model_sees(session: Session) -> None:
+    model = ScriptedModel(
+        [_reply("Compute.", "total = 3 * 7\ntotal"), _reply("Answer.", "final_answer(total)")]
+    )
+    agent = CodeAgent(tools=[], model=model, executor=SafeexecExecutor(session))
+    assert agent.run("Three sevens?") == 21
+    assert "Last output from code snippet:\\n21" in model.prompts[1]  # the message's repr
+
+
 def test_variables_reach_the_sandbox_as_data(session: Session) -> None:
     model = ScriptedModel([_reply("Use the given list.", "final_answer(sum(numbers))")])
     agent = CodeAgent(tools=[], model=model, executor=SafeexecExecutor(session))

@@ -160,6 +160,33 @@ def test_an_anthropic_tool_use_round_trips_into_a_tool_result_with_an_image_bloc
     assert sent["messages"][2]["content"][0]["content"][1]["type"] == "image"
 
 
+TINY_PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
+    "hQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_a_rich_display_comes_back_as_an_image_and_a_figure_only_once(session: Session) -> None:
+    code = (
+        "import base64\n"
+        "class Dot:\n"
+        "    def _repr_png_(self):\n"
+        f"        return base64.b64decode({TINY_PNG!r})\n"
+        "Dot()"
+    )
+    (message,) = dispatch(
+        session, {"type": "tool_use", "id": "t", "name": RUN_CODE, "input": {"code": code}}
+    )
+    images = [b for b in message["content"][0]["content"] if b["type"] == "image"]
+    assert [image["source"]["data"] for image in images] == [TINY_PNG]
+    # A figure that is both an artifact and the last expression's display is sent once.
+    figure = FIGURE + "\nplt.gcf()"
+    (message,) = dispatch(
+        session, {"type": "tool_use", "id": "u", "name": RUN_CODE, "input": {"code": figure}}
+    )
+    assert sum(b["type"] == "image" for b in message["content"][0]["content"]) == 1
+
+
 def test_a_refused_call_is_an_error_result_naming_the_rule(session: Session) -> None:
     block = {"type": "tool_use", "id": "t", "name": RUN_CODE, "input": {"code": "import ctypes"}}
     (message,) = dispatch(session, block)
