@@ -63,6 +63,10 @@ COMMANDS: dict[str, LazyCommand] = {
         help="The DSL mode: check a program, or print its plan.",
     ),
     "agent": LazyCommand(target="safeexec.cli.agent:agent_app", help="Run agents on task suites."),
+    "mcp": LazyCommand(
+        target="safeexec.cli.mcp:mcp",
+        help="Serve safeexec to MCP clients: run_code, check_code, files, reset_session.",
+    ),
     "serve": LazyCommand(
         target="safeexec.cli.serve:serve",
         help="Serve safeexec over HTTP: sessions, runs, files, the static gate (bearer tokens).",

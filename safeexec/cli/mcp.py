@@ -1,0 +1,106 @@
+"""``safeexec mcp``: serve safeexec as an MCP server (stdio, or streamable HTTP on loopback).
+
+Needs the ``mcp`` extra (``pip install 'safeexec[mcp]'``). Policy and limits come from the flags
+and hold for every client session; each client gets its own sandbox, closed when it goes.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from safeexec.cli.run import Mode
+from safeexec.errors import SafeExecError
+from safeexec.policy.loader import load_policy
+from safeexec.policy.narrow import narrow_limits
+from safeexec.units import parse_bytes
+
+__all__ = ["mcp"]
+
+
+class Transport(StrEnum):
+    STDIO = "stdio"
+    HTTP = "http"
+
+
+class Host(StrEnum):
+    """Loopback only: the server has no authentication of its own."""
+
+    IPV4 = "127.0.0.1"
+    IPV6 = "::1"
+
+
+def mcp(
+    transport: Annotated[
+        Transport, typer.Option("--transport", help="stdio (one client) or streamable HTTP.")
+    ] = Transport.STDIO,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Policy pack name or path to a pack or .toml file.")
+    ] = "default",
+    mode: Annotated[
+        Mode | None, typer.Option("--mode", help="Default backend (default: the policy's).")
+    ] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option("--state-dir", help="Where audit.jsonl and blobs/ live (default as for run)."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", metavar="SECONDS", help="Wall-clock limit per call (lowers)."),
+    ] = None,
+    cpu: Annotated[
+        float | None,
+        typer.Option("--cpu", metavar="SECONDS", help="CPU-time limit per call (lowers)."),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", metavar="SIZE", help="Memory limit, e.g. 512MiB (lowers)."),
+    ] = None,
+    host: Annotated[Host, typer.Option("--host", help="HTTP: loopback address.")] = Host.IPV4,
+    port: Annotated[int, typer.Option("--port", help="HTTP: port (path /mcp).")] = 8765,
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", help="HTTP: client sessions open at once.")
+    ] = 16,
+    idle_timeout: Annotated[
+        float,
+        typer.Option("--idle-timeout", metavar="SECONDS", help="HTTP: close idle sessions."),
+    ] = 1800.0,
+) -> None:
+    """Serve safeexec to MCP clients: run_code, check_code, files, reset_session."""
+    try:
+        from safeexec.faces.mcp_server import McpConfig, serve_http, serve_stdio
+    except ImportError as exc:
+        typer.echo(
+            f"safeexec: error: the MCP server needs the mcp extra ({exc.name} is missing); "
+            "pip install 'safeexec[mcp]'",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    try:
+        config = McpConfig(
+            policy=narrow_limits(
+                load_policy(policy),
+                wall_seconds=timeout,
+                cpu_seconds=cpu,
+                memory_bytes=None if memory is None else parse_bytes(memory),
+            ),
+            mode=None if mode is None else mode.value,
+            state_dir=state_dir,
+        )
+    except SafeExecError as exc:
+        typer.echo(f"safeexec: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if transport is Transport.STDIO:
+        anyio.run(serve_stdio, config)
+    else:
+        serve_http(
+            config,
+            host=host.value,
+            port=port,
+            max_sessions=max_sessions,
+            idle_timeout_seconds=idle_timeout,
+        )

@@ -1,0 +1,70 @@
+"""A LangChain tool (``langchain_core.tools.BaseTool``) that runs code in a persistent Session.
+
+``SafeexecTool(session=session)`` is ``run_code``: its arguments are ``code`` and ``timeout``,
+its content is the observation text plus the figures as LangChain image blocks, and its
+artifact (``response_format="content_and_artifact"``, so ``ToolMessage.artifact``) holds the
+step's :class:`~safeexec.model.Outcome` and the artifact files. Refused or failing code is a
+``ToolMessage`` with ``status="error"`` whose content says why (the rule, or the traceback).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.messages.content import create_image_block, create_text_block
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field
+
+from safeexec.faces.results import File, render
+from safeexec.faces.tooldefs import RUN_CODE, RUN_CODE_DESCRIPTION, code_reply
+from safeexec.model import Outcome
+from safeexec.session import Session
+
+__all__ = ["RunCodeArguments", "SafeexecTool"]
+
+
+class RunCodeArguments(BaseModel):
+    """``run_code``'s arguments (the same as the other faces' schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(description="Python code, or a reply with a code fence.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds for this call; narrows the policy's wall-clock limit.",
+    )
+
+
+class SafeexecTool(BaseTool):
+    """``run_code`` in ``session``, a notebook-like sandbox the caller opens and closes."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = RUN_CODE
+    description: str = RUN_CODE_DESCRIPTION
+    args_schema: type[BaseModel] = RunCodeArguments
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool = True
+    handle_validation_error: bool = True  # bad arguments go back to the model, not up
+    session: Session
+
+    def _run(self, code: str, timeout: float | None = None, **_: Any) -> tuple[Any, Any]:
+        return self._answer(self.session.run(code_reply(code), timeout=timeout))
+
+    async def _arun(self, code: str, timeout: float | None = None, **_: Any) -> tuple[Any, Any]:
+        # arun interrupts the cell when the calling task is cancelled.
+        return self._answer(await self.session.arun(code_reply(code), timeout=timeout))
+
+    def _answer(self, outcome: Outcome) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        rendered = render(outcome, self.session.blobs)
+        if rendered.is_error:
+            raise ToolException(rendered.text)
+        content: list[dict[str, Any]] = [dict(create_text_block(rendered.text))]
+        content += [_image(f) for f in rendered.images]
+        return content, {"outcome": outcome, "files": rendered.files}
+
+
+def _image(file: File) -> dict[str, Any]:
+    return dict(create_image_block(base64=file.base64, mime_type=file.media_type))

@@ -1,0 +1,160 @@
+"""A smolagents ``PythonExecutor`` that runs a ``CodeAgent``'s code in a safeexec Session.
+
+``CodeAgent(tools=..., model=..., executor=SafeexecExecutor(session))`` (smolagents' documented
+``executor=`` hook): each code action is one :meth:`Session.run` step under the session's
+policy, budget and audit log, instead of smolagents' local executor, which its own docstring
+calls "not a security sandbox". The agent's tools (``final_answer`` included) become
+capabilities: they run in the host, behind the policy's ``[capabilities.<tool>]`` entries (a
+tool the policy does not list cannot be granted), checked, counted and audited per call.
+
+What crosses is JSON: tool arguments and results, the variables the agent sends, the final
+answer; the "last output" smolagents shows the model is the ``text/plain`` repr of the cell's
+last expression. ``final_answer(x)`` records ``x`` and returns; the cell runs to its end, as a
+notebook cell would. A refused or failing action raises, which smolagents shows the model as
+the step's error (with safeexec's observation: the rule and how to fix it, or the traceback).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from smolagents.local_python_executor import CodeOutput, PythonExecutor
+from smolagents.tools import Tool
+
+from safeexec.codec import JSONValue
+from safeexec.errors import CapabilityError
+from safeexec.faces.results import render
+from safeexec.faces.tooldefs import code_reply
+from safeexec.model import ExecStatus, Verdict
+from safeexec.session import Session
+from safeexec.tool_specs import AnyJSON, Effect, ToolSpec, to_plain, tool
+
+__all__ = ["SafeexecExecutionError", "SafeexecExecutor", "tool_spec"]
+
+FINAL_ANSWER = "final_answer"
+
+# smolagents' input types and the annotations the @tool builder turns into JSON Schema.
+_HINTS: dict[str, object] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "any": AnyJSON,
+    "array": list[AnyJSON],
+    "object": dict[str, AnyJSON],
+}
+
+
+class SafeexecExecutionError(Exception):
+    """A code action that safeexec refused or that failed; the message is the observation."""
+
+
+def tool_spec(smol_tool: Tool, *, effects: Iterable[Effect | str] = ()) -> ToolSpec:
+    """A :class:`ToolSpec` that calls ``smol_tool`` in the host, its schema from ``inputs``."""
+    parameters: list[inspect.Parameter] = []
+    annotations: dict[str, object] = {}
+    for name, info in smol_tool.inputs.items():
+        kind = info.get("type")
+        hint = _HINTS.get(kind) if isinstance(kind, str) else None
+        if hint is None:
+            raise CapabilityError(
+                f"tool {smol_tool.name!r} input {name!r} has type {kind!r}, which cannot cross "
+                f"the sandbox boundary as JSON; use one of {sorted(_HINTS)}"
+            )
+        default: object = inspect.Parameter.empty
+        if info.get("nullable"):
+            hint, default = typing.Optional[hint], None  # noqa: UP045 (a runtime object)
+        annotations[name] = hint
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+
+    def call(**kwargs: object) -> object:
+        return smol_tool(**kwargs)
+
+    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    call.__annotations__ = {**annotations, "return": object}
+    spec: ToolSpec = tool(
+        call, name=smol_tool.name, description=smol_tool.description, effects=effects
+    )
+    return spec
+
+
+class SafeexecExecutor(PythonExecutor):
+    """Runs each code action as one step of ``session`` (which the caller opens and closes).
+
+    ``effects`` names what each tool may do (``{"web_search": ["network"]}``), recorded on every
+    call; the policy's capability entries decide which tools may be granted and how often.
+    """
+
+    def __init__(
+        self, session: Session, *, effects: Mapping[str, Iterable[Effect | str]] | None = None
+    ) -> None:
+        self.session = session
+        self._effects = dict(effects or {})
+        self._granted: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._answer: list[JSONValue] = []  # the final answer of the running step, if given
+        self._pending = ""  # variables to define before the next action
+
+    def send_tools(self, tools: dict[str, Tool]) -> None:
+        """Grant the agent's tools (again on every ``agent.run``: already granted ones stay)."""
+        for name, smol_tool in tools.items():
+            if name in self._granted:
+                if self._granted[name] is not smol_tool:
+                    raise CapabilityError(
+                        f"tool {name!r} is already granted as another object; one session "
+                        "holds one tool per name (open a new session for new tools)"
+                    )
+                continue
+            if name == FINAL_ANSWER:
+                spec = self._final_answer_spec(smol_tool)
+            else:
+                spec = tool_spec(smol_tool, effects=self._effects.get(name, ()))
+            self.session.grant(spec)
+            self._granted[name] = smol_tool
+
+    def _final_answer_spec(self, smol_tool: Tool) -> ToolSpec:
+        def final_answer(answer: AnyJSON) -> None:
+            with self._lock:
+                self._answer[:] = [to_plain(answer, where="final answer")]
+
+        spec: ToolSpec = tool(final_answer, name=FINAL_ANSWER, description=smol_tool.description)
+        return spec
+
+    def send_variables(self, variables: dict[str, Any]) -> None:
+        """Define ``variables`` in the sandbox (JSON values under identifier names), as one step
+        before the next action (smolagents sends them before the tools, which must come first)."""
+        lines = []
+        for name, value in variables.items():
+            if not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"variable name {name!r} is not a public identifier")
+            # A JSON-plain copy's repr is a Python literal: the sandbox gets data, never code.
+            lines.append(f"{name} = {to_plain(value, where=f'variable {name!r}')!r}")
+        self._pending = "\n".join(lines)
+
+    def __call__(self, code_action: str) -> CodeOutput:
+        """Run one code action; raise :class:`SafeexecExecutionError` when refused or failing."""
+        if self._pending:
+            pending, self._pending = self._pending, ""
+            self(pending)
+        with self._lock:
+            self._answer.clear()
+        outcome = self.session.run(code_reply(code_action))
+        with self._lock:
+            answer = list(self._answer)
+        result = outcome.result
+        ran = (
+            outcome.decision.verdict is not Verdict.DENY
+            and result is not None
+            and result.status is ExecStatus.OK
+        )
+        if answer:
+            return CodeOutput(output=answer[0], logs=outcome.observation.text, is_final_answer=True)
+        if not ran:
+            raise SafeexecExecutionError(outcome.observation.text)
+        # The last expression's value, as its text/plain repr (a value never crosses as such).
+        value = render(outcome, self.session.blobs).value
+        return CodeOutput(output=value, logs=outcome.observation.text, is_final_answer=False)
