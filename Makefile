@@ -1,6 +1,5 @@
 # Quick start: `make demo` (set up + run the pipeline demo) and `make test` (set up + run the tests;
-# `make test-fast` runs the unit lane only: everything but the slow escape, compat and conformance
-# suites).
+# `make test-fast` runs the unit lane only: everything but the slow suites of tests/conftest.py).
 # Both are idempotent: the virtual environment lives in .venv and is rebuilt when the project changes.
 PYTHON ?= python3
 VENV := .venv

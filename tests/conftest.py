@@ -1,4 +1,5 @@
-"""Test lanes: the escape, compatibility, conformance and corpus suites are ``slow``.
+"""Test lanes: the escape, compatibility, conformance and corpus suites are ``slow``, and so are
+the suites that start real servers or whole benchmark runs (faces, service, benchmarks).
 
 ``make test-fast`` (``pytest -m "not slow"``) runs the unit lane; ``make test`` and CI run all.
 The lane follows from where a test lives, so a new escape test cannot land in the fast lane.
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from safeexec.sandbox.restricted.reachability import CrawlReport
 
 TESTS = Path(__file__).resolve().parent
-SLOW_SUITES = frozenset({"escapes", "compat", "conformance", "corpus"})
+SLOW_SUITES = frozenset(
+    {"escapes", "compat", "conformance", "corpus", "faces", "service", "benchmarks"}
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,4 +1,4 @@
-"""The slow marker follows the directory: escapes, compat, conformance and corpus are slow."""
+"""The slow marker follows the directory: the root conftest's ``SLOW_SUITES`` are slow."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -21,12 +22,16 @@ class _Item:
         self.markers.append(marker.name)
 
 
-def _lanes_hook() -> Callable[..., None]:
+def _root_conftest() -> ModuleType:
     spec = importlib.util.spec_from_file_location("tests_root_conftest", TESTS / "conftest.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    hook: Callable[..., None] = module.pytest_collection_modifyitems
+    return module
+
+
+def _lanes_hook() -> Callable[..., None]:
+    hook: Callable[..., None] = _root_conftest().pytest_collection_modifyitems
     return hook
 
 
@@ -34,11 +39,11 @@ def test_tests_under_the_slow_suites_are_marked_slow(request: pytest.FixtureRequ
     hook = _lanes_hook()
     items = [
         _Item(TESTS / suite / "test_x.py")
-        for suite in ("escapes", "compat", "conformance", "corpus", "analysis", "policy")
+        for suite in ("escapes", "compat", "conformance", "corpus", "faces", "analysis", "policy")
     ]
     items.append(_Item(TESTS / "test_escapes_named_like_a_suite.py"))
     hook(request.config, items)
-    assert [item.markers for item in items] == [["slow"]] * 4 + [[]] * 3
+    assert [item.markers for item in items] == [["slow"]] * 5 + [[]] * 3
 
 
 def test_every_collected_test_is_in_the_lane_of_its_directory(
@@ -46,7 +51,8 @@ def test_every_collected_test_is_in_the_lane_of_its_directory(
 ) -> None:
     items = request.session.items
     assert request.node in items
+    slow_suites = _root_conftest().SLOW_SUITES
     for item in items:
         suite = Path(item.path).resolve().relative_to(TESTS).parts[0]
         slow = item.get_closest_marker("slow") is not None
-        assert slow == (suite in ("escapes", "compat", "conformance", "corpus")), item.nodeid
+        assert slow == (suite in slow_suites), item.nodeid

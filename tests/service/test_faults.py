@@ -14,14 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
-import pytest
 from service_support import ALICE, RunningServer, serve
 
 from safeexec.audit import AuditLog
 from safeexec.service.quotas import Quota
 
 _BOUND_SECONDS = 60.0  # outer bounds of the polls below, never a measured threshold
-pytestmark = pytest.mark.slow  # real server processes / sandbox faults: the full lane
 
 LONG_CELL = (
     "import time\nopen('started', 'w').write('1')\nfor _ in range(1200):\n    time.sleep(0.05)\n"

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from service_load import run_load
-
-pytestmark = pytest.mark.slow
 
 
 def test_fifty_clients_of_twenty_runs_each_finish_without_an_error(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import httpx
 import psutil
-import pytest
 from service_support import ALICE, BOB, bearer
 
 from safeexec.audit import verify_log
@@ -27,7 +26,6 @@ from safeexec.client import Client, ServiceError
 from safeexec.service.auth import TOKENS_ENV
 
 _BOUND_SECONDS = 60.0
-pytestmark = pytest.mark.slow  # real server processes / sandbox faults: the full lane
 
 SLOW_CELL = (
     "import time\nopen('started', 'w').write('1')\nfor _ in range(40):\n    time.sleep(0.05)\n"
