@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -189,5 +190,39 @@ def test_a_host_keyboard_interrupt_interrupts_the_cell_and_carries_the_result(
     with pytest.raises(CallInterrupted) as caught:
         run(session, code, wall_seconds=60)
     thread.join()
+    assert caught.value.result.status is ExecStatus.INTERRUPTED
+    assert text(session, run(session, "m").stdout) == "5\n"
+
+
+class _InterruptAfterSend:
+    """The worker's channel, but the host's Ctrl-C lands just after the run frame went out."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self._channel = channel
+        self._fired = False
+
+    def sendall(self, data: bytes) -> None:
+        self._channel.sendall(data)
+        if not self._fired:
+            self._fired = True
+            raise KeyboardInterrupt
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._channel, name)
+
+
+def test_a_host_keyboard_interrupt_as_the_cell_starts_still_interrupts_the_cell(
+    session: NativeSession,
+) -> None:
+    run(session, "m = 5")
+    worker = session._worker
+    assert worker is not None
+    channel = worker.channel
+    worker.channel = _InterruptAfterSend(channel)  # type: ignore[assignment]
+    try:
+        with pytest.raises(CallInterrupted) as caught:
+            run(session, SLEEP_FOREVER, wall_seconds=60)
+    finally:
+        worker.channel = channel
     assert caught.value.result.status is ExecStatus.INTERRUPTED
     assert text(session, run(session, "m").stdout) == "5\n"

@@ -100,6 +100,10 @@ def run_call(
         worker.channel.sendall(encode_frame(run.to_message()))
     except (OSError, ProtocolError):
         call.died = True
+    except KeyboardInterrupt:
+        # The host's Ctrl-C as the frame went out (the cell may already be running): the pump
+        # interrupts the cell first thing, as it does a Ctrl-C that comes a moment later.
+        call.host_interrupt = True
     if not call.died:
         _pump(
             session,
@@ -164,7 +168,7 @@ def _pump(
                         break
                 elif now >= deadline:
                     _interrupt_cell(worker, call, "wall")
-                elif session._interrupt_requested.is_set():
+                elif session._interrupt_requested.is_set() or call.host_interrupt:
                     _interrupt_cell(worker, call, "host")
                 until = call.grace_until if call.interrupted_for else deadline
                 wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
