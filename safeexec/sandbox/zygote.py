@@ -358,13 +358,13 @@ def main() -> None:
         preloaded=tuple(loaded),
         failed=failed,
     )
-    send_frame(control, ready.to_message())
-    for member in pool:
-        send_frame(control, Member(pid=member.host_pid).to_message())
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     try:
+        send_frame(control, ready.to_message())
+        for member in pool:
+            send_frame(control, Member(pid=member.host_pid).to_message())
         while True:
             wait = None if refill_at is None else max(0.0, refill_at - time.monotonic())
             events = selector.select(wait)
@@ -406,6 +406,8 @@ def main() -> None:
                 # Refill a little later: forking now would compete for the CPU with the
                 # session just claimed, which is confining itself on the open's critical path.
                 refill_at = time.monotonic() + _REFILL_DELAY_SECONDS
+    except ConnectionError:
+        return  # the host closed the channel while we wrote to it: it is gone, nobody to tell
     finally:
         _kill_sessions(template)
 

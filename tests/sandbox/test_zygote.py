@@ -1,0 +1,36 @@
+"""The template process (zygote) when its host goes away."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from safeexec.sandbox.protocol import TemplateOptions
+
+
+def test_a_host_gone_before_the_template_writes_ends_it_quietly() -> None:
+    # The host's end is closed before the template says it is ready, so its first write fails
+    # (a CLI that exits while its warm template boots); that is the host leaving, not a crash.
+    host_end, child_end = socket.socketpair()
+    host_end.close()
+    options = TemplateOptions(preload=(), pool_size=1)
+    with child_end:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-m",
+                "safeexec.sandbox.zygote",
+                str(child_end.fileno()),
+                options.to_argument(),
+            ],
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            pass_fds=[child_end.fileno()],
+            start_new_session=True,
+            timeout=60,
+        )
+    assert done.stderr.decode() == ""
