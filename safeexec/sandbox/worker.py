@@ -9,14 +9,15 @@ subprocesses is captured too.
 
 The host interrupts a cell with ``SIGINT`` (at a time limit, or when its caller cancels), like a
 notebook kernel: :class:`_Interrupts` turns it into ``KeyboardInterrupt`` in the cell's code only
-while the cell runs and never in the middle of a tool call's request and reply, so the channel
-stays in step and the session keeps its state.
+(at once if it came while the request was still arriving) and never in the middle of a tool
+call's request and reply, so the channel stays in step and the session keeps its state.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import sys
@@ -45,12 +46,19 @@ FIGURES_DIR = "figures"
 class _Interrupts:
     """The worker's ``SIGINT`` handler: ``KeyboardInterrupt`` in the cell, nowhere else.
 
-    Outside a cell (waiting for a request, sending an answer) a signal is dropped: it was meant
-    for a cell that has already finished. Inside a :meth:`deferred` section (a tool call's
-    request and reply) it is held and raised when the section ends.
+    The host sends a cell's interrupt only after its request, so a signal that finds the next
+    request waiting in the channel, or a cell being prepared, is held and raised the moment the
+    cell's code starts. A signal with no request in sight was meant for a cell that has already
+    finished and is dropped. Inside a :meth:`deferred` section (a tool call's request and reply)
+    it is held and raised when the section ends.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, channel: socket.socket) -> None:
+        # Two pollers: the handler may run while the loop is blocked in the waiting one.
+        self._waiting, self._peeking = select.poll(), select.poll()
+        for poller in (self._waiting, self._peeking):
+            poller.register(channel.fileno(), select.POLLIN)
+        self._in_cell = False
         self._armed = False
         self._deferring = 0
         self._pending = False
@@ -59,23 +67,44 @@ class _Interrupts:
         signal.signal(signal.SIGINT, self._on_signal)
 
     def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
-        if not self._armed:
-            return
-        if self._deferring:
+        if self._armed and not self._deferring:
+            raise KeyboardInterrupt
+        if self._armed or self._in_cell or self._request_waiting():
             self._pending = True
-            return
-        raise KeyboardInterrupt
+
+    def _request_waiting(self) -> bool:
+        try:
+            return bool(self._peeking.poll(0))
+        except RuntimeError:  # a second signal ran this handler inside the first one's peek
+            return True
+
+    def wait_for_request(self) -> None:
+        """Block until the host's next request starts to arrive (or the channel closes)."""
+        while not self._waiting.poll():
+            pass
 
     @contextlib.contextmanager
-    def armed(self) -> Iterator[None]:
-        """Let an interrupt reach the code run inside (the cell)."""
-        self._pending = False
-        self._armed = True
+    def cell(self) -> Iterator[None]:
+        """One request, from its first byte to its answer: an interrupt is for this cell."""
+        self._in_cell = True
         try:
             yield
         finally:
-            self._armed = False
+            self._in_cell = False
             self._pending = False
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """Let an interrupt reach the code run inside (the cell), one held since the request
+        arrived at once."""
+        self._armed = True
+        try:
+            if self._pending:
+                self._pending = False
+                raise KeyboardInterrupt
+            yield
+        finally:
+            self._armed = False
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
@@ -277,7 +306,7 @@ def serve(
     """
     if seed is not None:
         seed_randomness(seed)
-    interrupts = _Interrupts()
+    interrupts = _Interrupts(channel)
     interrupts.install()
     tool_channel = _ToolChannel(channel, interrupts)
     bound: dict[str, Callable[..., object]] = {}
@@ -287,21 +316,23 @@ def serve(
     executor.bind_tools(bound)
     cell = 0
     while True:
-        try:
-            request = Run.from_message(recv_frame(channel))
-        except (EOFError, OSError):
-            os._exit(0)
-        except ProtocolError:
-            os._exit(2)
-        cell += 1
-        outcome = _run_cell(
-            executor,
-            request,
-            cell=cell,
-            workdir=workdir,
-            interrupts=interrupts,
-            tool_channel=tool_channel,
-        )
+        interrupts.wait_for_request()
+        with interrupts.cell():
+            try:
+                request = Run.from_message(recv_frame(channel))
+            except (EOFError, OSError):
+                os._exit(0)
+            except ProtocolError:
+                os._exit(2)
+            cell += 1
+            outcome = _run_cell(
+                executor,
+                request,
+                cell=cell,
+                workdir=workdir,
+                interrupts=interrupts,
+                tool_channel=tool_channel,
+            )
         try:
             send_frame(channel, outcome.to_message())
         except OSError:

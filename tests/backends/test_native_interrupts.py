@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import socket
 import threading
 import time
@@ -13,6 +14,7 @@ import pytest
 
 from safeexec.backends.base import CallInterrupted, SessionSpec, ToolDescriptor, ToolReply
 from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.backends.native import call as call_module
 from safeexec.blobs import BlobStore
 from safeexec.codec import JSONValue
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, LimitHit, Limits
@@ -195,34 +197,50 @@ def test_a_host_keyboard_interrupt_interrupts_the_cell_and_carries_the_result(
 
 
 class _InterruptAfterSend:
-    """The worker's channel, but the host's Ctrl-C lands just after the run frame went out."""
+    """The worker's channel, but the host's Ctrl-C lands just after the run frame went out.
 
-    def __init__(self, channel: socket.socket) -> None:
+    The worker is stopped before the frame is sent and resumed only after the host's ``SIGINT``
+    went out, so the signal always reaches a worker whose request is still unread.
+    """
+
+    def __init__(self, channel: socket.socket, pidfd: int) -> None:
         self._channel = channel
+        self._pidfd = pidfd
         self._fired = False
 
     def sendall(self, data: bytes) -> None:
+        if self._fired:
+            self._channel.sendall(data)
+            return
+        self._fired = True
+        signal.pidfd_send_signal(self._pidfd, signal.SIGSTOP)
         self._channel.sendall(data)
-        if not self._fired:
-            self._fired = True
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._channel, name)
 
 
 def test_a_host_keyboard_interrupt_as_the_cell_starts_still_interrupts_the_cell(
-    session: NativeSession,
+    session: NativeSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run(session, "m = 5")
     worker = session._worker
     assert worker is not None
+    interrupt_cell = call_module._interrupt_cell
+
+    def interrupt_then_resume(*args: object) -> None:
+        interrupt_cell(*args)  # type: ignore[arg-type]
+        signal.pidfd_send_signal(worker.pidfd, signal.SIGCONT)
+
+    monkeypatch.setattr(call_module, "_interrupt_cell", interrupt_then_resume)
     channel = worker.channel
-    worker.channel = _InterruptAfterSend(channel)  # type: ignore[assignment]
+    worker.channel = _InterruptAfterSend(channel, worker.pidfd)  # type: ignore[assignment]
     try:
         with pytest.raises(CallInterrupted) as caught:
             run(session, SLEEP_FOREVER, wall_seconds=60)
     finally:
         worker.channel = channel
     assert caught.value.result.status is ExecStatus.INTERRUPTED
+    assert text(session, caught.value.result.stderr).endswith("KeyboardInterrupt\n")
     assert text(session, run(session, "m").stdout) == "5\n"

@@ -1,9 +1,11 @@
-"""The worker's SIGINT latch: KeyboardInterrupt in the cell, held over a tool call, else dropped."""
+"""The worker's SIGINT latch: KeyboardInterrupt in the cell, held while its request arrives and
+over a tool call, dropped between cells."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -12,9 +14,18 @@ from safeexec.sandbox.worker import _Interrupts
 
 
 @pytest.fixture
-def interrupts() -> Iterator[_Interrupts]:
+def channel() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """(worker's end, host's end)."""
+    worker_end, host_end = socket.socketpair()
+    yield worker_end, host_end
+    worker_end.close()
+    host_end.close()
+
+
+@pytest.fixture
+def interrupts(channel: tuple[socket.socket, socket.socket]) -> Iterator[_Interrupts]:
     previous = signal.getsignal(signal.SIGINT)
-    latch = _Interrupts()
+    latch = _Interrupts(channel[0])
     latch.install()
     yield latch
     signal.signal(signal.SIGINT, previous)
@@ -52,3 +63,39 @@ def test_nested_deferred_sections_raise_only_at_the_outermost(interrupts: _Inter
             _sigint()
         reached.append("outer still running")
     assert reached == ["outer still running"]
+
+
+def test_an_interrupt_sent_after_a_request_that_is_not_read_yet_reaches_that_cell(
+    interrupts: _Interrupts, channel: tuple[socket.socket, socket.socket]
+) -> None:
+    worker_end, host_end = channel
+    host_end.sendall(b"request")
+    _sigint()  # the worker is still waiting: the request is in the channel, unread
+    interrupts.wait_for_request()
+    reached: list[str] = []
+    with pytest.raises(KeyboardInterrupt), interrupts.cell():
+        worker_end.recv(64)
+        with interrupts.armed():
+            reached.append("the cell's code ran")
+    assert reached == []
+
+
+def test_an_interrupt_while_the_cell_is_prepared_is_raised_as_its_code_starts(
+    interrupts: _Interrupts,
+) -> None:
+    with pytest.raises(KeyboardInterrupt), interrupts.cell():
+        _sigint()  # the request is read, the code not started yet
+        with interrupts.armed():
+            pytest.fail("the held interrupt must be raised before the code runs")
+
+
+def test_an_interrupt_held_for_a_cell_does_not_outlive_it(
+    interrupts: _Interrupts, channel: tuple[socket.socket, socket.socket]
+) -> None:
+    with interrupts.cell():
+        pass
+    with interrupts.cell():
+        _sigint()  # after the code finished, before the answer went out
+    channel[1].sendall(b"next request")
+    with interrupts.cell(), interrupts.armed():
+        pass
