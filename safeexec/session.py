@@ -7,6 +7,9 @@ backend session per mode, opened lazily and kept, so state carries over between 
 notebook kernel. The state dir is the host's alone: 0700, and never inside, equal to or above the
 workdir (``ConfigurationError``), so no session can reach the log or the blobs.
 
+The backend sessions live in :class:`~safeexec.backend_pool.BackendPool`, the counters behind
+:meth:`Session.statistics` in :mod:`safeexec.session_stats`.
+
 Every outcome, denials included, is audited before ``run`` returns or raises. "Policy said no" is
 an :class:`~safeexec.model.Outcome` with a deny decision; an exhausted budget is a deny finding
 (``SX510``), never an exception. A backend that cannot be had raises ``BackendUnavailable``;
@@ -16,21 +19,19 @@ anything else a backend raises is a bug and surfaces as ``InternalError`` (the s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import tempfile
 import threading
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Self
 
 from safeexec.audit import AuditLog, build_event
+from safeexec.backend_pool import BackendPool
 from safeexec.backends.base import (
     Backend,
     BackendSession,
@@ -84,6 +85,7 @@ from safeexec.policy.engine_rules import (
 from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
+from safeexec.session_stats import SessionStatistics, StepCounters
 from safeexec.statedir import default_state_dir, ensure_apart, open_private_dir
 from safeexec.steps import (
     NO_CODE_FINDING,
@@ -102,25 +104,6 @@ Approver = Callable[[Decision, Action], bool]
 
 TOOL_BACKEND = "tool"
 """The ``backend`` of a step that was one tool call (:meth:`Session.call_tool`), not code."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionStatistics:
-    """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""
-
-    session_id: str
-    steps: int
-    verdicts: Mapping[str, int]
-    statuses: Mapping[str, int]
-    approvals_granted: int
-    approvals_refused: int
-    internal_errors: int
-    cpu_seconds: float
-    tool_calls: int
-    budget: Budget
-    open_backends: tuple[str, ...]
-    audit_path: Path
-    audit_events: int
 
 
 class Session:
@@ -169,9 +152,7 @@ class Session:
                 )
             ensure_apart(self.state_dir, Path(workdir).absolute())
         os.close(open_private_dir(self.state_dir))
-        self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
-        self._use_default_backends = backends is None
-        self._owned: set[str] = set()
+        self._pool = BackendPool(backends)
         self._approver = approver
         self._capabilities = CapabilitySet(approve=tool_approver)
         self._clock = clock or _utc_now
@@ -193,22 +174,16 @@ class Session:
             cpu_seconds_left=budget.cpu_seconds,
             tool_calls_left=budget.tool_calls,
         )
-        self._open: dict[str, BackendSession] = {}
         self._running: BackendSession | None = None  # the backend session of the call in flight
         self.files = WorkdirFiles(
             self.workdir,
             max_read_bytes=self.policy.limits.file_size_bytes,
-            running=self._file_session,
+            running=lambda: self._pool.for_files(self.mode),
         )
         """Write, read, list and remove files beneath the workdir (see :class:`WorkdirFiles`)."""
         self._lock = threading.RLock()
         self._closed = False
-        self._verdicts: Counter[str] = Counter()
-        self._statuses: Counter[str] = Counter()
-        self._approvals = Counter[bool]()
-        self._internal_errors = 0
-        self._cpu_seconds = 0.0
-        self._tool_calls = 0
+        self._counters = StepCounters()
 
     # ---------------------------------------------------------------------------------------
     # Public face
@@ -374,18 +349,10 @@ class Session:
 
     def statistics(self) -> SessionStatistics:
         with self._lock:
-            return SessionStatistics(
+            return self._counters.snapshot(
                 session_id=self.session_id,
-                steps=sum(self._verdicts.values()),
-                verdicts=MappingProxyType(dict(self._verdicts)),
-                statuses=MappingProxyType(dict(self._statuses)),
-                approvals_granted=self._approvals[True],
-                approvals_refused=self._approvals[False],
-                internal_errors=self._internal_errors,
-                cpu_seconds=self._cpu_seconds,
-                tool_calls=self._tool_calls,
                 budget=self._budget,
-                open_backends=tuple(sorted(self._open)),
+                open_backends=self._pool.open_modes,
                 audit_path=self.audit.path,
                 audit_events=self.audit.statistics().events_written,
             )
@@ -396,19 +363,7 @@ class Session:
             if self._closed:
                 return
             self._closed = True
-            failures: list[BaseException] = []
-            for mode in sorted(self._open):
-                try:
-                    self._open.pop(mode).close()
-                except Exception as exc:
-                    failures.append(exc)
-            self._open.clear()
-            for mode in sorted(self._owned):
-                # Backends this session made (e.g. the native template process) die with it.
-                try:
-                    self._backends.pop(mode).close()
-                except Exception as exc:
-                    failures.append(exc)
+            failures = self._pool.close()
             self.audit.close()
             if self._owns_workdir:
                 remove_tree(str(self.workdir))
@@ -460,10 +415,10 @@ class Session:
             held_scope=None if held is None else held.scope,
             effects=[str(e) for e in getattr(held.spec if held else tool, "effects", ())],
         )
-        if self._open:
+        if self._pool.open_modes:
             raise ConfigurationError(
                 f"cannot grant tool name={name!r} after the sandbox of mode(s) "
-                f"{sorted(self._open)} started; grant tools before the first run"
+                f"{list(self._pool.open_modes)} started; grant tools before the first run"
             )
         with self._lock:
             return self._capabilities.grant(
@@ -518,7 +473,7 @@ class Session:
                 result, interrupted = exc.result, exc
             except KeyboardInterrupt:
                 # A backend that could not settle the call is out of step: start it afresh.
-                self._discard(decision.backend)
+                self._pool.discard(decision.backend)
                 raise
             except (BackendUnavailable, ConfigurationError) as exc:
                 failure = exc
@@ -530,7 +485,7 @@ class Session:
                 )
                 failure.__cause__ = exc
                 decision = fail_closed(decision, BACKEND_CRASHED, exc)
-                self._discard(decision.backend)
+                self._pool.discard(decision.backend)
         try:
             observation = observe(
                 decision=decision, result=result, blobs=self.blobs, config=self.policy.observe
@@ -546,7 +501,7 @@ class Session:
             relay.finish(result, self.blobs)
         if failure is not None:
             if isinstance(failure, InternalError):
-                self._internal_errors += 1
+                self._counters.internal_error()
             raise failure
         if interrupted is not None:
             raise KeyboardInterrupt(f"interrupted during step action_id={action.action_id!r}")
@@ -591,7 +546,7 @@ class Session:
                 granted = self._approver(decision, action) is True
             except Exception:  # a crashing approver approves nothing
                 granted = False
-        self._approvals[granted] += 1
+        self._counters.approval(granted=granted)
         # An approved action keeps its needs_approval verdict in the log (and runs); a refused
         # one is denied.
         return decision if granted else dataclasses.replace(decision, verdict=Verdict.DENY)
@@ -617,14 +572,15 @@ class Session:
         return result
 
     def _backend_session(self, decision: Decision) -> BackendSession:
-        mode = decision.backend
-        if mode in self._open:
-            return self._open[mode]
-        backend = self._backend(mode)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        ensure_apart(self.state_dir, self.workdir)  # again, now that both exist: by inode too
-        session = backend.open(
-            SessionSpec(
+        return self._pool.session(decision.backend, self._spec(decision))
+
+    def _spec(self, decision: Decision) -> Callable[[], SessionSpec]:
+        """What a backend session of this step's mode is opened with, made only when needed."""
+
+        def spec() -> SessionSpec:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            ensure_apart(self.state_dir, self.workdir)  # again, now that both exist: by inode too
+            return SessionSpec(
                 workdir=self.workdir,
                 limits=decision.limits,
                 blobs=self.blobs,
@@ -636,33 +592,8 @@ class Session:
                 seed=self.seed,
                 dsl=self.policy.dsl,
             )
-        )
-        self._open[mode] = session
-        return session
 
-    def _backend(self, mode: str) -> Backend:
-        if mode not in self._backends:
-            if not self._use_default_backends:
-                raise BackendUnavailable(
-                    f"no backend for mode={mode!r} among backends={sorted(self._backends)}; "
-                    "pass one in backends={...}"
-                )
-            self._backends[mode] = default_backend(mode)
-            self._owned.add(mode)
-        return self._backends[mode]
-
-    def _file_session(self) -> BackendSession | None:
-        """The open backend session file writes go through (the mode asked for, else any)."""
-        if self.mode is not None and self.mode in self._open:
-            return self._open[self.mode]
-        return next(iter(self._open.values()), None)
-
-    def _discard(self, mode: str) -> None:
-        session = self._open.pop(mode, None)
-        if session is not None:
-            # Already failing closed; the next step opens a fresh session.
-            with contextlib.suppress(Exception):
-                session.close()
+        return spec
 
     def _sandbox_env(self) -> dict[str, str]:
         names = self.policy.sandbox.env_passthrough
@@ -682,11 +613,7 @@ class Session:
         cpu = usage.cpu_seconds if usage is not None else 0.0
         calls = usage.tool_calls if usage is not None else 0
         self._budget = self._budget.charge(steps=1, cpu_seconds=cpu, tool_calls=calls)
-        self._verdicts[decision.verdict.value] += 1
-        if result is not None:
-            self._statuses[result.status.value] += 1
-        self._cpu_seconds += cpu
-        self._tool_calls += calls
+        self._counters.step(decision, result, cpu_seconds=cpu, tool_calls=calls)
         finished = self._now()
         event = build_event(
             action=action,
