@@ -137,6 +137,7 @@ def build_event(
         budget=budget,
         environment_ref=environment_ref,
         seed=seed,
+        error=None if result is None else result.error,
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "DisplayKind",
     "Enforcement",
     "Estimate",
+    "ExecError",
     "ExecRequest",
     "ExecResult",
     "ExecStatus",
@@ -413,6 +414,17 @@ class OutputCut(_JSON):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExecError(_JSON):
+    """What the code raised, as a value (Jupyter's ``ename``/``evalue``/``traceback``, E2B's
+    ``ExecutionError``): the exception's class name, its message, and its traceback trimmed to
+    the model's own frames (:mod:`safeexec.sandbox.tracebacks`), all size-capped."""
+
+    name: str
+    value: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExecResult(_JSON):
     """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
 
@@ -430,6 +442,7 @@ class ExecResult(_JSON):
     displays_dropped: int = 0  # rich values past the per-call limits, counted only
     stdout_cut: OutputCut | None = None  # set when the output cap cut stdout
     stderr_cut: OutputCut | None = None
+    error: ExecError | None = None  # set when the code raised (status error or limit_exceeded)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -489,6 +502,7 @@ class AuditEvent(_JSON):
     masked_fields: tuple[str, ...] = ()
     environment_ref: str | None = None  # blob:// of the session's environment fingerprint
     seed: int | None = None  # the session's seed for random and numpy.random, if it had one
+    error: ExecError | None = None  # what the code raised, if it raised
     sequence: int | None = None
     prev_sha256: str | None = None
 

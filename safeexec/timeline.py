@@ -2,9 +2,9 @@
 
 :func:`show_log` reads a state dir strictly (the hash chain is checked first, nothing is created)
 and renders each event: when and where it ran, the verdict and its findings, the code, stdout
-and stderr (head and tail), artifacts, tool calls and the budget left. Everything shown from
-the log or its blobs is escaped like an observation; a blob that is missing or corrupt is named,
-never hidden.
+and stderr (head and tail), the error the code raised, artifacts, tool calls and the budget
+left. Everything shown from the log or its blobs is escaped like an observation; a blob that is
+missing or corrupt is named, never hidden.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ def _event_lines(event: AuditEvent, blobs: BlobStore, *, lines: int) -> list[str
         if body:
             out.append(f"  {label}:")
             out.extend(body)
+    if event.error is not None:
+        value = f": {_e(event.error.value)}" if event.error.value else ""
+        out.append(f"  error {_e(event.error.name)}{value}")
     for artifact in event.artifacts:
         out.append(
             f"  artifact {_e(artifact.name)} ({artifact.blob.size:,} bytes, "

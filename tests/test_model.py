@@ -253,7 +253,7 @@ def test_policy_error_says_where_and_how_to_fix() -> None:
 def test_public_exports_are_pinned() -> None:
     assert model.__all__ == [
         "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
-        "Budget", "Decision", "DisplayData", "DisplayKind", "Enforcement", "Estimate",
+        "Budget", "Decision", "DisplayData", "DisplayKind", "Enforcement", "Estimate", "ExecError",
         "ExecRequest", "ExecResult", "ExecStatus", "ExecutionEvent", "Finding", "GuardDenied",
         "LimitHit", "Limits", "MimeItem", "Observation", "Outcome", "OutputChunk", "OutputCut",
         "Severity", "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage",

@@ -52,10 +52,11 @@ def test_the_session_walkthrough_runs_and_prints_what_its_comments_say(
         "step 1",
         "step 2",
         "south    5",
+        "KeyError 'east'",
         "True True",
         "timeout False",
         "['region,amount', 'north,7', 'south,5']",
-        "6 steps in 1 sessions; chain verified (6 events)",
+        "7 steps in 1 sessions; chain verified (7 events)",
     ]
     events = (tmp_path / "xdg" / "safeexec" / "audit.jsonl").read_text().splitlines()
-    assert len(events) == 6  # one per step, the interrupted one included
+    assert len(events) == 7  # one per step, the interrupted one included

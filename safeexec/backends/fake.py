@@ -21,6 +21,7 @@ from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
     Artifact,
+    ExecError,
     ExecRequest,
     ExecResult,
     ExecStatus,
@@ -44,6 +45,7 @@ class FakeReply:
     artifacts: Mapping[str, bytes] = field(default_factory=dict)
     message: str = ""
     state_lost: bool = False
+    error: ExecError | None = None
 
 
 class FakeSession:
@@ -90,6 +92,7 @@ class FakeSession:
             usage=usage,
             message=reply.message,
             state_lost=reply.state_lost,
+            error=reply.error,
         )
 
     def reset(self) -> None:

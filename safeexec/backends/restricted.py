@@ -268,6 +268,7 @@ class InProcessRestrictedSession:
         self._budget = budget
         before = scan(str(self.workdir), _ARTIFACT_LIMITS)
         error: BaseException | None = None
+        formatted = ""
         linecache.cache[filename] = (
             len(request.code),
             None,
@@ -283,14 +284,15 @@ class InProcessRestrictedSession:
                 except Exception as exc:
                     error = exc
             if error is not None and not budget.exhausted:
-                stderr.write(format_exception(error))
+                formatted = format_exception(error)
+                stderr.write(formatted)
         finally:
             linecache.cache.pop(filename, None)
             self._budget = None
         record.events.extend(
             GuardDenied(guard=guard, detail=detail) for guard, detail in self._executor.last_denials
         )
-        settled = self._settle(budget, error, limits)
+        settled = self._settle(budget, error, limits, formatted)
         artifacts = collect_artifacts(
             str(self.workdir), before, blobs=self.blobs, limits=_ARTIFACT_LIMITS
         )
@@ -315,7 +317,7 @@ class InProcessRestrictedSession:
         return self._executor.execute(code, filename=filename, budget=budget)
 
     def _settle(
-        self, budget: OperationBudget, error: BaseException | None, limits: Limits
+        self, budget: OperationBudget, error: BaseException | None, limits: Limits, formatted: str
     ) -> Settled:
         record = self._record
         reason = budget.reason()
@@ -337,7 +339,11 @@ class InProcessRestrictedSession:
         if error is None:
             return succeeded()
         return raised(
-            type(error).__name__, exception_message(error), limits=self.limits, record=record
+            type(error).__name__,
+            exception_message(error),
+            limits=self.limits,
+            record=record,
+            traceback=formatted,
         )
 
     def interrupt(self) -> None:

@@ -18,6 +18,7 @@ from safeexec.capabilities import ToolReply
 from safeexec.codec import JSONValue
 from safeexec.model import (
     Artifact,
+    ExecError,
     ExecResult,
     ExecStatus,
     ExecutionEvent,
@@ -26,6 +27,8 @@ from safeexec.model import (
     OutputCut,
     Usage,
 )
+from safeexec.sandbox.protocol import MAX_TRACEBACK_CHARS
+from safeexec.sandbox.tracebacks import trim_traceback_lines
 
 __all__ = [
     "CallRecord",
@@ -75,11 +78,13 @@ def call_tool(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settled:
-    """How a call ended: its status, exit code and a one-line message (empty when it ran fine)."""
+    """How a call ended: its status, exit code, a one-line message (empty when it ran fine) and,
+    when the code raised, the error as a value."""
 
     status: ExecStatus
     exit_code: int | None
     message: str = ""
+    error: ExecError | None = None
 
 
 def succeeded() -> Settled:
@@ -87,17 +92,28 @@ def succeeded() -> Settled:
     return Settled(status=ExecStatus.OK, exit_code=0)
 
 
-def raised(kind: str, text: str, *, limits: Limits, record: CallRecord) -> Settled:
-    """The code raised ``kind`` with message ``text``; a ``MemoryError`` is the memory limit."""
+def raised(
+    kind: str, text: str, *, limits: Limits, record: CallRecord, traceback: str = ""
+) -> Settled:
+    """The code raised ``kind`` with message ``text``; a ``MemoryError`` is the memory limit.
+
+    ``traceback`` is the exception's traceback text as the sandbox formatted it; it is trimmed
+    again here (the sandbox's text is not trusted to be trimmed) and its end kept if long."""
+    kept = "\n".join(trim_traceback_lines(traceback[-MAX_TRACEBACK_CHARS:].split("\n")))
+    error = ExecError(name=kind, value=text, traceback=kept)
     if kind == "MemoryError":
         record.limit_hit("memory_bytes", float(limits.memory_bytes))
         return Settled(
             status=ExecStatus.LIMIT_EXCEEDED,
             exit_code=1,
             message=f"MemoryError: {text}".rstrip(": "),
+            error=error,
         )
     return Settled(
-        status=ExecStatus.ERROR, exit_code=1, message=f"{kind}: {text}" if text else kind
+        status=ExecStatus.ERROR,
+        exit_code=1,
+        message=f"{kind}: {text}" if text else kind,
+        error=error,
     )
 
 
@@ -176,6 +192,7 @@ def finish(
         ),
         message=settled.message,
         state_lost=state_lost,
+        error=settled.error,
         stdout_cut=_cut(stdout),
         stderr_cut=_cut(stderr),
     )

@@ -261,6 +261,7 @@ async def _run_code(
         "rules": [f.rule for f in outcome.decision.findings],
         "artifacts": [] if outcome.result is None else [a.name for a in outcome.result.artifacts],
         "action_id": outcome.action.action_id,
+        "error": None if rendered.error is None else rendered.error.to_json(),
     }
     return _rendered(rendered, structured)
 

@@ -1,4 +1,5 @@
-"""One step's outcome as every face shows it: the observation text, an error flag, the files.
+"""One step's outcome as every face shows it: the observation text, an error flag, the files,
+and what the code raised as a value (``name``, ``value``, trimmed ``traceback``).
 
 The text is the observation the model would see anyway (it lists the artifacts and displays);
 images — figure artifacts, and the image representation of rich displays (``_repr_png_``,
@@ -13,7 +14,7 @@ import base64
 from dataclasses import dataclass
 
 from safeexec.blobs import BlobStore
-from safeexec.model import BlobRef, DisplayKind, ExecStatus, Outcome, Verdict
+from safeexec.model import BlobRef, DisplayKind, ExecError, ExecStatus, Outcome, Verdict
 
 __all__ = [
     "INLINE_IMAGE_TYPES",
@@ -64,6 +65,8 @@ class Rendered:
     files: tuple[File, ...] = ()
     value: str | None = None
     """The ``text/plain`` repr of the cell's last expression, when it had one."""
+    error: ExecError | None = None
+    """What the code raised (its class name, message and trimmed traceback), when it raised."""
 
     @property
     def images(self) -> tuple[File, ...]:
@@ -103,7 +106,11 @@ def render(outcome: Outcome, blobs: BlobStore) -> Rendered:
         if display.kind is DisplayKind.RESULT and plain is not None and plain.text:
             value = plain.text
     return Rendered(
-        text=outcome.observation.text, is_error=not ran_ok, files=tuple(files), value=value
+        text=outcome.observation.text,
+        is_error=not ran_ok,
+        files=tuple(files),
+        value=value,
+        error=None if result is None else result.error,
     )
 
 

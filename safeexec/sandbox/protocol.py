@@ -64,6 +64,8 @@ MAX_DISPLAY_ITEMS = 16
 # type/subtype as RFC 6838 names them, lower case (what _repr_mimebundle_ and Jupyter use).
 _MEDIA_TYPE = re.compile(r"[a-z][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 _MAX_ERROR_MESSAGE_CHARS = 2000
+MAX_TRACEBACK_CHARS = 16 * 1024
+"""The most of a raised exception's traceback text a ``done`` frame carries (its end is kept)."""
 
 
 class Op(StrEnum):
@@ -478,12 +480,14 @@ def is_textual(media_type: str) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Done:
-    """Worker to host: the cell finished; if it raised, the exception's type and message."""
+    """Worker to host: the cell finished; if it raised, the exception's type, message and
+    trimmed traceback (its last :data:`MAX_TRACEBACK_CHARS` characters)."""
 
     op: ClassVar[Op] = Op.DONE
     ok: bool
     error_type: str = ""
     error_message: str = ""
+    error_traceback: str = ""
 
     def to_message(self) -> dict[str, object]:
         message: dict[str, object] = {"op": self.op.value, "ok": self.ok}
@@ -491,6 +495,7 @@ class Done:
             message["error"] = {
                 "type": self.error_type[:_MAX_ERROR_TYPE_CHARS],
                 "message": self.error_message[:_MAX_ERROR_MESSAGE_CHARS],
+                "traceback": self.error_traceback[-MAX_TRACEBACK_CHARS:],
             }
         return message
 
@@ -505,6 +510,7 @@ class Done:
             ok=False,
             error_type=_field(error, "type", str)[:_MAX_ERROR_TYPE_CHARS] or "Error",
             error_message=_field(error, "message", str)[:_MAX_ERROR_MESSAGE_CHARS],
+            error_traceback=_field(error, "traceback", str)[-MAX_TRACEBACK_CHARS:],
         )
 
 

@@ -188,8 +188,11 @@ def _check_plain(value: object, *, depth: int) -> None:
     )
 
 
-def _write_traceback(exc: BaseException) -> None:
-    os.write(2, format_exception(exc).encode("utf-8", "backslashreplace"))
+def _write_traceback(exc: BaseException) -> str:
+    """Write the trimmed traceback of ``exc`` to stderr, as Python would; the text written."""
+    text = format_exception(exc)
+    os.write(2, text.encode("utf-8", "backslashreplace"))
+    return text
 
 
 def _flush_streams() -> None:
@@ -268,9 +271,12 @@ def _run_cell(
                 tool_channel.send_display(_result_bundle(executor, shown))
     except BaseException as exc:  # user code may raise anything, SystemExit included
         _flush_streams()
-        _write_traceback(exc)
+        written = _write_traceback(exc)
         outcome = Done(
-            ok=False, error_type=type(exc).__name__, error_message=exception_message(exc)
+            ok=False,
+            error_type=type(exc).__name__,
+            error_message=exception_message(exc),
+            error_traceback=written,
         )
     finally:
         _flush_streams()

@@ -51,6 +51,7 @@ from safeexec.service.schemas import (
     CreateSessionIn,
     DisplayOut,
     ErrorOut,
+    ErrorValueOut,
     FileEntryOut,
     HealthOut,
     MimeItemOut,
@@ -384,6 +385,11 @@ def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
         "artifacts": artifacts,
         "displays": displays,
         "outcome": outcome.to_json(),
+        "error": None
+        if result is None or result.error is None
+        else ErrorValueOut(
+            name=result.error.name, value=result.error.value, traceback=result.error.traceback
+        ).model_dump(),
     }
 
 

@@ -93,6 +93,15 @@ class DisplayOut(BaseModel):
     truncated: bool
 
 
+class ErrorValueOut(BaseModel):
+    """What the code raised, as a value (Jupyter's ``ename``/``evalue``/``traceback``): its
+    class name, its message and its traceback trimmed to the model's own frames."""
+
+    name: str
+    value: str
+    traceback: str
+
+
 class RunOut(BaseModel):
     session_id: str
     verdict: str
@@ -104,6 +113,7 @@ class RunOut(BaseModel):
     artifacts: list[ArtifactOut]
     displays: list[DisplayOut]
     outcome: dict[str, Any]
+    error: ErrorValueOut | None = None
 
 
 class CheckIn(_In):

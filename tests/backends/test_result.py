@@ -105,3 +105,39 @@ def test_finish_keeps_the_gateways_events_in_order_and_flags_the_output_cap(tmp_
     assert result.truncated and result.status is ExecStatus.OK
     assert (result.usage.output_bytes, result.usage.tool_calls) == (6, 11)
     assert result.usage.cpu_seconds == 0.123
+
+
+def test_a_raised_error_is_a_value_whose_traceback_the_host_trims_again() -> None:
+    # The sandbox's text is not trusted to be trimmed: a safeexec frame in it is dropped here.
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/safeexec/sandbox/worker.py", line 9, in _run_cell\n'
+        "    shown = executor.execute(code)\n"
+        '  File "<cell-2>", line 1, in <module>\n'
+        "    int('x')\n"
+        "ValueError: invalid literal for int() with base 10: 'x'\n"
+    )
+    settled = raised("ValueError", "bad", limits=LIMITS, record=CallRecord(), traceback=text)
+    assert settled.error is not None
+    assert (settled.error.name, settled.error.value) == ("ValueError", "bad")
+    assert "safeexec" not in settled.error.traceback
+    assert '  File "<cell-2>", line 1, in <module>' in settled.error.traceback
+    memory = raised("MemoryError", "", limits=LIMITS, record=CallRecord(), traceback=text)
+    assert memory.status is ExecStatus.LIMIT_EXCEEDED and memory.error is not None
+    assert succeeded().error is None
+
+
+def test_finish_carries_the_settled_error_into_the_result(tmp_path: Path) -> None:
+    settled = raised("KeyError", "'k'", limits=LIMITS, record=CallRecord(), traceback="")
+    result = finish(
+        settled,
+        record=CallRecord(),
+        stdout=HeadTailCapture(10),
+        stderr=HeadTailCapture(10),
+        limits=LIMITS,
+        blobs=BlobStore(tmp_path / "blobs"),
+        artifacts=(),
+        cpu_seconds=0.0,
+        wall_seconds=0.0,
+    )
+    assert result.error == settled.error

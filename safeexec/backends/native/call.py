@@ -318,6 +318,7 @@ def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: L
         return raised(
             call.outcome.error_type,
             call.outcome.error_message,
+            traceback=call.outcome.error_traceback,
             limits=session.limits,
             record=record,
         )
