@@ -118,10 +118,11 @@ class Session:
     ``audit.jsonl``, its chain head and ``blobs/``; it must lie apart from ``workdir``. Without
     ``workdir`` a fresh private temporary directory is made and removed on :meth:`close`.
     ``audit_fsync`` makes every audit line and blob durable before the step returns. ``seed``
-    makes ``random`` and ``numpy.random`` start the same in every run of the session (native
-    mode; restricted code has a generator of its own, not seeded yet), for ``safeexec log
-    replay``; every audit event records it, with the environment fingerprint
-    (:mod:`safeexec.environment`). Use as a context manager, or call :meth:`close`.
+    makes ``random`` and ``numpy.random`` start the same in every run of the session (in
+    restricted modes, in the worker or in-process, the code's own ``random`` generator, seeded
+    the same way: :mod:`safeexec.sandbox.worker_seed`), for ``safeexec log replay``; every audit
+    event records it, with the environment fingerprint (:mod:`safeexec.environment`). Use as a
+    context manager, or call :meth:`close`.
     """
 
     def __init__(

@@ -14,6 +14,8 @@ from safeexec.audit import read_log
 from safeexec.blobs import BlobStore
 from safeexec.environment import distribution_changes, fingerprint
 from safeexec.errors import ConfigurationError
+from safeexec.policy.loader import load_policy
+from safeexec.policy.schema import Policy
 from safeexec.replay import replay_log
 from safeexec.session import Session
 
@@ -102,3 +104,38 @@ def test_distribution_changes_names_added_removed_and_changed_packages() -> None
     assert distribution_changes(b"nope", doc({})) == [
         "the recorded environment is not a fingerprint"
     ]
+
+
+RANDOM_ONLY = (
+    "```python\nimport random\n"
+    "print(random.random(), random.randint(0, 10**9), random.choice('abcdefgh'))\n```\n"
+)
+
+
+def _restricted_policy() -> Policy:
+    base = load_policy("default")
+    allowed = (*base.backends.allowed, "restricted-inprocess")
+    return dataclasses.replace(base, backends=dataclasses.replace(base.backends, allowed=allowed))
+
+
+def _random_draws(tmp_path: Path, name: str, mode: str, seed: int | None) -> tuple[str, str]:
+    state = tmp_path / name
+    with Session(policy=_restricted_policy(), mode=mode, state_dir=state, seed=seed) as session:
+        first, second = session.run(RANDOM_ONLY), session.run(RANDOM_ONLY)
+    texts = []
+    for outcome in (first, second):
+        assert outcome.result is not None and outcome.result.status.value == "ok", (
+            outcome.observation.text
+        )
+        texts.append(outcome.observation.text.split("--- stdout ---\n", 1)[1])
+    return texts[0], texts[1]
+
+
+@pytest.mark.parametrize("mode", ["restricted", "restricted-inprocess"])
+def test_a_seed_gives_restricted_code_the_same_draws_as_native_code(
+    tmp_path: Path, mode: str
+) -> None:
+    native = _random_draws(tmp_path, "native", "native", seed=5)
+    assert _random_draws(tmp_path, mode, mode, seed=5) == native
+    assert native[0] != native[1]  # the generator goes on between steps, as in native mode
+    assert _random_draws(tmp_path, f"{mode}-other", mode, seed=6) != native

@@ -228,6 +228,7 @@ class InProcessRestrictedSession:
             workdir=self.workdir,
             count_operations=True,
             output_bytes=limits.output_bytes,
+            seed=spec.seed,
         )
         if tools is not None:
             self._executor.bind_tools(

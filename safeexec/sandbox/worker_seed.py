@@ -1,6 +1,10 @@
 """A seeded session (``Session(seed=...)``): ``random`` and ``numpy.random`` start the same.
 
-Runs in the session process before its first cell. ``random`` is seeded at once; numpy's global
+The one home of what a seed seeds. Native code: :func:`seed_randomness` runs in the session
+process before its first cell. Restricted code (in the worker and in-process) draws from a
+generator of its own, never the host's: :func:`restricted_random` makes it, seeded exactly as
+``random`` is, so the same seed gives the same draws in every mode (restricted code cannot
+import numpy). ``random`` is seeded at once; numpy's global
 generator is seeded when ``numpy.random`` is first imported (or now, if the template preloaded
 it), by a finder that wraps its loader, so importing numpy costs nothing until a cell does.
 ``PYTHONHASHSEED`` is fixed by the template for all its sessions and is not per session.
@@ -14,7 +18,7 @@ import random
 import sys
 from types import ModuleType
 
-__all__ = ["seed_randomness"]
+__all__ = ["restricted_random", "seed_randomness"]
 
 _NUMPY_RANDOM = "numpy.random"
 
@@ -27,6 +31,15 @@ def seed_randomness(seed: int) -> None:
         _seed_numpy(module, seed)
     else:
         sys.meta_path.insert(0, _SeedOnImport(seed))
+
+
+def restricted_random(seed: int | None) -> random.Random:
+    """The generator behind restricted code's ``random`` module: seeded like ``random`` by
+    :func:`seed_randomness` when ``seed`` is given, else from the system's entropy."""
+    generator = random.Random()
+    if seed is not None:
+        generator.seed(seed)
+    return generator
 
 
 def _seed_numpy(module: ModuleType, seed: int) -> None:

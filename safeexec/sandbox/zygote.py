@@ -99,7 +99,7 @@ def _make_executor(config: SessionConfig) -> Executor:
         from safeexec.sandbox.restricted import RestrictedExecutor
 
         executor: Executor = RestrictedExecutor(
-            imports=config.imports, workdir=Path(config.workdir)
+            imports=config.imports, workdir=Path(config.workdir), seed=config.seed
         )
         return executor
     return PythonExecutor()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import random
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -43,6 +42,7 @@ from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
 from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
+from safeexec.sandbox.worker_seed import restricted_random
 
 
 class RestrictedExecutor:
@@ -51,7 +51,8 @@ class RestrictedExecutor:
     ``imports`` is the policy's module allowlist (entries may end in ``.*``); only modules also in
     :data:`MODULE_ALLOWLISTS` can be imported. ``workdir`` enables an ``open`` confined beneath
     it. ``count_operations`` compiles budget ticks into loops and calls (the in-process mode);
-    ``output_bytes`` caps the ``printed`` collector.
+    ``output_bytes`` caps the ``printed`` collector. ``seed`` seeds the code's own ``random``
+    generator (as ``Session(seed=...)`` seeds native code's), again on every :meth:`reset`.
     """
 
     def __init__(
@@ -62,6 +63,7 @@ class RestrictedExecutor:
         count_operations: bool = False,
         output_bytes: int = 1024 * 1024,
         sink: TextSink | None = None,
+        seed: int | None = None,
     ) -> None:
         self._imports = tuple(imports)
         self._workdir = None if workdir is None else Path(workdir).resolve()
@@ -76,7 +78,7 @@ class RestrictedExecutor:
         self._views: dict[str, ModuleView] = {}
         self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
-        self._random = random.Random()
+        self._seed = seed
         self.last_denials: tuple[tuple[str, str], ...] = ()
         self.reset()
 
@@ -88,6 +90,7 @@ class RestrictedExecutor:
     # -- the Executor protocol -------------------------------------------------------------------
     def reset(self) -> None:
         self.guards = Guards()
+        self._random = restricted_random(self._seed)  # a fresh interpreter starts seeded
         self._views = {}
         self._built = None
         self._namespace = self._fresh_namespace()
