@@ -498,7 +498,7 @@ class OutputRelay:
     carriage returns removed, controls escaped). The callback is guarded: the first exception
     it raises stops delivery for the step and is kept in :attr:`error` (the step runs on; the
     session raises it once the step is recorded). :meth:`finish` delivers a finished result's
-    output whole when the mode streamed nothing (it cannot stream: in-process modes, fakes).
+    output whole when the mode streamed nothing (it cannot stream: fakes).
     """
 
     def __init__(self, callback: Callable[[OutputChunk], None]) -> None:

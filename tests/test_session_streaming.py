@@ -44,10 +44,17 @@ def _text(chunks: list[OutputChunk], stream: StreamName = StreamName.STDOUT) -> 
     return "".join(chunk.text for chunk in chunks if chunk.stream is stream)
 
 
-@pytest.mark.parametrize("mode", ["native", "restricted"])
+def _policy_with_in_process() -> Policy:
+    base = load_policy("default")
+    allowed = (*base.backends.allowed, "restricted-inprocess")
+    return dataclasses.replace(base, backends=dataclasses.replace(base.backends, allowed=allowed))
+
+
+@pytest.mark.parametrize("mode", ["native", "restricted", "restricted-inprocess"])
 def test_output_is_delivered_while_the_cell_runs(tmp_path: Path, mode: str) -> None:
     chunks: list[OutputChunk] = []
-    with Session(policy="default", mode=mode, state_dir=tmp_path / "state") as session:
+    policy = _policy_with_in_process()
+    with Session(policy=policy, mode=mode, state_dir=tmp_path / "state") as session:
 
         def on_output(chunk: OutputChunk) -> None:
             chunks.append(chunk)
@@ -81,17 +88,38 @@ def test_streamed_output_is_cleaned_like_the_observation(tmp_path: Path) -> None
     assert _text(chunks) == "red \ufffd bell\ufffd\n"
 
 
-def test_streaming_stops_at_the_output_cap_with_a_marker(tmp_path: Path) -> None:
-    base = load_policy("default")
+@pytest.mark.parametrize("mode", ["native", "restricted", "restricted-inprocess"])
+def test_streaming_stops_at_the_output_cap_with_a_marker(tmp_path: Path, mode: str) -> None:
+    base = _policy_with_in_process()
     policy = dataclasses.replace(base, limits=dataclasses.replace(base.limits, output_bytes=1000))
     chunks: list[OutputChunk] = []
-    with Session(policy=policy, mode="native", state_dir=tmp_path / "state") as session:
-        outcome = session.run(fenced("print('x' * 50_000)\n"), on_output=chunks.append)
+    with Session(policy=policy, mode=mode, state_dir=tmp_path / "state") as session:
+        outcome = session.run(
+            fenced("for _ in range(100):\n    print('x' * 500)\n1 / 0\n"),
+            on_output=chunks.append,
+        )
     text = _text(chunks)
-    assert text.startswith("x" * 1000)
-    assert text.count("x") == 1000
+    assert text.startswith("x" * 500 + "\n" + "x" * 499)
+    assert text.count("x") == 999  # 1,000 bytes: the cap, as the final result's
     assert "not streamed" in text and text.endswith("...]\n")
+    assert _text(chunks, StreamName.STDERR).endswith("ZeroDivisionError: division by zero\n")
     assert outcome.result is not None and outcome.result.truncated
+
+
+def test_in_process_restricted_streams_each_print_as_it_is_written(tmp_path: Path) -> None:
+    seen: list[tuple[str, bool]] = []
+    policy = _policy_with_in_process()
+    with Session(policy=policy, mode="restricted-inprocess", state_dir=tmp_path / "s") as session:
+
+        def on_output(chunk: OutputChunk) -> None:
+            # What the workdir holds when the chunk arrives: the cell writes 'mark' after 'one'.
+            seen.append((chunk.text, (session.workdir / "mark").exists()))
+
+        session.run(
+            fenced("print('one')\nopen('mark', 'w').close()\nprint('two')\n"),
+            on_output=on_output,
+        )
+    assert seen == [("one\n", False), ("two\n", True)]
 
 
 def test_a_tap_joins_a_character_split_between_reads() -> None:

@@ -8,6 +8,7 @@ the kept value says how much was left out. Memory stays bounded however much the
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 __all__ = ["CappedText", "HeadTailCapture"]
 
@@ -64,11 +65,17 @@ class HeadTailCapture:
 
 
 class CappedText(io.TextIOBase):
-    """A text sink whose UTF-8 bytes go to a :class:`HeadTailCapture` (``capture``)."""
+    """A text sink whose UTF-8 bytes go to a :class:`HeadTailCapture` (``capture``) and, when
+    the call streams, to ``tap`` as well (an ``OutputTap``'s ``feed``, which caps what it
+    streams on its own)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, *, tap: Callable[[bytes], None] | None = None) -> None:
         self.capture = HeadTailCapture(cap)
+        self._tap = tap
 
     def write(self, text: str) -> int:
-        self.capture.feed(str(text).encode("utf-8", "backslashreplace"))
+        data = str(text).encode("utf-8", "backslashreplace")
+        self.capture.feed(data)
+        if self._tap is not None:
+            self._tap(data)
         return len(text)

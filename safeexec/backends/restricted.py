@@ -19,7 +19,9 @@ cannot fork and for the ablation. It is **weaker**, plainly:
   threads' allocations count too, and one huge allocation is not stopped before it happens);
   file sizes and disk use are not bounded; no confinement layer can be required (``require``
   raises ``BackendUnavailable``);
-* output is capped as it is written; tools and files work as in the worker (``open`` and the file
+* output is capped as it is written and streamed to ``on_output`` as it is written (capped per
+  stream like the worker's, on the thread running the call: a slow callback slows the cell and
+  counts against its time); tools and files work as in the worker (``open`` and the file
   views resolve beneath the workdir through ``BoundPath``, links never followed, as the host's
   uid); ``env`` is ignored (the ``os`` view's ``environ`` is empty);
 * sandbox objects live in the host process: they never cross into host code (tool arguments and
@@ -52,6 +54,7 @@ from safeexec.backends.result import (
     succeeded,
     timed_out,
 )
+from safeexec.backends.streaming import OutputTap
 from safeexec.backends.workdir import (
     ArtifactLimits,
     collect_artifacts,
@@ -69,6 +72,7 @@ from safeexec.model import (
     ExecStatus,
     GuardDenied,
     Limits,
+    StreamName,
 )
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
@@ -220,7 +224,8 @@ class InProcessRestrictedSession:
         self._rate = operations_per_cpu_second
         self._cell = 0
         self._closed = False
-        self._lock = threading.Lock()
+        # Re-entrant: a streaming callback runs on the calling thread and may move files.
+        self._lock = threading.RLock()
         self._record = CallRecord()
         self._budget: OperationBudget | None = None
         self._executor = RestrictedExecutor(
@@ -245,17 +250,31 @@ class InProcessRestrictedSession:
         return call_tool(self._tools, name, arguments, self._record)
 
     def run(self, request: ExecRequest, *, on_output: OutputSink | None = None) -> ExecResult:
-        # In-process output is captured, not streamed: Session delivers it when the cell ends.
+        """Run one cell; its output goes to ``on_output`` as it is written (see the module)."""
         with self._lock:
             if self._closed:
                 raise BackendUnavailable("this restricted session is closed; open a new one")
-            return self._run(request)
+            limits = request.limits
+            taps = (
+                None
+                if on_output is None
+                else (
+                    OutputTap(on_output, StreamName.STDOUT, limits.output_bytes),
+                    OutputTap(on_output, StreamName.STDERR, limits.output_bytes),
+                )
+            )
+            try:
+                return self._run(request, taps)
+            finally:
+                for tap in taps or ():
+                    tap.close()
 
-    def _run(self, request: ExecRequest) -> ExecResult:
+    def _run(self, request: ExecRequest, taps: tuple[OutputTap, OutputTap] | None) -> ExecResult:
         limits = request.limits
         self._cell += 1
         filename = f"<cell-{self._cell}>"
-        stdout, stderr = CappedText(limits.output_bytes), CappedText(limits.output_bytes)
+        stdout = CappedText(limits.output_bytes, tap=None if taps is None else taps[0].feed)
+        stderr = CappedText(limits.output_bytes, tap=None if taps is None else taps[1].feed)
         self._executor.set_sink(stdout)
         record = self._record = CallRecord()
         seconds = min(limits.cpu_seconds, limits.wall_seconds)
