@@ -14,12 +14,18 @@ from typing import Annotated
 
 import typer
 
+from safeexec.cli.groups import command_group
 from safeexec.errors import SafeExecError
 from safeexec.harness import RunOptions, TaskResult, load_suite, run_suite
 
 __all__ = ["agent_app"]
 
-agent_app = typer.Typer(help="Run agents on task suites.", no_args_is_help=True)
+agent_app = command_group(
+    "agent",
+    "Run agents on task suites.",
+    epilog="Examples: `safeexec agent run examples/agent_suite --format json --mode restricted "
+    "--agent oracle`, `safeexec agent run examples/agent_suite --agent gullible --inject --json`.",
+)
 
 
 class Format(StrEnum):

@@ -14,6 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from safeexec.capabilities import ToolSpec
+from safeexec.cli.groups import command_group
 from safeexec.errors import PolicyError
 from safeexec.gate import GateResult, check, dsl_tool_signatures
 from safeexec.model import Action, ActionSource, Enforcement, Verdict
@@ -23,8 +24,11 @@ __all__ = ["dsl_app", "load_tool_specs", "render_findings"]
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
-dsl_app = typer.Typer(
-    help="The DSL mode: check a program, or print its plan.", no_args_is_help=True
+dsl_app = command_group(
+    "dsl",
+    "The DSL mode: check a program, or print its plan.",
+    epilog="Examples: `safeexec dsl check pipeline.dsl --policy default`, `safeexec dsl plan "
+    "pipeline.dsl --json --tools tools.py` (typed tools from a trusted file).",
 )
 
 _ToolsOption = Annotated[

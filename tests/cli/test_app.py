@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from safeexec.cli.app import COMMANDS, app, load_command
@@ -74,3 +76,24 @@ def test_check_and_explain_import_no_runtime(argv: tuple[str, ...]) -> None:
     loaded = _imported_after(*argv)
     assert "safeexec.cli.check" in loaded
     assert not {m for m in loaded if m.startswith(_RUNTIME)}
+
+
+def _is_group(name: str) -> bool:
+    module, _, attribute = COMMANDS[name].target.partition(":")
+    return isinstance(getattr(importlib.import_module(module), attribute), typer.Typer)
+
+
+_GROUPS = sorted(name for name in COMMANDS if _is_group(name))
+
+
+def test_every_group_is_found() -> None:
+    assert {"agent", "dsl", "log", "policy"} <= set(_GROUPS)
+
+
+@pytest.mark.parametrize("name", _GROUPS)
+def test_every_command_group_shows_examples_and_its_help_when_called_bare(name: str) -> None:
+    # What the shared builder (safeexec.cli.groups.command_group) gives every group.
+    helped = runner.invoke(app, [name, "--help"])
+    assert helped.exit_code == 0 and "Examples:" in helped.output
+    bare = runner.invoke(app, [name])
+    assert "Usage:" in bare.output and "Examples:" in bare.output
