@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from safeexec.backends.capping import locate_omission
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
 from safeexec.model import (
@@ -29,6 +30,7 @@ from safeexec.model import (
     LimitHit,
     Observation,
     OutputChunk,
+    OutputCut,
     StreamName,
     SyscallKilled,
     ToolCalled,
@@ -36,7 +38,7 @@ from safeexec.model import (
     Verdict,
 )
 from safeexec.policy.schema import ObserveConfig
-from safeexec.sandbox.tracebacks import trim_traceback_lines
+from safeexec.sandbox.tracebacks import kept_traceback_lines
 from safeexec.units import format_bytes, format_seconds
 
 __all__ = ["OutputRelay", "escape_controls", "observe"]
@@ -71,6 +73,7 @@ class _Stream:
     original_bytes: tuple[int, ...]
     cut_lines: int
     cut_bytes: int
+    gap_at: int | None = None  # lines before the middle that is always cut, if there is one
 
 
 def observe(
@@ -85,8 +88,22 @@ def observe(
     listed = max(1, config.max_lines // 4)
     head = _run_head(result, listed=listed)
     streams = (
-        _read_stream("stdout", result.stdout, blobs, config, trim_traceback=False),
-        _read_stream("stderr", result.stderr, blobs, config, trim_traceback=True),
+        _read_stream(
+            "stdout",
+            result.stdout,
+            blobs,
+            config,
+            sandbox_cut=result.stdout_cut,
+            trim_traceback=False,
+        ),
+        _read_stream(
+            "stderr",
+            result.stderr,
+            blobs,
+            config,
+            sandbox_cut=result.stderr_cut,
+            trim_traceback=True,
+        ),
     )
     if result.status is ExecStatus.ERROR and result.message and not streams[1].lines:
         head.insert(1, _one_line(result.message))  # no traceback to say what went wrong
@@ -250,8 +267,16 @@ def _at_most(lines: list[str], limit: int, what: str) -> list[str]:
 
 
 def _read_stream(
-    label: str, ref: BlobRef, blobs: BlobStore, config: ObserveConfig, *, trim_traceback: bool
+    label: str,
+    ref: BlobRef,
+    blobs: BlobStore,
+    config: ObserveConfig,
+    *,
+    sandbox_cut: OutputCut | None,
+    trim_traceback: bool,
 ) -> _Stream:
+    """One stream as shown: its first and last lines, and the middle between them counted in
+    the output's own bytes and newlines, what the sandbox's cap left out included."""
     try:
         data = blobs.get(ref)
     except (KeyError, AuditError, OSError, ValueError) as exc:
@@ -265,29 +290,61 @@ def _read_stream(
             cut_lines=0,
             cut_bytes=0,
         )
-    head_end, tail_start = _window(data, lines=config.max_lines + _TRACEBACK_LINES)
-    cut_lines = cut_bytes = 0
-    if head_end < tail_start:
-        # Only the lines that can be shown are decoded; the middle is counted, exactly.
-        cut_bytes = tail_start - head_end
-        cut_lines = data.count(b"\n", head_end, tail_start)
-        head, rest = _decode(data[:head_end]), _decode(data[tail_start:])
-        text = head + rest if head.endswith("\n") or not head else head + "\n" + rest
+    side = config.max_lines + _TRACEBACK_LINES
+    gap = None if sandbox_cut is None else locate_omission(data, sandbox_cut.omitted_bytes)
+    if sandbox_cut is not None and gap is not None:
+        # The sandbox kept a head and a tail around its marker. The marker is not output: the
+        # part lines on either side of it join the middle, which is counted, never shown.
+        head_part, tail_part = data[: gap[0]], data[gap[1] :]
+        whole = head_part.rfind(b"\n") + 1
+        first = tail_part.find(b"\n") + 1 or len(tail_part)
+        head_keep, tail_keep = head_part[:whole], tail_part[first:]
+        head_end = _window(head_keep, lines=side)[0]
+        tail_start = _window(tail_keep, lines=side)[1]
+        head_raw, tail_raw = head_keep[:head_end], tail_keep[tail_start:]
+        cut_bytes = len(head_part) - head_end + sandbox_cut.omitted_bytes + first + tail_start
+        cut_lines = head_part.count(b"\n", head_end) + sandbox_cut.omitted_lines
+        cut_lines += tail_part.count(b"\n", 0, first + tail_start)
+        if tail_part and b"\n" not in tail_part:
+            cut_lines += 1  # the output's last line, unterminated, is in the middle
+        split = True
     else:
-        text = _decode(data)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+        head_end, tail_start = _window(data, lines=side)
+        split = head_end < tail_start
+        # Only the lines that can be shown are decoded; the middle is counted, exactly.
+        head_raw, tail_raw = (data[:head_end], data[tail_start:]) if split else (data, b"")
+        cut_bytes = tail_start - head_end if split else 0
+        cut_lines = data.count(b"\n", head_end, tail_start) if split else 0
+    head_lines, head_sizes = _raw_lines(head_raw)
+    tail_lines, tail_sizes = _raw_lines(tail_raw)
+    lines = [_decode(line) for line in (*head_lines, *tail_lines)]
+    sizes = [*head_sizes, *tail_sizes]
+    gap_at = len(head_lines) if split else None
     if trim_traceback:
-        lines = trim_traceback_lines(lines)
+        kept = kept_traceback_lines(lines)
+        if gap_at is not None:
+            gap_at = sum(1 for index in kept if index < gap_at)
+        lines, sizes = [lines[i] for i in kept], [sizes[i] for i in kept]
     return _Stream(
         label=label,
         lines=tuple(_cap_line(line, config.max_line_chars) for line in lines),
         capped=any(len(line) > config.max_line_chars for line in lines),
-        original_bytes=tuple(_size(line) for line in lines),
+        original_bytes=tuple(sizes),
         cut_lines=cut_lines,
         cut_bytes=cut_bytes,
+        gap_at=gap_at,
     )
+
+
+def _raw_lines(raw: bytes) -> tuple[list[bytes], list[int]]:
+    """The lines of ``raw`` and each one's size in it (its newline included, when it has one)."""
+    parts = raw.split(b"\n")
+    last = parts.pop()
+    sizes = [len(part) + 1 for part in parts]
+    if last:
+        parts.append(last)
+        sizes.append(len(last))
+    return parts, sizes
 
 
 def _window(data: bytes, *, lines: int) -> tuple[int, int]:
@@ -357,7 +414,7 @@ def _fit(
     max_bytes = max(1, config.max_bytes)
     fixed = [_cap_line(line, config.max_line_chars) for line in head]
     tail_lines = [_cap_line(line, config.max_line_chars) for line in tail]
-    present = [stream for stream in streams if stream.lines or stream.cut_lines]
+    present = [s for s in streams if s.lines or s.cut_bytes or s.gap_at is not None]
     if streams and not present:
         fixed.append("(no output)")
     headers = [f"--- {stream.label} ---" for stream in present]
@@ -406,7 +463,8 @@ def _head_and_tail(
     """The stream's first and last lines within budget, with a marker for what was cut."""
     lines = stream.lines
     total_bytes = sum(_size(line) for line in lines)
-    if not stream.cut_lines and len(lines) <= line_budget and total_bytes <= byte_budget:
+    fits = len(lines) <= line_budget and total_bytes <= byte_budget
+    if stream.gap_at is None and fits:
         return list(lines), False
     everything = sum(stream.original_bytes) + stream.cut_bytes
     marker_room = _size(_marker(len(lines) + stream.cut_lines, everything))
@@ -421,7 +479,11 @@ def _head_and_tail(
     while front <= back and lines_left > 0 and stalled < 2:
         index = front if take_front else back
         cost = _size(lines[index])
-        if cost <= bytes_left:
+        # Neither side may reach across the middle that must be cut.
+        beside = stream.gap_at is None or (
+            index < stream.gap_at if take_front else index >= stream.gap_at
+        )
+        if beside and cost <= bytes_left:
             (first if take_front else last).append(lines[index])
             bytes_left -= cost
             lines_left -= 1

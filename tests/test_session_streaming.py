@@ -230,10 +230,13 @@ def test_stream_raises_what_the_step_raised(tmp_path: Path) -> None:
         asyncio.run(collect(session))
 
 
-def test_a_capped_result_and_its_observation_count_what_was_cut_exactly(tmp_path: Path) -> None:
-    base = load_policy("default")
+@pytest.mark.parametrize("mode", ["native", "restricted", "restricted-inprocess"])
+def test_a_capped_result_and_its_observation_count_what_was_cut_exactly(
+    tmp_path: Path, mode: str
+) -> None:
+    base = _policy_with_in_process()
     policy = dataclasses.replace(base, limits=dataclasses.replace(base.limits, output_bytes=4096))
-    with Session(policy=policy, mode="native", state_dir=tmp_path / "state") as session:
+    with Session(policy=policy, mode=mode, state_dir=tmp_path / "state") as session:
         outcome = session.run(fenced("for i in range(100_000):\n    print(i)\n"))
     result = outcome.result
     assert result is not None and result.stdout_cut is not None and result.stderr_cut is None
@@ -245,3 +248,12 @@ def test_a_capped_result_and_its_observation_count_what_was_cut_exactly(tmp_path
     cut_middle = printed[len(head) : len(head) + result.stdout_cut.omitted_bytes]
     assert result.stdout_cut.omitted_lines == cut_middle.count(b"\n")
     assert f"{result.stdout_cut.omitted_lines:,} lines" in outcome.observation.text
+    # The inline marker counts the printed lines the model does not see, the cap's included.
+    shown = outcome.observation.text.split("--- stdout ---\n", 1)[1].split("\n")
+    (at,) = [i for i, line in enumerate(shown) if line.startswith("[... ")]
+    head, tail = shown[:at], shown[at + 1 :]
+    assert head == [str(i) for i in range(len(head))]
+    assert tail == [str(i) for i in range(100_000 - len(tail), 100_000)]
+    hidden = range(len(head), 100_000 - len(tail))
+    hidden_bytes = sum(len(f"{i}\n") for i in hidden)
+    assert shown[at] == f"[... {len(hidden):,} lines ({hidden_bytes:,} bytes) cut ...]"

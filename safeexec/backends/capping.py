@@ -10,10 +10,31 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-__all__ = ["CappedText", "HeadTailCapture"]
+__all__ = ["CappedText", "HeadTailCapture", "locate_omission", "omission_marker"]
 
 # The tail buffer may grow this far past what it keeps before it is cut (fewer, larger cuts).
 _TAIL_SLACK = 1 << 16
+
+
+def omission_marker(omitted_bytes: int) -> bytes:
+    """The line :meth:`HeadTailCapture.value` puts where it left ``omitted_bytes`` out."""
+    return f"\n[... {omitted_bytes} bytes omitted ...]\n".encode()
+
+
+def locate_omission(value: bytes, omitted_bytes: int) -> tuple[int, int] | None:
+    """Where in a kept ``value`` its omission marker sits (``(start, end)``), else ``None``.
+
+    The layout is fixed: the head holds ``cap - cap // 2`` bytes and the tail ``cap // 2``, so
+    the marker's place follows from the value's size alone (never from searching its text,
+    which the code wrote and may imitate)."""
+    marker = omission_marker(omitted_bytes)
+    kept = len(value) - len(marker)
+    if kept < 0:
+        return None
+    start = kept - kept // 2
+    if value[start : start + len(marker)] != marker:
+        return None
+    return start, start + len(marker)
 
 
 class HeadTailCapture:
@@ -61,7 +82,7 @@ class HeadTailCapture:
         keep = self.cap // 2
         tail = bytes(self.tail[len(self.tail) - keep :]) if keep else b""
         omitted = self.total - len(self.head) - len(tail)
-        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + tail
+        return bytes(self.head) + omission_marker(omitted) + tail
 
 
 class CappedText(io.TextIOBase):

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from safeexec.backends.base import OutputSink, SessionSpec
 from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.result import output_cut
 from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import (
@@ -93,6 +94,8 @@ class FakeSession:
             message=reply.message,
             state_lost=reply.state_lost,
             error=reply.error,
+            stdout_cut=output_cut(stdout),
+            stderr_cut=output_cut(stderr),
         )
 
     def reset(self) -> None:

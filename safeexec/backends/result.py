@@ -37,6 +37,7 @@ __all__ = [
     "call_tool",
     "finish",
     "interrupted",
+    "output_cut",
     "raised",
     "succeeded",
     "timed_out",
@@ -193,12 +194,13 @@ def finish(
         message=settled.message,
         state_lost=state_lost,
         error=settled.error,
-        stdout_cut=_cut(stdout),
-        stderr_cut=_cut(stderr),
+        stdout_cut=output_cut(stdout),
+        stderr_cut=output_cut(stderr),
     )
 
 
-def _cut(capture: HeadTailCapture) -> OutputCut | None:
+def output_cut(capture: HeadTailCapture) -> OutputCut | None:
+    """What ``capture``'s cap left out of its stream, counted (``None``: nothing)."""
     omitted_bytes, omitted_lines = capture.omitted()
     if not omitted_bytes:
         return None

@@ -19,6 +19,7 @@ __all__ = [
     "format_exception",
     "is_model_file",
     "is_safeexec_file",
+    "kept_traceback_lines",
     "trim_traceback_lines",
 ]
 
@@ -52,23 +53,28 @@ def _kept(files: Sequence[str]) -> list[int]:
 
 def trim_traceback_lines(lines: list[str]) -> list[str]:
     """``lines`` with every ``Traceback (most recent call last):`` block trimmed by the rule."""
-    out: list[str] = []
+    return [lines[index] for index in kept_traceback_lines(lines)]
+
+
+def kept_traceback_lines(lines: list[str]) -> list[int]:
+    """The indices of the ``lines`` that :func:`trim_traceback_lines` keeps, in order."""
+    out: list[int] = []
     index = 0
     while index < len(lines):
         line = lines[index]
+        out.append(index)
         index += 1
-        out.append(line)
         if line != _TRACEBACK_START:
             continue
-        frames: list[tuple[str, list[str]]] = []
+        frames: list[tuple[str, list[int]]] = []
         while index < len(lines) and lines[index].startswith("  "):
             match = _FRAME.match(lines[index])
             if match is not None:
-                frames.append((match.group("file"), [lines[index]]))
+                frames.append((match.group("file"), [index]))
             elif frames:
-                frames[-1][1].append(lines[index])
+                frames[-1][1].append(index)
             else:
-                out.append(lines[index])
+                out.append(index)
             index += 1
         for kept in _kept([file for file, _ in frames]):
             out.extend(frames[kept][1])
