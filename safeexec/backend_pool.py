@@ -1,7 +1,8 @@
 """The backend sessions a :class:`~safeexec.session.Session` holds: one per mode, opened lazily.
 
 A mode's backend comes from the caller's ``backends`` mapping, or (when none was given) is made
-on first use by :func:`~safeexec.backends.registry.default_backend` and then belongs to the pool,
+on first use by ``make`` (:func:`~safeexec.backends.registry.default_backend`; the session
+passes its own module's name for it, which tests replace) and then belongs to the pool,
 which closes it on :meth:`BackendPool.close`. The backend session opened for a mode is kept, so
 state carries over between steps like a notebook kernel, until it is discarded (a failed or
 unsettled call) and the next step opens a fresh one.
@@ -15,7 +16,6 @@ import contextlib
 from collections.abc import Callable, Mapping
 
 from safeexec.backends.base import Backend, BackendSession, SessionSpec
-from safeexec.backends.registry import default_backend
 from safeexec.errors import BackendUnavailable
 
 __all__ = ["BackendPool"]
@@ -25,9 +25,12 @@ class BackendPool:
     """The backends of one session and the backend session kept open per mode (not thread-safe:
     the owning session serialises every call)."""
 
-    def __init__(self, backends: Mapping[str, Backend] | None) -> None:
+    def __init__(
+        self, backends: Mapping[str, Backend] | None, *, make: Callable[[str], Backend]
+    ) -> None:
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None
+        self._make = make
         self._owned: set[str] = set()
         self._open: dict[str, BackendSession] = {}
 
@@ -83,6 +86,6 @@ class BackendPool:
                     f"no backend for mode={mode!r} among backends={sorted(self._backends)}; "
                     "pass one in backends={...}"
                 )
-            self._backends[mode] = default_backend(mode)
+            self._backends[mode] = self._make(mode)
             self._owned.add(mode)
         return self._backends[mode]

@@ -153,7 +153,8 @@ class Session:
                 )
             ensure_apart(self.state_dir, Path(workdir).absolute())
         os.close(open_private_dir(self.state_dir))
-        self._pool = BackendPool(backends)
+        # Looked up at call time: safeexec.session.default_backend is the seam tests replace.
+        self._pool = BackendPool(backends, make=lambda mode: default_backend(mode))
         self._approver = approver
         self._capabilities = CapabilitySet(approve=tool_approver)
         self._clock = clock or _utc_now

@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from safeexec import backend_pool
 from safeexec.backend_pool import BackendPool
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, not_executed
 from safeexec.blobs import BlobStore
 from safeexec.errors import BackendUnavailable
+
+
+def _no_default(mode: str) -> FakeBackend:
+    raise AssertionError(f"mode={mode!r} was made, not taken from the given backends")
 
 
 def _spec(tmp_path: Path) -> SessionSpec:
@@ -20,7 +23,7 @@ def _spec(tmp_path: Path) -> SessionSpec:
 
 def test_a_mode_is_opened_once_and_kept(tmp_path: Path) -> None:
     fake = FakeBackend(not_executed)
-    pool = BackendPool({"fake": fake})
+    pool = BackendPool(make=_no_default, backends={"fake": fake})
     first = pool.session("fake", lambda: _spec(tmp_path))
     assert pool.session("fake", lambda: pytest.fail("a kept session is not opened again"))
     assert first is pool.session("fake", lambda: _spec(tmp_path))
@@ -30,7 +33,7 @@ def test_a_mode_is_opened_once_and_kept(tmp_path: Path) -> None:
 
 def test_a_discarded_mode_is_closed_and_opened_afresh(tmp_path: Path) -> None:
     fake = FakeBackend(not_executed)
-    pool = BackendPool({"fake": fake})
+    pool = BackendPool(make=_no_default, backends={"fake": fake})
     first = pool.session("fake", lambda: _spec(tmp_path))
     pool.discard("fake")
     assert fake.sessions[0].closed and pool.open_modes == ()
@@ -38,14 +41,12 @@ def test_a_discarded_mode_is_closed_and_opened_afresh(tmp_path: Path) -> None:
 
 
 def test_a_mode_missing_from_the_given_backends_is_unavailable(tmp_path: Path) -> None:
-    pool = BackendPool({"fake": FakeBackend(not_executed)})
+    pool = BackendPool(make=_no_default, backends={"fake": FakeBackend(not_executed)})
     with pytest.raises(BackendUnavailable, match="mode='native'"):
         pool.session("native", lambda: _spec(tmp_path))
 
 
-def test_close_closes_the_backends_it_made_but_not_the_callers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_close_closes_the_backends_it_made_but_not_the_callers(tmp_path: Path) -> None:
     closed: list[str] = []
 
     class ClosingFake(FakeBackend):
@@ -53,12 +54,11 @@ def test_close_closes_the_backends_it_made_but_not_the_callers(
             closed.append("made")
 
     given = ClosingFake(not_executed)
-    callers = BackendPool({"fake": given})
+    callers = BackendPool(make=_no_default, backends={"fake": given})
     callers.session("fake", lambda: _spec(tmp_path))
     assert callers.close() == [] and given.sessions[0].closed and closed == []
     made = ClosingFake(not_executed)
-    monkeypatch.setattr(backend_pool, "default_backend", lambda mode: made)
-    pool = BackendPool(None)
+    pool = BackendPool(None, make=lambda mode: made)
     pool.session("fake", lambda: _spec(tmp_path))
     assert pool.close() == []
     assert closed == ["made"] and made.sessions[0].closed and pool.open_modes == ()

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from safeexec import backend_pool
 from safeexec import gate as gate_module
 from safeexec import session as session_module
 from safeexec.audit import AuditLog
@@ -538,8 +537,7 @@ def test_backends_the_session_made_are_closed_with_it(
             closed.append(self.name)
 
     made = ClosingFake(not_executed)
-    # The pool a session keeps its backends in makes the defaults.
-    monkeypatch.setattr(backend_pool, "default_backend", lambda name: made)
+    monkeypatch.setattr(session_module, "default_backend", lambda name: made)
     with Session(policy=POLICY, state_dir=tmp_path) as s:
         s.run(reply("pass\n"))
     assert closed == ["fake"]
