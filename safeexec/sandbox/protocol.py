@@ -510,7 +510,12 @@ class Done:
             ok=False,
             error_type=_field(error, "type", str)[:_MAX_ERROR_TYPE_CHARS] or "Error",
             error_message=_field(error, "message", str)[:_MAX_ERROR_MESSAGE_CHARS],
-            error_traceback=_field(error, "traceback", str)[-MAX_TRACEBACK_CHARS:],
+            # Optional: a report without one is still a report of what was raised.
+            error_traceback=(
+                _field(error, "traceback", str)[-MAX_TRACEBACK_CHARS:]
+                if "traceback" in error
+                else ""
+            ),
         )
 
 

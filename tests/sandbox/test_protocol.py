@@ -10,6 +10,7 @@ import pytest
 import safeexec
 from safeexec.sandbox.channel import ProtocolError, decode_body, encode_frame
 from safeexec.sandbox.protocol import (
+    MAX_TRACEBACK_CHARS,
     Claim,
     Display,
     Done,
@@ -159,11 +160,19 @@ def test_wrong_field_types_are_protocol_errors() -> None:
 
 
 def test_an_error_report_is_bounded_on_both_ends() -> None:
-    sent = Done(ok=False, error_type="E" * 10_000, error_message="m" * 10_000).to_message()
-    forged = {"op": "done", "ok": False, "error": {"type": "E" * 10_000, "message": "m" * 10_000}}
+    long = "t" * 100_000 + "end"
+    sent = Done(
+        ok=False, error_type="E" * 10_000, error_message="m" * 10_000, error_traceback=long
+    ).to_message()
+    error = {"type": "E" * 10_000, "message": "m" * 10_000, "traceback": long}
+    forged = {"op": "done", "ok": False, "error": error}
     for message in (sent, forged):
         done = Done.from_message(message)
         assert (len(done.error_type), len(done.error_message)) == (200, 2000)
+        assert len(done.error_traceback) == MAX_TRACEBACK_CHARS
+        assert done.error_traceback.endswith("end")  # the end, where the exception line is
+    bare = {"op": "done", "ok": False, "error": {"type": "E", "message": "m"}}
+    assert Done.from_message(bare).error_traceback == ""
 
 
 def test_no_module_builds_a_frame_by_hand() -> None:
