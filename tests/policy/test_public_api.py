@@ -17,6 +17,7 @@ def test_public_names_are_pinned() -> None:
         "GateResult",
         "PolicySuggestion",
         "check",
+        "check_cache_statistics",
         "dsl_tool_signatures",
         "fresh_budget",
         "suggest_policy",
