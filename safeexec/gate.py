@@ -48,6 +48,7 @@ __all__ = [
     "PolicySuggestion",
     "check",
     "check_cache_statistics",
+    "clear_check_cache",
     "dsl_tool_signatures",
     "fresh_budget",
     "suggest_policy",
@@ -94,6 +95,12 @@ _CHECKED: BoundedCache[_CheckKey, _Checked] = BoundedCache(max_entries=256, max_
 def check_cache_statistics() -> CacheStatistics:
     """Hits, misses and size of the in-process cache behind :func:`check`."""
     return _CHECKED.statistics()
+
+
+def clear_check_cache() -> None:
+    """Empty the cache behind :func:`check` (benchmarks time a cold check; tests that replace
+    the gate's steps start from it)."""
+    _CHECKED.clear()
 
 
 def fresh_budget(policy: Policy) -> Budget:

@@ -21,9 +21,9 @@ feeds in indents, non-NFKC identifiers, control characters), a backslash line co
 number literal glued to a name (``1in x``, ``0x1for``), which CPython's tokenizer splits and
 libcst's rejects. Plain text skips it: libcst's parse alone was 0.75-0.97x bandit's whole
 scan, and ``check`` 1.26x (60 lines) and 1.40x (600 lines) bandit in-process; without it 0.53x
-and 0.56x (benchmarks/bench_check.py, same run each). ``always_cross_check=True`` runs it on every text (the corpora's differential
-test holds the two paths to the same findings). SX001's message and caret come from CPython,
-never libcst, whichever path runs.
+and 0.56x (benchmarks/bench_check.py, same run each). ``always_cross_check=True`` runs it on
+every text (the corpora's differential test holds the two paths to the same findings). SX001's
+message and caret come from CPython, never libcst, whichever path runs.
 """
 
 from __future__ import annotations

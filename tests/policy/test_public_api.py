@@ -18,6 +18,7 @@ def test_public_names_are_pinned() -> None:
         "PolicySuggestion",
         "check",
         "check_cache_statistics",
+        "clear_check_cache",
         "dsl_tool_signatures",
         "fresh_budget",
         "suggest_policy",
