@@ -2,6 +2,13 @@
 
 This is what ``safeexec check`` and the policy-test runner call; it never raises for any input
 (a crash anywhere becomes an SX900 deny finding).
+
+Agents and benchmarks resubmit identical code, so the work before ``decide`` (parse, estimate,
+scan) is cached in-process, keyed by everything it reads: the code's sha256, the policy (its
+digest *and* the object itself: a policy built or replaced in code carries whatever digest it
+was given), the mode and the grantable tool names. ``decide`` runs on every call, so the budget
+and the backend asked for are never cached. A result holding an SX900 (a crash, a scan past its
+time budget) is never stored.
 """
 
 from __future__ import annotations
@@ -9,25 +16,39 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from safeexec.analysis import scan
 from safeexec.capabilities import ToolSpec
 from safeexec.decide import decide
-from safeexec.dsl.front import FrontResult, check_source
-from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 from safeexec.estimate import estimate
-from safeexec.model import Action, Budget, Decision, Enforcement, Estimate, Finding, Severity
+from safeexec.memo import BoundedCache, CacheStatistics
+from safeexec.model import (
+    Action,
+    Budget,
+    Decision,
+    Enforcement,
+    Estimate,
+    Finding,
+    Severity,
+    sha256_hex,
+)
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
 from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import mode_imports
 from safeexec.policy.schema import MatchKind, Policy
-from safeexec.sandbox.restricted.allowlist import restricted_modules
+
+if TYPE_CHECKING:  # the DSL (lark, its checker) is imported on first use: Python never needs it
+    from safeexec.dsl.front import FrontResult
+    from safeexec.dsl.signatures import ToolSignature
 
 __all__ = [
     "GateResult",
     "PolicySuggestion",
     "check",
+    "check_cache_statistics",
+    "clear_check_cache",
     "dsl_tool_signatures",
     "fresh_budget",
     "suggest_policy",
@@ -54,6 +75,32 @@ class GateResult:
         if self.parsed is not None:
             return self.parsed.code
         return self.dsl.source if self.dsl is not None and self.dsl.program is not None else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Checked:
+    """What parse, estimate and scan made of one code text under one policy, mode and tools."""
+
+    policy: Policy  # held, so the id in the key cannot be reused while the entry lives
+    parsed: Parsed | None
+    estimate: Estimate | None
+    findings: tuple[Finding, ...]
+
+
+_CheckKey = tuple[str, str, int, str, frozenset[str]]
+# Sized by source length: a parsed tree takes some 40x its source in memory.
+_CHECKED: BoundedCache[_CheckKey, _Checked] = BoundedCache(max_entries=256, max_size=2_000_000)
+
+
+def check_cache_statistics() -> CacheStatistics:
+    """Hits, misses and size of the in-process cache behind :func:`check`."""
+    return _CHECKED.statistics()
+
+
+def clear_check_cache() -> None:
+    """Empty the cache behind :func:`check` (benchmarks time a cold check; tests that replace
+    the gate's steps start from it)."""
+    _CHECKED.clear()
 
 
 def fresh_budget(policy: Policy) -> Budget:
@@ -88,6 +135,28 @@ def check(
         return _check_dsl(action, policy, budget=budget, backend=backend, tools=tools)
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
+    key = (sha256_hex(action.code), policy.digest, id(policy), chosen, frozenset(tool_names))
+    checked = _CHECKED.get(key)
+    if checked is None or checked.policy is not policy:
+        checked = _static_check(action, policy, chosen, key[4])
+        if not any(f.rule == CHECK_CRASHED.id for f in checked.findings):
+            _CHECKED.put(key, checked, size=len(action.code))
+    parsed = checked.parsed
+    if parsed is not None and parsed.action is not action:
+        parsed = replace(parsed, action=action)
+    decision = decide(
+        findings=checked.findings,
+        estimate=checked.estimate,
+        policy=policy,
+        budget=budget if budget is not None else fresh_budget(policy),
+        backend=backend,
+    )
+    return GateResult(action=action, parsed=parsed, estimate=checked.estimate, decision=decision)
+
+
+def _static_check(
+    action: Action, policy: Policy, mode: str, tool_names: frozenset[str]
+) -> _Checked:
     parsed: Parsed | None = None
     estimated: Estimate | None = None
     findings: tuple[Finding, ...]
@@ -99,17 +168,10 @@ def check(
             else:
                 parsed = outcome
                 estimated = estimate(parsed, tool_names=tool_names)
-                findings = scan(parsed, policy, estimate=estimated, mode=chosen)
+                findings = scan(parsed, policy, estimate=estimated, mode=mode)
     except Exception as exc:
         findings = (engine_finding(CHECK_CRASHED, f"the check crashed ({type(exc).__name__})"),)
-    decision = decide(
-        findings=findings,
-        estimate=estimated,
-        policy=policy,
-        budget=budget if budget is not None else fresh_budget(policy),
-        backend=backend,
-    )
-    return GateResult(action=action, parsed=parsed, estimate=estimated, decision=decision)
+    return _Checked(policy=policy, parsed=parsed, estimate=estimated, findings=findings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +217,7 @@ def suggest_policy(
             and f.evidence not in critical
             and not f.evidence.startswith(".")
             and f.evidence not in added
-            and (mode != "restricted" or restricted_modules((f.evidence,)))
+            and (mode != "restricted" or _restricted_modules((f.evidence,)))
         ]
         if not wanted:
             break
@@ -177,6 +239,12 @@ def suggest_policy(
     )
 
 
+def _restricted_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
+    from safeexec.sandbox.restricted.allowlist import restricted_modules  # only when suggesting
+
+    return restricted_modules(modules)
+
+
 def _with_imports(policy: Policy, modules: tuple[str, ...], *, native_only: bool) -> Policy:
     imports = policy.imports
     if native_only:
@@ -193,6 +261,8 @@ def dsl_tool_signatures(
     """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
     ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
     grantable tools by name only (untyped)."""
+    from safeexec.dsl.signatures import ToolSignature, signature_of_spec
+
     configs = {c.tool: c for c in policy.capabilities if c.grantable}
     if not specs:
         return tuple(
@@ -219,6 +289,8 @@ def _check_dsl(
     backend: str | None,
     tools: Sequence[ToolSignature] | None,
 ) -> GateResult:
+    from safeexec.dsl.front import check_source
+
     budget = budget if budget is not None else fresh_budget(policy)
     if tools is None:
         tools = dsl_tool_signatures(policy)

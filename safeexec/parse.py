@@ -10,6 +10,20 @@ A failure is a deny finding of one of the engine's parse rules (documented in
 :mod:`safeexec.policy.engine_rules`): ``SX001 syntax-error`` (with CPython's own message even if
 libcst would accept the code), ``SX002 input-too-large``, ``SX003 parser-mismatch``, ``SX004
 nesting-too-deep`` and ``SX005 invalid-encoding``.
+
+Where libcst runs (a design decision, issue 18). Every rule, the estimate and the qualified-name
+resolution read CPython's own tree (``Parsed.tree``), the tree that is compiled and run; no rule
+reads a concrete syntax tree. So libcst's tree proves something only where the two parsers are
+known to read the same text differently, and the cross-check (libcst parses, reprints the text
+and has CPython's statement outline; identifiers are NFKC where the token rewrite could not reach)
+runs only on text in those classes: any character outside printable ASCII, tab and newline (form
+feeds in indents, non-NFKC identifiers, control characters), a backslash line continuation, or a
+number literal glued to a name (``1in x``, ``0x1for``), which CPython's tokenizer splits and
+libcst's rejects. Plain text skips it: libcst's parse alone was 0.75-0.97x bandit's whole
+scan, and ``check`` 1.26x (60 lines) and 1.40x (600 lines) bandit in-process; without it 0.53x
+and 0.56x (benchmarks/bench_check.py, same run each). ``always_cross_check=True`` runs it on
+every text (the corpora's differential test holds the two paths to the same findings). SX001's
+message and caret come from CPython, never libcst, whichever path runs.
 """
 
 from __future__ import annotations
@@ -25,8 +39,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import libcst
+from typing import TYPE_CHECKING
 
 from safeexec.model import Action, Finding, Span
 from safeexec.policy.engine_rules import (
@@ -39,6 +52,9 @@ from safeexec.policy.engine_rules import (
 )
 from safeexec.policy.schema import Rule
 
+if TYPE_CHECKING:
+    import libcst
+
 __all__ = ["ParseFailure", "Parsed", "gc_paused", "parse"]
 
 
@@ -48,7 +64,6 @@ class Parsed:
 
     action: Action
     code: str
-    module: libcst.Module
     tree: ast.Module
 
 
@@ -63,6 +78,10 @@ class ParseFailure:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHAIN_TYPES = frozenset({ast.BoolOp, ast.Constant, ast.JoinedStr})
 _UNUSUAL = re.compile("[^\t\n\x20-\x7e]")
+# A number literal directly followed by a letter (``1in``, ``0x1for``, ``1e5x``): CPython's
+# tokenizer splits it, libcst's does not. Atomic, so ``1e5`` is not read as ``1`` before ``e``;
+# a match inside a string or comment only sends the text through the cross-check.
+_GLUED_NUMBER = re.compile(rf"(?<![\w])(?>{tokenize.Number})[A-Za-z_]")
 # PEP 263, as CPython's tokenizer reads it; checked on the first two lines whatever line 1 holds
 # (stricter than CPython, which only looks at line 2 after a comment or blank line).
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
@@ -71,11 +90,6 @@ _UTF8_NAMES = frozenset({"utf-8", "utf8"})
 _WORK_PER_LINE = 4
 _EVIDENCE_BEFORE = 80
 _EVIDENCE_AFTER = 80
-# libcst's native parser reads its newest grammar whatever the config says; CPython's parser,
-# which runs first, is what holds the code to the running version's grammar.
-_LIBCST_CONFIG = libcst.PartialParserConfig(
-    python_version=f"{sys.version_info.major}.{sys.version_info.minor}"
-)
 
 
 def parse(
@@ -84,11 +98,14 @@ def parse(
     max_source_bytes: int = 1_000_000,
     max_nesting: int = 200,
     max_parse_work: int = 400_000,
+    always_cross_check: bool = False,
 ) -> Parsed | ParseFailure:
-    """Parse ``action.code`` with CPython's parser and libcst; never raises for any input.
+    """Parse ``action.code`` with CPython's parser, and libcst where needed; never raises.
 
     ``max_nesting`` bounds the depth of CPython's syntax tree and ``max_parse_work`` the work
-    libcst would do (see ``SX002``); both are measured before libcst sees the code.
+    libcst would do (see ``SX002``); both are measured before libcst sees the code. libcst's
+    cross-check runs on text the parsers are known to read differently (see the module
+    docstring), or on every text with ``always_cross_check``.
     """
     with gc_paused():
         return _parse(
@@ -96,6 +113,7 @@ def parse(
             max_source_bytes=max_source_bytes,
             max_nesting=max_nesting,
             max_parse_work=max_parse_work,
+            always_cross_check=always_cross_check,
         )
 
 
@@ -119,7 +137,12 @@ def gc_paused() -> Iterator[None]:
 
 
 def _parse(
-    action: Action, *, max_source_bytes: int, max_nesting: int, max_parse_work: int
+    action: Action,
+    *,
+    max_source_bytes: int,
+    max_nesting: int,
+    max_parse_work: int,
+    always_cross_check: bool,
 ) -> Parsed | ParseFailure:
     code = action.code
     if len(code) > max_source_bytes or _utf8_length(code) > max_source_bytes:
@@ -185,9 +208,33 @@ def _parse(
             if isinstance(normalised, ParseFailure):
                 return normalised
             code, tree = normalised
+    if not always_cross_check and not _parsers_may_differ(code):
+        return Parsed(action=action, code=code, tree=tree)
+    return _concrete_check(action, code, tree, needs_normalising=needs_normalising)
 
+
+def _parsers_may_differ(code: str) -> bool:
+    """Is ``code`` in a class of text that CPython and libcst are known to read differently?"""
+    return (
+        _UNUSUAL.search(code) is not None
+        or "\\\n" in code
+        or _GLUED_NUMBER.search(code) is not None
+    )
+
+
+def _concrete_check(
+    action: Action, code: str, tree: ast.Module, *, needs_normalising: bool
+) -> Parsed | ParseFailure:
+    """Parse ``code`` with libcst too and cross-check its tree against CPython's."""
+    import libcst  # only here: importing it costs a one-shot CLI run more than the rest of a check
+
+    # libcst's native parser reads its newest grammar whatever the config says; CPython's
+    # parser, which ran first, is what holds the code to the running version's grammar.
+    config = libcst.PartialParserConfig(
+        python_version=f"{sys.version_info.major}.{sys.version_info.minor}"
+    )
     try:
-        module = libcst.parse_module(code, _LIBCST_CONFIG)
+        module = libcst.parse_module(code, config)
     except libcst.ParserSyntaxError as exc:
         return _fail(
             action,
@@ -263,7 +310,7 @@ def _cross_check(
                 f"identifier {stray!r} is not in NFKC form where the checker could not "
                 "normalise it (e.g. inside an f-string); write identifiers in ASCII",
             )
-    return Parsed(action=action, code=code, module=module, tree=tree)
+    return Parsed(action=action, code=code, tree=tree)
 
 
 def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
@@ -485,6 +532,8 @@ def _ast_outline(tree: ast.Module) -> list[tuple[int, str]]:
 
 def _cst_outline(module: libcst.Module) -> list[tuple[int, str]]:
     """The same outline from libcst's tree (``elif`` is a nested ``If``, as in CPython's)."""
+    import libcst
+
     outline: list[tuple[int, str]] = []
     pending: list[tuple[int, libcst.CSTNode]] = [
         (0, statement) for statement in reversed(module.body)
@@ -525,6 +574,8 @@ def _ast_name(statement: libcst.BaseSmallStatement) -> str:
 
 
 def _unnormalised_name(module: libcst.Module) -> str | None:
+    import libcst
+
     stack: list[libcst.CSTNode] = [module]
     while stack:
         node = stack.pop()

@@ -12,6 +12,12 @@ from safeexec.policy.loader import load_policy
 DEFAULT = load_policy("default")
 
 
+@pytest.fixture(autouse=True)
+def _empty_gate_cache() -> None:
+    # Tests here replace the gate's steps (scan, estimate): a cached decision would bypass them.
+    gate_module._CHECKED.clear()
+
+
 def test_allowed_code_gets_the_default_backend_and_policy_identity() -> None:
     result = check("print(1)", DEFAULT)
     assert result.decision.verdict is Verdict.ALLOW

@@ -36,9 +36,9 @@ def _failure(code: str, rule: str, **options: int) -> ParseFailure:
     return result
 
 
-def _names(module: libcst.Module) -> set[str]:
+def _names(code: str) -> set[str]:
     names: set[str] = set()
-    stack: list[libcst.CSTNode] = [module]
+    stack: list[libcst.CSTNode] = [libcst.parse_module(code)]
     while stack:
         node = stack.pop()
         if isinstance(node, libcst.Name):
@@ -47,13 +47,12 @@ def _names(module: libcst.Module) -> set[str]:
     return names
 
 
-def test_valid_code_gives_both_trees_of_the_exact_text() -> None:
+def test_valid_code_gives_cpythons_tree_of_the_exact_text() -> None:
     action = Action.create("import math\nprint(math.sqrt(2))\n")
     result = parse(action)
     assert isinstance(result, Parsed)
     assert result.action is action
     assert result.code == action.code
-    assert result.module.code == result.code
     assert isinstance(result.tree, ast.Module)
     assert ast.dump(result.tree) == ast.dump(ast.parse(action.code))
 
@@ -194,8 +193,8 @@ def test_leading_bom_is_stripped_from_the_text_that_runs() -> None:
 def test_fullwidth_identifiers_are_checked_as_the_names_cpython_binds() -> None:
     parsed = _parsed("ｅｘｅｃ('print(1)')\nimport ｏｓ\nｏｓ.ｓｙｓｔｅｍ('true')\n")
     assert parsed.code == "exec('print(1)')\nimport os\nos.system('true')\n"
-    assert {"exec", "os", "system"} <= _names(parsed.module)
-    assert not any(not name.isascii() for name in _names(parsed.module))
+    assert {"exec", "os", "system"} <= _names(parsed.code)
+    assert not any(not name.isascii() for name in _names(parsed.code))
 
 
 def test_ligature_identifier_is_normalised() -> None:
@@ -344,7 +343,7 @@ def test_trailing_whitespace_is_trimmed_to_one_final_newline() -> None:
     # libcst drops a trailing comment when whitespace follows it at the end of the file.
     parsed = _parsed("a = 1\n #\n \t\n\n ")
     assert parsed.code == "a = 1\n #\n"
-    assert parsed.module.code == parsed.code
+    assert libcst.parse_module(parsed.code).code == parsed.code
 
 
 EVERY_STATEMENT_KIND = """\
@@ -394,7 +393,7 @@ def test_different_statement_structure_is_a_mismatch(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         libcst, "parse_module", lambda code, config: real("if a:\n    b\n    c\n", config)
     )
-    finding = _failure("if a:\n    b\nc\n", "SX003").finding
+    finding = _failure("if a:\n    b\nc\n", "SX003", always_cross_check=True).finding
     assert "statement structure" in finding.message
 
 
@@ -403,9 +402,42 @@ def test_a_crashing_libcst_is_a_finding_not_a_crash(monkeypatch: pytest.MonkeyPa
         raise RuntimeError("native parser panicked")
 
     monkeypatch.setattr(libcst, "parse_module", crash)
-    assert "panicked" in _failure("x = 1\n", "SX003").finding.message
+    assert "panicked" in _failure("é = 1\n", "SX003").finding.message
     monkeypatch.setattr(libcst, "parse_module", lambda code, config: [][1])
-    _failure("x = 1\n", "SX003")
+    _failure("é = 1\n", "SX003")
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["x = 1\n", "print(1)\nif x:\n    y = [i for i in range(3)]\n", "s = 'a' 'b' f'{c!r:>4}'\n"],
+    ids=["assignment", "block", "strings"],
+)
+def test_plain_text_is_parsed_without_libcst(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    # No rule reads libcst's tree, and plain printable ASCII is not a text class the parsers
+    # are known to read differently: libcst is not consulted (a crashing one would be SX003).
+    def crash(code: str, config: object) -> libcst.Module:
+        raise RuntimeError("libcst was consulted")
+
+    monkeypatch.setattr(libcst, "parse_module", crash)
+    assert _parsed(code).code == code
+    _failure(code, "SX003", always_cross_check=True)
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["é = 1\n", "\fx = 1\n", "x = (1 +\\\n 2)\n", "y = [1for x in z]\n", "z = 0x1for y\n"],
+    ids=["non-ascii", "form-feed", "backslash-continuation", "glued-number", "glued-hex"],
+)
+@pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
+def test_text_the_parsers_may_read_differently_is_cross_checked(
+    monkeypatch: pytest.MonkeyPatch, code: str
+) -> None:
+    def crash(code: str, config: object) -> libcst.Module:
+        raise RuntimeError("libcst was consulted")
+
+    monkeypatch.setattr(libcst, "parse_module", crash)
+    compile(code, "<test>", "exec")
+    assert "consulted" in _failure(code, "SX003").finding.message
 
 
 def test_libcst_running_out_of_stack_is_a_nesting_finding(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -413,7 +445,7 @@ def test_libcst_running_out_of_stack_is_a_nesting_finding(monkeypatch: pytest.Mo
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(libcst, "parse_module", overflow)
-    _failure("x = 1\n", "SX004")
+    _failure("é = 1\n", "SX004")
 
 
 def test_two_megabyte_input_is_refused_without_parsing() -> None:
@@ -471,7 +503,7 @@ def test_parse_never_raises_on_python_like_text(text: str) -> None:
         json.dumps(result.finding.to_json(), ensure_ascii=False).encode("utf-8")
     else:
         assert ast.dump(result.tree) == ast.dump(ast.parse(result.code))
-        assert all(unicodedata.is_normalized("NFKC", name) for name in _names(result.module))
+        assert all(unicodedata.is_normalized("NFKC", name) for name in _names(result.code))
 
 
 def _cpython_accepts(code: str) -> bool:
@@ -515,7 +547,7 @@ def test_the_garbage_collector_is_paused_while_parsing(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(libcst, "parse_module", recording_parse_module)
     assert gc.isenabled()
-    assert isinstance(parse(Action.create("x = 1\n")), Parsed)
+    assert isinstance(parse(Action.create("é = 1\n")), Parsed)
     assert seen == [False]
     assert gc.isenabled()
 

@@ -49,6 +49,12 @@ POLICY = Policy(
 )
 
 
+@pytest.fixture(autouse=True)
+def _empty_gate_cache() -> None:
+    # Tests here replace the gate's steps (scan, estimate): a cached decision would bypass them.
+    gate_module._CHECKED.clear()
+
+
 def reply(code: str) -> str:
     return f"Let me compute that.\n\n```python\n{code}```\n"
 

@@ -24,7 +24,6 @@ from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy, Rule
-from safeexec.steps import NO_CODE_FINDING
 
 if TYPE_CHECKING:
     # The gate (and its parsers) load only when code is checked: `explain` needs none of it.
@@ -264,6 +263,7 @@ def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     """The gate's verdict on the code in one reply, extracted as ``safeexec run`` does."""
     from safeexec.gate import GateResult, fresh_budget
     from safeexec.gate import check as gate_check
+    from safeexec.steps import NO_CODE_FINDING  # the session's steps (asyncio): only when no code
 
     action = reply_action(_read(name), action_id=f"check:{name}")
     if action is not None:

@@ -91,6 +91,7 @@ def crashing_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
         raise RuntimeError("scanner forced to crash")
 
     monkeypatch.setattr(scanner_module._Scanner, "run", crash)
+    gate_module._CHECKED.clear()  # a decision cached before the crash was forced would hide it
 
 
 @pytest.mark.usefixtures("crashing_scanner")

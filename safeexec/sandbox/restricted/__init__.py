@@ -40,19 +40,54 @@ why the default home of this runtime is the confined worker.
 
 from __future__ import annotations
 
-from safeexec.sandbox.restricted.allowlist import DENIED_ATTRIBUTES, MODULE_ALLOWLISTS, USER_DUNDERS
-from safeexec.sandbox.restricted.budget import OperationBudget
-from safeexec.sandbox.restricted.executor import RestrictedExecutor
-from safeexec.sandbox.restricted.guards import (
-    GuardError,
-    Guards,
-    ModuleView,
-    PrintCollector,
-    SandboxExit,
-    TextSink,
-)
-from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
-from safeexec.sandbox.restricted.workdir_files import WorkdirFile
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from safeexec.sandbox.restricted.allowlist import (
+        DENIED_ATTRIBUTES,
+        MODULE_ALLOWLISTS,
+        USER_DUNDERS,
+    )
+    from safeexec.sandbox.restricted.budget import OperationBudget
+    from safeexec.sandbox.restricted.executor import RestrictedExecutor
+    from safeexec.sandbox.restricted.guards import (
+        GuardError,
+        Guards,
+        ModuleView,
+        PrintCollector,
+        SandboxExit,
+        TextSink,
+    )
+    from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
+    from safeexec.sandbox.restricted.workdir_files import WorkdirFile
+
+# Loaded on first use: the host's static gate reads the allowlist tables only, and must not pay
+# for RestrictedPython and the runtime (``safeexec check`` imports no sandbox runtime).
+_HOMES = {
+    "DENIED_ATTRIBUTES": "allowlist",
+    "MODULE_ALLOWLISTS": "allowlist",
+    "USER_DUNDERS": "allowlist",
+    "OperationBudget": "budget",
+    "RestrictedExecutor": "executor",
+    "GuardError": "guards",
+    "Guards": "guards",
+    "ModuleView": "guards",
+    "PrintCollector": "guards",
+    "SandboxExit": "guards",
+    "TextSink": "guards",
+    "CountingTransformer": "transformer",
+    "SafeexecTransformer": "transformer",
+    "WorkdirFile": "workdir_files",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "DENIED_ATTRIBUTES",

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from safeexec.capabilities import ToolError
+from safeexec.memo import BoundedCache
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
@@ -43,6 +44,15 @@ from safeexec.sandbox.restricted.transformer import CountingTransformer, Safeexe
 from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
 from safeexec.sandbox.worker_seed import restricted_random
+
+# Compiled cells by (transformer, code): agents resend the same cell, and the transform costs
+# more than running most cells. Code objects are immutable, so sharing them is safe; each use
+# gets a copy carrying its own cell's file name. Only cells that compiled are stored (a refusal
+# records its denials each time).
+_Compiled = tuple[types.CodeType, types.CodeType | None]
+_COMPILED: BoundedCache[tuple[type, str], _Compiled] = BoundedCache(
+    max_entries=256, max_size=4_000_000
+)
 
 
 class RestrictedExecutor:
@@ -170,7 +180,17 @@ class RestrictedExecutor:
             namespace["_budget_"] = self._budget.counter
 
     # -- internals --------------------------------------------------------------------------------
-    def _compile(self, code: str, filename: str) -> tuple[types.CodeType, types.CodeType | None]:
+    def _compile(self, code: str, filename: str) -> _Compiled:
+        key = (self._transformer, code)
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = self._compile_restricted(code, filename)
+            _COMPILED.put(key, compiled, size=len(code))
+            return compiled
+        body, final = compiled
+        return _renamed(body, filename), None if final is None else _renamed(final, filename)
+
+    def _compile_restricted(self, code: str, filename: str) -> _Compiled:
         try:
             tree = ast.parse(code, filename=filename, mode="exec")
         except SyntaxError:
@@ -364,3 +384,12 @@ class RestrictedExecutor:
         if isinstance(file, WorkdirPath):
             file = str(file)
         return self._files.open(file, mode, buffering, encoding, errors, newline)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code objects nested in it, carrying ``filename``."""
+    consts = tuple(
+        _renamed(const, filename) if isinstance(const, types.CodeType) else const
+        for const in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
