@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from safeexec.analysis import scan
-from safeexec.capabilities import ToolSpec
+from safeexec.capabilities import CapabilitySet, ToolSpec
 from safeexec.decide import decide
-from safeexec.dsl.front import FrontResult, check_source
-from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 from safeexec.estimate import estimate
 from safeexec.model import Action, Budget, Decision, Enforcement, Estimate, Finding, Severity
 from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
@@ -23,6 +22,10 @@ from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import mode_imports
 from safeexec.policy.schema import MatchKind, Policy
 from safeexec.sandbox.restricted.allowlist import restricted_modules
+
+if TYPE_CHECKING:  # the DSL (lark, its checker) is imported on first use: Python never needs it
+    from safeexec.dsl.front import FrontResult
+    from safeexec.dsl.signatures import ToolSignature
 
 __all__ = [
     "GateResult",
@@ -73,18 +76,24 @@ def check(
     backend: str | None = None,
     tool_names: Collection[str] | None = None,
     tools: Sequence[ToolSignature] | None = None,
+    capabilities: CapabilitySet | None = None,
 ) -> GateResult:
     """Decide on ``action`` (or code text) under ``policy`` without running it.
 
     ``budget`` defaults to a fresh session's, ``backend`` to the policy's default and
     ``tool_names`` to the tools the policy lets a session be granted. In the ``dsl`` mode the
     text is a DSL program whatever its fence says, checked against ``tools`` (default: the
-    policy's grantable tools, untyped) and planned; the plan rides on the decision's findings.
+    policy's grantable tools, untyped; or, given ``capabilities``, its grants with their specs
+    and calls left) and planned; the plan rides on the decision's findings.
     """
     if isinstance(action, str):
         action = Action.create(action)
     chosen = policy.backends.default if backend is None else backend
     if chosen == "dsl":
+        if tools is None and capabilities is not None:
+            from safeexec.dsl.signatures import signatures_of
+
+            tools = signatures_of(capabilities)
         return _check_dsl(action, policy, budget=budget, backend=backend, tools=tools)
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
@@ -193,6 +202,8 @@ def dsl_tool_signatures(
     """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
     ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
     grantable tools by name only (untyped)."""
+    from safeexec.dsl.signatures import ToolSignature, signature_of_spec
+
     configs = {c.tool: c for c in policy.capabilities if c.grantable}
     if not specs:
         return tuple(
@@ -219,6 +230,8 @@ def _check_dsl(
     backend: str | None,
     tools: Sequence[ToolSignature] | None,
 ) -> GateResult:
+    from safeexec.dsl.front import check_source
+
     budget = budget if budget is not None else fresh_budget(policy)
     if tools is None:
         tools = dsl_tool_signatures(policy)

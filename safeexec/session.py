@@ -51,7 +51,6 @@ from safeexec.capabilities import (
 )
 from safeexec.codec import JSONValue
 from safeexec.decide import decide
-from safeexec.dsl.signatures import signatures_of
 from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
@@ -568,7 +567,7 @@ class Session:
                     budget=self._budget,
                     backend=self.mode,
                     tool_names=self._tool_names(),
-                    tools=signatures_of(self._capabilities),
+                    capabilities=self._capabilities,
                 )
                 return gate.decision, gate.checked_code
             except Exception as exc:  # the gate never raises; if it did, nothing runs

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
-from safeexec.dsl.checker import Checked
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.rules import (
     BUDGET,
@@ -21,8 +21,11 @@ from safeexec.dsl.rules import (
     TOTAL_CALLS,
     dsl_finding,
 )
-from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Finding
+
+if TYPE_CHECKING:  # plan_of() readers (approvers, the harness) need neither the checker nor lark
+    from safeexec.dsl.checker import Checked
+    from safeexec.dsl.signatures import ToolSignature
 
 __all__ = ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"]
 
