@@ -201,13 +201,19 @@ def dsl_tool_signatures(
 ) -> tuple[ToolSignature, ...]:
     """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
     ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
-    grantable tools by name only (untyped)."""
+    grantable tools by name only (untyped, effects unknown: a plan calling one needs approval
+    whenever the policy's ``[approval] effects`` name any)."""
     from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 
     configs = {c.tool: c for c in policy.capabilities if c.grantable}
     if not specs:
         return tuple(
-            ToolSignature(name=c.tool, max_calls=c.max_calls, requires_approval=c.requires_approval)
+            ToolSignature(
+                name=c.tool,
+                max_calls=c.max_calls,
+                requires_approval=c.requires_approval,
+                effects_known=False,
+            )
             for c in configs.values()
         )
     return tuple(

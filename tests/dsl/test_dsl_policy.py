@@ -180,3 +180,66 @@ def test_a_refused_plan_approval_runs_no_tool(tmp_path: Path) -> None:
         assert session.statistics().tool_calls == 0
         logged = json.loads(session.audit.path.read_text().splitlines()[-1])
         assert any(f["rule"] == "SX710" for f in logged["findings"])
+
+
+# -- approval per effect: every way a tool's effects reach the plan ----------------------------
+
+
+def test_each_tool_is_asked_about_only_for_the_effects_the_policy_names() -> None:
+    both = 'code = reserve(sku="a")\nsave_note(title="t", body=code)\nreturn code'
+    plan = plan_of(gate(both, policy(effects=("write",))).findings)
+    assert plan is not None and plan["approval"] == {"effects": ["write"], "tools": ["save_note"]}
+    plan = plan_of(gate(both, policy(effects=("money", "write"))).findings)
+    assert plan is not None
+    assert plan["approval"] == {"effects": ["money", "write"], "tools": ["reserve", "save_note"]}
+
+
+def test_a_plan_whose_tool_effects_are_unknown_needs_approval_when_the_policy_asks_any() -> None:
+    # No specs: the gate knows the policy's tools by name only, so `reserve` may spend money.
+    action = Action.create(SHOPPING, source=ActionSource.RAW, language="dsl")
+    asked = check(action, policy(effects=("money",)), backend="dsl").decision
+    assert asked.verdict is Verdict.NEEDS_APPROVAL
+    (card,) = [f for f in asked.findings if f.rule == "SX710"]
+    assert "are unknown here" in card.message and "`reserve`" in card.message
+    plan = plan_of(asked.findings)
+    assert plan is not None
+    tools = {t["name"]: t for t in plan["tools"]}  # type: ignore[union-attr,index]
+    assert tools["reserve"]["effects_known"] is False
+    assert tools["reserve"]["approval_effects"] == ["money"]
+    # With no effect needing approval in the policy, unknown effects ask nothing.
+    assert check(action, policy(), backend="dsl").decision.verdict is Verdict.ALLOW
+
+
+def test_a_grant_that_requires_approval_asks_without_an_effect_named() -> None:
+    caps = tuple(
+        CapabilityConfig(tool=s.name, requires_approval=s.name == "search_hotels")
+        for s in example_specs()
+    )
+    p = dataclasses.replace(policy(), capabilities=caps)
+    tools = tuple(
+        dataclasses.replace(s, requires_approval=s.name == "search_hotels") for s in signatures({})
+    )
+    action = Action.create(HOTELS, source=ActionSource.RAW, language="dsl")
+    decision = check(action, p, backend="dsl", tools=tools).decision
+    assert decision.verdict is Verdict.NEEDS_APPROVAL
+    (card,) = [f for f in decision.findings if f.rule == "SX710"]
+    assert "whose grant requires approval" in card.message
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"] == {"effects": [], "tools": ["search_hotels"]}
+
+
+def test_the_session_asks_for_an_effect_the_grant_itself_does_not_flag(tmp_path: Path) -> None:
+    # The pack's [capabilities] entries set no requires_approval: [approval] effects alone asks.
+    seen: list[Decision] = []
+    with Session(
+        policy=policy(effects=("write",)), mode="dsl", state_dir=tmp_path,
+        approver=lambda d, a: seen.append(d) is None and False,
+    ) as session:  # fmt: skip
+        for spec in example_specs():
+            session.grant(spec)
+        outcome = session.run(SAVE)
+        assert outcome.decision.verdict is Verdict.DENY and outcome.result is None
+        assert session.statistics().tool_calls == 0
+    (decision,) = seen
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"]["tools"] == ["save_note"]  # type: ignore[index,call-overload]
