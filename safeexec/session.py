@@ -51,6 +51,7 @@ from safeexec.capabilities import (
 )
 from safeexec.codec import JSONValue
 from safeexec.decide import decide
+from safeexec.dsl.approval import approved_plan_calls
 from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
@@ -601,7 +602,10 @@ class Session:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
-        self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
+        self._capabilities.begin_step(
+            tool_calls_left=self._budget.tool_calls_left,
+            approved=approved_plan_calls(decision, self._approver),  # an approved plan's calls
+        )
         self._running = session
         try:
             # Without a callback the call is made as before: a mode need not know of streaming.

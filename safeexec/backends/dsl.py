@@ -90,7 +90,7 @@ class DslSession(InProcessRestrictedSession):
         if not front.accepted or front.checked is None or front.plan is None:
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))
-        code = _named(front.code(), filename)
+        compiled = _named(front.code(), filename)
         self.last_plan = front.plan
         self.last_runtime = runtime = DslRuntime(
             max_iterations=front.plan.iterations,
@@ -106,7 +106,7 @@ class DslSession(InProcessRestrictedSession):
         namespace: dict[str, object] = {"__builtins__": {}, "__name__": "__dsl__"}
         namespace.update(runtime.namespace(tools))
         try:
-            exec(code, namespace)
+            exec(compiled, namespace)
         except Exception:
             raise
         except BaseException as exc:  # KeyboardInterrupt and the like end the cell, as restricted

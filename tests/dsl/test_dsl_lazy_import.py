@@ -41,7 +41,10 @@ def test_running_python_never_imports_the_dsl_and_its_first_use_works(tmp_path: 
         check=True,
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    # Only the [dsl] limits value type, which the policy schema holds, is loaded for Python.
-    assert report["python"] == ["safeexec.dsl.limits"], report["python"]
+    # Light modules only (the [dsl] limits the policy schema holds, the plan card's reader).
+    heavy = {"lark", "safeexec.dsl.parser", "safeexec.dsl.lalr", "safeexec.dsl.checker",
+             "safeexec.dsl.front", "safeexec.dsl.compiler", "safeexec.dsl.valuetypes"}  # fmt: skip
+    assert not heavy & set(report["python"]), report["python"]
+    assert not any(m.startswith("lark.") for m in report["python"]), report["python"]
     assert "lark" in report["dsl"] and "safeexec.dsl.checker" in report["dsl"]
     assert "42" in report["out"]
