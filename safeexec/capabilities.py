@@ -325,6 +325,7 @@ class CapabilitySet:
         resolve: Resolver | None = None,
     ) -> None:
         self._approve = approve
+        self._step_approved: Callable[[ApprovalRequest], bool] | None = None
         self._resolve = resolve
         self._by_name: dict[str, Capability] = {}
         self._lock = threading.Lock()
@@ -333,9 +334,16 @@ class CapabilitySet:
         self._budget_left: int | None = None
         self._step_events = 0
 
-    def begin_step(self, *, tool_calls_left: int | None = None) -> None:
+    def begin_step(
+        self,
+        *,
+        tool_calls_left: int | None = None,
+        approved: Callable[[ApprovalRequest], bool] | None = None,
+    ) -> None:
         """Start a step: at most ``tool_calls_left`` calls may run until the next ``begin_step``
         (``None``: only the grants limit them), and the per-step event cap starts again.
+        ``approved`` says which of this step's calls are approved already (an approved DSL
+        plan's calls); any other call that needs approval asks ``approve`` as before.
 
         The session calls this before every run, so its tool budget is charged per call, not
         after the step; a call past it is refused like one past ``max_calls``.
@@ -345,6 +353,7 @@ class CapabilitySet:
         with self._lock:
             self._budget_left = None if tool_calls_left is None else max(0, tool_calls_left)
             self._step_events = 0
+            self._step_approved = approved
 
     def grant(
         self,
@@ -490,8 +499,6 @@ class CapabilitySet:
         return ToolReply(ok=False, error=reason, event=self._recorded(event))
 
     def _approved(self, capability: Capability, plain: JSONValue) -> bool:
-        if self._approve is None:
-            return False
         request = ApprovalRequest(
             tool=capability.tool,
             capability_id=capability.id,
@@ -499,6 +506,10 @@ class CapabilitySet:
             effects=capability.spec.effects,
         )
         try:
+            if self._step_approved is not None and self._step_approved(request) is True:
+                return True
+            if self._approve is None:
+                return False
             return self._approve(request) is True
         except Exception:
             return False  # a crashing approver approves nothing

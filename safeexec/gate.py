@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from safeexec.analysis import scan
-from safeexec.capabilities import ToolSpec
+from safeexec.capabilities import CapabilitySet, ToolSpec
 from safeexec.decide import decide
 from safeexec.estimate import estimate
 from safeexec.memo import BoundedCache, CacheStatistics
@@ -120,18 +120,24 @@ def check(
     backend: str | None = None,
     tool_names: Collection[str] | None = None,
     tools: Sequence[ToolSignature] | None = None,
+    capabilities: CapabilitySet | None = None,
 ) -> GateResult:
     """Decide on ``action`` (or code text) under ``policy`` without running it.
 
     ``budget`` defaults to a fresh session's, ``backend`` to the policy's default and
     ``tool_names`` to the tools the policy lets a session be granted. In the ``dsl`` mode the
     text is a DSL program whatever its fence says, checked against ``tools`` (default: the
-    policy's grantable tools, untyped) and planned; the plan rides on the decision's findings.
+    policy's grantable tools, untyped; or, given ``capabilities``, its grants with their specs
+    and calls left) and planned; the plan rides on the decision's findings.
     """
     if isinstance(action, str):
         action = Action.create(action)
     chosen = policy.backends.default if backend is None else backend
     if chosen == "dsl":
+        if tools is None and capabilities is not None:
+            from safeexec.dsl.signatures import signatures_of
+
+            tools = signatures_of(capabilities)
         return _check_dsl(action, policy, budget=budget, backend=backend, tools=tools)
     if tool_names is None:
         tool_names = tuple(c.tool for c in policy.capabilities if c.grantable)
@@ -260,13 +266,19 @@ def dsl_tool_signatures(
 ) -> tuple[ToolSignature, ...]:
     """What the DSL checker knows without a session: ``specs`` (typed), each with the policy's
     ``max_calls`` and ``requires_approval`` where it lists the tool; without specs, the policy's
-    grantable tools by name only (untyped)."""
+    grantable tools by name only (untyped, effects unknown: a plan calling one needs approval
+    whenever the policy's ``[approval] effects`` name any)."""
     from safeexec.dsl.signatures import ToolSignature, signature_of_spec
 
     configs = {c.tool: c for c in policy.capabilities if c.grantable}
     if not specs:
         return tuple(
-            ToolSignature(name=c.tool, max_calls=c.max_calls, requires_approval=c.requires_approval)
+            ToolSignature(
+                name=c.tool,
+                max_calls=c.max_calls,
+                requires_approval=c.requires_approval,
+                effects_known=False,
+            )
             for c in configs.values()
         )
     return tuple(

@@ -52,7 +52,7 @@ from safeexec.capabilities import (
 )
 from safeexec.codec import JSONValue
 from safeexec.decide import decide
-from safeexec.dsl.signatures import signatures_of
+from safeexec.dsl.approval import approved_plan_calls
 from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
@@ -525,7 +525,7 @@ class Session:
                     budget=self._budget,
                     backend=self.mode,
                     tool_names=self._tool_names(),
-                    tools=signatures_of(self._capabilities),
+                    capabilities=self._capabilities,
                 )
                 return gate.decision, gate.checked_code
             except Exception as exc:  # the gate never raises; if it did, nothing runs
@@ -559,7 +559,10 @@ class Session:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
-        self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
+        self._capabilities.begin_step(
+            tool_calls_left=self._budget.tool_calls_left,
+            approved=approved_plan_calls(decision, self._approver),  # an approved plan's calls
+        )
         self._running = session
         try:
             # Without a callback the call is made as before: a mode need not know of streaming.

@@ -1,5 +1,6 @@
 """The ``dsl`` mode: programs in the safeexec DSL, checked, planned, compiled to a Python
-``ast.Module`` and run by the restricted executor with metered capability proxies.
+``ast.Module`` (shapes verified) and run with no builtins, metered capability proxies and the
+in-process restricted session's watchdog and operation budget.
 
 The session runs in the host process on the in-process restricted machinery (operation budget,
 CPU/wall watchdog, capped output), which is sound here for a reason restricted Python lacks: the
@@ -16,13 +17,13 @@ bounds at run time: calls per tool, total iterations, items per tool result.
 
 from __future__ import annotations
 
+import types
 from typing import ClassVar
 
 from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.restricted import InProcessRestrictedSession
 from safeexec.capabilities import CapabilitySet, ToolDescriptor, tool_function
-from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.front import check_source
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
@@ -30,7 +31,7 @@ from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
 from safeexec.errors import BackendUnavailable
 from safeexec.model import Enforcement
-from safeexec.sandbox.restricted import OperationBudget
+from safeexec.sandbox.restricted import OperationBudget, SandboxExit
 
 __all__ = ["DslBackend", "DslRejected", "DslSession"]
 
@@ -89,7 +90,7 @@ class DslSession(InProcessRestrictedSession):
         if not front.accepted or front.checked is None or front.plan is None:
             denied = [f for f in front.findings if f.enforcement is Enforcement.DENY]
             raise DslRejected("; ".join(f"{f.rule} {f.message}" for f in denied[:5]))
-        module = compile_program(front.checked)
+        compiled = _named(front.code(), filename)
         self.last_plan = front.plan
         self.last_runtime = runtime = DslRuntime(
             max_iterations=front.plan.iterations,
@@ -97,11 +98,23 @@ class DslSession(InProcessRestrictedSession):
             max_items=self.dsl_limits.max_items,
             max_text_chars=self.dsl_limits.max_text_chars,
             sink=stdout,
+            operations=budget.counter,
         )
         tools = {d.name: tool_function(d, self._invoke) for d in descriptors}
-        self._executor.bind_tools(runtime.namespace(tools))
-        self._executor.execute_module(module, filename=filename, budget=budget)
+        # No builtins and no RestrictedPython pass: the compiler's shapes were verified, and the
+        # code names only the run's helpers and tools (dsl/SPEC.md, "Where a DSL program runs").
+        namespace: dict[str, object] = {"__builtins__": {}, "__name__": "__dsl__"}
+        namespace.update(runtime.namespace(tools))
+        try:
+            exec(compiled, namespace)
+        except Exception:
+            raise
+        except BaseException as exc:  # KeyboardInterrupt and the like end the cell, as restricted
+            raise SandboxExit(f"{type(exc).__name__}{exc.args!r} ended the cell") from None
         return render_value(runtime.result) if runtime.returned else None
+
+    def reset(self) -> None:
+        """Nothing carries between runs: each program runs in a namespace of its own."""
 
     def _signatures(self, descriptors: tuple[ToolDescriptor, ...]) -> tuple[ToolSignature, ...]:
         # A CapabilitySet knows the specs and the calls left: the same plan the gate made, with
@@ -109,3 +122,12 @@ class DslSession(InProcessRestrictedSession):
         if isinstance(self._tools, CapabilitySet):
             return signatures_of(self._tools)
         return tuple(signature_of_descriptor(d) for d in descriptors)
+
+
+def _named(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` (shared by the runs of one checked program) as if compiled from ``filename``,
+    lambdas too, so tracebacks point into this run's cell."""
+    consts = tuple(
+        _named(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)

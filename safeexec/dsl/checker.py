@@ -192,8 +192,8 @@ class _Checker:
             body_cost = self.block(stmt.body, inner, top=False)
         finally:
             self.state.multiplier = saved
-        for k in env:
-            env[k] = inner[k]
+        for k in env:  # the body may run no time at all: a name holds what it held, or more
+            env[k] = _Binding(join(env[k].type, inner[k].type), env[k].fixed)
         return body_cost
 
     def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> Cost:

@@ -3,18 +3,21 @@
 The module only names what the checker resolved (bindings, granted tools) and ``dsl_*`` helpers
 from :mod:`safeexec.dsl.runtime`: every loop goes through ``dsl_loop`` with the bound the plan
 assumed, fields and indexes through checked helpers, ``+``/``*`` on non-floats through size-checked
-helpers, and ``return`` hands its value to ``dsl_give``. It runs in the restricted executor.
+helpers, and ``return`` hands its value to ``dsl_give``. :func:`compile_code` checks every node of
+the module against that fixed set of shapes (dsl/SPEC.md, "Where a DSL program runs") before
+``compile()``: the DSL session runs the code object with no builtins and no RestrictedPython pass.
 """
 
 from __future__ import annotations
 
 import ast
+import types
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.checker import Checked
 from safeexec.dsl.valuetypes import Kind
 
-__all__ = ["compile_program"]
+__all__ = ["CompiledShapeError", "compile_code", "compile_program"]
 
 _ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
 _COMPARE = {
@@ -23,8 +26,26 @@ _COMPARE = {
 }  # fmt: skip
 
 
+# Every node the compiler makes (operators and contexts, which have no fields, aside): no
+# attribute, subscript, import, starred, comprehension, def, class, with, try, while.
+_SHAPES = frozenset(
+    {
+        ast.Assign, ast.Expr, ast.For, ast.If, ast.Pass, ast.Name, ast.Constant, ast.Call,
+        ast.keyword, ast.List, ast.Dict, ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp,
+        ast.IfExp, ast.JoinedStr, ast.FormattedValue, ast.Lambda, ast.arguments, ast.arg,
+    }
+)  # fmt: skip
+_CONSTANTS = (str, int, float, bool, type(None))
+_VERIFIED = (ast.Name, ast.Call, ast.Constant, ast.arg)
+
+
+class CompiledShapeError(ValueError):
+    """The compiler made a node outside its fixed shapes (a compiler bug; nothing runs)."""
+
+
 def compile_program(checked: Checked) -> ast.Module:
-    """The Python module for an accepted program (``checked.ok`` must hold)."""
+    """The Python module for an accepted program (``checked.ok`` must hold); raises
+    :class:`CompiledShapeError` if a node falls outside the compiler's fixed shapes."""
     if not checked.ok:
         raise ValueError("compile_program() takes an accepted program; check it first")
     module = ast.Module(body=_Compiler(checked).block(checked.program.body), type_ignores=[])
@@ -32,14 +53,25 @@ def compile_program(checked: Checked) -> ast.Module:
     return module
 
 
+def compile_code(checked: Checked, *, filename: str = "<dsl>") -> types.CodeType:
+    """The code object of :func:`compile_program`'s module (shapes verified)."""
+    return compile(compile_program(checked), filename, "exec", dont_inherit=True)
+
+
 def _locate(module: ast.Module) -> None:
     """Give every node without a position its statement's line (what ``fix_missing_locations``
-    does here, in one flat pass: every statement already has its line from :func:`_at`)."""
+    does here, in one flat pass: every statement already has its line from :func:`_at`), and
+    check on the way that every node has one of the compiler's shapes."""
     AST = ast.AST
+    shapes, verified = _SHAPES, _VERIFIED
     stack: list[tuple[ast.AST, int]] = [(s, s.lineno) for s in module.body]
     pop, push = stack.pop, stack.append
     while stack:
         node, line = pop()
+        if type(node) not in shapes:
+            raise CompiledShapeError(f"the DSL compiler made a {type(node).__name__} node")
+        if isinstance(node, verified):
+            _verify(node)
         fields = node.__dict__  # the fields (and positions) set on this node
         if "lineno" in fields:
             line = fields["lineno"]
@@ -53,6 +85,24 @@ def _locate(module: ast.Module) -> None:
                         push((item, line))
             elif isinstance(value, AST) and (value._fields or value._attributes):
                 push((value, line))
+
+
+def _verify(node: ast.AST) -> None:
+    """Names and parameters are never private, nor a bound ``dsl_*``; calls name their callee;
+    constants are JSON scalars."""
+    if isinstance(node, ast.arg):
+        if node.arg.startswith(("_", "dsl_")):
+            raise CompiledShapeError(f"the DSL compiler made the parameter {node.arg!r}")
+    elif isinstance(node, ast.Name):
+        if node.id.startswith("_") or (
+            isinstance(node.ctx, ast.Store) and node.id.startswith("dsl_")
+        ):
+            raise CompiledShapeError(f"the DSL compiler made the name {node.id!r}")
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise CompiledShapeError("the DSL compiler made a call of a non-name")
+    elif isinstance(node, ast.Constant) and type(node.value) not in _CONSTANTS:
+        raise CompiledShapeError("the DSL compiler made a non-JSON constant")
 
 
 def _name(id: str) -> ast.Name:

@@ -3,11 +3,15 @@ and the CLI alike, so all three refuse the same programs for the same reasons.""
 
 from __future__ import annotations
 
+import threading
+import types
+from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.checker import Checked, check_program
+from safeexec.dsl.compiler import compile_code
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.parser import parse_program
 from safeexec.dsl.plan import Plan, admit, make_plan
@@ -15,7 +19,7 @@ from safeexec.dsl.rules import STRUCTURE, dsl_finding
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Enforcement, Finding
 
-__all__ = ["FrontResult", "check_source"]
+__all__ = ["FrontResult", "check_source", "forget_checks"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -27,12 +31,66 @@ class FrontResult:
     checked: Checked | None
     plan: Plan | None
     findings: tuple[Finding, ...]
+    _entry: _Entry | None = field(default=None, repr=False)
 
     @property
     def accepted(self) -> bool:
         return self.checked is not None and not any(
             f.enforcement is Enforcement.DENY for f in self.findings
         )
+
+    def code(self) -> types.CodeType:
+        """The accepted program compiled (once per cached check: the gate and the backend,
+        or a program sent again, share it); its file name is ``<dsl>``."""
+        if not self.accepted or self.checked is None:
+            raise ValueError("code() needs an accepted program; check the findings first")
+        entry = self._entry
+        if entry is None:
+            return compile_code(self.checked)
+        if entry.code is None:
+            entry.code = compile_code(entry.checked)
+        return entry.code
+
+
+@dataclass(slots=True, eq=False)
+class _Entry:
+    """One checked program: what it was checked against, and its code once compiled."""
+
+    signatures: tuple[ToolSignature, ...]
+    checked: Checked
+    code: types.CodeType | None = None
+
+
+# The checks of recent programs, by (source, limits, tool names); an entry is used only when the
+# tools' signatures are also equal (parameters, result types, calls left, effects, approval), so
+# a changed grant is checked again. Checked values and code objects are immutable.
+_CHECKS: OrderedDict[tuple[str, DslLimits, tuple[str, ...]], _Entry] = OrderedDict()
+_CHECKS_SIZE = 64
+_CHECKS_LOCK = threading.Lock()
+
+
+def forget_checks() -> None:
+    """Empty the check cache (benchmarks measure cold checks with it)."""
+    with _CHECKS_LOCK:
+        _CHECKS.clear()
+
+
+def _checked(
+    program: n.Program, signatures: tuple[ToolSignature, ...], limits: DslLimits
+) -> _Entry:
+    key = (program.source, limits, tuple(s.name for s in signatures))
+    with _CHECKS_LOCK:
+        entry = _CHECKS.get(key)
+        if entry is not None and entry.signatures == signatures:
+            _CHECKS.move_to_end(key)
+            return entry
+    entry = _Entry(signatures=signatures, checked=check_program(program, signatures, limits=limits))
+    with _CHECKS_LOCK:
+        _CHECKS[key] = entry
+        _CHECKS.move_to_end(key)
+        while len(_CHECKS) > _CHECKS_SIZE:
+            _CHECKS.popitem(last=False)
+    return entry
 
 
 def check_source(
@@ -61,11 +119,19 @@ def check_source(
         return FrontResult(
             source=source, program=parsed, checked=None, plan=None, findings=(empty,)
         )
-    checked = check_program(parsed, signatures, limits=limits)
+    entry = _checked(parsed, signatures, limits)
+    checked = entry.checked
     if not checked.ok:
         return FrontResult(
             source=source, program=parsed, checked=checked, plan=None, findings=checked.findings
         )
     plan = make_plan(checked, signatures, limits, approval_effects=approval_effects)
     findings = admit(plan, limits=limits, tool_calls_left=tool_calls_left, describe=describe)
-    return FrontResult(source=source, program=parsed, checked=checked, plan=plan, findings=findings)
+    return FrontResult(
+        source=source,
+        program=parsed,
+        checked=checked,
+        plan=plan,
+        findings=findings,
+        _entry=entry,
+    )

@@ -276,8 +276,16 @@ class FastParser:
                 kept.extend(children[i].children)
             else:
                 kept.append(children[i])
-        first = next((p for p in spots if p is not None), None)
-        final = next((p for p in reversed(spots) if p is not None), None)
+        first = final = None
+        for p in spots:
+            if p is not None:
+                first = p
+                break
+        if first is not None:
+            for p in reversed(spots):
+                if p is not None:
+                    final = p
+                    break
         if r.inline_single and len(kept) == 1 and len(r.keep) == 1 and not r.keep[0][1]:
             child = kept[0]
             own = spots[r.keep[0][0]]
@@ -292,9 +300,10 @@ class FastParser:
         if r.name.startswith("_"):
             return _Splice(kept), place
         key = (type(builder), r.name)
-        if key not in self._handlers:
-            self._handlers[key] = _plain_method(type(builder), r.name)
-        handler = self._handlers[key]
+        try:
+            handler = self._handlers[key]
+        except KeyError:
+            handler = self._handlers[key] = _plain_method(type(builder), r.name)
         meta = Meta()
         if place is not None:
             meta.line, meta.column, meta.end_line, meta.end_column = place[:4]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
-from safeexec.dsl.checker import Checked
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.rules import (
     BUDGET,
@@ -21,8 +21,11 @@ from safeexec.dsl.rules import (
     TOTAL_CALLS,
     dsl_finding,
 )
-from safeexec.dsl.signatures import ToolSignature
 from safeexec.model import Finding
+
+if TYPE_CHECKING:  # plan_of() readers (approvers, the harness) need neither the checker nor lark
+    from safeexec.dsl.checker import Checked
+    from safeexec.dsl.signatures import ToolSignature
 
 __all__ = ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"]
 
@@ -42,7 +45,8 @@ class PlannedTool:
     """One tool the program may call: its bound, its declared effects and what needs approval.
 
     ``requires_approval`` is the grant's own flag; ``approval_effects`` are the tool's effects the
-    policy's ``[approval] effects`` name. Either makes the tool ``needs_approval``.
+    policy's ``[approval] effects`` name — all of them when its effects are not known (no spec:
+    fail closed). Either makes the tool ``needs_approval``.
     """
 
     name: str
@@ -52,6 +56,7 @@ class PlannedTool:
     requires_approval: bool
     sites: tuple[PlannedCall, ...]
     approval_effects: tuple[str, ...] = ()
+    effects_known: bool = True
 
     @property
     def needs_approval(self) -> bool:
@@ -90,6 +95,7 @@ class Plan:
                     "max_calls": t.max_calls,
                     "granted_calls": t.granted_calls,
                     "effects": list(t.effects),
+                    "effects_known": t.effects_known,
                     "requires_approval": t.requires_approval,
                     "approval_effects": list(t.approval_effects),
                     "needs_approval": t.needs_approval,
@@ -122,6 +128,8 @@ class Plan:
         lines = []
         for t in self.tools:
             effects = f", effect {', '.join(t.effects)}" if t.effects else ""
+            if not t.effects_known:
+                effects = ", effects unknown"
             limit = "" if t.granted_calls is None else f" (granted {t.granted_calls})"
             approval = ""
             if t.approval_effects:
@@ -184,7 +192,10 @@ def make_plan(
                 granted_calls=signature.max_calls,
                 requires_approval=signature.requires_approval,
                 sites=sites,
-                approval_effects=tuple(e for e in signature.effects if e in asks),
+                approval_effects=tuple(e for e in signature.effects if e in asks)
+                if signature.effects_known
+                else tuple(sorted(asks)),
+                effects_known=signature.effects_known,
             )
         )
     effects = sorted({e for t in planned for e in t.effects})
@@ -255,6 +266,11 @@ def admit(
         if plan.approval_effects:
             effects = ", ".join(f"`{e}`" for e in plan.approval_effects)
             message = f"the plan has effect(s) {effects} that need approval (tools {tools})"
+            unknown = [
+                f"`{t.name}`" for t in plan.tools if t.needs_approval and not t.effects_known
+            ]
+            if unknown:
+                message += f"; the effects of {', '.join(unknown)} are unknown here (no spec)"
         else:
             message = f"the plan may call {tools}, whose grant requires approval"
         findings.append(

@@ -2,13 +2,14 @@
 with the caps the plan assumed enforced on every value they touch.
 
 Everything here handles JSON-plain values only (tools return copies; literals are JSON). A
-:class:`DslRuntime` is made per run; its ``namespace()`` is bound into the restricted executor.
+:class:`DslRuntime` is made per run; its ``namespace()`` is all compiled code can name.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from itertools import repeat
 from typing import Any, Protocol
 
 __all__ = ["DslLimitError", "DslRuntime", "DslRuntimeError", "render_value"]
@@ -46,12 +47,16 @@ class DslRuntime:
         max_items: int,
         max_text_chars: int,
         sink: TextSink,
+        operations: Iterator[int] | None = None,
     ) -> None:
         self.max_iterations = max_iterations
         self.call_bounds = dict(call_bounds)
         self.max_items = max_items
         self.max_text_chars = max_text_chars
         self.sink = sink
+        # The run's operation budget's counter (``OperationBudget.counter``): the watchdog stops
+        # a run (time, memory, interrupt) by exhausting it; every iteration, op and call draws.
+        self._operations: Iterator[int] = repeat(0) if operations is None else operations
         self.iterations = 0
         self.calls: dict[str, int] = {}
         self.returned = False
@@ -60,6 +65,8 @@ class DslRuntime:
     # -- metering ---------------------------------------------------------------------------------
 
     def tick(self, count: int = 1) -> None:
+        if next(self._operations, None) is None:
+            raise DslLimitError("the run was stopped")
         self.iterations += count
         if self.iterations > self.max_iterations:
             raise DslLimitError(
@@ -89,6 +96,8 @@ class DslRuntime:
         bound = self.call_bounds.get(name, 0)
 
         def call(**kwargs: object) -> object:
+            if next(self._operations, None) is None:
+                raise DslLimitError("the run was stopped")
             made = self.calls.get(name, 0) + 1
             if made > bound:
                 raise DslLimitError(f"`{name}` called more than the planned {bound} time(s)")

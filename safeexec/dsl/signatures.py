@@ -22,7 +22,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSignature:
-    """A tool as the checker sees it; ``parameters`` ``None`` means unknown (names only)."""
+    """A tool as the checker sees it; ``parameters`` ``None`` means unknown (names only).
+
+    ``effects_known`` is false when only a name or a descriptor is known: the plan then treats
+    the tool as possibly having every effect the policy's ``[approval] effects`` name."""
 
     name: str
     parameters: Mapping[str, JSONValue] | None = None
@@ -30,6 +33,7 @@ class ToolSignature:
     effects: tuple[str, ...] = ()
     max_calls: int | None = None
     requires_approval: bool = False
+    effects_known: bool = True
 
     @property
     def properties(self) -> Mapping[str, JSONValue] | None:
@@ -69,7 +73,9 @@ def signature_of_spec(
 
 def signature_of_descriptor(descriptor: ToolDescriptor) -> ToolSignature:
     """What a sandbox side knows: the parameters; the result is untyped."""
-    return ToolSignature(name=descriptor.name, parameters=descriptor.parameters)
+    return ToolSignature(
+        name=descriptor.name, parameters=descriptor.parameters, effects_known=False
+    )
 
 
 def signatures_of(capabilities: CapabilitySet) -> tuple[ToolSignature, ...]:

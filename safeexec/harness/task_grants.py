@@ -118,6 +118,9 @@ def task_step_approver(
             return True
         return user is not None and user(decision, action) is True
 
+    # Its yes to a plan rests on each call being checked against the authorized effects, so an
+    # approved plan grants no call unasked (safeexec.dsl.approval).
+    approve.grants_plan = False  # type: ignore[attr-defined]
     return approve
 
 

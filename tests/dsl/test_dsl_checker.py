@@ -195,3 +195,15 @@ def test_indexing_a_record_by_a_literal_checks_the_field_and_counts_the_call_onc
     assert messages('return get_quote(ticker="ACME")["prise"]') == [
         "unknown field `prise`; did you mean `price`?"
     ]
+
+
+def test_a_name_rebound_in_a_loop_that_may_not_run_keeps_its_earlier_bound() -> None:
+    # The loop over [] never runs, so `xs` still holds three items when they are counted.
+    source = (
+        "xs = [1, 2, 3]\n"
+        "for v in []:\n"
+        '    xs = take(search_products(query="cable"), 2)\n'
+        "return count(xs)\n"
+    )
+    plan = front(source).plan
+    assert plan is not None and plan.iterations >= 3

@@ -15,7 +15,9 @@ from test_dsl_properties import programs
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.dsl import DslBackend
 from safeexec.blobs import BlobStore
-from safeexec.dsl.compiler import compile_program
+from safeexec.dsl.compiler import CompiledShapeError, compile_code, compile_program
+from safeexec.dsl.front import check_source, forget_checks
+from safeexec.dsl.signatures import signatures_of
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
 DEEP = 'x = {"a": []}\ny = x\nfor i in range(100000):\n    x = {"a": [x]}\n    y = {"a": [y]}\n'
@@ -97,3 +99,52 @@ def test_compiled_examples_hold_only_the_shapes_the_compiler_emits(program: Path
 @given(programs())
 def test_compiled_generated_programs_hold_only_the_shapes_the_compiler_emits(source: str) -> None:
     _assert_only_emitted_shapes(source)
+
+
+def _method_call(value: ast.expr) -> ast.expr:
+    return ast.Call(func=ast.Attribute(value=value, attr="x", ctx=ast.Load()), args=[], keywords=[])
+
+
+# A compiler bug that emitted any other shape is refused before compile(): the session runs the
+# code with no builtins and no RestrictedPython pass, so this check is the fourth wall.
+@pytest.mark.parametrize(
+    ("swap", "says"),
+    [
+        (lambda v: ast.Attribute(value=v, attr="__class__", ctx=ast.Load()), "Attribute node"),
+        (lambda v: ast.Subscript(value=v, slice=ast.Constant(0), ctx=ast.Load()), "Subscript"),
+        (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "'__builtins__'"),
+        (_method_call, "call of a non-name"),
+        (lambda v: ast.Constant(value=b"bytes"), "non-JSON constant"),
+    ],
+    ids=["attribute", "subscript", "private-name", "method-call", "bytes"],
+)
+def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
+    monkeypatch: pytest.MonkeyPatch, swap: object, says: str
+) -> None:
+    from safeexec.dsl import compiler
+
+    plain = compiler._Compiler.expr
+
+    def buggy(self: object, e: object) -> ast.expr:
+        made = plain(self, e)  # type: ignore[arg-type]
+        return swap(made) if isinstance(made, ast.Name) else made  # type: ignore[operator,no-any-return]
+
+    monkeypatch.setattr(compiler._Compiler, "expr", buggy)
+    result = front("x = 1\nreturn x")
+    assert result.checked is not None
+    with pytest.raises(CompiledShapeError, match=says):
+        compile_code(result.checked)
+
+
+def test_a_changed_grant_is_checked_again_not_served_from_the_cache(tmp_path: Path) -> None:
+    source = 'a = get_quote(ticker="ACME")\nb = get_quote(ticker="INIT")\nreturn 1'
+    forget_checks()
+    wide = check_source(source, signatures_of(granted({"get_quote": 5})))
+    assert wide.accepted
+    assert check_source(source, signatures_of(granted({"get_quote": 5}))).code() is wide.code()
+    narrow = check_source(source, signatures_of(granted({"get_quote": 1})))
+    assert not narrow.accepted and "SX704" in [f.rule for f in narrow.findings]
+    assert run(source, tmp_path, caps=granted({"get_quote": 2})).result.status is ExecStatus.OK
+    refused = run(source, tmp_path / "again", caps=granted({"get_quote": 1}))
+    assert refused.result.status is ExecStatus.ERROR and "SX704" in refused.result.message
+    assert refused.caps.statistics().calls == 0

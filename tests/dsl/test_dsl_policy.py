@@ -180,3 +180,155 @@ def test_a_refused_plan_approval_runs_no_tool(tmp_path: Path) -> None:
         assert session.statistics().tool_calls == 0
         logged = json.loads(session.audit.path.read_text().splitlines()[-1])
         assert any(f["rule"] == "SX710" for f in logged["findings"])
+
+
+# -- approval per effect: every way a tool's effects reach the plan ----------------------------
+
+
+def test_each_tool_is_asked_about_only_for_the_effects_the_policy_names() -> None:
+    both = 'code = reserve(sku="a")\nsave_note(title="t", body=code)\nreturn code'
+    plan = plan_of(gate(both, policy(effects=("write",))).findings)
+    assert plan is not None and plan["approval"] == {"effects": ["write"], "tools": ["save_note"]}
+    plan = plan_of(gate(both, policy(effects=("money", "write"))).findings)
+    assert plan is not None
+    assert plan["approval"] == {"effects": ["money", "write"], "tools": ["reserve", "save_note"]}
+
+
+def test_a_plan_whose_tool_effects_are_unknown_needs_approval_when_the_policy_asks_any() -> None:
+    # No specs: the gate knows the policy's tools by name only, so `reserve` may spend money.
+    action = Action.create(SHOPPING, source=ActionSource.RAW, language="dsl")
+    asked = check(action, policy(effects=("money",)), backend="dsl").decision
+    assert asked.verdict is Verdict.NEEDS_APPROVAL
+    (card,) = [f for f in asked.findings if f.rule == "SX710"]
+    assert "are unknown here" in card.message and "`reserve`" in card.message
+    plan = plan_of(asked.findings)
+    assert plan is not None
+    tools = {t["name"]: t for t in plan["tools"]}  # type: ignore[union-attr,index]
+    assert tools["reserve"]["effects_known"] is False
+    assert tools["reserve"]["approval_effects"] == ["money"]
+    # With no effect needing approval in the policy, unknown effects ask nothing.
+    assert check(action, policy(), backend="dsl").decision.verdict is Verdict.ALLOW
+
+
+def test_a_grant_that_requires_approval_asks_without_an_effect_named() -> None:
+    caps = tuple(
+        CapabilityConfig(tool=s.name, requires_approval=s.name == "search_hotels")
+        for s in example_specs()
+    )
+    p = dataclasses.replace(policy(), capabilities=caps)
+    tools = tuple(
+        dataclasses.replace(s, requires_approval=s.name == "search_hotels") for s in signatures({})
+    )
+    action = Action.create(HOTELS, source=ActionSource.RAW, language="dsl")
+    decision = check(action, p, backend="dsl", tools=tools).decision
+    assert decision.verdict is Verdict.NEEDS_APPROVAL
+    (card,) = [f for f in decision.findings if f.rule == "SX710"]
+    assert "whose grant requires approval" in card.message
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"] == {"effects": [], "tools": ["search_hotels"]}
+
+
+def test_the_session_asks_for_an_effect_the_grant_itself_does_not_flag(tmp_path: Path) -> None:
+    # The pack's [capabilities] entries set no requires_approval: [approval] effects alone asks.
+    seen: list[Decision] = []
+    with Session(
+        policy=policy(effects=("write",)), mode="dsl", state_dir=tmp_path,
+        approver=lambda d, a: seen.append(d) is None and False,
+    ) as session:  # fmt: skip
+        for spec in example_specs():
+            session.grant(spec)
+        outcome = session.run(SAVE)
+        assert outcome.decision.verdict is Verdict.DENY and outcome.result is None
+        assert session.statistics().tool_calls == 0
+    (decision,) = seen
+    plan = plan_of(decision.findings)
+    assert plan is not None and plan["approval"]["tools"] == ["save_note"]  # type: ignore[index,call-overload]
+
+
+# -- an approved plan grants exactly its planned calls, for its one run -----------------------
+
+
+def _asking(policy_: Policy, tmp_path: Path, *, plan_ok: bool, calls: list[object]) -> Session:
+    def tool_approver(request: object) -> bool:
+        calls.append(request)
+        return False  # a second prompt would refuse the call
+
+    session = Session(
+        policy=policy_, mode="dsl", state_dir=tmp_path,
+        approver=lambda d, a: plan_ok, tool_approver=tool_approver,  # type: ignore[arg-type]
+    )  # fmt: skip
+    for spec in example_specs():
+        session.grant(spec)
+    return session
+
+
+def test_an_approved_plan_runs_its_calls_without_a_second_prompt(tmp_path: Path) -> None:
+    asked: list[object] = []
+    with _asking(policy(effects=("money",)), tmp_path, plan_ok=True, calls=asked) as session:
+        outcome = session.run(SHOPPING)
+        assert outcome.decision.verdict is Verdict.NEEDS_APPROVAL  # approved, and logged as asked
+        assert outcome.result is not None and outcome.result.status is ExecStatus.OK
+        assert asked == [] and "confirmation" in outcome.observation.text
+        assert session.statistics().tool_calls == 2  # search_products and reserve, as planned
+
+
+def test_a_denied_plan_runs_nothing_and_asks_about_no_call(tmp_path: Path) -> None:
+    asked: list[object] = []
+    with _asking(policy(effects=("money",)), tmp_path, plan_ok=False, calls=asked) as session:
+        outcome = session.run(SHOPPING)
+        assert outcome.decision.verdict is Verdict.DENY and outcome.result is None
+        assert asked == [] and session.statistics().tool_calls == 0
+
+
+def test_planned_calls_grant_the_bound_and_the_constant_arguments_only() -> None:
+    from safeexec.capabilities import CapabilitySet
+    from safeexec.dsl.approval import PlannedCalls
+
+    plan = plan_of(
+        gate('a = reserve(sku="A", quantity=1)\nreturn a', policy(effects=("money",))).findings
+    )
+    assert plan is not None
+    asked: list[object] = []
+    caps = CapabilitySet(approve=lambda request: asked.append(request) is None and False)
+    reserve = next(s for s in example_specs() if s.name == "reserve")
+    caps.grant(reserve, requires_approval=True)
+
+    def call(sku: str, quantity: int = 1) -> bool:
+        return caps.invoke("reserve", {"args": [], "kwargs": {"sku": sku, "quantity": quantity}}).ok
+
+    caps.begin_step(approved=PlannedCalls(plan))
+    assert not call("B") and len(asked) == 1  # another constant: asked (and refused)
+    assert not call("A", quantity=2) and len(asked) == 2
+    assert call("A") and len(asked) == 2  # the planned call: not asked
+    assert not call("A") and len(asked) == 3  # past the plan's bound of one: asked again
+    caps.begin_step(approved=PlannedCalls(plan))
+    assert call("A") and len(asked) == 3
+    caps.begin_step()  # a step without an approved plan grants nothing
+    assert not call("A") and len(asked) == 4
+
+
+def test_a_computed_argument_is_granted_as_planned_and_no_unplanned_argument() -> None:
+    from safeexec.capabilities import ApprovalRequest
+    from safeexec.dsl.approval import PlannedCalls
+
+    plan = plan_of(gate(SHOPPING, policy(effects=("money",))).findings)
+    assert plan is not None
+    granted_calls = PlannedCalls(plan)
+
+    def request(tool: str, arguments: dict[str, object]) -> ApprovalRequest:
+        return ApprovalRequest(tool=tool, capability_id="c", arguments=arguments, effects=())  # type: ignore[arg-type]
+
+    assert not granted_calls(request("reserve", {"sku": "X", "quantity": 2}))  # quantity=1 planned
+    assert not granted_calls(request("book", {"item_id": "X", "kind": "hotel"}))  # not planned
+    assert granted_calls(request("reserve", {"sku": "any-sku", "quantity": 1}))  # sku computed
+    assert not granted_calls(request("reserve", {"sku": "any-sku", "quantity": 1}))  # bound 1
+
+
+def test_an_approver_that_relies_on_per_call_checks_grants_no_call(tmp_path: Path) -> None:
+    asked: list[object] = []
+    with _asking(policy(effects=("money",)), tmp_path, plan_ok=True, calls=asked) as session:
+        plan_approver = session._approver
+        plan_approver.grants_plan = False  # type: ignore[union-attr]
+        outcome = session.run(SHOPPING)
+        assert outcome.result is not None and outcome.result.status is ExecStatus.ERROR
+        assert len(asked) == 1  # the call was asked about, and refused

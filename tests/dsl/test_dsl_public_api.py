@@ -13,9 +13,9 @@ PINNED = {
     ],
     "safeexec.dsl.checker": ["CallSite", "Checked", "DslLimits", "check_program"],
     "safeexec.dsl.plan": ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"],
-    "safeexec.dsl.front": ["FrontResult", "check_source"],
+    "safeexec.dsl.front": ["FrontResult", "check_source", "forget_checks"],
     "safeexec.dsl.limits": ["DslLimits"],
-    "safeexec.dsl.compiler": ["compile_program"],
+    "safeexec.dsl.compiler": ["CompiledShapeError", "compile_code", "compile_program"],
     "safeexec.dsl.runtime": ["DslLimitError", "DslRuntime", "DslRuntimeError", "render_value"],
     "safeexec.dsl.signatures": [
         "ToolSignature", "signature_of_descriptor", "signature_of_spec", "signatures_of",
