@@ -1,299 +1,43 @@
-"""Views of ``gzip``, ``bz2``, ``lzma``, ``zipfile`` and ``tarfile``, and ``shutil``'s archive calls.
+"""Views of ``zipfile`` and ``tarfile`` and ``shutil``'s archive calls (with the compression
+views of ``compression_views.py``).
 
-The libraries never see a file name. A name the code passes (a string or a ``Path``) is opened
-by the workdir layer (``BoundPath``: beneath the workdir, no link), and the library is handed
-that file object; a file object the code already holds (from ``open``, ``io.BytesIO``) passes
-through. What comes back is never the library's object, whose class opens any path by name
-(``type(gzip.open(...))("/etc/passwd")``) and whose archive methods read, write and extract host
-paths: compressed files are :class:`WorkdirFile` views, archives are :class:`ZipArchive` and
-:class:`TarArchive`, whose ``write``/``add`` read and ``extract``/``extractall`` write through the
-same layer.
+The libraries never see a file name: names are opened by the workdir layer and the library gets
+the file object (see ``compression_views.Files``). What comes back is never the library's archive
+object, whose methods read, write and extract host paths and whose class opens any path by name:
+archives are :class:`ZipArchive` and :class:`TarArchive`, whose ``write``/``add`` read and
+``extract``/``extractall`` write through the same layer.
 
 Extraction is the runtime's own, not the library's: member names lose a leading ``/`` and, in
 zip files, ``..`` components (as ``zipfile`` does); a tar member that would land outside the
 target is refused (``OutsideDestinationError``, as the ``data`` filter does); links, devices and
 FIFOs are refused (restricted mode makes no links), a tar hard link to an earlier member is
-written as a copy of it. Every extracted file is bounded by :data:`MAX_MEMBER_BYTES` (a
-decompression bomb stops with ``File too large``, like the worker's file-size limit) and by the
-run's budget, checked between chunks.
+written as a copy of it. Every extracted file is bounded by ``MAX_MEMBER_BYTES`` (in
+``compression_views.py``: a decompression bomb stops with ``File too large``, like the worker's
+file-size limit) and by the run's budget, checked between chunks.
 """
 
 from __future__ import annotations
 
-import bz2
-import errno
-import gzip
 import io
-import lzma
-import os
-import pathlib
 import posixpath
+import stat
 import tarfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
+from safeexec.sandbox.restricted.compression_views import Files, compression_views, path_name
 from safeexec.sandbox.restricted.guards import GuardError
 from safeexec.sandbox.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
 
-# The most one extracted member may write (the default pack's ``file_size_bytes``).
-MAX_MEMBER_BYTES = 64 * 1024 * 1024
-_CHUNK = 1 << 20
 _TAR_OPTIONS = frozenset(
     {"compresslevel", "format", "encoding", "errors", "pax_headers", "preset", "ignore_zeros",
      "errorlevel"}
 )  # fmt: skip
-
-
-def _path_name(value: object) -> str | None:
-    """The file name ``value`` stands for, or ``None`` when it is not a name."""
-    from safeexec.sandbox.restricted.workdir_views import WorkdirPath
-
-    if type(value) is str:
-        return value
-    if isinstance(value, WorkdirPath | pathlib.PurePath):
-        return str(value)
-    return None
-
-
-def _binary(mode: str) -> str:
-    return mode.replace("t", "").replace("b", "") + "b"
-
-
-class _Files:
-    """Opening names through the workdir layer and copying within it, for one executor."""
-
-    def __init__(self, executor: RestrictedExecutor, ops: WorkdirOps) -> None:
-        self.executor = executor
-        self.ops = ops
-
-    def __reduce__(self) -> str | tuple[object, ...]:
-        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
-
-    def stream(self, value: object, mode: str, caller: str) -> tuple[Any, bool]:
-        """A binary file for ``value`` and whether the view opened it (and must close it)."""
-        name = _path_name(value)
-        if name is not None:
-            return self.ops.files.open(name, mode), True
-        if isinstance(value, os.PathLike) or not (hasattr(value, "read") or hasattr(value, "write")):
-            raise TypeError(f"{caller}: expected a file name, a Path or a file object")
-        return value, False
-
-    def check_budget(self) -> None:
-        budget = self.executor._budget
-        if budget.exhausted:
-            next(budget.counter)  # raises, as a loop head of the code would
-
-    def copy_out(self, source: IO[bytes], target: str) -> None:
-        """Write ``source`` to ``target`` beneath the workdir, bounded in size and by the budget."""
-        with self.ops.files.open(target, "wb") as out:
-            written = 0
-            while chunk := source.read(_CHUNK):
-                written += len(chunk)
-                if written > MAX_MEMBER_BYTES:
-                    raise OSError(errno.EFBIG, "File too large", target)
-                out.write(chunk)
-                self.check_budget()
-
-    def destination(self, path: object) -> str:
-        name = "." if path is None or path == "" else _path_name(path)
-        if name is None:
-            raise TypeError("the extraction path must be a string or a Path")
-        return self.ops.files.relative(name, "extract")
-
-    def parent_dirs(self, target: str) -> None:
-        parent = posixpath.dirname(target)
-        if parent and parent != ".":
-            self.ops.makedirs(parent, exist_ok=True)
-
-
-# -- gzip, bz2, lzma -----------------------------------------------------------------------------
-
-
-def _compressed(
-    files: _Files,
-    value: object,
-    mode: str,
-    make: Callable[[Any, str], Any],
-    text: tuple[str | None, str | None, str | None] | None,
-    caller: str,
-) -> WorkdirFile:
-    """A compressed file on ``value``, as a ``WorkdirFile`` view (text-wrapped on request)."""
-    binary = _binary(mode)
-    raw, owned = files.stream(value, binary, caller)
-    try:
-        handle = make(raw, binary)
-    except BaseException:
-        if owned:
-            raw.close()
-        raise
-    if owned:
-        # The library closes a file it opened itself; this one it was handed.
-        if isinstance(handle, gzip.GzipFile):
-            handle.myfileobj = raw
-        else:
-            handle._closefp = True
-    if text is not None:
-        encoding, errors, newline = text
-        handle = io.TextIOWrapper(handle, encoding or "utf-8", errors, newline)
-    return WorkdirFile._wrap(handle, name=_path_name(value) or "")
-
-
-def _text_options(
-    mode: str, encoding: str | None, errors: str | None, newline: str | None
-) -> tuple[str | None, str | None, str | None] | None:
-    if "t" in mode:
-        if "b" in mode:
-            raise ValueError(f"invalid mode: {mode!r}")
-        return encoding, errors, newline
-    if encoding is not None or errors is not None or newline is not None:
-        raise ValueError("encoding, errors and newline are for text mode only")
-    return None
-
-
-def _compression_views(files: _Files) -> dict[str, dict[str, object]]:
-    def gzip_open(
-        filename: object,
-        mode: str = "rb",
-        compresslevel: int = 9,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: gzip.GzipFile(fileobj=raw, mode=m, compresslevel=compresslevel),
-            text,
-            "gzip.open()",
-        )
-
-    def gzip_file(
-        filename: object = None,
-        mode: str | None = None,
-        compresslevel: int = 9,
-        fileobj: object = None,
-        mtime: float | None = None,
-    ) -> WorkdirFile:
-        source = filename if fileobj is None else fileobj
-        return _compressed(
-            files,
-            source,
-            mode or "rb",
-            lambda raw, m: gzip.GzipFile(
-                fileobj=raw, mode=m, compresslevel=compresslevel, mtime=mtime
-            ),
-            None,
-            "gzip.GzipFile()",
-        )
-
-    def bz2_open(
-        filename: object,
-        mode: str = "rb",
-        compresslevel: int = 9,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: bz2.BZ2File(raw, m, compresslevel=compresslevel),
-            text,
-            "bz2.open()",
-        )
-
-    def bz2_file(filename: object, mode: str = "r", *, compresslevel: int = 9) -> WorkdirFile:
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: bz2.BZ2File(raw, m, compresslevel=compresslevel),
-            None,
-            "bz2.BZ2File()",
-        )
-
-    def lzma_open(
-        filename: object,
-        mode: str = "rb",
-        *,
-        format: int | None = None,
-        check: int = -1,
-        preset: int | None = None,
-        filters: object = None,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: lzma.LZMAFile(
-                raw, m, format=format, check=check, preset=preset, filters=filters  # type: ignore[arg-type]
-            ),
-            text,
-            "lzma.open()",
-        )
-
-    def lzma_file(
-        filename: object = None,
-        mode: str = "r",
-        *,
-        format: int | None = None,
-        check: int = -1,
-        preset: int | None = None,
-        filters: object = None,
-    ) -> WorkdirFile:
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: lzma.LZMAFile(
-                raw, m, format=format, check=check, preset=preset, filters=filters  # type: ignore[arg-type]
-            ),
-            None,
-            "lzma.LZMAFile()",
-        )
-
-    lzma_names = [n for n in dir(lzma) if n.isupper() and type(getattr(lzma, n)) is int]
-    return {
-        "gzip": {
-            "open": gzip_open,
-            "GzipFile": gzip_file,
-            "compress": gzip.compress,
-            "decompress": gzip.decompress,
-            "BadGzipFile": gzip.BadGzipFile,
-        },
-        "bz2": {
-            "open": bz2_open,
-            "BZ2File": bz2_file,
-            "compress": bz2.compress,
-            "decompress": bz2.decompress,
-            "BZ2Compressor": bz2.BZ2Compressor,
-            "BZ2Decompressor": bz2.BZ2Decompressor,
-        },
-        "lzma": {
-            "open": lzma_open,
-            "LZMAFile": lzma_file,
-            "compress": lzma.compress,
-            "decompress": lzma.decompress,
-            "LZMACompressor": lzma.LZMACompressor,
-            "LZMADecompressor": lzma.LZMADecompressor,
-            "LZMAError": lzma.LZMAError,
-            "is_check_supported": lzma.is_check_supported,
-            **{name: getattr(lzma, name) for name in lzma_names},
-        },
-    }
 
 
 # -- zipfile -------------------------------------------------------------------------------------
@@ -311,22 +55,22 @@ class ZipArchive:
     __slots__ = ("_files", "_raw", "_zip")
     _zip: zipfile.ZipFile
     _raw: Any
-    _files: _Files
+    _files: Files
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise GuardError("zip archives come from zipfile.ZipFile() only")
 
     @classmethod
-    def _open(cls, files: _Files, file: object, mode: str, **options: Any) -> ZipArchive:
+    def _open(cls, files: Files, file: object, mode: str, **options: Any) -> ZipArchive:
         if mode not in ("r", "w", "x", "a"):
             raise ValueError("ZipFile requires mode 'r', 'w', 'x', or 'a'")
-        name = _path_name(file)
+        name = path_name(file)
         raw_mode = {"r": "rb", "w": "w+b", "x": "x+b", "a": "r+b"}[mode]
         if mode == "a" and name is not None and not files.ops.exists(name):
             raw_mode = "w+b"
         raw, owned = files.stream(file, raw_mode, "zipfile.ZipFile()")
         try:
-            archive = zipfile.ZipFile(raw, mode, **options)
+            archive = zipfile.ZipFile(raw, mode, **options)  # type: ignore[call-overload]
         except BaseException:
             if owned:
                 raw.close()
@@ -402,7 +146,7 @@ class ZipArchive:
         compresslevel: int | None = None,
     ) -> None:
         """Add a workdir file (or an empty directory entry), read through the workdir layer."""
-        name = _path_name(filename)
+        name = path_name(filename)
         if name is None:
             raise TypeError("ZipFile.write(): the file must be a string or a Path")
         ops = self._files.ops
@@ -458,7 +202,8 @@ class ZipArchive:
         sink = self._files.executor._sink
         sink.write(f"{'File Name':<46} {'Modified':>19} {'Size':>12}\n")
         for info in self._zip.infolist():
-            stamp = "%d-%02d-%02d %02d:%02d:%02d" % info.date_time[:6]
+            year, month, day, hour, minute, second = info.date_time[:6]
+            stamp = f"{year}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}"
             sink.write(f"{info.filename:<46} {stamp} {info.file_size:>12}\n")
 
     def setpassword(self, pwd: bytes) -> None:
@@ -490,18 +235,20 @@ class TarArchive:
     __slots__ = ("_files", "_raw", "_tar")
     _tar: tarfile.TarFile
     _raw: Any
-    _files: _Files
+    _files: Files
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise GuardError("tar archives come from tarfile.open() only")
 
     @classmethod
     def _open(
-        cls, files: _Files, name: object, mode: str, fileobj: object, options: dict[str, Any]
+        cls, files: Files, name: object, mode: str, fileobj: object, options: dict[str, Any]
     ) -> TarArchive:
         unknown = sorted(set(options) - _TAR_OPTIONS)
         if unknown:
-            raise TypeError(f"tarfile.open(): {', '.join(unknown)} not available in restricted mode")
+            raise TypeError(
+                f"tarfile.open(): {', '.join(unknown)} not available in restricted mode"
+            )
         if type(mode) is not str:
             raise TypeError("tarfile.open(): mode must be a string")
         kind = mode[:1]
@@ -513,7 +260,7 @@ class TarArchive:
             raise ValueError("tarfile.open(): nothing to open")
         raw, owned = files.stream(source, raw_mode, "tarfile.open()")
         try:
-            archive = tarfile.open(fileobj=raw, mode=mode, **options)
+            archive = tarfile.open(fileobj=raw, mode=mode, **options)  # type: ignore[call-overload]  # noqa: SIM115
         except BaseException:
             if owned:
                 raw.close()
@@ -561,15 +308,22 @@ class TarArchive:
         self._tar.addfile(tarinfo, fileobj)  # type: ignore[arg-type]
 
     def add(
-        self, name: object, arcname: str | None = None, recursive: bool = True, *, filter: object = None
+        self,
+        name: object,
+        arcname: str | None = None,
+        recursive: bool = True,
+        *,
+        filter: object = None,
     ) -> None:
         """Add a workdir file or directory, read through the workdir layer."""
-        path = _path_name(name)
+        path = path_name(name)
         if path is None:
             raise TypeError("add(): the file must be a string or a Path")
         ops = self._files.ops
         info = ops.stat(path)
-        member = tarfile.TarInfo(posixpath.normpath(arcname if arcname is not None else path).lstrip("/"))
+        member = tarfile.TarInfo(
+            posixpath.normpath(arcname if arcname is not None else path).lstrip("/")
+        )
         member.mtime = int(info.st_mtime)
         member.mode = info.st_mode & 0o7777
         is_dir = ops.isdir(path)
@@ -640,11 +394,21 @@ class TarArchive:
             files.ops.makedirs(target, exist_ok=True)
             return
         if info.issym():
-            raise tarfile.AbsoluteLinkError(info) if info.linkname.startswith("/") else (
-                tarfile.FilterError(f"{info.name!r} is a symbolic link; restricted mode makes none")
+            raise (
+                tarfile.AbsoluteLinkError(info)
+                if info.linkname.startswith("/")
+                else (
+                    tarfile.FilterError(
+                        f"{info.name!r} is a symbolic link; restricted mode makes none"
+                    )
+                )
             )
         if info.islnk():
-            linked = self._tar.getmember(info.linkname)  # a copy of the earlier member
+            # Written as a copy of the earlier member it names; anything else is refused.
+            try:
+                linked = self._tar.getmember(info.linkname)
+            except KeyError:
+                raise tarfile.LinkOutsideDestinationError(info, info.linkname) from None
             if not linked.isreg():
                 raise tarfile.LinkOutsideDestinationError(info, info.linkname)
             source = linked
@@ -664,7 +428,7 @@ class TarArchive:
         for info in chosen:
             line = info.name + ("/" if info.isdir() else "")
             if verbose:
-                line = f"{tarfile.filemode(info.mode)} {info.size:>10} {line}"
+                line = f"{stat.filemode(info.mode)} {info.size:>10} {line}"
             sink.write(line + "\n")
 
     def close(self) -> None:
@@ -684,30 +448,71 @@ class TarArchive:
         return f"<restricted tar archive {self.name!r}>"
 
 
-_TAR_EXCEPTIONS = (
-    "TarError ReadError CompressionError StreamError ExtractError HeaderError FilterError "
-    "AbsolutePathError OutsideDestinationError SpecialFileError AbsoluteLinkError "
-    "LinkOutsideDestinationError"
-).split()
-_TAR_CONSTANTS = (
-    "REGTYPE AREGTYPE DIRTYPE SYMTYPE LNKTYPE CHRTYPE BLKTYPE FIFOTYPE CONTTYPE "
-    "USTAR_FORMAT GNU_FORMAT PAX_FORMAT DEFAULT_FORMAT ENCODING"
-).split()
-_ZIP_CONSTANTS = "ZIP_STORED ZIP_DEFLATED ZIP_BZIP2 ZIP_LZMA".split()
+_TAR_EXCEPTIONS = [
+    "TarError",
+    "ReadError",
+    "CompressionError",
+    "StreamError",
+    "ExtractError",
+    "HeaderError",
+    "FilterError",
+    "AbsolutePathError",
+    "OutsideDestinationError",
+    "SpecialFileError",
+    "AbsoluteLinkError",
+    "LinkOutsideDestinationError",
+]
+_TAR_CONSTANTS = [
+    "REGTYPE",
+    "AREGTYPE",
+    "DIRTYPE",
+    "SYMTYPE",
+    "LNKTYPE",
+    "CHRTYPE",
+    "BLKTYPE",
+    "FIFOTYPE",
+    "CONTTYPE",
+    "USTAR_FORMAT",
+    "GNU_FORMAT",
+    "PAX_FORMAT",
+    "DEFAULT_FORMAT",
+    "ENCODING",
+]
+_ZIP_CONSTANTS = ["ZIP_STORED", "ZIP_DEFLATED", "ZIP_BZIP2", "ZIP_LZMA"]
 # Attributes the code may set on the library's member records (for writing archives).
 _TARINFO_WRITABLE = frozenset(
-    "name size mtime mode type linkname uid gid uname gname pax_headers".split()
+    [
+        "name",
+        "size",
+        "mtime",
+        "mode",
+        "type",
+        "linkname",
+        "uid",
+        "gid",
+        "uname",
+        "gname",
+        "pax_headers",
+    ]
 )
 _ZIPINFO_WRITABLE = frozenset(
-    "filename date_time compress_type comment extra create_system external_attr "
-    "internal_attr".split()
+    [
+        "filename",
+        "date_time",
+        "compress_type",
+        "comment",
+        "extra",
+        "create_system",
+        "external_attr",
+        "internal_attr",
+    ]
 )
 
 
 def archive_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
     """The archive and compression views for one executor's workdir (``shutil`` adds to the
     file view of the same name)."""
-    files = _Files(executor, ops)
+    files = Files(executor, ops)
     writable = executor.guards.writable_attributes
     writable[tarfile.TarInfo] = _TARINFO_WRITABLE
     writable[zipfile.ZipInfo] = _ZIPINFO_WRITABLE
@@ -759,7 +564,7 @@ def archive_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str,
             if owned:
                 raw.close()
 
-    views = _compression_views(files)
+    views = compression_views(files)
     views["zipfile"] = {
         "ZipFile": zip_file,
         "ZipInfo": zipfile.ZipInfo,
@@ -789,7 +594,7 @@ _SUFFIXES = {
 
 
 def _shutil_archives(
-    files: _Files,
+    files: Files,
     zip_file: Callable[..., ZipArchive],
     tar_open: Callable[..., TarArchive],
 ) -> dict[str, object]:
@@ -806,11 +611,11 @@ def _shutil_archives(
         group: object = None,
         logger: object = None,
     ) -> str:
-        base = _path_name(base_name)
+        base = path_name(base_name)
         if base is None:
             raise TypeError("make_archive(): base_name must be a string or a Path")
-        root = "." if root_dir is None else _path_name(root_dir)
-        within = "." if base_dir is None else _path_name(base_dir)
+        root = "." if root_dir is None else path_name(root_dir)
+        within = "." if base_dir is None else path_name(base_dir)
         if root is None or within is None:
             raise TypeError("make_archive(): root_dir and base_dir must be strings or Paths")
         if format == "zip":
@@ -822,7 +627,7 @@ def _shutil_archives(
             raise ValueError(f"unknown archive format {format!r}")
         top = posixpath.normpath(posixpath.join(root, within))
         entries: list[tuple[str, str]] = []  # (workdir path, archive name)
-        for folder, dirs, names in ops.walk(top):
+        for folder, _dirs, names in ops.walk(top):
             relative = posixpath.normpath(posixpath.join(within, posixpath.relpath(folder, top)))
             if relative != ".":
                 entries.append((folder, relative))
@@ -842,9 +647,13 @@ def _shutil_archives(
         return archive_name
 
     def unpack_archive(
-        filename: object, extract_dir: object = None, format: str | None = None, *, filter: object = None
+        filename: object,
+        extract_dir: object = None,
+        format: str | None = None,
+        *,
+        filter: object = None,
     ) -> None:
-        name = _path_name(filename)
+        name = path_name(filename)
         if name is None:
             raise TypeError("unpack_archive(): filename must be a string or a Path")
         if format is None:

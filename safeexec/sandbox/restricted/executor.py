@@ -18,6 +18,7 @@ from safeexec.sandbox.restricted.allowlist import (
     MODULE_ALLOWLISTS,
     module_matches,
 )
+from safeexec.sandbox.restricted.archive_views import archive_views
 from safeexec.sandbox.restricted.budget import (
     _COUNTED_RANGE_ABOVE,
     OperationBudget,
@@ -39,7 +40,6 @@ from safeexec.sandbox.restricted.guards import (
     _SinkProxy,
     _view_value,
 )
-from safeexec.sandbox.restricted.archive_views import archive_views
 from safeexec.sandbox.restricted.sqlite_views import sqlite_views
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer

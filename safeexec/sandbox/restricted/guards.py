@@ -156,6 +156,8 @@ class _AttributeWriter:
     to the object."""
 
     __slots__ = ("_names", "_target")
+    _names: frozenset[str]
+    _target: object
 
     def __init__(self, target: object, names: frozenset[str]) -> None:
         object.__setattr__(self, "_target", target)

@@ -39,26 +39,90 @@ _PROGRESS_STEPS = 2000
 # ``temp_store_directory``, ``data_store_directory``, ``max_page_count``, ``mmap_size``…) is
 # denied: they move data to files or lift the size bound.
 _READABLE_PRAGMAS = frozenset(
-    (
-        "table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list "
-        "foreign_key_check database_list collation_list function_list module_list pragma_list "
-        "compile_options integrity_check quick_check page_count page_size freelist_count "
-        "encoding schema_version user_version application_id data_version foreign_keys "
-        "journal_mode synchronous auto_vacuum cache_size busy_timeout recursive_triggers "
-        "defer_foreign_keys case_sensitive_like optimize analysis_limit query_only "
-        "automatic_index reverse_unordered_selects temp_store max_page_count secure_delete "
-        "ignore_check_constraints incremental_vacuum shrink_memory cache_spill legacy_alter_table"
-    ).split()
+    [
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "foreign_key_check",
+        "database_list",
+        "collation_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+        "compile_options",
+        "integrity_check",
+        "quick_check",
+        "page_count",
+        "page_size",
+        "freelist_count",
+        "encoding",
+        "schema_version",
+        "user_version",
+        "application_id",
+        "data_version",
+        "foreign_keys",
+        "journal_mode",
+        "synchronous",
+        "auto_vacuum",
+        "cache_size",
+        "busy_timeout",
+        "recursive_triggers",
+        "defer_foreign_keys",
+        "case_sensitive_like",
+        "optimize",
+        "analysis_limit",
+        "query_only",
+        "automatic_index",
+        "reverse_unordered_selects",
+        "temp_store",
+        "max_page_count",
+        "secure_delete",
+        "ignore_check_constraints",
+        "incremental_vacuum",
+        "shrink_memory",
+        "cache_spill",
+        "legacy_alter_table",
+    ]
 )
 _SETTABLE_PRAGMAS = frozenset(
-    (
-        "foreign_keys user_version application_id journal_mode synchronous cache_size "
-        "busy_timeout recursive_triggers defer_foreign_keys case_sensitive_like optimize "
-        "analysis_limit query_only automatic_index reverse_unordered_selects "
-        "ignore_check_constraints incremental_vacuum shrink_memory legacy_alter_table "
-        "table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list "
-        "foreign_key_check integrity_check quick_check page_size auto_vacuum secure_delete"
-    ).split()
+    [
+        "foreign_keys",
+        "user_version",
+        "application_id",
+        "journal_mode",
+        "synchronous",
+        "cache_size",
+        "busy_timeout",
+        "recursive_triggers",
+        "defer_foreign_keys",
+        "case_sensitive_like",
+        "optimize",
+        "analysis_limit",
+        "query_only",
+        "automatic_index",
+        "reverse_unordered_selects",
+        "ignore_check_constraints",
+        "incremental_vacuum",
+        "shrink_memory",
+        "legacy_alter_table",
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "foreign_key_check",
+        "integrity_check",
+        "quick_check",
+        "page_size",
+        "auto_vacuum",
+        "secure_delete",
+    ]
 )
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 _VIRTUAL_TABLE_MODULES = frozenset({"fts3", "fts4", "fts5", "rtree", "rtree_i32"})
@@ -172,10 +236,10 @@ class SqliteConnection:
             self._save()
         return result
 
-    def _callback(self, func: Callable[..., object]) -> Callable[..., object]:
+    def _callback(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``func`` for the library to call: an interrupt raised in it is held, not swallowed."""
 
-        def call(*args: object) -> object:
+        def call(*args: Any) -> Any:
             try:
                 return func(*args)
             except Exception:
@@ -205,7 +269,7 @@ class SqliteConnection:
     def _wrap_cursor(self, cursor: sqlite3.Cursor) -> SqliteCursor:
         return SqliteCursor._wrap(cursor, self)
 
-    def _factory(self, factory: object) -> object:
+    def _factory(self, factory: Any) -> Any:
         """A row factory the library calls with the real cursor: handed the cursor's view."""
         if factory is None or factory is sqlite3.Row:
             return factory
@@ -220,10 +284,10 @@ class SqliteConnection:
     def cursor(self) -> SqliteCursor:
         return self._wrap_cursor(self._conn.cursor())
 
-    def execute(self, sql: str, parameters: object = ()) -> SqliteCursor:
+    def execute(self, sql: str, parameters: Any = ()) -> SqliteCursor:
         return self._wrap_cursor(self._call(lambda: self._conn.execute(sql, parameters)))
 
-    def executemany(self, sql: str, parameters: Iterable[object]) -> SqliteCursor:
+    def executemany(self, sql: str, parameters: Iterable[Any]) -> SqliteCursor:
         return self._wrap_cursor(self._call(lambda: self._conn.executemany(sql, parameters)))
 
     def executescript(self, script: str) -> SqliteCursor:
@@ -245,7 +309,12 @@ class SqliteConnection:
         self._conn.interrupt()
 
     def create_function(
-        self, name: str, narg: int, func: Callable[..., object] | None, *, deterministic: bool = False
+        self,
+        name: str,
+        narg: int,
+        func: Callable[..., object] | None,
+        *,
+        deterministic: bool = False,
     ) -> None:
         wrapped = None if func is None else self._callback(func)
         self._conn.create_function(name, narg, wrapped, deterministic=deterministic)
@@ -348,11 +417,11 @@ class SqliteCursor:
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("cursors cannot be pickled or copied in restricted mode")
 
-    def execute(self, sql: str, parameters: object = ()) -> SqliteCursor:
+    def execute(self, sql: str, parameters: Any = ()) -> SqliteCursor:
         self._connection._call(lambda: self._cursor.execute(sql, parameters))
         return self
 
-    def executemany(self, sql: str, parameters: Iterable[object]) -> SqliteCursor:
+    def executemany(self, sql: str, parameters: Iterable[Any]) -> SqliteCursor:
         self._connection._call(lambda: self._cursor.executemany(sql, parameters))
         return self
 
@@ -365,10 +434,10 @@ class SqliteCursor:
 
     def fetchmany(self, size: int | None = None) -> list[object]:
         size = self._cursor.arraysize if size is None else size
-        return self._connection._call(lambda: self._cursor.fetchmany(size), save=False)  # type: ignore[no-any-return]
+        return self._connection._call(lambda: self._cursor.fetchmany(size), save=False)
 
     def fetchall(self) -> list[object]:
-        return self._connection._call(self._cursor.fetchall, save=False)  # type: ignore[no-any-return]
+        return self._connection._call(self._cursor.fetchall, save=False)
 
     def close(self) -> None:
         self._cursor.close()
@@ -419,16 +488,24 @@ class SqliteCursor:
 
     @row_factory.setter
     def row_factory(self, value: object) -> None:
-        self._cursor.row_factory = self._connection._factory(value)  # type: ignore[assignment]
+        self._cursor.row_factory = self._connection._factory(value)
 
     def __repr__(self) -> str:
         return "<restricted sqlite3 cursor>"
 
 
-_EXCEPTIONS = (
-    "Warning Error InterfaceError DatabaseError DataError OperationalError IntegrityError "
-    "InternalError ProgrammingError NotSupportedError"
-).split()
+_EXCEPTIONS = [
+    "Warning",
+    "Error",
+    "InterfaceError",
+    "DatabaseError",
+    "DataError",
+    "OperationalError",
+    "IntegrityError",
+    "InternalError",
+    "ProgrammingError",
+    "NotSupportedError",
+]
 
 
 def sqlite_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
