@@ -18,6 +18,8 @@ file-size limit) and by the run's budget, checked between chunks.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import io
 import posixpath
 import stat
@@ -215,6 +217,11 @@ class ZipArchive:
         finally:
             if self._raw is not None:
                 self._raw.close()
+
+    def __del__(self) -> None:
+        # The archive before its file: left to the collector, the file may go first.
+        with contextlib.suppress(Exception):
+            self.close()
 
     def __enter__(self) -> ZipArchive:
         return self
@@ -438,6 +445,11 @@ class TarArchive:
             if self._raw is not None:
                 self._raw.close()
 
+    def __del__(self) -> None:
+        # The archive before its file: left to the collector, the file may go first.
+        with contextlib.suppress(Exception):
+            self.close()
+
     def __enter__(self) -> TarArchive:
         return self
 
@@ -515,6 +527,9 @@ def archive_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str,
     files = Files(executor, ops)
     writable = executor.guards.writable_attributes
     writable[tarfile.TarInfo] = _TARINFO_WRITABLE
+    # ``TarInfo.replace`` copies; the first copy caches the slot names on the class. Made here,
+    # so that cache is not a change sandboxed code makes to a host class.
+    copy.copy(tarfile.TarInfo())
     writable[zipfile.ZipInfo] = _ZIPINFO_WRITABLE
     writable[ZipArchive] = frozenset({"comment"})
 
