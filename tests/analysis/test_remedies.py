@@ -29,7 +29,7 @@ def test_an_import_refusal_names_the_mode_or_the_pack_extension() -> None:
     policy = load_policy("default")
     (restricted,) = [
         f
-        for f in check("import sqlite3\n", policy, backend="restricted").findings
+        for f in check("import email\n", policy, backend="restricted").findings
         if f.rule == "SX201"
     ]
     assert "run it in native mode (`--mode native`)" in restricted.message

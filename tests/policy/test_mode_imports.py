@@ -76,3 +76,18 @@ def test_restricted_mode_imports_only_modules_with_views() -> None:
 def test_a_wildcard_never_overrides_a_rules_deny_list() -> None:
     assert not explicitly_allowed("ctypes", ("*",))
     assert explicitly_allowed("ctypes.util", ("ctypes.*",))
+
+
+@pytest.mark.parametrize("module", ["sqlite3", "gzip", "bz2", "lzma", "zipfile", "tarfile"])
+def test_the_database_and_archive_views_are_allowed_by_both_enforcers(module: str) -> None:
+    # Their restricted views hand the library only files the workdir layer opened, so the
+    # default pack allows them in restricted mode; gate and runtime say so together.
+    policy = load_policy("default")
+    gate = check(f"import {module}\n", policy, backend="restricted").decision
+    assert gate.verdict is Verdict.ALLOW, gate.findings
+    assert _runtime_imports(policy.imports.allow, module)
+    strict = load_policy("strict")
+    assert check(f"import {module}\n", strict, backend="restricted").decision.verdict is not (
+        Verdict.ALLOW
+    )
+    assert not _runtime_imports(strict.imports.allow, module)

@@ -52,6 +52,8 @@ DENIED_ATTRIBUTES = frozenset(
         # ``ABCMeta.register`` changes a library ABC's registry for the whole process
         # (``collections.abc.Mapping.register(list)``); own classes may still register.
         "register",
+        # ``ZipInfo.from_file(path)`` stats any host path (its size, times and mode).
+        "from_file",
     }
 )
 
@@ -231,7 +233,10 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "graphlib": _names("TopologicalSorter CycleError"),
     "secrets": _names("token_hex token_urlsafe token_bytes choice randbelow compare_digest"),
     "struct": _names("pack unpack calcsize iter_unpack unpack_from pack_into Struct error"),
-    "zlib": _names("crc32 adler32 compress decompress error"),
+    "zlib": _names(
+        "crc32 adler32 compress decompress compressobj decompressobj error MAX_WBITS DEFLATED "
+        "Z_BEST_COMPRESSION Z_BEST_SPEED Z_DEFAULT_COMPRESSION Z_SYNC_FLUSH Z_FULL_FLUSH Z_FINISH"
+    ),
     "binascii": _names("hexlify unhexlify crc32 b2a_hex a2b_hex Error"),
     "colorsys": _names("rgb_to_hsv hsv_to_rgb rgb_to_hls hls_to_rgb rgb_to_yiq yiq_to_rgb"),
     "reprlib": _names("repr Repr"),
@@ -249,7 +254,7 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     ),
     "pathlib": _names("Path PosixPath PurePath PurePosixPath"),
     "glob": _names("glob escape"),
-    "shutil": _names("copy copyfile copy2 move rmtree disk_usage"),
+    "shutil": _names("copy copyfile copy2 move rmtree disk_usage make_archive unpack_archive"),
     "tempfile": _names("TemporaryDirectory mkdtemp"),
     "sys": _names(
         "version version_info hexversion platform byteorder maxsize maxunicode float_info "
@@ -259,6 +264,33 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "platform": _names("python_version python_implementation system machine"),
     "locale": _names("getpreferredencoding getencoding"),
     "traceback": _names("format_exc print_exc format_exception format_exception_only"),
+    # Databases and archives whose files go through the workdir layer (sqlite_views.py,
+    # archive_views.py): the libraries never open a path themselves.
+    "sqlite3": _names(
+        "connect Connection Cursor Row PARSE_DECLTYPES PARSE_COLNAMES complete_statement "
+        "sqlite_version sqlite_version_info paramstyle apilevel Warning Error InterfaceError "
+        "DatabaseError DataError OperationalError IntegrityError InternalError ProgrammingError "
+        "NotSupportedError"
+    ),
+    "gzip": _names("open GzipFile compress decompress BadGzipFile"),
+    "bz2": _names("open BZ2File compress decompress BZ2Compressor BZ2Decompressor"),
+    "lzma": _names(
+        "open LZMAFile compress decompress LZMACompressor LZMADecompressor LZMAError "
+        "is_check_supported FORMAT_AUTO FORMAT_XZ FORMAT_ALONE FORMAT_RAW CHECK_NONE CHECK_CRC32 "
+        "CHECK_CRC64 CHECK_SHA256 PRESET_DEFAULT PRESET_EXTREME FILTER_LZMA1 FILTER_LZMA2 "
+        "FILTER_DELTA FILTER_X86"
+    ),
+    "zipfile": _names(
+        "ZipFile ZipInfo is_zipfile BadZipFile BadZipfile LargeZipFile ZIP_STORED ZIP_DEFLATED "
+        "ZIP_BZIP2 ZIP_LZMA"
+    ),
+    "tarfile": _names(
+        "open TarInfo is_tarfile TarError ReadError CompressionError StreamError ExtractError "
+        "HeaderError FilterError AbsolutePathError OutsideDestinationError SpecialFileError "
+        "AbsoluteLinkError LinkOutsideDestinationError REGTYPE AREGTYPE DIRTYPE SYMTYPE LNKTYPE "
+        "CHRTYPE BLKTYPE FIFOTYPE CONTTYPE USTAR_FORMAT GNU_FORMAT PAX_FORMAT DEFAULT_FORMAT "
+        "ENCODING"
+    ),
 }
 
 # The views above the runtime builds (the real module is never imported for them); those that
@@ -275,6 +307,12 @@ BUILT_VIEWS = frozenset(
         "platform",
         "locale",
         "traceback",
+        "sqlite3",
+        "gzip",
+        "bz2",
+        "lzma",
+        "zipfile",
+        "tarfile",
     }
 )
 

@@ -18,6 +18,7 @@ from safeexec.sandbox.restricted.allowlist import (
     MODULE_ALLOWLISTS,
     module_matches,
 )
+from safeexec.sandbox.restricted.archive_views import archive_views
 from safeexec.sandbox.restricted.budget import (
     _COUNTED_RANGE_ABOVE,
     OperationBudget,
@@ -39,6 +40,7 @@ from safeexec.sandbox.restricted.guards import (
     _SinkProxy,
     _view_value,
 )
+from safeexec.sandbox.restricted.sqlite_views import sqlite_views
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
 from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
@@ -322,7 +324,11 @@ class RestrictedExecutor:
         if self._built is None:
             built = dict(environment_views(self))
             if self._files is not None:
-                built.update(workdir_views(self, WorkdirOps(self._files)))
+                ops = WorkdirOps(self._files)
+                built.update(workdir_views(self, ops))
+                for extra in (sqlite_views(self, ops), archive_views(self, ops)):
+                    for module, attributes in extra.items():
+                        built.setdefault(module, {}).update(attributes)
             self._built = built
         source = self._built.get(name)
         if source is None:

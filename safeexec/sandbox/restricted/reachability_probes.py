@@ -4,10 +4,16 @@ objects: identities, candidate attribute names, items, and the state of host obj
 from __future__ import annotations
 
 import builtins
+import bz2
 import contextlib
+import gzip
 import io
+import lzma
+import sqlite3
 import sys
+import tarfile
 import types
+import zipfile
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,6 +129,31 @@ OWN_KINDS: Mapping[str, str] = {
     ),
     "coroutine": "async def coro():\n    return 1\ncoroutine = coro()\n",
     "async generator": "async def agen():\n    yield 1\nasync_generator = agen()\n",
+    "sqlite3 connection": (
+        "import sqlite3\nsqlite_connection = sqlite3.connect('probe.db')\n"
+        "sqlite_connection.execute('create table if not exists t(x)')\n"
+        "sqlite_cursor = sqlite_connection.execute('select 1 as one')\n"
+        "sqlite_connection.row_factory = sqlite3.Row\n"
+        "sqlite_row = sqlite_connection.execute('select 1 as one').fetchone()\n"
+    ),
+    "compressed file": (
+        "import gzip, bz2, lzma\ngzip_file = gzip.open('probe.gz', 'wt')\n"
+        "bz2_file = bz2.open('probe.bz2', 'wb')\nlzma_file = lzma.open('probe.xz', 'wb')\n"
+    ),
+    "zip archive": (
+        "import zipfile\nzip_archive = zipfile.ZipFile('probe.zip', 'w')\n"
+        "zip_archive.writestr('member.txt', 'x')\nzip_archive.close()\n"
+        "zip_reader = zipfile.ZipFile('probe.zip')\nzip_info = zip_reader.infolist()[0]\n"
+        "zip_member = zip_reader.open('member.txt')\n"
+    ),
+    "tar archive": (
+        "import io, tarfile\ntar_buffer = io.BytesIO()\n"
+        "tar_archive = tarfile.open(fileobj=tar_buffer, mode='w:gz')\n"
+        "tar_info = tarfile.TarInfo('member.txt')\ntar_info.size = 1\n"
+        "tar_archive.addfile(tar_info, io.BytesIO(b'x'))\ntar_archive.close()\n"
+        "tar_buffer.seek(0)\ntar_reader = tarfile.open(fileobj=tar_buffer)\n"
+        "tar_member = tar_reader.extractfile('member.txt')\n"
+    ),
     "closure": (
         "def outer():\n    captured = [1]\n    def inner(*a, **k):\n        return captured\n"
         "    return inner\nclosure = outer()\nfunction = lambda *a, **k: a\n"
@@ -150,6 +181,16 @@ _DANGEROUS_CLASSES = (
     io.BufferedRandom,
     io.BufferedRWPair,
     io.TextIOWrapper,
+    # The library objects behind the database and archive views: their classes open any path,
+    # their methods read, write and extract host files or replace the authorizer.
+    sqlite3.Connection,
+    sqlite3.Cursor,
+    gzip.GzipFile,
+    bz2.BZ2File,
+    lzma.LZMAFile,
+    zipfile.ZipFile,
+    zipfile.ZipExtFile,
+    tarfile.TarFile,
 )
 _SCALARS = (str, bytes, int, float, complex, bool, type(None), type(Ellipsis), range, slice)
 # Plain data: only the items matter (their methods are the type's, explored through the type).

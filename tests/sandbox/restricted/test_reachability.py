@@ -119,3 +119,27 @@ def test_the_crawler_finds_a_cache_copying_a_class_s_methods(
     report = crawl(("functools", "collections"))
     unbound = [r for r in report.reached if r.kind == "unbound method"]
     assert any(r.path.startswith("functools.cache(") for r in unbound), report.reached
+
+
+def test_the_crawler_finds_a_library_connection_handed_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cursor view whose ``connection`` were the library's connection (``set_authorizer``,
+    # ``enable_load_extension``).
+    from safeexec.sandbox.restricted import sqlite_views
+
+    real = property(lambda self: self._connection._conn)
+    monkeypatch.setattr(sqlite_views.SqliteCursor, "connection", real)
+    report = crawl(("sqlite3",))
+    dangerous = [r for r in report.reached if r.kind == "dangerous class"]
+    assert any("Connection" in r.detail for r in dangerous), report.reached
+
+
+def test_the_crawler_finds_a_library_archive_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from safeexec.sandbox.restricted import archive_views
+
+    opener = _as_shipped(lambda self, name, *a: self._zip.open(name))
+    monkeypatch.setattr(archive_views.ZipArchive, "open", opener)
+    report = crawl(("zipfile",))
+    dangerous = [r for r in report.reached if r.kind == "dangerous class"]
+    assert any("ZipExtFile" in r.detail for r in dangerous), report.reached
