@@ -1,6 +1,6 @@
 """ "Run code in safeexec" as a tool of the model APIs, and dispatch of the model's tool calls.
 
-``openai_tools(api="chat" | "responses")`` and ``anthropic_tools()`` return the tool definitions
+``openai_tool(api="chat" | "responses")`` and ``anthropic_tool()`` return the tool definitions
 (``run_code``, plus one per granted ``ToolSpec``); :func:`dispatch` takes one tool call — an SDK
 object or its plain-dict form: an OpenAI chat ``tool_calls`` entry, a Responses ``function_call``
 item, an Anthropic ``tool_use`` block — runs it in a :class:`~safeexec.session.Session`
@@ -31,11 +31,11 @@ __all__ = [
     "RUN_CODE",
     "RUN_CODE_DESCRIPTION",
     "Api",
-    "anthropic_tools",
+    "anthropic_tool",
     "code_reply",
     "dispatch",
     "dispatch_many",
-    "openai_tools",
+    "openai_tool",
     "run_code_arguments",
     "run_code_schema",
 ]
@@ -90,7 +90,7 @@ def _definitions(tools: Sequence[ToolSpec]) -> list[tuple[str, str, dict[str, JS
     return defs
 
 
-def openai_tools(
+def openai_tool(
     tools: Sequence[ToolSpec] = (), *, api: Api | str = Api.CHAT
 ) -> list[dict[str, JSONValue]]:
     """The OpenAI ``tools`` list: ``run_code`` and one function per spec in ``tools``.
@@ -100,7 +100,7 @@ def openai_tools(
     """
     shape = Api(api)
     if shape is Api.ANTHROPIC:
-        raise ValueError("api='anthropic' is not an OpenAI shape; call anthropic_tools()")
+        raise ValueError("api='anthropic' is not an OpenAI shape; call anthropic_tool()")
     out: list[dict[str, JSONValue]] = []
     for name, description, schema in _definitions(tools):
         if shape is Api.CHAT:
@@ -123,7 +123,7 @@ def openai_tools(
     return out
 
 
-def anthropic_tools(tools: Sequence[ToolSpec] = ()) -> list[dict[str, JSONValue]]:
+def anthropic_tool(tools: Sequence[ToolSpec] = ()) -> list[dict[str, JSONValue]]:
     """The Anthropic Messages ``tools`` list: ``run_code`` and one tool per spec in ``tools``."""
     return [
         {"name": name, "description": description, "input_schema": schema}

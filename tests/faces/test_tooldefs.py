@@ -39,16 +39,16 @@ from openai.types.responses import (
 from pydantic import TypeAdapter
 
 from safeexec.capabilities import tool
-from safeexec.faces.tooldefs import (
-    RUN_CODE,
-    anthropic_tools,
-    dispatch,
-    dispatch_many,
-    openai_tools,
-)
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import CapabilityConfig
 from safeexec.session import Session
+from safeexec.tools import (
+    RUN_CODE,
+    anthropic_tool,
+    dispatch,
+    dispatch_many,
+    openai_tool,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('drawn')"
@@ -76,15 +76,15 @@ def _valid(kind: Any, value: object) -> None:
 
 
 def test_definitions_are_valid_sdk_tool_params_and_name_the_granted_tools() -> None:
-    for definition in openai_tools([lookup], api="chat"):
+    for definition in openai_tool([lookup], api="chat"):
         _valid(ChatCompletionFunctionToolParam, definition)
-    for definition in openai_tools([lookup], api="responses"):
+    for definition in openai_tool([lookup], api="responses"):
         _valid(FunctionToolParam, definition)
-    for definition in anthropic_tools([lookup]):
+    for definition in anthropic_tool([lookup]):
         _valid(ToolParam, definition)
-    names = [d["name"] for d in anthropic_tools([lookup])]
+    names = [d["name"] for d in anthropic_tool([lookup])]
     assert names == [RUN_CODE, "lookup"]
-    schema = anthropic_tools()[0]["input_schema"]
+    schema = anthropic_tool()[0]["input_schema"]
     assert isinstance(schema, dict) and schema["required"] == ["code"]
 
 
@@ -273,7 +273,7 @@ def _send_openai_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
     http, seen = _recording_client(httpx, reply)
     client = openai.OpenAI(api_key="offline", base_url="http://127.0.0.1:9/v1", http_client=http)
     completion = client.chat.completions.create(
-        model="m", messages=messages, tools=openai_tools([lookup])
+        model="m", messages=messages, tools=openai_tool([lookup])
     )
     assert completion.choices[0].message.content == "done"
     return seen[0]
@@ -293,7 +293,7 @@ def _send_anthropic(messages: list[dict[str, Any]]) -> dict[str, Any]:
     http, seen = _recording_client(httpx2, reply)
     client = anthropic.Anthropic(api_key="offline", base_url="http://127.0.0.1:9", http_client=http)
     response = client.messages.create(
-        model="m", max_tokens=10, messages=messages, tools=anthropic_tools([lookup])
+        model="m", max_tokens=10, messages=messages, tools=anthropic_tool([lookup])
     )
     assert response.content[0].type == "text"
     return seen[0]
