@@ -231,16 +231,12 @@ def _file_content(file: File) -> types.ContentBlock:
     if file.is_image:
         return types.ImageContent(data=file.base64, mime_type=file.media_type)
     resource: types.TextResourceContents | types.BlobResourceContents
-    if file.media_type.startswith("text/"):
-        try:
-            text = file.data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            resource = types.TextResourceContents(
-                uri=_file_uri(file.name), mime_type=file.media_type, text=text
-            )
-            return types.EmbeddedResource(resource=resource)
+    text = file.text
+    if text is not None:
+        resource = types.TextResourceContents(
+            uri=_file_uri(file.name), mime_type=file.media_type, text=text
+        )
+        return types.EmbeddedResource(resource=resource)
     resource = types.BlobResourceContents(
         uri=_file_uri(file.name), mime_type=file.media_type, blob=file.base64
     )

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from safeexec.codec import JSONValue
-from safeexec.faces.results import Rendered, render
+from safeexec.faces.results import File, Rendered, render
 from safeexec.session import Session
 from safeexec.tool_specs import ToolSpec
 
@@ -141,11 +141,16 @@ class _BadCall(Exception):
 def dispatch(session: Session, call: object) -> list[dict[str, Any]]:
     """Run one model tool call in ``session``; return what to append to the conversation.
 
-    - chat: ``[{"role": "tool", ...}]``, then a ``user`` message with the figures as
-      ``image_url`` parts (chat tool messages carry text only);
-    - responses: ``[{"type": "function_call_output", ...}]``, figures as ``input_image`` parts;
+    - chat: ``[{"role": "tool", ...}]``, then a ``user`` message with the files (chat tool
+      messages carry text only): figures as ``image_url`` parts, PDFs as ``file`` parts;
+    - responses: ``[{"type": "function_call_output", ...}]``, figures as ``input_image`` parts,
+      PDFs as ``input_file``;
     - anthropic: ``[{"role": "user", "content": [{"type": "tool_result", ...}]}]``, figures as
-      ``image`` blocks (several calls of one turn belong in one message: :func:`dispatch_many`).
+      ``image`` blocks, PDFs and UTF-8 text files as ``document`` blocks (several calls of one
+      turn belong in one message: :func:`dispatch_many`).
+
+    Text files travel as text (Anthropic: a plain-text document); any other file as a line
+    naming it (it stays in the workdir).
 
     A call that is not one of those three shapes raises ``ValueError`` (a harness bug).
     """
@@ -280,32 +285,23 @@ def code_reply(code: str) -> str:
 
 def _shape(api: Api, call_id: str, rendered: Rendered) -> list[dict[str, Any]]:
     text = rendered.text
-    images = rendered.images
+    files = rendered.files
     if api is Api.CHAT:
         tool_message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": text}
-        if not images:
+        if not files:
             return [tool_message]
         parts: list[dict[str, Any]] = [
-            {"type": "text", "text": f"Figures from tool call {call_id}:"},
-            *({"type": "image_url", "image_url": {"url": f.data_url}} for f in images),
+            {"type": "text", "text": f"Files from tool call {call_id}:"},
+            *(_chat_part(f) for f in files),
         ]
         return [tool_message, {"role": "user", "content": parts}]
     if api is Api.RESPONSES:
         output: str | list[dict[str, Any]] = text
-        if images:
-            output = [
-                {"type": "input_text", "text": text},
-                *({"type": "input_image", "image_url": f.data_url} for f in images),
-            ]
+        if files:
+            output = [{"type": "input_text", "text": text}, *(_responses_part(f) for f in files)]
         return [{"type": "function_call_output", "call_id": call_id, "output": output}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    blocks += [
-        {
-            "type": "image",
-            "source": {"type": "base64", "media_type": f.media_type, "data": f.base64},
-        }
-        for f in images
-    ]
+    blocks += [_anthropic_block(f) for f in files]
     result = {
         "type": "tool_result",
         "tool_use_id": call_id,
@@ -313,3 +309,63 @@ def _shape(api: Api, call_id: str, rendered: Rendered) -> list[dict[str, Any]]:
         "is_error": rendered.is_error,
     }
     return [{"role": "user", "content": [result]}]
+
+
+# Each API's content for one file: images as its image content, PDFs as its file/document
+# content, UTF-8 text as text (Anthropic: a plain-text document), anything else as a text
+# reference (no API takes arbitrary binary content; the file stays in the workdir).
+_PDF = "application/pdf"
+
+
+def _reference(file: File) -> str:
+    return (
+        f"[file {file.name!r} ({file.media_type}, {len(file.data)} bytes) is in the "
+        "session's working directory; its content is not attached]"
+    )
+
+
+def _as_text(file: File, text: str) -> str:
+    return f"File {file.name!r} ({file.media_type}):\n{text}"
+
+
+def _chat_part(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {"type": "image_url", "image_url": {"url": file.data_url}}
+    if file.media_type == _PDF:
+        return {"type": "file", "file": {"file_data": file.data_url, "filename": file.name}}
+    text = file.text
+    return {"type": "text", "text": _reference(file) if text is None else _as_text(file, text)}
+
+
+def _responses_part(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {"type": "input_image", "image_url": file.data_url}
+    if file.media_type == _PDF:
+        return {"type": "input_file", "file_data": file.data_url, "filename": file.name}
+    text = file.text
+    return {
+        "type": "input_text",
+        "text": _reference(file) if text is None else _as_text(file, text),
+    }
+
+
+def _anthropic_block(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": file.media_type, "data": file.base64},
+        }
+    if file.media_type == _PDF:
+        return {
+            "type": "document",
+            "source": {"type": "base64", "media_type": _PDF, "data": file.base64},
+            "title": file.name,
+        }
+    text = file.text
+    if text is None:
+        return {"type": "text", "text": _reference(file)}
+    return {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": text},
+        "title": file.name,
+    }

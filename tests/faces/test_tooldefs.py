@@ -19,6 +19,7 @@ import httpx2
 import openai
 import pytest
 from anthropic.types import (
+    DocumentBlockParam,
     ImageBlockParam,
     MessageParam,
     TextBlockParam,
@@ -26,13 +27,16 @@ from anthropic.types import (
     ToolResultBlockParam,
     ToolUseBlock,
 )
+from anthropic.types.tool_result_block_param import Content as ToolResultContent
 from openai.types.chat import (
+    ChatCompletionContentPartParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageParam,
 )
 from openai.types.responses import (
     FunctionToolParam,
+    ResponseFunctionCallOutputItemParam,
     ResponseFunctionToolCall,
     ResponseInputItemParam,
 )
@@ -185,6 +189,88 @@ def test_a_rich_display_comes_back_as_an_image_and_a_figure_only_once(session: S
         session, {"type": "tool_use", "id": "u", "name": RUN_CODE, "input": {"code": figure}}
     )
     assert sum(b["type"] == "image" for b in message["content"][0]["content"]) == 1
+
+
+FILES = (
+    "open('report.pdf', 'wb').write(b'%PDF-1.4\\n%%EOF\\n')\n"
+    "open('table.csv', 'w').write('a,b\\n1,2\\n')\n"
+    "open('blob.bin', 'wb').write(bytes(range(256)))\n"
+)
+
+
+def test_non_image_files_come_back_as_each_apis_file_content_or_a_text_reference(
+    session: Session,
+) -> None:
+    chat_call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": RUN_CODE, "arguments": json.dumps({"code": FILES})},
+    }
+    _, user = dispatch(session, chat_call)
+    _valid(ChatCompletionMessageParam, user)
+    parts = {p["type"]: p for p in user["content"][1:]}
+    for part in user["content"]:
+        _valid(ChatCompletionContentPartParam, part)
+    assert parts["file"]["file"]["filename"] == "report.pdf"
+    assert parts["file"]["file"]["file_data"].startswith("data:application/pdf;base64,")
+    texts = [p["text"] for p in user["content"] if p["type"] == "text"]
+    assert any("a,b\n1,2" in t for t in texts)
+    assert any("'blob.bin'" in t and "not attached" in t for t in texts)
+
+    responses_call = {
+        "type": "function_call",
+        "call_id": "f",
+        "name": RUN_CODE,
+        "arguments": json.dumps({"code": FILES.replace("1,2", "3,4")}),
+    }
+    (item,) = dispatch(session, responses_call)
+    _valid(ResponseInputItemParam, item)
+    for part in item["output"]:
+        _valid(ResponseFunctionCallOutputItemParam, part)
+    kinds = [p["type"] for p in item["output"]]
+    assert kinds.count("input_file") == 1 and "input_image" not in kinds
+    (pdf,) = [p for p in item["output"] if p["type"] == "input_file"]
+    assert pdf["filename"] == "report.pdf"
+
+    tool_use = {
+        "type": "tool_use",
+        "id": "t",
+        "name": RUN_CODE,
+        "input": {"code": FILES.replace("1,2", "5,6")},
+    }
+    (message,) = dispatch(session, tool_use)
+    _valid(MessageParam, message)
+    blocks = message["content"][0]["content"]
+    for block in blocks:
+        _valid(ToolResultContent, block)
+    documents = {b["title"]: b for b in blocks if b["type"] == "document"}
+    for document in documents.values():
+        _valid(DocumentBlockParam, document)
+    assert documents["report.pdf"]["source"]["media_type"] == "application/pdf"
+    assert base64.b64decode(documents["report.pdf"]["source"]["data"]).startswith(b"%PDF")
+    assert documents["table.csv"]["source"] == {
+        "type": "text",
+        "media_type": "text/plain",
+        "data": "a,b\n5,6\n",
+    }
+    assert any(b["type"] == "text" and "'blob.bin'" in b["text"] for b in blocks)
+    # The SDKs send them as they are.
+    sent = _send_anthropic(
+        [
+            {"role": "user", "content": "files"},
+            {"role": "assistant", "content": [tool_use]},
+            message,
+        ]
+    )
+    assert [b["type"] for b in sent["messages"][2]["content"][0]["content"]].count("document") == 2
+    sent = _send_openai_chat(
+        [
+            {"role": "user", "content": "files"},
+            {"role": "assistant", "tool_calls": [chat_call]},
+            *dispatch(session, chat_call),
+        ]
+    )
+    assert any(p["type"] == "file" for p in sent["messages"][3]["content"])
 
 
 def test_a_refused_call_is_an_error_result_naming_the_rule(session: Session) -> None:
