@@ -4,8 +4,9 @@
 ``GET /v1/health`` and the schema needs ``Authorization: Bearer <token>``. Errors are one JSON
 shape, ``{"error": ..., "message": ...}``: 401 no or unknown token, 404 no such session *for this
 token*, 413 body over the limit, 422 a malformed request, 429 over quota, 500 an internal error
-(the server keeps serving), 503 a backend this machine cannot provide. No CORS headers are ever
-sent: browsers on other origins cannot call the service.
+(the server keeps serving), 502 a worker that died mid-run (the body's ``run`` holds the
+recorded step; the session stays open), 503 a backend this machine cannot provide. No CORS
+headers are ever sent: browsers on other origins cannot call the service.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from safeexec.service.config import ServiceConfig
 from safeexec.service.events import FINAL_EVENTS
 from safeexec.service.quotas import QuotaExceeded
 from safeexec.service.runs import ClientLeft
-from safeexec.service.runtime import BadRequest, Runtime
+from safeexec.service.runtime import BadRequest, Runtime, WorkerCrashed
 from safeexec.service.schemas import (
     ArtifactOut,
     CheckIn,
     CheckOut,
+    CrashOut,
     CreateSessionIn,
     DisplayOut,
     ErrorOut,
@@ -66,6 +68,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No token, or an unknown one."},
     404: {"model": ErrorOut, "description": "No such session for this token."},
     429: {"model": ErrorOut, "description": "Over this token's quota."},
+}
+_RUN_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    502: {
+        "model": CrashOut,
+        "description": "The session's worker died during the run (not a limit, not an "
+        "interrupt); the step is recorded, the session stays open, its state is lost.",
+    },
 }
 _log = logging.getLogger("safeexec.service")
 _bearer = HTTPBearer(auto_error=False, description="A token issued by the server's operator.")
@@ -202,7 +212,7 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
     @api.post(
         "/v1/sessions/{session_id}/run",
         response_model=RunOut,
-        responses=_ERRORS,
+        responses=_RUN_ERRORS,
         tags=["sessions"],
     )
     async def run(token: Token, session_id: str, body: RunIn, request: Request) -> Any:
@@ -446,6 +456,15 @@ def _handlers(api: FastAPI) -> None:
     async def unavailable(_: Request, exc: Exception) -> JSONResponse:
         return _error(503, "backend_unavailable", str(exc))
 
+    async def worker_crashed(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, WorkerCrashed)
+        body = {
+            "error": "worker_crashed",
+            "message": str(exc),
+            "run": _run_out(exc.session_id, exc.outcome),
+        }
+        return JSONResponse(body, status_code=502)
+
     api.add_exception_handler(_Unauthorized, unauthorized)
     api.add_exception_handler(SessionNotFound, not_found)
     api.add_exception_handler(_NotFound, not_found)
@@ -454,6 +473,7 @@ def _handlers(api: FastAPI) -> None:
     api.add_exception_handler(ConfigurationError, bad_request)
     api.add_exception_handler(PolicyError, bad_request)
     api.add_exception_handler(BackendUnavailable, unavailable)
+    api.add_exception_handler(WorkerCrashed, worker_crashed)
 
 
 _HANDLED: tuple[type[Exception], ...] = (
@@ -467,6 +487,7 @@ _HANDLED: tuple[type[Exception], ...] = (
     ConfigurationError,
     PolicyError,
     BackendUnavailable,
+    WorkerCrashed,
 )
 
 

@@ -23,7 +23,7 @@ from safeexec.backends.base import Backend
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable
 from safeexec.gate import GateResult, check
-from safeexec.model import Action, Outcome
+from safeexec.model import Action, ExecStatus, Outcome, SyscallKilled
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy
@@ -36,11 +36,40 @@ from safeexec.service.schemas import CreateSessionIn, RunIn
 from safeexec.service.sessions import SessionRecord, SessionRegistry
 from safeexec.session import Session, default_backend
 
-__all__ = ["BadRequest", "Runtime"]
+__all__ = ["BadRequest", "Runtime", "WorkerCrashed", "crashed"]
 
 
 class BadRequest(Exception):
     """The request names something the server does not offer (a 400, with how to fix it)."""
+
+
+class WorkerCrashed(Exception):
+    """The session's worker died during the run and nobody here killed it (a 502).
+
+    Not a limit (those are ``timeout`` / ``limit_exceeded``), not a host interrupt, not a
+    syscall the sandbox refused: the process was killed from outside or crashed. The step is
+    recorded as usual and the session stays open; its next run starts a fresh interpreter.
+    """
+
+    def __init__(self, session_id: str, outcome: Outcome) -> None:
+        result = outcome.result
+        detail = "" if result is None else f" ({outcome.observation.text.splitlines()[0]})"
+        super().__init__(
+            f"the worker of session {session_id} died during the run{detail}; the session is "
+            "still open and its next run starts a fresh interpreter (its state is lost)"
+        )
+        self.session_id = session_id
+        self.outcome = outcome
+
+
+def crashed(outcome: Outcome) -> bool:
+    """Whether ``outcome``'s worker was killed by something other than a limit or the sandbox."""
+    result = outcome.result
+    return (
+        result is not None
+        and result.status is ExecStatus.KILLED
+        and not any(isinstance(e, SyscallKilled) for e in result.events)
+    )
 
 
 class Runtime:
@@ -141,6 +170,7 @@ class Runtime:
             async with record.run_lock:
                 self.registry.get(token.token_id, session_id)  # deleted while it waited?
                 record.running = True
+                record.stopped = False
                 try:
                     outcome = await run_watching_client(
                         step, receive=receive, interrupt=session.interrupt, limiter=self.limiter
@@ -152,11 +182,14 @@ class Runtime:
                 finally:
                     record.running = False
         self._account(record, outcome, run_id)
+        if not record.stopped and crashed(outcome):
+            raise WorkerCrashed(session_id, outcome)
         return outcome
 
     def interrupt(self, token: TokenEntry, session_id: str) -> bool:
         """Interrupt the owner's running cell; ``False`` when none was running."""
         record = self.registry.get(token.token_id, session_id)
+        record.stopped = record.running
         record.session.interrupt()  # sets a flag the backend polls: it does not block
         return record.running
 
@@ -178,6 +211,7 @@ class Runtime:
     async def close_all(self) -> None:
         """Close every session (interrupting cells still running), then the backends made here."""
         for record in self.registry.all():
+            record.stopped = True
             record.session.interrupt()
         for record in self.registry.all():
             with contextlib.suppress(Exception):
@@ -191,6 +225,7 @@ class Runtime:
         self.registry.take(record)
         record.events.close()
         self.ledger.release_session(record.owner)
+        record.stopped = True
         record.session.interrupt()
         await in_thread(record.session.close, limiter=self.limiter)
 

@@ -17,6 +17,8 @@ import psutil
 from service_support import ALICE, RunningServer, serve
 
 from safeexec.audit import AuditLog
+from safeexec.client import Client
+from safeexec.model import ExecStatus
 from safeexec.service.quotas import Quota
 
 _BOUND_SECONDS = 60.0  # outer bounds of the polls below, never a measured threshold
@@ -150,13 +152,48 @@ def test_a_worker_killed_from_outside_leaves_the_server_serving(tmp_path: Path) 
             _eventually(_started(server, session_id), "the long cell started")
             os.kill(worker, signal.SIGKILL)
             crashed = running.result(timeout=_BOUND_SECONDS)
-        assert crashed.status_code == 200
-        assert crashed.json()["status"] == "killed"
+        assert crashed.status_code == 502
+        body = crashed.json()
+        assert body["error"] == "worker_crashed" and "died during the run" in body["message"]
+        assert body["run"]["status"] == "killed"  # the step, recorded as usual
+        assert _statuses(tmp_path / "state")[-1] == "killed"
         assert alice.get("/v1/health").status_code == 200
         again = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print('back')"})
         assert again.json()["status"] == "ok" and again.json()["state_lost"] is True
         untouched = alice.post(f"/v1/sessions/{other}/run", json={"code": "print(y)"})
         assert untouched.json()["observation"]["text"].endswith("2")
+
+
+def test_the_client_returns_a_crashed_runs_outcome_as_session_run_would(tmp_path: Path) -> None:
+    with (
+        _native(tmp_path) as server,
+        Client(server.base_url, token=ALICE, mode="native") as remote,
+    ):
+        remote.run_code("x = 1")
+        uid = _session_uid(server, remote.session_id)
+        (worker,) = _pids(uid)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(remote.run_code, LONG_CELL)
+            _eventually(_started(server, remote.session_id), "the long cell started")
+            os.kill(worker, signal.SIGKILL)
+            outcome = running.result(timeout=_BOUND_SECONDS)
+        assert outcome.result is not None and outcome.result.status is ExecStatus.KILLED
+        again = remote.run_code("print('back')")
+        assert again.result is not None and again.result.state_lost
+
+
+def test_an_interrupted_cell_that_is_killed_is_no_crash(tmp_path: Path) -> None:
+    with _native(tmp_path) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                alice.post, f"/v1/sessions/{session_id}/run", json={"code": STUBBORN_CELL}
+            )
+            _eventually(_started(server, session_id), "the stubborn cell started")
+            assert alice.post(f"/v1/sessions/{session_id}/interrupt").json()["running"]
+            stopped = running.result(timeout=_BOUND_SECONDS)
+        assert stopped.status_code == 200  # the host killed it after the grace: asked for
+        assert stopped.json()["status"] == "killed"
 
 
 def test_deleting_a_session_kills_its_processes_even_mid_run(tmp_path: Path) -> None:
