@@ -160,20 +160,28 @@ class Runtime:
         code, reply, timeout = body.code, body.reply, body.timeout
         relay = record.events.publisher(run_id)
 
-        def step() -> Outcome:
+        def step(cpu: float) -> Outcome:
             if code is not None:
-                return session.run_action(Action.create(code), timeout=timeout, on_output=relay)
+                return session.run_action(
+                    Action.create(code), timeout=timeout, on_output=relay, cpu_seconds=cpu
+                )
             assert reply is not None
-            return session.run(reply, timeout=timeout, on_output=relay)
+            return session.run(reply, timeout=timeout, on_output=relay, cpu_seconds=cpu)
 
-        with self.registry.in_use(record), self.ledger.run_slot(token.token_id, token.quota):
+        slot = self.ledger.run_slot(
+            token.token_id, token.quota, cpu_seconds=session.policy.limits.cpu_seconds
+        )
+        with self.registry.in_use(record), slot as cpu_seconds:
             async with record.run_lock:
                 self.registry.get(token.token_id, session_id)  # deleted while it waited?
                 record.running = True
                 record.stopped = False
                 try:
                     outcome = await run_watching_client(
-                        step, receive=receive, interrupt=session.interrupt, limiter=self.limiter
+                        lambda: step(cpu_seconds),
+                        receive=receive,
+                        interrupt=session.interrupt,
+                        limiter=self.limiter,
                     )
                 except ClientLeft as left:
                     if isinstance(left.value, Outcome):

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
-from service_support import ALICE, RunningServer, serve
+from service_support import ALICE, RunningServer, serve, token_store
 
 from safeexec.audit import AuditLog
 from safeexec.client import Client
@@ -223,3 +223,17 @@ def test_an_idle_session_is_closed_with_its_processes(tmp_path: Path) -> None:
         assert not _pids(uid)
         # Its quota slot came back with it.
         assert server.app.runtime.ledger.usage("alice", Quota()).sessions == 0
+
+
+def test_a_busy_cell_is_stopped_at_what_is_left_of_its_tokens_cpu_quota(tmp_path: Path) -> None:
+    tokens = token_store(Quota(cpu_seconds=1.0))
+    with _native(tmp_path, tokens=tokens) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        spin = "x = 0\nfor i in range(10**9):\n    x += i"  # minutes of CPU, if let run
+        busy = alice.post(f"/v1/sessions/{session_id}/run", json={"code": spin})
+        assert busy.status_code == 200
+        body = busy.json()
+        assert body["status"] == "timeout"  # the CPU limit, narrowed from the policy's 10 s
+        assert body["outcome"]["decision"]["limits"]["cpu_seconds"] == 1.0
+        over = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print(1)"})
+        assert over.status_code == 429 and over.json()["error"] == "quota_cpu_seconds"
