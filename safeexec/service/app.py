@@ -42,6 +42,8 @@ from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.body_limit import BodyLimit
 from safeexec.service.config import ServiceConfig
 from safeexec.service.events import FINAL_EVENTS
+from safeexec.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from safeexec.service.metrics import ServiceMetrics
 from safeexec.service.quotas import QuotaExceeded
 from safeexec.service.runs import ClientLeft
 from safeexec.service.runtime import BadRequest, Runtime, WorkerCrashed
@@ -172,6 +174,18 @@ Token = Annotated[TokenEntry, Depends(_authenticated)]
 
 
 def _routes(api: FastAPI, runtime: Runtime) -> None:
+    @api.get(
+        "/v1/metrics",
+        response_class=Response,
+        responses={**_ERRORS, 200: {"content": {METRICS_CONTENT_TYPE: {}}}},
+        tags=["service"],
+    )
+    async def metrics(token: Token) -> Response:
+        """Prometheus text: sessions open and created, runs by verdict and status, refusals
+        (401, 429) and server errors (5xx) by error, a run latency histogram; server-wide,
+        no token or session ids."""
+        return Response(runtime.metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     @api.get("/v1/health", response_model=HealthOut, tags=["service"])
     async def health() -> dict[str, str]:
         """Liveness for load balancers (no token needed, nothing about sessions said)."""
@@ -419,6 +433,7 @@ class _GuardedRoute(APIRoute):
                 if isinstance(exc, _HANDLED):
                     raise
                 _log.exception("unexpected error in %s %s", request.method, request.url.path)
+                _metrics(request).failed("internal_error")
                 return _internal_error(exc)
 
         return guarded
@@ -428,12 +443,18 @@ class _NotFound(Exception):
     pass
 
 
+def _metrics(request: Request) -> ServiceMetrics:
+    runtime: Runtime = request.app.state.runtime
+    return runtime.metrics
+
+
 def _error(status: int, error: str, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": error, "message": message}, status_code=status, headers=headers)
 
 
 def _handlers(api: FastAPI) -> None:
-    async def unauthorized(_: Request, exc: Exception) -> JSONResponse:
+    async def unauthorized(request: Request, exc: Exception) -> JSONResponse:
+        _metrics(request).refused("unauthorized")
         return _error(
             401,
             "unauthorized",
@@ -446,18 +467,21 @@ def _handlers(api: FastAPI) -> None:
             return _error(404, "session_not_found", f"no session {exc} for this token")
         return _error(404, "not_found", str(exc))
 
-    async def quota(_: Request, exc: Exception) -> JSONResponse:
+    async def quota(request: Request, exc: Exception) -> JSONResponse:
         what = exc.what if isinstance(exc, QuotaExceeded) else "quota"
+        _metrics(request).refused(f"quota_{what}")
         return _error(429, f"quota_{what}", str(exc), **{"Retry-After": "1"})
 
     async def bad_request(_: Request, exc: Exception) -> JSONResponse:
         return _error(400, "bad_request", str(exc))
 
-    async def unavailable(_: Request, exc: Exception) -> JSONResponse:
+    async def unavailable(request: Request, exc: Exception) -> JSONResponse:
+        _metrics(request).failed("backend_unavailable")
         return _error(503, "backend_unavailable", str(exc))
 
-    async def worker_crashed(_: Request, exc: Exception) -> JSONResponse:
+    async def worker_crashed(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, WorkerCrashed)
+        _metrics(request).failed("worker_crashed")
         body = {
             "error": "worker_crashed",
             "message": str(exc),

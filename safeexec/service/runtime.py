@@ -30,6 +30,7 @@ from safeexec.policy.schema import Policy
 from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.config import ServiceConfig
 from safeexec.service.events import ServerEvent
+from safeexec.service.metrics import ServiceMetrics
 from safeexec.service.quotas import QuotaLedger
 from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
@@ -88,6 +89,7 @@ class Runtime:
         self.ledger = QuotaLedger()
         self.registry = SessionRegistry(clock=monotonic)
         self.limiter = anyio.CapacityLimiter(config.max_worker_threads)
+        self.metrics = ServiceMetrics(open_sessions=lambda: len(self.registry.all()))
         self._monotonic = monotonic
         self._policies: dict[str, Policy] = {name: load_policy(name) for name in config.policies}
         self._backends: dict[str, Backend] = dict(backends or {})
@@ -141,6 +143,7 @@ class Runtime:
                 last_used=self._monotonic(),
             )
             self.registry.add(record)
+        self.metrics.session_opened()
         return record
 
     def get(self, token: TokenEntry, session_id: str) -> SessionRecord:
@@ -171,6 +174,7 @@ class Runtime:
         slot = self.ledger.run_slot(
             token.token_id, token.quota, cpu_seconds=session.policy.limits.cpu_seconds
         )
+        admitted = self._monotonic()
         with self.registry.in_use(record), slot as cpu_seconds:
             async with record.run_lock:
                 self.registry.get(token.token_id, session_id)  # deleted while it waited?
@@ -186,10 +190,12 @@ class Runtime:
                 except ClientLeft as left:
                     if isinstance(left.value, Outcome):
                         self._account(record, left.value, run_id)
+                        self.metrics.run_ended(left.value, self._monotonic() - admitted)
                     raise
                 finally:
                     record.running = False
         self._account(record, outcome, run_id)
+        self.metrics.run_ended(outcome, self._monotonic() - admitted)
         if not record.stopped and crashed(outcome):
             raise WorkerCrashed(session_id, outcome)
         return outcome

@@ -157,6 +157,7 @@ def test_a_worker_killed_from_outside_leaves_the_server_serving(tmp_path: Path) 
         assert body["error"] == "worker_crashed" and "died during the run" in body["message"]
         assert body["run"]["status"] == "killed"  # the step, recorded as usual
         assert _statuses(tmp_path / "state")[-1] == "killed"
+        assert 'safeexec_errors_total{error="worker_crashed"} 1.0' in alice.get("/v1/metrics").text
         assert alice.get("/v1/health").status_code == 200
         again = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print('back')"})
         assert again.json()["status"] == "ok" and again.json()["state_lost"] is True
