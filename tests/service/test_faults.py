@@ -238,3 +238,35 @@ def test_a_busy_cell_is_stopped_at_what_is_left_of_its_tokens_cpu_quota(tmp_path
         assert body["outcome"]["decision"]["limits"]["cpu_seconds"] == 1.0
         over = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print(1)"})
         assert over.status_code == 429 and over.json()["error"] == "quota_cpu_seconds"
+
+
+WAITS_FOR_FLAG = (
+    "import os, time\n"
+    "open('started', 'w').write('1')\n"
+    "for _ in range(600):\n"
+    "    if os.path.exists('flag.txt'):\n"
+    "        break\n"
+    "    time.sleep(0.05)\n"
+    "print(open('flag.txt').read() if os.path.exists('flag.txt') else 'no flag')\n"
+)
+
+
+def test_file_operations_do_not_wait_for_a_running_cell(tmp_path: Path) -> None:
+    with _native(tmp_path) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                alice.post, f"/v1/sessions/{session_id}/run", json={"code": WAITS_FOR_FLAG}
+            )
+            _eventually(_started(server, session_id), "the waiting cell started")
+            put = alice.put(f"/v1/sessions/{session_id}/files/flag.txt", content=b"from host")
+            assert put.status_code == 204
+            listed = alice.get(f"/v1/sessions/{session_id}/files").json()
+            assert not running.done()  # answered while the cell still waits
+            assert {"flag.txt", "started"} <= {e["name"] for e in listed}
+            done = running.result(timeout=_BOUND_SECONDS)
+        assert "--- stdout ---\nfrom host\n" in done.json()["observation"]["text"]
+        # The file is the session's: a later cell may overwrite it.
+        rewrite = {"code": "open('flag.txt', 'w').write('mine')\nprint(open('flag.txt').read())"}
+        again = alice.post(f"/v1/sessions/{session_id}/run", json=rewrite)
+        assert "--- stdout ---\nmine\n" in again.json()["observation"]["text"]
