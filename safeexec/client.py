@@ -29,6 +29,9 @@ from safeexec.model import BlobRef, Decision, Outcome
 
 __all__ = ["Client", "RemoteFiles", "ServiceError", "replica_of"]
 
+WORKER_CRASHED_STATUS = 502
+"""The service's answer to a run whose worker died mid-run (its body's ``run`` is the step)."""
+
 
 class ServiceError(SafeExecError):
     """The service refused a request: ``status`` (401, 404, 413, 429, ...) and its ``error``."""
@@ -146,8 +149,14 @@ class Client:
     # -- the wire ------------------------------------------------------------------------------
 
     def _run(self, body: dict[str, JSONValue]) -> Outcome:
-        reply = self._json("POST", self._path("/run"), json=body)
-        return Outcome.from_json(reply["outcome"])
+        # A worker that died mid-run is a 502 whose body still holds the recorded step: the
+        # outcome Session.run would have returned (status killed, state lost on the next run).
+        response = self._send("POST", self._path("/run"), {"json": body}, crashed_ok=True)
+        reply = response.json()
+        run = reply.get("run") if response.status_code == WORKER_CRASHED_STATUS else reply
+        if not isinstance(run, dict):
+            raise InternalError(f"the service answered a run with {type(run).__name__}")
+        return Outcome.from_json(run["outcome"])
 
     def _path(self, tail: str) -> str:
         return f"{self._base}/v1/sessions/{self.session_id}{tail}"
@@ -171,8 +180,15 @@ class Client:
             )
         return self._urls[replica].rstrip("/")
 
-    def _send(self, method: str, url: str, **options: object) -> httpx.Response:
-        response = self._http.request(method, url, **options)  # type: ignore[arg-type]
+    def _send(
+        self,
+        method: str,
+        url: str,
+        options: Mapping[str, object] | None = None,
+        *,
+        crashed_ok: bool = False,
+    ) -> httpx.Response:
+        response = self._http.request(method, url, **(options or {}))  # type: ignore[arg-type]
         if response.is_success:
             return response
         try:
@@ -180,6 +196,12 @@ class Client:
             error, message = str(body["error"]), str(body["message"])
         except (ValueError, KeyError, TypeError):
             error, message = "http_error", response.text[:500]
+        if (
+            crashed_ok
+            and response.status_code == WORKER_CRASHED_STATUS
+            and error == "worker_crashed"
+        ):
+            return response
         if response.status_code == 500:
             raise InternalError(f"the service failed: {message}")
         if response.status_code == 503:
@@ -187,13 +209,13 @@ class Client:
         raise ServiceError(response.status_code, error, message)
 
     def _json(self, method: str, url: str, **options: object) -> dict[str, JSONValue]:
-        data = self._send(method, url, **options).json()
+        data = self._send(method, url, options).json()
         if not isinstance(data, dict):
             raise InternalError(f"the service answered {method} {url} with {type(data).__name__}")
         return data
 
     def _bytes(self, method: str, url: str, **options: object) -> bytes:
-        return self._send(method, url, **options).content
+        return self._send(method, url, options).content
 
 
 class RemoteFiles:
@@ -212,7 +234,7 @@ class RemoteFiles:
     def list(self, path: str = ".") -> tuple[DirEntry, ...]:
         """The entries of directory ``path``, sorted by name (links listed, not followed)."""
         entries = self._client._send(
-            "GET", self._client._path("/files"), params={"path": path}
+            "GET", self._client._path("/files"), {"params": {"path": path}}
         ).json()
         return tuple(
             DirEntry(name=str(e["name"]), kind=str(e["kind"]), size=int(e["size"])) for e in entries

@@ -201,6 +201,7 @@ class Session:
         *,
         timeout: float | None = None,
         on_output: Callable[[OutputChunk], None] | None = None,
+        cpu_seconds: float | None = None,
     ) -> Outcome:
         """Run the code in one model reply (one reply = one action = one step).
 
@@ -210,7 +211,8 @@ class Session:
         the output once the cell ends). It is called on the thread running the step; if it
         raises, delivery stops, the step finishes and is recorded, then the exception is raised.
 
-        ``timeout`` (seconds) narrows this step's wall-clock limit; it never widens the policy's.
+        ``timeout`` (seconds) narrows this step's wall-clock limit, ``cpu_seconds`` its CPU-time
+        limit; neither ever widens the policy's.
         At a time limit the cell is interrupted (``KeyboardInterrupt`` in the code) and the step
         ends ``interrupted`` with the session's state kept, unless the code does not stop within
         a grace period (then it is killed and the state is lost). A ``KeyboardInterrupt`` in the
@@ -223,6 +225,7 @@ class Session:
                 "decode bytes first"
             )
         wall = checked_timeout(timeout)
+        cpu = checked_timeout(cpu_seconds)
         with self._lock:
             started = self._now()
             try:
@@ -235,7 +238,7 @@ class Session:
                 )
             if action is None:
                 return self._step(no_code_action(), started, crashed=NO_CODE_FINDING)
-            return self._step(action, started, timeout=wall, on_output=on_output)
+            return self._step(action, started, timeout=wall, cpu=cpu, on_output=on_output)
 
     def run_action(
         self,
@@ -243,11 +246,13 @@ class Session:
         *,
         timeout: float | None = None,
         on_output: Callable[[OutputChunk], None] | None = None,
+        cpu_seconds: float | None = None,
     ) -> Outcome:
         """Run one already-extracted action (one step); options as for :meth:`run`."""
         wall = checked_timeout(timeout)
+        cpu = checked_timeout(cpu_seconds)
         with self._lock:
-            return self._step(action, self._now(), timeout=wall, on_output=on_output)
+            return self._step(action, self._now(), timeout=wall, cpu=cpu, on_output=on_output)
 
     async def arun(
         self,
@@ -448,6 +453,7 @@ class Session:
         *,
         crashed: Finding | None = None,
         timeout: float | None = None,
+        cpu: float | None = None,
         on_output: Callable[[OutputChunk], None] | None = None,
     ) -> Outcome:
         if self._closed:
@@ -459,6 +465,9 @@ class Session:
         if timeout is not None and timeout < decision.limits.wall_seconds:
             # Narrowed in the decision itself, so the audit event states the limit that applied.
             limits = dataclasses.replace(decision.limits, wall_seconds=timeout)
+            decision = dataclasses.replace(decision, limits=limits)
+        if cpu is not None and cpu < decision.limits.cpu_seconds:
+            limits = dataclasses.replace(decision.limits, cpu_seconds=cpu)
             decision = dataclasses.replace(decision, limits=limits)
         result: ExecResult | None = None
         failure: SafeExecError | None = None

@@ -651,3 +651,15 @@ def test_a_denied_outcome_matches_the_golden_file(tmp_path: Path, fake: FakeBack
     if os.environ.get("SAFEEXEC_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(data, indent=2) + "\n")
     assert data == json.loads(GOLDEN.read_text())
+
+
+def test_cpu_seconds_narrows_one_steps_cpu_limit_and_never_widens_it(
+    session: Session, handler: Printer
+) -> None:
+    narrowed = session.run("```python\nx = 1\n```", cpu_seconds=0.5)
+    assert handler.requests[-1].limits.cpu_seconds == 0.5
+    assert narrowed.event.limits.cpu_seconds == 0.5  # the audit states the limit that applied
+    session.run_action(Action.create("y = 2"), cpu_seconds=100.0)
+    assert handler.requests[-1].limits.cpu_seconds == 2.0  # the policy's stands
+    with pytest.raises(ConfigurationError):
+        session.run("x", cpu_seconds=0)

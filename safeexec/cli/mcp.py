@@ -6,6 +6,7 @@ and hold for every client session; each client gets its own sandbox, closed when
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -28,7 +29,7 @@ class Transport(StrEnum):
 
 
 class Host(StrEnum):
-    """Loopback only: the server has no authentication of its own."""
+    """Loopback only (bearer tokens guard the port, unless --no-auth)."""
 
     IPV4 = "127.0.0.1"
     IPV6 = "::1"
@@ -69,10 +70,22 @@ def mcp(
         float,
         typer.Option("--idle-timeout", metavar="SECONDS", help="HTTP: close idle sessions."),
     ] = 1800.0,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(
+            "--tokens",
+            help="HTTP: TOML file of [tokens.<id>] sha256 = ... (as for serve); "
+            "SAFEEXEC_MCP_TOKENS=id=token,... adds more.",
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="HTTP: no bearer token (anyone on this machine)."),
+    ] = False,
 ) -> None:
     """Serve safeexec to MCP clients: run_code, check_code, files, reset_session."""
     try:
-        from safeexec.faces.mcp_server import McpConfig, serve_http, serve_stdio
+        from safeexec.faces.mcp_server import McpConfig, http_tokens, serve_http, serve_stdio
     except ImportError as exc:
         typer.echo(
             f"safeexec: error: the MCP server needs the mcp extra ({exc.name} is missing); "
@@ -91,6 +104,7 @@ def mcp(
             mode=None if mode is None else mode.value,
             state_dir=state_dir,
         )
+        store = None if transport is Transport.STDIO or no_auth else http_tokens(tokens, os.environ)
     except SafeExecError as exc:
         typer.echo(f"safeexec: error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -99,6 +113,7 @@ def mcp(
     else:
         serve_http(
             config,
+            tokens=store,
             host=host.value,
             port=port,
             max_sessions=max_sessions,

@@ -5,22 +5,31 @@ its content is the observation text plus the figures as LangChain image blocks, 
 artifact (``response_format="content_and_artifact"``, so ``ToolMessage.artifact``) holds the
 step's :class:`~safeexec.model.Outcome` and the artifact files. Refused or failing code is a
 ``ToolMessage`` with ``status="error"`` whose content says why (the rule, or the traceback).
+
+LangChain tools return one result (``BaseTool.astream`` yields it once), so the cell's output
+streams the way langchain-core lets a tool report progress: each chunk is a custom callback
+event ``safeexec_output`` (``{"stream": "stdout" | "stderr", "text": ...}``), seen by callback
+handlers and by ``astream_events(version="v2")`` as ``on_custom_event``, before the result.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.messages.content import create_image_block, create_text_block
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from safeexec.faces.results import File, render
 from safeexec.faces.tooldefs import RUN_CODE, RUN_CODE_DESCRIPTION, code_reply
-from safeexec.model import Outcome
+from safeexec.model import Outcome, OutputChunk
 from safeexec.session import Session
 
-__all__ = ["RunCodeArguments", "SafeexecTool"]
+__all__ = ["OUTPUT_EVENT", "RunCodeArguments", "SafeexecTool"]
+
+OUTPUT_EVENT = "safeexec_output"
+"""The custom callback event each chunk of a running cell's output is sent as."""
 
 
 class RunCodeArguments(BaseModel):
@@ -50,12 +59,44 @@ class SafeexecTool(BaseTool):
     handle_validation_error: bool = True  # bad arguments go back to the model, not up
     session: Session
 
-    def _run(self, code: str, timeout: float | None = None, **_: Any) -> tuple[Any, Any]:
-        return self._answer(self.session.run(code_reply(code), timeout=timeout))
+    def _run(
+        self,
+        code: str,
+        timeout: float | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **_: Any,
+    ) -> tuple[Any, Any]:
+        # Dispatched as dispatch_custom_event does: to the tool run's child manager, as events
+        # of the tool's run (so astream_events and handlers attribute them to it).
+        events = None if run_manager is None else run_manager.get_child()
 
-    async def _arun(self, code: str, timeout: float | None = None, **_: Any) -> tuple[Any, Any]:
-        # arun interrupts the cell when the calling task is cancelled.
-        return self._answer(await self.session.arun(code_reply(code), timeout=timeout))
+        def relay(chunk: OutputChunk) -> None:
+            if events is not None and run_manager is not None:
+                events.on_custom_event(OUTPUT_EVENT, _chunk(chunk), run_id=run_manager.run_id)
+
+        return self._answer(self.session.run(code_reply(code), timeout=timeout, on_output=relay))
+
+    async def _arun(
+        self,
+        code: str,
+        timeout: float | None = None,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **_: Any,
+    ) -> tuple[Any, Any]:
+        # Cancelling the calling task interrupts the cell (Session.stream), recorded either way.
+        events = None if run_manager is None else run_manager.get_child()
+        outcome: Outcome | None = None
+        async for item in self.session.stream(code_reply(code), timeout=timeout):
+            if isinstance(item, OutputChunk):
+                if events is not None and run_manager is not None:
+                    await events.on_custom_event(
+                        OUTPUT_EVENT, _chunk(item), run_id=run_manager.run_id
+                    )
+            else:
+                outcome = item
+        if outcome is None:
+            raise RuntimeError("Session.stream ended without the step's outcome")
+        return self._answer(outcome)
 
     def _answer(self, outcome: Outcome) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         rendered = render(outcome, self.session.blobs)
@@ -64,6 +105,10 @@ class SafeexecTool(BaseTool):
         content: list[dict[str, Any]] = [dict(create_text_block(rendered.text))]
         content += [_image(f) for f in rendered.images]
         return content, {"outcome": outcome, "files": rendered.files}
+
+
+def _chunk(chunk: OutputChunk) -> dict[str, str]:
+    return {"stream": chunk.stream.value, "text": chunk.text}
 
 
 def _image(file: File) -> dict[str, Any]:

@@ -12,6 +12,11 @@ the client goes. The 2026-07-28 protocol has no sessions (every HTTP request sta
 alone), so over HTTP ``server/discover`` advertises only the handshake-era versions: a client
 in ``auto`` mode falls back to the initialize handshake and keeps its state; a client that
 pins the stateless version anyway gets a fresh session per request.
+
+Over HTTP every request needs a bearer token (:mod:`safeexec.bearer`, the service's store:
+hashed, compared in constant time), from a tokens file (``[tokens.<id>] sha256 = ...``) or
+``SAFEEXEC_MCP_TOKENS=id=token,...``; ``tokens=None`` (``--no-auth``) serves anyone who can
+reach the loopback port.
 """
 
 from __future__ import annotations
@@ -32,9 +37,19 @@ from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from safeexec import __version__
-from safeexec.errors import SafeExecError
+from safeexec.bearer import (
+    TokenStore,
+    TokenTable,
+    bearer_token,
+    read_tokens_env,
+    read_tokens_file,
+)
+from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.faces.results import MAX_INLINE_BYTES, File, Rendered, render
 from safeexec.faces.tooldefs import (
     RUN_CODE,
@@ -50,16 +65,25 @@ from safeexec.policy.schema import Policy
 from safeexec.session import Session
 
 __all__ = [
+    "MCP_TOKENS_ENV",
     "ClientOf",
     "ClientSession",
     "McpConfig",
+    "RequireBearer",
     "build_server",
+    "http_app",
+    "http_tokens",
     "per_connection",
     "serve_http",
     "serve_stdio",
 ]
 
 SERVER_NAME = "safeexec"
+
+MCP_TOKENS_ENV = "SAFEEXEC_MCP_TOKENS"
+"""``id=token`` pairs (comma-separated) the HTTP server accepts, beside ``--tokens FILE``."""
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,16 +231,12 @@ def _file_content(file: File) -> types.ContentBlock:
     if file.is_image:
         return types.ImageContent(data=file.base64, mime_type=file.media_type)
     resource: types.TextResourceContents | types.BlobResourceContents
-    if file.media_type.startswith("text/"):
-        try:
-            text = file.data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            resource = types.TextResourceContents(
-                uri=_file_uri(file.name), mime_type=file.media_type, text=text
-            )
-            return types.EmbeddedResource(resource=resource)
+    text = file.text
+    if text is not None:
+        resource = types.TextResourceContents(
+            uri=_file_uri(file.name), mime_type=file.media_type, text=text
+        )
+        return types.EmbeddedResource(resource=resource)
     resource = types.BlobResourceContents(
         uri=_file_uri(file.name), mime_type=file.media_type, blob=file.base64
     )
@@ -424,26 +444,90 @@ async def serve_stdio(config: McpConfig) -> None:
             await anyio.to_thread.run_sync(client.close)
 
 
-def serve_http(
+class RequireBearer:
+    """ASGI: every HTTP request needs ``Authorization: Bearer <token>`` with a token of
+    ``tokens`` (else a 401 JSON body and ``WWW-Authenticate: Bearer``); lifespan passes."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenStore[Any]) -> None:
+        self._app = app
+        self._tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = Headers(scope=scope).get("authorization")
+            if self._tokens.authenticate(bearer_token(header)) is None:
+                response = JSONResponse(
+                    {
+                        "error": "unauthorized",
+                        "message": "send Authorization: Bearer <token> with a token this "
+                        "server was given (safeexec mcp --tokens FILE or "
+                        f"{MCP_TOKENS_ENV})",
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def http_tokens(path: Path | None, environ: Mapping[str, str]) -> TokenStore[TokenTable]:
+    """The tokens the HTTP server accepts: file ``path`` (if given) and ``environ``'s
+    :data:`MCP_TOKENS_ENV`; ``ConfigurationError`` when there are none."""
+    tables = (
+        *(() if path is None else read_tokens_file(path)),
+        *read_tokens_env(environ, MCP_TOKENS_ENV),
+    )
+    if not tables:
+        raise ConfigurationError(
+            f"no tokens for the HTTP transport: pass --tokens FILE (TOML, [tokens.<id>] "
+            f"sha256 = ...) or set {MCP_TOKENS_ENV}=id=token (safeexec serve --new-token "
+            "makes one), or --no-auth to serve anyone who can reach the loopback port"
+        )
+    return TokenStore(tables)
+
+
+def http_app(
     config: McpConfig,
     *,
+    tokens: TokenStore[Any] | None,
     host: str = "127.0.0.1",
-    port: int = 8765,
     max_sessions: int = 16,
     idle_timeout_seconds: float = 1800.0,
-) -> None:
-    """Serve streamable HTTP on loopback (``/mcp``), with DNS-rebinding protection.
+) -> ASGIApp:
+    """The streamable HTTP app (``/mcp``), with DNS-rebinding protection; bearer tokens from
+    ``tokens`` are required unless it is ``None``, which only a loopback ``host`` may choose.
 
     ``max_sessions`` bounds the open client sessions (each holds a sandbox); a session idle for
     ``idle_timeout_seconds`` is closed with its sandbox.
     """
-    import uvicorn
-
-    if host not in ("127.0.0.1", "::1", "localhost"):
+    if host not in _LOOPBACK:
         raise ValueError(f"host={host!r}: the MCP server listens on loopback only")
     server = build_server(config, per_connection(config))
     _advertise_handshake_only(server)
     app = server.streamable_http_app(
         host=host, max_sessions=max_sessions, session_idle_timeout=idle_timeout_seconds
+    )
+    return app if tokens is None else RequireBearer(app, tokens)
+
+
+def serve_http(
+    config: McpConfig,
+    *,
+    tokens: TokenStore[Any] | None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    max_sessions: int = 16,
+    idle_timeout_seconds: float = 1800.0,
+) -> None:
+    """Serve :func:`http_app` under uvicorn until stopped."""
+    import uvicorn
+
+    app = http_app(
+        config,
+        tokens=tokens,
+        host=host,
+        max_sessions=max_sessions,
+        idle_timeout_seconds=idle_timeout_seconds,
     )
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -28,6 +28,10 @@ __all__ = [
 INLINE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """The image types every model API accepts as image content."""
 
+_TEXTUAL_TYPES = frozenset(
+    {"application/json", "application/xml", "application/x-yaml", "application/yaml"}
+)
+
 MAX_INLINE_BYTES = 4 * 1024 * 1024
 """Artifacts larger than this are listed in the text only (model APIs cap images near 5 MB)."""
 
@@ -46,6 +50,20 @@ class File:
     @property
     def is_image(self) -> bool:
         return self.media_type in INLINE_IMAGE_TYPES
+
+    @property
+    def text(self) -> str | None:
+        """The content as text, for a textual media type whose bytes are UTF-8; else ``None``."""
+        kind = self.media_type
+        textual = (
+            kind.startswith("text/") or kind in _TEXTUAL_TYPES or kind.endswith(("+json", "+xml"))
+        )
+        if not textual:
+            return None
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     @property
     def base64(self) -> str:

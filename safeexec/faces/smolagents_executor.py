@@ -9,9 +9,13 @@ tool the policy does not list cannot be granted), checked, counted and audited p
 
 What crosses is JSON: tool arguments and results, the variables the agent sends, the final
 answer; the "last output" smolagents shows the model is the ``text/plain`` repr of the cell's
-last expression. ``final_answer(x)`` records ``x`` and returns; the cell runs to its end, as a
-notebook cell would. A refused or failing action raises, which smolagents shows the model as
-the step's error (with safeexec's observation: the rule and how to fix it, or the traceback).
+last expression. ``final_answer(x)`` ends the code action at once, as smolagents' own executors
+do: one setup step (run, checked and audited like any, before the first action) wraps the
+capability in the sandbox so that it records ``x`` in the host and then raises
+``FinalAnswerException``, a ``BaseException`` that ``except Exception`` does not catch; the
+executor maps it to ``is_final_answer``. A refused or failing action raises, which smolagents
+shows the model as the step's error (with safeexec's observation: the rule and how to fix it,
+or the traceback).
 """
 
 from __future__ import annotations
@@ -36,6 +40,22 @@ from safeexec.tool_specs import AnyJSON, Effect, ToolSpec, to_plain, tool
 __all__ = ["SafeexecExecutionError", "SafeexecExecutor", "tool_spec"]
 
 FINAL_ANSWER = "final_answer"
+
+# Sandbox code, checked by the policy like an action: ``final_answer`` becomes a function that
+# sends the answer to the host capability, then ends the cell. The capability is bound again
+# after a reset, so the wrapper is redefined whenever the sandbox's state was lost.
+_STOP_ON_FINAL_ANSWER = f"""\
+class FinalAnswerException(BaseException):
+    \"\"\"Raised by {FINAL_ANSWER}(): the answer is given and the code action ends here.\"\"\"
+
+
+def _answer_and_stop(answer, _send={FINAL_ANSWER}):
+    _send(answer)
+    raise FinalAnswerException(answer)
+
+
+{FINAL_ANSWER} = _answer_and_stop
+"""
 
 # smolagents' input types and the annotations the @tool builder turns into JSON Schema.
 _HINTS: dict[str, object] = {
@@ -98,6 +118,7 @@ class SafeexecExecutor(PythonExecutor):
         self._lock = threading.Lock()
         self._answer: list[JSONValue] = []  # the final answer of the running step, if given
         self._pending = ""  # variables to define before the next action
+        self._wrap_final_answer = False  # the final_answer wrapper is due before the next action
 
     def send_tools(self, tools: dict[str, Tool]) -> None:
         """Grant the agent's tools (again on every ``agent.run``: already granted ones stay)."""
@@ -111,6 +132,7 @@ class SafeexecExecutor(PythonExecutor):
                 continue
             if name == FINAL_ANSWER:
                 spec = self._final_answer_spec(smol_tool)
+                self._wrap_final_answer = True
             else:
                 spec = tool_spec(smol_tool, effects=self._effects.get(name, ()))
             self.session.grant(spec)
@@ -137,6 +159,9 @@ class SafeexecExecutor(PythonExecutor):
 
     def __call__(self, code_action: str) -> CodeOutput:
         """Run one code action; raise :class:`SafeexecExecutionError` when refused or failing."""
+        if self._wrap_final_answer:
+            self._wrap_final_answer = False
+            self(_STOP_ON_FINAL_ANSWER)
         if self._pending:
             pending, self._pending = self._pending, ""
             self(pending)
@@ -146,13 +171,21 @@ class SafeexecExecutor(PythonExecutor):
         with self._lock:
             answer = list(self._answer)
         result = outcome.result
+        if result is not None and result.state_lost and FINAL_ANSWER in self._granted:
+            self._wrap_final_answer = True  # a fresh interpreter has the bare capability
         ran = (
             outcome.decision.verdict is not Verdict.DENY
             and result is not None
             and result.status is ExecStatus.OK
         )
         if answer:
-            return CodeOutput(output=answer[0], logs=outcome.observation.text, is_final_answer=True)
+            # The cell ended by FinalAnswerException: its logs are what it printed before.
+            logs = (
+                ""
+                if result is None
+                else self.session.blobs.get(result.stdout).decode("utf-8", "replace")
+            )
+            return CodeOutput(output=answer[0], logs=logs, is_final_answer=True)
         if not ran:
             raise SafeexecExecutionError(outcome.observation.text)
         # The last expression's value, as its text/plain repr (a value never crosses as such).

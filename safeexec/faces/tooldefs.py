@@ -1,6 +1,6 @@
 """ "Run code in safeexec" as a tool of the model APIs, and dispatch of the model's tool calls.
 
-``openai_tools(api="chat" | "responses")`` and ``anthropic_tools()`` return the tool definitions
+``openai_tool(api="chat" | "responses")`` and ``anthropic_tool()`` return the tool definitions
 (``run_code``, plus one per granted ``ToolSpec``); :func:`dispatch` takes one tool call — an SDK
 object or its plain-dict form: an OpenAI chat ``tool_calls`` entry, a Responses ``function_call``
 item, an Anthropic ``tool_use`` block — runs it in a :class:`~safeexec.session.Session`
@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from safeexec.codec import JSONValue
-from safeexec.faces.results import Rendered, render
+from safeexec.faces.results import File, Rendered, render
 from safeexec.session import Session
 from safeexec.tool_specs import ToolSpec
 
@@ -31,11 +31,11 @@ __all__ = [
     "RUN_CODE",
     "RUN_CODE_DESCRIPTION",
     "Api",
-    "anthropic_tools",
+    "anthropic_tool",
     "code_reply",
     "dispatch",
     "dispatch_many",
-    "openai_tools",
+    "openai_tool",
     "run_code_arguments",
     "run_code_schema",
 ]
@@ -90,7 +90,7 @@ def _definitions(tools: Sequence[ToolSpec]) -> list[tuple[str, str, dict[str, JS
     return defs
 
 
-def openai_tools(
+def openai_tool(
     tools: Sequence[ToolSpec] = (), *, api: Api | str = Api.CHAT
 ) -> list[dict[str, JSONValue]]:
     """The OpenAI ``tools`` list: ``run_code`` and one function per spec in ``tools``.
@@ -100,7 +100,7 @@ def openai_tools(
     """
     shape = Api(api)
     if shape is Api.ANTHROPIC:
-        raise ValueError("api='anthropic' is not an OpenAI shape; call anthropic_tools()")
+        raise ValueError("api='anthropic' is not an OpenAI shape; call anthropic_tool()")
     out: list[dict[str, JSONValue]] = []
     for name, description, schema in _definitions(tools):
         if shape is Api.CHAT:
@@ -123,7 +123,7 @@ def openai_tools(
     return out
 
 
-def anthropic_tools(tools: Sequence[ToolSpec] = ()) -> list[dict[str, JSONValue]]:
+def anthropic_tool(tools: Sequence[ToolSpec] = ()) -> list[dict[str, JSONValue]]:
     """The Anthropic Messages ``tools`` list: ``run_code`` and one tool per spec in ``tools``."""
     return [
         {"name": name, "description": description, "input_schema": schema}
@@ -141,11 +141,16 @@ class _BadCall(Exception):
 def dispatch(session: Session, call: object) -> list[dict[str, Any]]:
     """Run one model tool call in ``session``; return what to append to the conversation.
 
-    - chat: ``[{"role": "tool", ...}]``, then a ``user`` message with the figures as
-      ``image_url`` parts (chat tool messages carry text only);
-    - responses: ``[{"type": "function_call_output", ...}]``, figures as ``input_image`` parts;
+    - chat: ``[{"role": "tool", ...}]``, then a ``user`` message with the files (chat tool
+      messages carry text only): figures as ``image_url`` parts, PDFs as ``file`` parts;
+    - responses: ``[{"type": "function_call_output", ...}]``, figures as ``input_image`` parts,
+      PDFs as ``input_file``;
     - anthropic: ``[{"role": "user", "content": [{"type": "tool_result", ...}]}]``, figures as
-      ``image`` blocks (several calls of one turn belong in one message: :func:`dispatch_many`).
+      ``image`` blocks, PDFs and UTF-8 text files as ``document`` blocks (several calls of one
+      turn belong in one message: :func:`dispatch_many`).
+
+    Text files travel as text (Anthropic: a plain-text document); any other file as a line
+    naming it (it stays in the workdir).
 
     A call that is not one of those three shapes raises ``ValueError`` (a harness bug).
     """
@@ -280,32 +285,23 @@ def code_reply(code: str) -> str:
 
 def _shape(api: Api, call_id: str, rendered: Rendered) -> list[dict[str, Any]]:
     text = rendered.text
-    images = rendered.images
+    files = rendered.files
     if api is Api.CHAT:
         tool_message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": text}
-        if not images:
+        if not files:
             return [tool_message]
         parts: list[dict[str, Any]] = [
-            {"type": "text", "text": f"Figures from tool call {call_id}:"},
-            *({"type": "image_url", "image_url": {"url": f.data_url}} for f in images),
+            {"type": "text", "text": f"Files from tool call {call_id}:"},
+            *(_chat_part(f) for f in files),
         ]
         return [tool_message, {"role": "user", "content": parts}]
     if api is Api.RESPONSES:
         output: str | list[dict[str, Any]] = text
-        if images:
-            output = [
-                {"type": "input_text", "text": text},
-                *({"type": "input_image", "image_url": f.data_url} for f in images),
-            ]
+        if files:
+            output = [{"type": "input_text", "text": text}, *(_responses_part(f) for f in files)]
         return [{"type": "function_call_output", "call_id": call_id, "output": output}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    blocks += [
-        {
-            "type": "image",
-            "source": {"type": "base64", "media_type": f.media_type, "data": f.base64},
-        }
-        for f in images
-    ]
+    blocks += [_anthropic_block(f) for f in files]
     result = {
         "type": "tool_result",
         "tool_use_id": call_id,
@@ -313,3 +309,63 @@ def _shape(api: Api, call_id: str, rendered: Rendered) -> list[dict[str, Any]]:
         "is_error": rendered.is_error,
     }
     return [{"role": "user", "content": [result]}]
+
+
+# Each API's content for one file: images as its image content, PDFs as its file/document
+# content, UTF-8 text as text (Anthropic: a plain-text document), anything else as a text
+# reference (no API takes arbitrary binary content; the file stays in the workdir).
+_PDF = "application/pdf"
+
+
+def _reference(file: File) -> str:
+    return (
+        f"[file {file.name!r} ({file.media_type}, {len(file.data)} bytes) is in the "
+        "session's working directory; its content is not attached]"
+    )
+
+
+def _as_text(file: File, text: str) -> str:
+    return f"File {file.name!r} ({file.media_type}):\n{text}"
+
+
+def _chat_part(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {"type": "image_url", "image_url": {"url": file.data_url}}
+    if file.media_type == _PDF:
+        return {"type": "file", "file": {"file_data": file.data_url, "filename": file.name}}
+    text = file.text
+    return {"type": "text", "text": _reference(file) if text is None else _as_text(file, text)}
+
+
+def _responses_part(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {"type": "input_image", "image_url": file.data_url}
+    if file.media_type == _PDF:
+        return {"type": "input_file", "file_data": file.data_url, "filename": file.name}
+    text = file.text
+    return {
+        "type": "input_text",
+        "text": _reference(file) if text is None else _as_text(file, text),
+    }
+
+
+def _anthropic_block(file: File) -> dict[str, Any]:
+    if file.is_image:
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": file.media_type, "data": file.base64},
+        }
+    if file.media_type == _PDF:
+        return {
+            "type": "document",
+            "source": {"type": "base64", "media_type": _PDF, "data": file.base64},
+            "title": file.name,
+        }
+    text = file.text
+    if text is None:
+        return {"type": "text", "text": _reference(file)}
+    return {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": text},
+        "title": file.name,
+    }

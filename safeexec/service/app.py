@@ -4,8 +4,9 @@
 ``GET /v1/health`` and the schema needs ``Authorization: Bearer <token>``. Errors are one JSON
 shape, ``{"error": ..., "message": ...}``: 401 no or unknown token, 404 no such session *for this
 token*, 413 body over the limit, 422 a malformed request, 429 over quota, 500 an internal error
-(the server keeps serving), 503 a backend this machine cannot provide. No CORS headers are ever
-sent: browsers on other origins cannot call the service.
+(the server keeps serving), 502 a worker that died mid-run (the body's ``run`` holds the
+recorded step; the session stays open), 503 a backend this machine cannot provide. No CORS
+headers are ever sent: browsers on other origins cannot call the service.
 """
 
 from __future__ import annotations
@@ -41,13 +42,16 @@ from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.body_limit import BodyLimit
 from safeexec.service.config import ServiceConfig
 from safeexec.service.events import FINAL_EVENTS
+from safeexec.service.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from safeexec.service.metrics import ServiceMetrics
 from safeexec.service.quotas import QuotaExceeded
 from safeexec.service.runs import ClientLeft
-from safeexec.service.runtime import BadRequest, Runtime
+from safeexec.service.runtime import BadRequest, Runtime, WorkerCrashed
 from safeexec.service.schemas import (
     ArtifactOut,
     CheckIn,
     CheckOut,
+    CrashOut,
     CreateSessionIn,
     DisplayOut,
     ErrorOut,
@@ -67,6 +71,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No token, or an unknown one."},
     404: {"model": ErrorOut, "description": "No such session for this token."},
     429: {"model": ErrorOut, "description": "Over this token's quota."},
+}
+_RUN_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    502: {
+        "model": CrashOut,
+        "description": "The session's worker died during the run (not a limit, not an "
+        "interrupt); the step is recorded, the session stays open, its state is lost.",
+    },
 }
 _log = logging.getLogger("safeexec.service")
 _bearer = HTTPBearer(auto_error=False, description="A token issued by the server's operator.")
@@ -163,6 +175,18 @@ Token = Annotated[TokenEntry, Depends(_authenticated)]
 
 
 def _routes(api: FastAPI, runtime: Runtime) -> None:
+    @api.get(
+        "/v1/metrics",
+        response_class=Response,
+        responses={**_ERRORS, 200: {"content": {METRICS_CONTENT_TYPE: {}}}},
+        tags=["service"],
+    )
+    async def metrics(token: Token) -> Response:
+        """Prometheus text: sessions open and created, runs by verdict and status, refusals
+        (401, 429) and server errors (5xx) by error, a run latency histogram; server-wide,
+        no token or session ids."""
+        return Response(runtime.metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     @api.get("/v1/health", response_model=HealthOut, tags=["service"])
     async def health() -> dict[str, str]:
         """Liveness for load balancers (no token needed, nothing about sessions said)."""
@@ -203,7 +227,7 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
     @api.post(
         "/v1/sessions/{session_id}/run",
         response_model=RunOut,
-        responses=_ERRORS,
+        responses=_RUN_ERRORS,
         tags=["sessions"],
     )
     async def run(token: Token, session_id: str, body: RunIn, request: Request) -> Any:
@@ -415,6 +439,7 @@ class _GuardedRoute(APIRoute):
                 if isinstance(exc, _HANDLED):
                     raise
                 _log.exception("unexpected error in %s %s", request.method, request.url.path)
+                _metrics(request).failed("internal_error")
                 return _internal_error(exc)
 
         return guarded
@@ -424,12 +449,18 @@ class _NotFound(Exception):
     pass
 
 
+def _metrics(request: Request) -> ServiceMetrics:
+    runtime: Runtime = request.app.state.runtime
+    return runtime.metrics
+
+
 def _error(status: int, error: str, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": error, "message": message}, status_code=status, headers=headers)
 
 
 def _handlers(api: FastAPI) -> None:
-    async def unauthorized(_: Request, exc: Exception) -> JSONResponse:
+    async def unauthorized(request: Request, exc: Exception) -> JSONResponse:
+        _metrics(request).refused("unauthorized")
         return _error(
             401,
             "unauthorized",
@@ -442,15 +473,27 @@ def _handlers(api: FastAPI) -> None:
             return _error(404, "session_not_found", f"no session {exc} for this token")
         return _error(404, "not_found", str(exc))
 
-    async def quota(_: Request, exc: Exception) -> JSONResponse:
+    async def quota(request: Request, exc: Exception) -> JSONResponse:
         what = exc.what if isinstance(exc, QuotaExceeded) else "quota"
+        _metrics(request).refused(f"quota_{what}")
         return _error(429, f"quota_{what}", str(exc), **{"Retry-After": "1"})
 
     async def bad_request(_: Request, exc: Exception) -> JSONResponse:
         return _error(400, "bad_request", str(exc))
 
-    async def unavailable(_: Request, exc: Exception) -> JSONResponse:
+    async def unavailable(request: Request, exc: Exception) -> JSONResponse:
+        _metrics(request).failed("backend_unavailable")
         return _error(503, "backend_unavailable", str(exc))
+
+    async def worker_crashed(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, WorkerCrashed)
+        _metrics(request).failed("worker_crashed")
+        body = {
+            "error": "worker_crashed",
+            "message": str(exc),
+            "run": _run_out(exc.session_id, exc.outcome),
+        }
+        return JSONResponse(body, status_code=502)
 
     api.add_exception_handler(_Unauthorized, unauthorized)
     api.add_exception_handler(SessionNotFound, not_found)
@@ -460,6 +503,7 @@ def _handlers(api: FastAPI) -> None:
     api.add_exception_handler(ConfigurationError, bad_request)
     api.add_exception_handler(PolicyError, bad_request)
     api.add_exception_handler(BackendUnavailable, unavailable)
+    api.add_exception_handler(WorkerCrashed, worker_crashed)
 
 
 _HANDLED: tuple[type[Exception], ...] = (
@@ -473,6 +517,7 @@ _HANDLED: tuple[type[Exception], ...] = (
     ConfigurationError,
     PolicyError,
     BackendUnavailable,
+    WorkerCrashed,
 )
 
 

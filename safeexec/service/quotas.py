@@ -1,7 +1,8 @@
 """Per-token quotas: open sessions, runs in flight, CPU seconds spent; over any is a 429.
 
 The ledger is touched only from the event loop (one thread), so it needs no lock; a run holds
-its slot from admission until its outcome is charged (:meth:`QuotaLedger.run_slot`).
+its slot from admission until its outcome is charged (:meth:`QuotaLedger.run_slot`), and runs
+with a CPU limit narrowed to what is left of its token's CPU seconds.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class QuotaLedger:
         self._sessions: Counter[str] = Counter()
         self._runs: Counter[str] = Counter()
         self._cpu: dict[str, float] = {}
+        self._reserved: dict[str, float] = {}
 
     def usage(self, token_id: str, quota: Quota) -> QuotaUsage:
         return QuotaUsage(
@@ -89,13 +91,22 @@ class QuotaLedger:
             self._sessions[token_id] -= 1
 
     @contextlib.contextmanager
-    def run_slot(self, token_id: str, quota: Quota) -> Iterator[None]:
-        """Hold one of ``token_id``'s concurrent runs for the block, or raise ``QuotaExceeded``."""
+    def run_slot(
+        self, token_id: str, quota: Quota, *, cpu_seconds: float = math.inf
+    ) -> Iterator[float]:
+        """Hold one of ``token_id``'s concurrent runs for the block, or raise ``QuotaExceeded``.
+
+        Yields the CPU seconds the run may use: its own limit ``cpu_seconds``, narrowed to what
+        is left of the quota after what was charged and what runs in flight may still use (each
+        run reserves its grant until it is charged), so the quota holds even mid-run."""
         spent = self._cpu.get(token_id, 0.0)
-        if spent >= quota.cpu_seconds:
+        reserved = self._reserved.get(token_id, 0.0)
+        left = quota.cpu_seconds - spent - reserved
+        if left <= 0:
+            held = f" (and {reserved:.2f} held by runs in flight)" if reserved > 0 else ""
             raise QuotaExceeded(
                 "cpu_seconds",
-                f"token {token_id!r} has spent {spent:.2f} CPU seconds, its quota "
+                f"token {token_id!r} has spent {spent:.2f} CPU seconds{held}, its quota "
                 f"cpu_seconds={quota.cpu_seconds}",
             )
         if self._runs[token_id] >= quota.max_concurrent_runs:
@@ -104,11 +115,14 @@ class QuotaLedger:
                 f"token {token_id!r} has {self._runs[token_id]} run(s) in flight, its quota "
                 f"max_concurrent_runs={quota.max_concurrent_runs}; wait for one to finish",
             )
+        granted = min(cpu_seconds, left)
         self._runs[token_id] += 1
+        self._reserved[token_id] = reserved + granted
         try:
-            yield
+            yield granted
         finally:
             self._runs[token_id] -= 1
+            self._reserved[token_id] = max(0.0, self._reserved[token_id] - granted)
 
     def charge_cpu(self, token_id: str, seconds: float) -> None:
         self._cpu[token_id] = self._cpu.get(token_id, 0.0) + max(0.0, seconds)

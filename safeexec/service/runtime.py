@@ -23,24 +23,54 @@ from safeexec.backends.base import Backend
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable
 from safeexec.gate import GateResult, check
-from safeexec.model import Action, Outcome
+from safeexec.model import Action, ExecStatus, Outcome, SyscallKilled
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy
 from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.config import ServiceConfig
 from safeexec.service.events import ServerEvent
+from safeexec.service.metrics import ServiceMetrics
 from safeexec.service.quotas import QuotaLedger
 from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
 from safeexec.service.sessions import SessionRecord, SessionRegistry
 from safeexec.session import Session, default_backend
 
-__all__ = ["BadRequest", "Runtime"]
+__all__ = ["BadRequest", "Runtime", "WorkerCrashed", "crashed"]
 
 
 class BadRequest(Exception):
     """The request names something the server does not offer (a 400, with how to fix it)."""
+
+
+class WorkerCrashed(Exception):
+    """The session's worker died during the run and nobody here killed it (a 502).
+
+    Not a limit (those are ``timeout`` / ``limit_exceeded``), not a host interrupt, not a
+    syscall the sandbox refused: the process was killed from outside or crashed. The step is
+    recorded as usual and the session stays open; its next run starts a fresh interpreter.
+    """
+
+    def __init__(self, session_id: str, outcome: Outcome) -> None:
+        result = outcome.result
+        detail = "" if result is None else f" ({outcome.observation.text.splitlines()[0]})"
+        super().__init__(
+            f"the worker of session {session_id} died during the run{detail}; the session is "
+            "still open and its next run starts a fresh interpreter (its state is lost)"
+        )
+        self.session_id = session_id
+        self.outcome = outcome
+
+
+def crashed(outcome: Outcome) -> bool:
+    """Whether ``outcome``'s worker was killed by something other than a limit or the sandbox."""
+    result = outcome.result
+    return (
+        result is not None
+        and result.status is ExecStatus.KILLED
+        and not any(isinstance(e, SyscallKilled) for e in result.events)
+    )
 
 
 class Runtime:
@@ -59,6 +89,7 @@ class Runtime:
         self.ledger = QuotaLedger()
         self.registry = SessionRegistry(clock=monotonic)
         self.limiter = anyio.CapacityLimiter(config.max_worker_threads)
+        self.metrics = ServiceMetrics(open_sessions=lambda: len(self.registry.all()))
         self._monotonic = monotonic
         self._policies: dict[str, Policy] = {name: load_policy(name) for name in config.policies}
         self._backends: dict[str, Backend] = dict(backends or {})
@@ -112,6 +143,7 @@ class Runtime:
                 last_used=self._monotonic(),
             )
             self.registry.add(record)
+        self.metrics.session_opened()
         return record
 
     def get(self, token: TokenEntry, session_id: str) -> SessionRecord:
@@ -131,32 +163,47 @@ class Runtime:
         code, reply, timeout = body.code, body.reply, body.timeout
         relay = record.events.publisher(run_id)
 
-        def step() -> Outcome:
+        def step(cpu: float) -> Outcome:
             if code is not None:
-                return session.run_action(Action.create(code), timeout=timeout, on_output=relay)
+                return session.run_action(
+                    Action.create(code), timeout=timeout, on_output=relay, cpu_seconds=cpu
+                )
             assert reply is not None
-            return session.run(reply, timeout=timeout, on_output=relay)
+            return session.run(reply, timeout=timeout, on_output=relay, cpu_seconds=cpu)
 
-        with self.registry.in_use(record), self.ledger.run_slot(token.token_id, token.quota):
+        slot = self.ledger.run_slot(
+            token.token_id, token.quota, cpu_seconds=session.policy.limits.cpu_seconds
+        )
+        admitted = self._monotonic()
+        with self.registry.in_use(record), slot as cpu_seconds:
             async with record.run_lock:
                 self.registry.get(token.token_id, session_id)  # deleted while it waited?
                 record.running = True
+                record.stopped = False
                 try:
                     outcome = await run_watching_client(
-                        step, receive=receive, interrupt=session.interrupt, limiter=self.limiter
+                        lambda: step(cpu_seconds),
+                        receive=receive,
+                        interrupt=session.interrupt,
+                        limiter=self.limiter,
                     )
                 except ClientLeft as left:
                     if isinstance(left.value, Outcome):
                         self._account(record, left.value, run_id)
+                        self.metrics.run_ended(left.value, self._monotonic() - admitted)
                     raise
                 finally:
                     record.running = False
         self._account(record, outcome, run_id)
+        self.metrics.run_ended(outcome, self._monotonic() - admitted)
+        if not record.stopped and crashed(outcome):
+            raise WorkerCrashed(session_id, outcome)
         return outcome
 
     def interrupt(self, token: TokenEntry, session_id: str) -> bool:
         """Interrupt the owner's running cell; ``False`` when none was running."""
         record = self.registry.get(token.token_id, session_id)
+        record.stopped = record.running
         record.session.interrupt()  # sets a flag the backend polls: it does not block
         return record.running
 
@@ -178,6 +225,7 @@ class Runtime:
     async def close_all(self) -> None:
         """Close every session (interrupting cells still running), then the backends made here."""
         for record in self.registry.all():
+            record.stopped = True
             record.session.interrupt()
         for record in self.registry.all():
             with contextlib.suppress(Exception):
@@ -191,6 +239,7 @@ class Runtime:
         self.registry.take(record)
         record.events.close()
         self.ledger.release_session(record.owner)
+        record.stopped = True
         record.session.interrupt()
         await in_thread(record.session.close, limiter=self.limiter)
 

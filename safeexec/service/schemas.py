@@ -14,6 +14,7 @@ __all__ = [
     "ArtifactOut",
     "CheckIn",
     "CheckOut",
+    "CrashOut",
     "CreateSessionIn",
     "DisplayOut",
     "ErrorOut",
@@ -146,3 +147,9 @@ class ErrorOut(BaseModel):
 
     error: str
     message: str
+
+
+class CrashOut(ErrorOut):
+    """A 502: the worker died during the run; ``run`` is the step as recorded."""
+
+    run: RunOut

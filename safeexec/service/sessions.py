@@ -36,6 +36,8 @@ class SessionRecord:
     run_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     active: int = 0
     running: bool = False
+    stopped: bool = False
+    """The host interrupted or closed the running cell (its kill is no crash)."""
     closing: bool = False
     steps: int = 0
     blobs: dict[str, BlobRef] = field(default_factory=dict)

@@ -6,13 +6,15 @@ import asyncio
 import base64
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from safeexec.faces.langchain_tool import SafeexecTool
+from safeexec.faces.langchain_tool import OUTPUT_EVENT, SafeexecTool
 from safeexec.faces.tooldefs import run_code_schema
 from safeexec.model import Outcome
 from safeexec.session import Session
@@ -94,3 +96,41 @@ def test_the_async_path_runs_too(session: Session) -> None:
         )
     )
     assert isinstance(result, ToolMessage) and "42" in result.content[0]["text"]
+
+
+STREAMED = "import time\nprint('first', flush=True)\ntime.sleep(0.2)\nprint('second')"
+
+
+def test_output_streams_as_custom_events_before_the_result(session: Session) -> None:
+    tool = SafeexecTool(session=session)
+    call = {"name": "run_code", "args": {"code": STREAMED}, "id": "s1", "type": "tool_call"}
+
+    async def events() -> list[dict[str, Any]]:
+        return [e async for e in tool.astream_events(call, version="v2")]
+
+    seen = asyncio.run(events())
+    kinds = [e["event"] for e in seen]
+    output = [e["data"] for e in seen if e["event"] == "on_custom_event"]
+    assert all(e["name"] == OUTPUT_EVENT for e in seen if e["event"] == "on_custom_event")
+    assert "".join(c["text"] for c in output).split() == ["first", "second"]
+    assert {c["stream"] for c in output} == {"stdout"}
+    assert kinds.index("on_custom_event") < kinds.index("on_tool_end")
+    (end,) = [e for e in seen if e["event"] == "on_tool_end"]
+    assert isinstance(end["data"]["output"], ToolMessage)
+
+
+def test_the_sync_path_reports_output_to_callback_handlers(session: Session) -> None:
+    class Recorder(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.chunks: list[dict[str, str]] = []
+
+        def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+            if name == OUTPUT_EVENT:
+                self.chunks.append(data)
+
+    recorder = Recorder()
+    tool = SafeexecTool(session=session)
+    call = {"name": "run_code", "args": {"code": STREAMED}, "id": "s2", "type": "tool_call"}
+    message = tool.invoke(call, config={"callbacks": [recorder]})
+    assert message.status == "success"
+    assert "".join(c["text"] for c in recorder.chunks).split() == ["first", "second"]

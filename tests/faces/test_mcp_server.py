@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import base64
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import mcp_types as types
 import psutil
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from safeexec.audit import AuditLog
 
@@ -192,6 +196,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+TOKEN = "mcp-test-token-0123456789abcdef"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HttpServer:
     url: str
@@ -201,12 +208,30 @@ class HttpServer:
         """How many processes the server runs beneath it (sandbox templates and workers)."""
         return len(psutil.Process(self.pid).children(recursive=True))
 
+    def client(
+        self, token: str | None = TOKEN, *, statuses: list[int] | None = None, **options: Any
+    ) -> Client:
+        """The SDK's client over the SDK's own HTTP client, sending ``token`` as a bearer
+        (``statuses`` collects the HTTP status of every response it gets)."""
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+        async def record(response: httpx2.Response) -> None:
+            if statuses is not None:
+                statuses.append(response.status_code)
+
+        http = httpx2.AsyncClient(headers=headers, event_hooks={"response": [record]})
+        return Client(streamable_http_client(self.url, http_client=http), **options)
+
+
+@contextmanager
+def _serving(
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[HttpServer]:
     port = _free_port()
-    args = _server_args(tmp_path / "state", "--transport", "http", "--port", str(port))
-    process = subprocess.Popen([sys.executable, *args], stderr=subprocess.PIPE)
+    args = _server_args(tmp_path / "state", "--transport", "http", "--port", str(port), *extra)
+    process = subprocess.Popen(
+        [sys.executable, *args], stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+    )
     try:
         for _ in range(300):  # up to ~30 s for the interpreter and uvicorn to start
             if process.poll() is not None:
@@ -223,12 +248,17 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
         process.wait(timeout=30)
 
 
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    with _serving(tmp_path, env={"SAFEEXEC_MCP_TOKENS": f"alice={TOKEN}"}) as server:
+        yield server
+
+
 def test_http_clients_each_get_their_own_session_closed_when_they_go(
     http_server: HttpServer,
 ) -> None:
     async def scenario() -> None:
-        url = http_server.url
-        async with Client(url) as alice, Client(url) as bob:
+        async with http_server.client() as alice, http_server.client() as bob:
             await alice.call_tool("run_code", {"code": "secret = 'alice'"})
             await bob.call_tool("run_code", {"code": "secret = 'bob'"})
             assert "alice" in _text(await alice.call_tool("run_code", {"code": "secret"}))
@@ -248,7 +278,7 @@ def test_an_http_client_pinning_the_stateless_protocol_gets_a_fresh_session_per_
     http_server: HttpServer,
 ) -> None:
     async def scenario() -> None:
-        async with Client(http_server.url, mode="2026-07-28") as client:
+        async with http_server.client(mode="2026-07-28") as client:
             await client.call_tool("run_code", {"code": "x = 1"})
             again = await client.call_tool("run_code", {"code": "x"})
             assert again.is_error and "NameError" in _text(again)
@@ -260,7 +290,70 @@ def test_an_http_client_pinning_the_stateless_protocol_gets_a_fresh_session_per_
 def test_http_requests_with_a_foreign_host_header_are_refused(http_server: HttpServer) -> None:
     response = httpx.post(
         http_server.url,
-        headers={"Host": "attacker.example", "Accept": "application/json, text/event-stream"},
+        headers={
+            "Host": "attacker.example",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}",
+        },
         json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
     )
     assert response.status_code in (400, 403, 421)
+
+
+_PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}"])
+def test_http_requests_without_a_known_bearer_token_are_401(
+    http_server: HttpServer, authorization: str | None
+) -> None:
+    async def scenario() -> None:
+        headers = (
+            dict(_ACCEPT) if authorization is None else {**_ACCEPT, "Authorization": authorization}
+        )
+        async with httpx2.AsyncClient() as http:  # the MCP SDK's own HTTP client
+            response = await http.post(http_server.url, headers=headers, json=_PING)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.json()["error"] == "unauthorized"
+
+    anyio.run(scenario)
+    assert http_server.sandboxes() == 0  # nothing was opened for it
+
+
+def test_the_sdk_client_without_a_token_cannot_connect_and_opens_no_sandbox(
+    http_server: HttpServer,
+) -> None:
+    async def scenario() -> None:
+        statuses: list[int] = []
+        with pytest.raises(Exception):  # noqa: B017 (the SDK wraps the failure its own ways)
+            async with http_server.client(token=None, statuses=statuses) as client:
+                await client.call_tool("run_code", {"code": "print(1)"})
+        assert statuses and set(statuses) == {401}  # every request it sent was refused
+
+    anyio.run(scenario)
+    assert http_server.sandboxes() == 0
+
+
+def test_no_auth_serves_without_a_token(tmp_path: Path) -> None:
+    async def scenario(server: HttpServer) -> None:
+        async with server.client(token=None) as client:
+            result = await client.call_tool("run_code", {"code": "print(6 * 7)"})
+            assert "42" in _text(result)
+
+    with _serving(tmp_path, "--no-auth") as server:
+        anyio.run(scenario, server)
+
+
+def test_http_without_tokens_or_no_auth_refuses_to_start(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SAFEEXEC_MCP_TOKENS"}
+    done = subprocess.run(
+        [sys.executable, *_server_args(tmp_path, "--transport", "http", "--port", "9")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "no tokens" in done.stderr and "--no-auth" in done.stderr

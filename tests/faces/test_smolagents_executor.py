@@ -96,7 +96,8 @@ def test_a_code_agent_completes_a_two_step_task_through_safeexec(session: Sessio
     assert agent.run("What do three apples and a pear cost?") == 2.25
     assert prices.asked == ["apple", "pear"]  # the tool ran in the host, once per call
     assert "0.5 0.75" in model.prompts[1]  # the second turn saw the first step's output
-    events = list(session.audit.read())
+    setup, *events = session.audit.read()  # first the final_answer wrapper, then the actions
+    assert setup.verdict is Verdict.ALLOW and not setup.side_effects
     assert [e.verdict for e in events] == [Verdict.ALLOW, Verdict.ALLOW]
     calls = [[e.tool for e in ev.side_effects if isinstance(e, ToolCalled)] for ev in events]
     assert calls == [["price_of", "price_of"], ["final_answer"]]
@@ -116,7 +117,7 @@ def test_an_escape_attempt_from_the_agent_is_refused_and_shown_to_the_model(
     first = _steps(agent)[0]
     assert first.error is not None and "SX202" in str(first.error)
     assert "SX202" in model.prompts[1]  # the model was told which rule refused it
-    events = list(session.audit.read())
+    _, *events = session.audit.read()
     assert [e.verdict for e in events] == [Verdict.DENY, Verdict.ALLOW]
 
 
@@ -140,6 +141,37 @@ def test_a_tool_past_its_call_limit_is_refused_before_or_while_it_runs(session: 
     assert steps[1].error is None
     assert "call limit reached" in str(steps[2].error) or "SX602" in str(steps[2].error)
     assert prices.asked == ["apple", "pear"]  # the policy's max_calls = 2, across steps
+
+
+@pytest.mark.parametrize("mode", ["native", "restricted"])
+def test_final_answer_ends_the_code_action_at_once_even_inside_except_exception(
+    tmp_path: Path, mode: str
+) -> None:
+    (tmp_path / "agent.toml").write_text(POLICY)
+    prices = PriceOf()
+    code = (
+        "print('before')\n"
+        "try:\n"
+        "    final_answer(price_of('apple'))\n"
+        "except Exception:\n"
+        "    print('swallowed')\n"
+        "price_of('pear')\n"
+        "print('after')"
+    )
+    model = ScriptedModel([_reply("Answer and stop.", code)])
+    with Session(
+        policy=load_policy(tmp_path / "agent.toml"), state_dir=tmp_path / "state", mode=mode
+    ) as session:
+        agent = CodeAgent(tools=[prices], model=model, executor=SafeexecExecutor(session))
+        assert agent.run("The price of an apple?") == 0.5
+        (step,) = _steps(agent)
+        assert step.is_final_answer and step.error is None
+        assert step.observations is not None and "before" in step.observations
+        assert "swallowed" not in step.observations and "after" not in step.observations
+        assert prices.asked == ["apple"]  # nothing after final_answer ran
+        *_, event = session.audit.read()
+        tools = [e.tool for e in event.side_effects if isinstance(e, ToolCalled)]
+        assert tools == ["price_of", "final_answer"]
 
 
 def test_the_last_expression_is_the_output_the_model_sees(session: Session) -> None:

@@ -19,6 +19,7 @@ import httpx2
 import openai
 import pytest
 from anthropic.types import (
+    DocumentBlockParam,
     ImageBlockParam,
     MessageParam,
     TextBlockParam,
@@ -26,29 +27,32 @@ from anthropic.types import (
     ToolResultBlockParam,
     ToolUseBlock,
 )
+from anthropic.types.tool_result_block_param import Content as ToolResultContent
 from openai.types.chat import (
+    ChatCompletionContentPartParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageParam,
 )
 from openai.types.responses import (
     FunctionToolParam,
+    ResponseFunctionCallOutputItemParam,
     ResponseFunctionToolCall,
     ResponseInputItemParam,
 )
 from pydantic import TypeAdapter
 
 from safeexec.capabilities import tool
-from safeexec.faces.tooldefs import (
-    RUN_CODE,
-    anthropic_tools,
-    dispatch,
-    dispatch_many,
-    openai_tools,
-)
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import CapabilityConfig
 from safeexec.session import Session
+from safeexec.tools import (
+    RUN_CODE,
+    anthropic_tool,
+    dispatch,
+    dispatch_many,
+    openai_tool,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('drawn')"
@@ -76,15 +80,15 @@ def _valid(kind: Any, value: object) -> None:
 
 
 def test_definitions_are_valid_sdk_tool_params_and_name_the_granted_tools() -> None:
-    for definition in openai_tools([lookup], api="chat"):
+    for definition in openai_tool([lookup], api="chat"):
         _valid(ChatCompletionFunctionToolParam, definition)
-    for definition in openai_tools([lookup], api="responses"):
+    for definition in openai_tool([lookup], api="responses"):
         _valid(FunctionToolParam, definition)
-    for definition in anthropic_tools([lookup]):
+    for definition in anthropic_tool([lookup]):
         _valid(ToolParam, definition)
-    names = [d["name"] for d in anthropic_tools([lookup])]
+    names = [d["name"] for d in anthropic_tool([lookup])]
     assert names == [RUN_CODE, "lookup"]
-    schema = anthropic_tools()[0]["input_schema"]
+    schema = anthropic_tool()[0]["input_schema"]
     assert isinstance(schema, dict) and schema["required"] == ["code"]
 
 
@@ -187,6 +191,88 @@ def test_a_rich_display_comes_back_as_an_image_and_a_figure_only_once(session: S
     assert sum(b["type"] == "image" for b in message["content"][0]["content"]) == 1
 
 
+FILES = (
+    "open('report.pdf', 'wb').write(b'%PDF-1.4\\n%%EOF\\n')\n"
+    "open('table.csv', 'w').write('a,b\\n1,2\\n')\n"
+    "open('blob.bin', 'wb').write(bytes(range(256)))\n"
+)
+
+
+def test_non_image_files_come_back_as_each_apis_file_content_or_a_text_reference(
+    session: Session,
+) -> None:
+    chat_call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": RUN_CODE, "arguments": json.dumps({"code": FILES})},
+    }
+    _, user = dispatch(session, chat_call)
+    _valid(ChatCompletionMessageParam, user)
+    parts = {p["type"]: p for p in user["content"][1:]}
+    for part in user["content"]:
+        _valid(ChatCompletionContentPartParam, part)
+    assert parts["file"]["file"]["filename"] == "report.pdf"
+    assert parts["file"]["file"]["file_data"].startswith("data:application/pdf;base64,")
+    texts = [p["text"] for p in user["content"] if p["type"] == "text"]
+    assert any("a,b\n1,2" in t for t in texts)
+    assert any("'blob.bin'" in t and "not attached" in t for t in texts)
+
+    responses_call = {
+        "type": "function_call",
+        "call_id": "f",
+        "name": RUN_CODE,
+        "arguments": json.dumps({"code": FILES.replace("1,2", "3,4")}),
+    }
+    (item,) = dispatch(session, responses_call)
+    _valid(ResponseInputItemParam, item)
+    for part in item["output"]:
+        _valid(ResponseFunctionCallOutputItemParam, part)
+    kinds = [p["type"] for p in item["output"]]
+    assert kinds.count("input_file") == 1 and "input_image" not in kinds
+    (pdf,) = [p for p in item["output"] if p["type"] == "input_file"]
+    assert pdf["filename"] == "report.pdf"
+
+    tool_use = {
+        "type": "tool_use",
+        "id": "t",
+        "name": RUN_CODE,
+        "input": {"code": FILES.replace("1,2", "5,6")},
+    }
+    (message,) = dispatch(session, tool_use)
+    _valid(MessageParam, message)
+    blocks = message["content"][0]["content"]
+    for block in blocks:
+        _valid(ToolResultContent, block)
+    documents = {b["title"]: b for b in blocks if b["type"] == "document"}
+    for document in documents.values():
+        _valid(DocumentBlockParam, document)
+    assert documents["report.pdf"]["source"]["media_type"] == "application/pdf"
+    assert base64.b64decode(documents["report.pdf"]["source"]["data"]).startswith(b"%PDF")
+    assert documents["table.csv"]["source"] == {
+        "type": "text",
+        "media_type": "text/plain",
+        "data": "a,b\n5,6\n",
+    }
+    assert any(b["type"] == "text" and "'blob.bin'" in b["text"] for b in blocks)
+    # The SDKs send them as they are.
+    sent = _send_anthropic(
+        [
+            {"role": "user", "content": "files"},
+            {"role": "assistant", "content": [tool_use]},
+            message,
+        ]
+    )
+    assert [b["type"] for b in sent["messages"][2]["content"][0]["content"]].count("document") == 2
+    sent = _send_openai_chat(
+        [
+            {"role": "user", "content": "files"},
+            {"role": "assistant", "tool_calls": [chat_call]},
+            *dispatch(session, chat_call),
+        ]
+    )
+    assert any(p["type"] == "file" for p in sent["messages"][3]["content"])
+
+
 def test_a_refused_call_is_an_error_result_naming_the_rule(session: Session) -> None:
     block = {"type": "tool_use", "id": "t", "name": RUN_CODE, "input": {"code": "import ctypes"}}
     (message,) = dispatch(session, block)
@@ -273,7 +359,7 @@ def _send_openai_chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
     http, seen = _recording_client(httpx, reply)
     client = openai.OpenAI(api_key="offline", base_url="http://127.0.0.1:9/v1", http_client=http)
     completion = client.chat.completions.create(
-        model="m", messages=messages, tools=openai_tools([lookup])
+        model="m", messages=messages, tools=openai_tool([lookup])
     )
     assert completion.choices[0].message.content == "done"
     return seen[0]
@@ -293,7 +379,7 @@ def _send_anthropic(messages: list[dict[str, Any]]) -> dict[str, Any]:
     http, seen = _recording_client(httpx2, reply)
     client = anthropic.Anthropic(api_key="offline", base_url="http://127.0.0.1:9", http_client=http)
     response = client.messages.create(
-        model="m", max_tokens=10, messages=messages, tools=anthropic_tools([lookup])
+        model="m", max_tokens=10, messages=messages, tools=anthropic_tool([lookup])
     )
     assert response.content[0].type == "text"
     return seen[0]

@@ -14,9 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
-from service_support import ALICE, RunningServer, serve
+from service_support import ALICE, RunningServer, serve, token_store
 
 from safeexec.audit import AuditLog
+from safeexec.client import Client
+from safeexec.model import ExecStatus
 from safeexec.service.quotas import Quota
 
 _BOUND_SECONDS = 60.0  # outer bounds of the polls below, never a measured threshold
@@ -150,13 +152,49 @@ def test_a_worker_killed_from_outside_leaves_the_server_serving(tmp_path: Path) 
             _eventually(_started(server, session_id), "the long cell started")
             os.kill(worker, signal.SIGKILL)
             crashed = running.result(timeout=_BOUND_SECONDS)
-        assert crashed.status_code == 200
-        assert crashed.json()["status"] == "killed"
+        assert crashed.status_code == 502
+        body = crashed.json()
+        assert body["error"] == "worker_crashed" and "died during the run" in body["message"]
+        assert body["run"]["status"] == "killed"  # the step, recorded as usual
+        assert _statuses(tmp_path / "state")[-1] == "killed"
+        assert 'safeexec_errors_total{error="worker_crashed"} 1.0' in alice.get("/v1/metrics").text
         assert alice.get("/v1/health").status_code == 200
         again = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print('back')"})
         assert again.json()["status"] == "ok" and again.json()["state_lost"] is True
         untouched = alice.post(f"/v1/sessions/{other}/run", json={"code": "print(y)"})
         assert untouched.json()["observation"]["text"].endswith("2")
+
+
+def test_the_client_returns_a_crashed_runs_outcome_as_session_run_would(tmp_path: Path) -> None:
+    with (
+        _native(tmp_path) as server,
+        Client(server.base_url, token=ALICE, mode="native") as remote,
+    ):
+        remote.run_code("x = 1")
+        uid = _session_uid(server, remote.session_id)
+        (worker,) = _pids(uid)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(remote.run_code, LONG_CELL)
+            _eventually(_started(server, remote.session_id), "the long cell started")
+            os.kill(worker, signal.SIGKILL)
+            outcome = running.result(timeout=_BOUND_SECONDS)
+        assert outcome.result is not None and outcome.result.status is ExecStatus.KILLED
+        again = remote.run_code("print('back')")
+        assert again.result is not None and again.result.state_lost
+
+
+def test_an_interrupted_cell_that_is_killed_is_no_crash(tmp_path: Path) -> None:
+    with _native(tmp_path) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                alice.post, f"/v1/sessions/{session_id}/run", json={"code": STUBBORN_CELL}
+            )
+            _eventually(_started(server, session_id), "the stubborn cell started")
+            assert alice.post(f"/v1/sessions/{session_id}/interrupt").json()["running"]
+            stopped = running.result(timeout=_BOUND_SECONDS)
+        assert stopped.status_code == 200  # the host killed it after the grace: asked for
+        assert stopped.json()["status"] == "killed"
 
 
 def test_deleting_a_session_kills_its_processes_even_mid_run(tmp_path: Path) -> None:
@@ -186,3 +224,49 @@ def test_an_idle_session_is_closed_with_its_processes(tmp_path: Path) -> None:
         assert not _pids(uid)
         # Its quota slot came back with it.
         assert server.app.runtime.ledger.usage("alice", Quota()).sessions == 0
+
+
+def test_a_busy_cell_is_stopped_at_what_is_left_of_its_tokens_cpu_quota(tmp_path: Path) -> None:
+    tokens = token_store(Quota(cpu_seconds=1.0))
+    with _native(tmp_path, tokens=tokens) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        spin = "x = 0\nfor i in range(10**9):\n    x += i"  # minutes of CPU, if let run
+        busy = alice.post(f"/v1/sessions/{session_id}/run", json={"code": spin})
+        assert busy.status_code == 200
+        body = busy.json()
+        assert body["status"] == "timeout"  # the CPU limit, narrowed from the policy's 10 s
+        assert body["outcome"]["decision"]["limits"]["cpu_seconds"] == 1.0
+        over = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "print(1)"})
+        assert over.status_code == 429 and over.json()["error"] == "quota_cpu_seconds"
+
+
+WAITS_FOR_FLAG = (
+    "import os, time\n"
+    "open('started', 'w').write('1')\n"
+    "for _ in range(600):\n"
+    "    if os.path.exists('flag.txt'):\n"
+    "        break\n"
+    "    time.sleep(0.05)\n"
+    "print(open('flag.txt').read() if os.path.exists('flag.txt') else 'no flag')\n"
+)
+
+
+def test_file_operations_do_not_wait_for_a_running_cell(tmp_path: Path) -> None:
+    with _native(tmp_path) as server, server.client() as alice:
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                alice.post, f"/v1/sessions/{session_id}/run", json={"code": WAITS_FOR_FLAG}
+            )
+            _eventually(_started(server, session_id), "the waiting cell started")
+            put = alice.put(f"/v1/sessions/{session_id}/files/flag.txt", content=b"from host")
+            assert put.status_code == 204
+            listed = alice.get(f"/v1/sessions/{session_id}/files").json()
+            assert not running.done()  # answered while the cell still waits
+            assert {"flag.txt", "started"} <= {e["name"] for e in listed}
+            done = running.result(timeout=_BOUND_SECONDS)
+        assert "--- stdout ---\nfrom host\n" in done.json()["observation"]["text"]
+        # The file is the session's: a later cell may overwrite it.
+        rewrite = {"code": "open('flag.txt', 'w').write('mine')\nprint(open('flag.txt').read())"}
+        again = alice.post(f"/v1/sessions/{session_id}/run", json=rewrite)
+        assert "--- stdout ---\nmine\n" in again.json()["observation"]["text"]

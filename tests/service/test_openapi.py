@@ -27,6 +27,7 @@ def test_the_schema_lists_every_route_and_the_bearer_scheme() -> None:
     schema = current_schema()
     assert set(schema["paths"]) == {
         "/v1/health",
+        "/v1/metrics",
         "/v1/check",
         "/v1/sessions",
         "/v1/sessions/{session_id}",
@@ -39,6 +40,7 @@ def test_the_schema_lists_every_route_and_the_bearer_scheme() -> None:
     }
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     run = schema["paths"]["/v1/sessions/{session_id}/run"]["post"]
-    assert {"401", "404", "429"} <= set(run["responses"])
+    assert {"401", "404", "429", "502"} <= set(run["responses"])
+    assert schema["paths"]["/v1/metrics"]["get"]["security"] == [{"HTTPBearer": []}]
     assert run["security"] == [{"HTTPBearer": []}]
     assert "security" not in schema["paths"]["/v1/health"]["get"]

@@ -142,3 +142,56 @@ def test_over_the_cpu_quota_is_a_429_for_that_token_only(tmp_path: Path) -> None
         assert over.json()["error"] == "quota_cpu_seconds"
         theirs = bob.post("/v1/sessions").json()["session_id"]
         assert bob.post(f"/v1/sessions/{theirs}/run", json={"code": "x"}).status_code == 200
+
+
+def test_a_run_is_bounded_by_what_is_left_of_its_tokens_cpu_quota(tmp_path: Path) -> None:
+    seen: list[float] = []
+
+    def record(request: ExecRequest) -> FakeReply:
+        seen.append(request.limits.cpu_seconds)
+        return FakeReply(stdout="ran\n", usage=Usage(cpu_seconds=0.75))
+
+    tokens = token_store(Quota(cpu_seconds=1.0))
+    with (
+        fake_server(tmp_path, FakeBackend(record), tokens=tokens) as server,
+        server.client(ALICE) as alice,
+    ):
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        first = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x"})
+        second = alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x"})
+        assert (first.status_code, second.status_code) == (200, 200)
+        # The first run may use the whole quota (under the policy's 10 s); the second only the
+        # 0.25 s the first left; the decision in the result states the narrowed limit.
+        assert seen == [1.0, 0.25]
+        assert second.json()["outcome"]["decision"]["limits"]["cpu_seconds"] == 0.25
+        assert alice.post(f"/v1/sessions/{session_id}/run", json={"code": "x"}).status_code == 429
+
+
+def test_runs_in_flight_hold_their_cpu_grant_so_concurrent_runs_cannot_overspend(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    tokens = token_store(Quota(cpu_seconds=11.0, max_concurrent_runs=4))
+    with (
+        fake_server(tmp_path, FakeBackend(gate), tokens=tokens) as server,
+        server.client(ALICE) as alice,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        ids = [alice.post("/v1/sessions").json()["session_id"] for _ in range(3)]
+
+        def run(session_id: str) -> float:
+            with server.client() as own:
+                reply = own.post(f"/v1/sessions/{session_id}/run", json={"code": "x"})
+                return float(reply.json()["outcome"]["decision"]["limits"]["cpu_seconds"])
+
+        running = [pool.submit(run, session_id) for session_id in ids[:2]]
+        for _ in running:
+            assert gate.entered.acquire(timeout=_HELD_SECONDS)
+        # 10 s (the policy's limit) and then the 1 s left are held by the two runs in flight.
+        over = alice.post(f"/v1/sessions/{ids[2]}/run", json={"code": "x"})
+        gate.opened.set()
+        assert sorted(f.result() for f in running) == [1.0, 10.0]
+        assert over.status_code == 429 and over.json()["error"] == "quota_cpu_seconds"
+        assert "held by runs in flight" in over.json()["message"]
+        # The fake runs report no CPU used: the grants are released, nothing was charged.
+        assert alice.post(f"/v1/sessions/{ids[2]}/run", json={"code": "x"}).status_code == 200

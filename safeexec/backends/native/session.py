@@ -134,6 +134,11 @@ class NativeSession:
         self.seed = spec.seed
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
+        # Held while the workdir's owner changes (a worker's uid is lent it, close gives it
+        # back or removes it) and by uploads, which need not wait for a running cell: the
+        # walks beneath the workdir never follow links, so they are safe beside the sandbox's
+        # own processes (which may touch the workdir at any time, cell or not).
+        self._files_lock = threading.Lock()
         self._closed = False
         self._lost_state = False
         self._uid: int | None = None  # a root host's sessions run as a uid of their own
@@ -253,10 +258,11 @@ class NativeSession:
             self._stop_worker()
             self._group.remove()
             self._disk.remove()
-            if self._owns_workdir:
-                remove_tree(str(self.workdir))
-            else:
-                self._return_workdir()
+            with self._files_lock:
+                if self._owns_workdir:
+                    remove_tree(str(self.workdir))
+                else:
+                    self._return_workdir()
 
     def __enter__(self) -> NativeSession:
         return self
@@ -310,8 +316,10 @@ class NativeSession:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
 
         A bad name or a non-file in the way raises ``ConfigurationError``; a symlink or FIFO in
-        the way, ``OSError``."""
-        with self._lock:
+        the way, ``OSError``. It does not wait for a running cell."""
+        with self._files_lock:
+            if self._closed:
+                raise BackendError("upload() on a closed native session")
             upload_file(str(self.workdir), name, data, owner=self._uid)
 
     def download(self, name: str) -> bytes:
@@ -458,8 +466,9 @@ class NativeSession:
         if os.geteuid() == 0 and uid is not None and uid > 0:
             # Chosen by the template from the worker's pid, so unique on this machine while the
             # session lives; no user code runs before the first request, so this is in time.
-            self._uid = uid
-            self._give_workdir_to(uid)
+            with self._files_lock:
+                self._uid = uid
+                self._give_workdir_to(uid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
