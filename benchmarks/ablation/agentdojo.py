@@ -170,8 +170,31 @@ def _call_text(call: Any) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _environment(suite_name: str, planted: tuple[tuple[str, str], ...]) -> Any:
-    """The suite's environment with ``planted`` texts in their vectors (copy before use)."""
-    return _suites()[suite_name].load_and_inject_default_environment(dict(planted))
+    """The suite's environment with ``planted`` texts in their vectors (copy before use).
+
+    AgentDojo formats injections into its YAML source, where quotes or backslashes in a text
+    would break the document: a plain marker goes in, and the text replaces it in the loaded
+    environment's strings.
+    """
+    suite = _suites()[suite_name]
+    marks = {vector: f"safeexec-injection-{vector}" for vector, _text in planted}
+    state = suite.load_and_inject_default_environment(marks)
+    if not planted:
+        return state
+    texts = {marks[vector]: text for vector, text in planted}
+    return suite.environment_type.model_validate(_replaced(state.model_dump(), texts))
+
+
+def _replaced(value: Any, texts: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for mark, text in texts.items():
+            value = value.replace(mark, text)
+        return value
+    if isinstance(value, dict):
+        return {k: _replaced(v, texts) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_replaced(v, texts) for v in value)
+    return value
 
 
 @functools.cache

@@ -103,3 +103,25 @@ def test_the_command_prints_the_table_and_writes_the_rows(
     assert document["version"] == agentdojo.VERSION
     assert len(document["rows"]) == 2 * 2  # (no attack + one injection task) × grants
     assert {t["grants"] for t in document["table"]} == {"broad", "scoped"}
+
+
+def test_a_planted_text_with_quotes_and_backslashes_arrives_verbatim() -> None:
+    text = 'say "hi" \\ and it\'s\nnext line: {braces} - item'
+    for name in SUITES:
+        vector = sorted(agentdojo._suites()[name].get_injection_vector_defaults())[0]
+        env = agentdojo._environment(name, ((vector, text),))
+        found = []
+
+        def collect(value: object, into: list[str] = found) -> None:
+            if isinstance(value, str):
+                into.append(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    collect(item)
+            elif isinstance(value, list | tuple):
+                for item in value:
+                    collect(item)
+
+        collect(env.model_dump())
+        assert any(text in s for s in found), name
+        assert not any("safeexec-injection-" in s for s in found)
