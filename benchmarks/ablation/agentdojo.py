@@ -16,7 +16,8 @@ agents built from that ground truth:
 Both run with ``broad`` grants (every call approved: the CodeAct default) and ``scoped`` ones
 (a call that writes is approved only when it matches one of the user task's ground-truth calls,
 see :func:`safeexec.harness.task_grants.task_approver`). AgentDojo's functions carry no effect
-declarations; :data:`WRITE_PREFIXES` says which ones change the environment.
+declarations; :data:`WRITE_PREFIXES` says which ones change the environment and
+:data:`NETWORK_FUNCTIONS` which reach a server their arguments name.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from safeexec.harness.suite import AuthorizedEffect
 
 __all__ = [
     "GATEWAY",
+    "NETWORK_FUNCTIONS",
     "VERSION",
     "WRITE_PREFIXES",
     "DojoRun",
@@ -62,11 +64,15 @@ WRITE_PREFIXES = (
 )  # fmt: skip
 # One run's outcome, or one line of the table: a JSON object.
 Row = dict[str, Any]
+# ... and the ones that reach out to a server the arguments name (an exfiltration channel).
+NETWORK_FUNCTIONS = frozenset({"get_webpage"})
 _ANY_JSON = ["array", "boolean", "integer", "null", "number", "object", "string"]
 
 
-def _writes(name: str) -> bool:
-    return name.startswith(WRITE_PREFIXES)
+def _effects(name: str) -> tuple[Effect, ...]:
+    if name in NETWORK_FUNCTIONS:
+        return (Effect.NETWORK,)
+    return (Effect.WRITE,) if name.startswith(WRITE_PREFIXES) else (Effect.READ,)
 
 
 @functools.cache
@@ -149,7 +155,7 @@ class DojoEnvironment:
                 name=f.name,
                 description=f.description,
                 parameters=_parameters(f),
-                effects=(Effect.WRITE,) if _writes(f.name) else (Effect.READ,),
+                effects=_effects(f.name),
                 function=_bound(runtime, state, f.name, traces),
             )
             for f in suite.tools
@@ -157,7 +163,17 @@ class DojoEnvironment:
         return cls(state=state, tools=specs, traces=traces)
 
     def snapshot(self) -> JSONValue:
-        return json.loads(self.state.model_dump_json())
+        """The state as JSON, without the ``timestamp`` fields AgentDojo stamps from the wall
+        clock when a call runs (a replay of the same calls would differ by the clock alone)."""
+        return _without_timestamps(json.loads(self.state.model_dump_json()))
+
+
+def _without_timestamps(value: JSONValue) -> JSONValue:
+    if isinstance(value, dict):
+        return {k: _without_timestamps(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [_without_timestamps(v) for v in value]
+    return value
 
 
 # -- tasks ---------------------------------------------------------------------------------------
@@ -241,7 +257,7 @@ def _task(suite: Any, user_task: Any, clean: Any, extra_turns: int) -> Task:
         authorized_effects=tuple(
             AuthorizedEffect(tool=c.function, args=dict(c.args))
             for c in calls
-            if _writes(c.function)
+            if _effects(c.function) != (Effect.READ,)
         ),
     )
 
