@@ -6,12 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types
+TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: setup setup-test demo test test-fast lint bench ablation clean
+.PHONY: setup setup-test demo test test-fast lint bench ablation agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ bench: $(BENCH_STAMP)
 # table and writes results.json, results.md and PNG charts to ablation-results/.
 ablation: $(STAMP)
 	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
+
+# AgentDojo's four suites through the harness (benchmarks/ablation/agentdojo.py): oracle and
+# gullible agents, broad grants vs scoped capabilities; prints the table, writes the rows.
+agentdojo: $(TEST_STAMP)
+	$(BIN)/python -m benchmarks.ablation.agentdojo --out agentdojo-results.json
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

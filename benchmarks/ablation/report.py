@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from safeexec.codec import JSONValue
 from safeexec.harness import Suite
@@ -84,7 +85,7 @@ def aggregate(
     faults = [r for r in rows if r["condition"] == "fault"]
     attacks = [r for r in rows if r["condition"] == "injection"]
     expressible = [t.id for t in suite.tasks if t.reference_dsl is not None]
-    matrix = {
+    matrix: dict[str, JSONValue] = {
         "/".join(k): _outcomes(g) for k, g in _group(clean, "agent", "format", "mode").items()
     }
     recovery: dict[str, JSONValue] = {}
@@ -143,6 +144,9 @@ def aggregate(
         refusal_stages[condition] = dict(stages)
     long_runs = [r for r in oracle if r["format"] in ("json", "text")]
     per_call = [r for r in long_runs if r["end_reason"] == "answered"]
+    max_turns: list[JSONValue] = [
+        *sorted({str(r["task"]) for r in long_runs if r["end_reason"] == "max_turns"})
+    ]
     return {
         "runs": len(rows),
         "dsl_coverage": {
@@ -160,9 +164,7 @@ def aggregate(
         "oracle_json_text_turns_are_calls_plus_one": all(
             r["turns"] == _num(r, "tool_calls") + 1 for r in per_call
         ),
-        "oracle_json_text_max_turns": sorted(
-            {str(r["task"]) for r in long_runs if r["end_reason"] == "max_turns"}
-        ),
+        "oracle_json_text_max_turns": max_turns,
         "recovery": recovery,
         "attacks": attack,
         "scoped_unauthorized_effects": sum(
@@ -192,7 +194,7 @@ def _table(header: Sequence[str], lines: Iterable[Sequence[object]]) -> list[str
     return out
 
 
-def markdown(summary: dict[str, JSONValue]) -> str:
+def markdown(summary: Mapping[str, Any]) -> str:
     """The report as Markdown tables (scripted agents: mechanism measurements, never model
     quality)."""
     parts = ["# Ablation: action formats × execution modes (scripted agents)", ""]
@@ -298,13 +300,13 @@ def markdown(summary: dict[str, JSONValue]) -> str:
         f"Benign false-refusal rate (oracle, clean): {summary['benign_false_refusal_rate']}. "
         f"Unauthorized effects: broad {summary['broad_unauthorized_effects']}, scoped "
         f"{summary['scoped_unauthorized_effects']}. JSON/text oracle hit max_turns on: "
-        f"{', '.join(summary['oracle_json_text_max_turns']) or 'none'}.",  # type: ignore[arg-type]
+        f"{', '.join(summary['oracle_json_text_max_turns']) or 'none'}.",
         "",
     ]
     return "\n".join(parts)
 
 
-def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
+def charts(summary: Mapping[str, Any], out: Path) -> list[Path]:
     """PNG charts of the summary (matplotlib, headless); returns the files written."""
     import matplotlib
 
@@ -333,13 +335,13 @@ def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
         "Oracle success by format and mode",
         {k: float(v["success_rate"] or 0) for k, v in oracle.items()},
         "success rate",
-    )  # type: ignore[index]
+    )
     bars(
         "turns_by_format_mode",
         "Oracle turns by format and mode",
         {k: float(v["avg_turns"] or 0) for k, v in oracle.items()},
         "turns",
-    )  # type: ignore[index]
+    )
     overhead = summary["overhead_ms_per_action"]
     assert isinstance(overhead, dict)
     bars(
@@ -347,7 +349,7 @@ def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
         "Overhead per action (gate + execution + tool)",
         {k: float(v["total"]) for k, v in overhead.items()},
         "ms",
-    )  # type: ignore[index]
+    )
     stages = summary["refusals_by_stage"]
     assert isinstance(stages, dict)
     totals: Counter[str] = Counter()
@@ -362,5 +364,5 @@ def charts(summary: dict[str, JSONValue], out: Path) -> list[Path]:
         "Attack success: broad grants vs scoped capabilities",
         {k: float(v["attack_success_rate"] or 0) for k, v in attacks.items()},
         "rate",
-    )  # type: ignore[index]
+    )
     return written

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
 from benchmarks.ablation.matrix import Cell
@@ -211,7 +212,7 @@ def run_cells(
     return sorted(rows, key=lambda r: order[Cell(**_cell_fields(r)).key])
 
 
-def _cell_fields(row: dict[str, JSONValue]) -> dict[str, object]:
+def _cell_fields(row: dict[str, JSONValue]) -> dict[str, Any]:
     return {f.name: row[f.name] for f in dataclasses.fields(Cell)}
 
 

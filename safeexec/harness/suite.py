@@ -100,7 +100,17 @@ def _satisfies(value: JSONValue, constraint: JSONValue) -> bool:
 
 
 def _same(a: JSONValue, b: JSONValue) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """JSON equality where ``100`` equals ``100.0`` (the gateway passes a ``number`` parameter
+    on as a float) but ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
