@@ -233,6 +233,7 @@ class RestrictedExecutor:
                 "delattr": guards.safe_delattr,
                 "type": guards.safe_type,
                 "dir": guards.safe_dir,
+                "vars": guards.safe_vars,
                 "__build_class__": guards.build_class,
                 "__import__": self._import,
                 "GuardError": GuardError,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import collections
 import contextvars
+import decimal
 import io
 import string
 import threading
@@ -86,6 +87,13 @@ class ModuleView:
 
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("modules cannot be pickled or copied in restricted mode")
+
+
+# Library classes whose instances the code may change like its own: each instance is private to
+# whoever made it (``decimal.localcontext()`` hands out a copy of the current context; the shared
+# ``DefaultContext`` and ``getcontext`` are not in the view), and every attribute is a setter the
+# class validates itself (``prec``, ``rounding``, ``traps``; no ``__dict__``).
+_WRITABLE_LIBRARY_TYPES = frozenset({decimal.Context})
 
 
 def _is_module(value: object) -> bool:
@@ -384,6 +392,8 @@ class Guards:
                 return obj
             if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
                 return obj
+            if type(obj) in _WRITABLE_LIBRARY_TYPES:
+                return obj
             raise GuardError(
                 f"cannot modify attributes of {type(obj).__name__!r}: "
                 "only objects of classes defined by the code can be changed"
@@ -414,6 +424,19 @@ class Guards:
         if isinstance(args[0], type):
             raise GuardError("type() of a class is not available in restricted mode")
         return self.type_aliases.get(type(args[0]), type(args[0]))
+
+    def safe_vars(self, *obj: object) -> object:
+        """``vars(obj)`` of an instance of a class the code defined: its ``__dict__``, which
+        ``obj.__dict__`` hands out too. No argument (``locals()``), classes and host objects
+        (a module view, a library instance) are refused."""
+        if len(obj) != 1:
+            raise GuardError("vars() takes exactly one argument in restricted mode")
+        target = obj[0]
+        if isinstance(target, type) or not self.is_own(target):
+            raise GuardError(
+                "vars() applies only to instances of classes defined by the code in restricted mode"
+            )
+        return self.getattr_guard(target, "__dict__")
 
     @staticmethod
     def safe_dir(*obj: object) -> list[str]:
