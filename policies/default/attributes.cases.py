@@ -70,7 +70,7 @@ print(frame.back, frame.globals_)  # ok: SX402
 import random, json, pathlib, typing  # ok: SX201
 random._random  # expect: SX403
 json.decoder  # ok: SX403
-pathlib.threading  # expect: SX403
+pathlib.importlib  # expect: SX403
 typing.types  # expect: SX403
 json.__loader__  # expect: SX401, SX403
 print(json.__name__, random.random())  # ok: SX403

@@ -32,7 +32,7 @@ import zipfile, gzip, tarfile  # ok: SX201
 
 # case: restricted mode has no view of the native-only modules
 # mode: restricted
-import threading  # expect: SX201, SX205
+import asyncio  # expect: SX201, SX205
 import sqlite3  # expect: SX201, SX205
 import numpy as np  # expect: SX201, SX205
 import json, math  # ok: SX201, SX205
@@ -41,6 +41,14 @@ import json, math  # ok: SX201, SX205
 # mode: restricted
 import os, os.path, pathlib, glob, shutil, tempfile, sys, traceback  # ok: SX201, SX205
 from pathlib import Path  # ok: SX201, SX205
+
+# case: restricted mode runs its views of threads that belong to their cell
+# mode: restricted
+import threading, queue  # ok: SX201, SX205
+from concurrent.futures import ThreadPoolExecutor  # ok: SX201, SX205
+from concurrent.futures import ProcessPoolExecutor  # ok: SX201
+import concurrent.futures.process  # expect: SX201, SX202
+import multiprocessing  # expect: SX201, SX202
 
 # case: relative imports are never covered by the allowlist
 from . import secrets_module  # expect: SX201

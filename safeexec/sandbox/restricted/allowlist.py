@@ -259,6 +259,19 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     "platform": _names("python_version python_implementation system machine"),
     "locale": _names("getpreferredencoding getencoding"),
     "traceback": _names("format_exc print_exc format_exception format_exception_only"),
+    # Views of threads that belong to their cell (concurrency_views.py): every wait is sliced and
+    # ends when the cell is stopped. Left out: settrace, setprofile, excepthook, stack_size,
+    # Barrier, Timer, ProcessPoolExecutor.
+    "threading": _names(
+        "Thread Lock RLock Condition Semaphore BoundedSemaphore Event local current_thread "
+        "main_thread active_count enumerate get_ident get_native_id TIMEOUT_MAX ThreadError"
+    ),
+    "queue": _names("Queue LifoQueue PriorityQueue SimpleQueue Empty Full"),
+    "concurrent": frozenset({"futures"}),
+    "concurrent.futures": _names(
+        "ThreadPoolExecutor Future as_completed wait FIRST_COMPLETED FIRST_EXCEPTION "
+        "ALL_COMPLETED TimeoutError CancelledError"
+    ),
 }
 
 # The views above the runtime builds (the real module is never imported for them); those that
@@ -275,6 +288,10 @@ BUILT_VIEWS = frozenset(
         "platform",
         "locale",
         "traceback",
+        "threading",
+        "queue",
+        "concurrent",
+        "concurrent.futures",
     }
 )
 

@@ -92,8 +92,10 @@ class ModuleView:
 # Library classes whose instances the code may change like its own: each instance is private to
 # whoever made it (``decimal.localcontext()`` hands out a copy of the current context; the shared
 # ``DefaultContext`` and ``getcontext`` are not in the view), and every attribute is a setter the
-# class validates itself (``prec``, ``rounding``, ``traps``; no ``__dict__``).
-_WRITABLE_LIBRARY_TYPES = frozenset({decimal.Context})
+# class validates itself (``prec``, ``rounding``, ``traps``; no ``__dict__``), or, for
+# ``threading.local``, a per-thread namespace of the code's own. Views add their own classes
+# (``Guards.writable_types``).
+_WRITABLE_LIBRARY_TYPES = frozenset({decimal.Context, threading.local})
 
 
 def _is_module(value: object) -> bool:
@@ -191,6 +193,8 @@ class Guards:
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
         self.type_aliases: dict[type, object] = {}
+        # Classes whose instances attribute writes may change (see _WRITABLE_LIBRARY_TYPES).
+        self.writable_types: set[type] = set(_WRITABLE_LIBRARY_TYPES)
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
 
@@ -386,13 +390,14 @@ class Guards:
         one set lookup and no attribute access.
         """
         own = self.own_classes
+        writable = self.writable_types
 
         def _write_(obj: object) -> object:
             if type(obj) in own:
                 return obj
             if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
                 return obj
-            if type(obj) in _WRITABLE_LIBRARY_TYPES:
+            if type(obj) in writable:
                 return obj
             raise GuardError(
                 f"cannot modify attributes of {type(obj).__name__!r}: "
