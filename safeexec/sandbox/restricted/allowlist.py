@@ -268,6 +268,10 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     ),
     "queue": _names("Queue LifoQueue PriorityQueue SimpleQueue Empty Full"),
     "concurrent": frozenset({"futures"}),
+    # Filters and catching per executor, never the process's (warnings_view.py).
+    "warnings": _names(
+        "warn simplefilter filterwarnings resetwarnings catch_warnings WarningMessage"
+    ),
     "concurrent.futures": _names(
         "ThreadPoolExecutor Future as_completed wait FIRST_COMPLETED FIRST_EXCEPTION "
         "ALL_COMPLETED TimeoutError CancelledError"
@@ -292,6 +296,7 @@ BUILT_VIEWS = frozenset(
         "queue",
         "concurrent",
         "concurrent.futures",
+        "warnings",
     }
 )
 

@@ -43,6 +43,7 @@ from safeexec.sandbox.restricted.guards import (
 )
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
+from safeexec.sandbox.restricted.warnings_view import warnings_view
 from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
 
@@ -311,6 +312,7 @@ class RestrictedExecutor:
         if self._built is None:
             built = dict(environment_views(self))
             built.update(concurrency_views(self))
+            built.update(warnings_view(self))
             if self._files is not None:
                 built.update(workdir_views(self, WorkdirOps(self._files)))
             self._built = built
