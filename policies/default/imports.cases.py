@@ -44,7 +44,8 @@ from pathlib import Path  # ok: SX201, SX205
 
 # case: restricted mode runs its views of threads that belong to their cell
 # mode: restricted
-import threading, queue, warnings  # ok: SX201, SX205
+import threading, queue, warnings, logging  # ok: SX201, SX205
+import logging.handlers  # expect: SX201, SX205
 from concurrent.futures import ThreadPoolExecutor  # ok: SX201, SX205
 from concurrent.futures import ProcessPoolExecutor  # ok: SX201
 import concurrent.futures.process  # expect: SX201, SX202

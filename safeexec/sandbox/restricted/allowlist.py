@@ -268,6 +268,12 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     ),
     "queue": _names("Queue LifoQueue PriorityQueue SimpleQueue Empty Full"),
     "concurrent": frozenset({"futures"}),
+    # Loggers, handlers and formatters of the executor's own (logging_view.py).
+    "logging": _names(
+        "CRITICAL ERROR WARNING WARN INFO DEBUG NOTSET FATAL getLogger basicConfig getLevelName "
+        "disable Logger Handler StreamHandler FileHandler NullHandler Formatter LogRecord root "
+        "debug info warning error critical exception log"
+    ),
     # Filters and catching per executor, never the process's (warnings_view.py).
     "warnings": _names(
         "warn simplefilter filterwarnings resetwarnings catch_warnings WarningMessage"
@@ -297,6 +303,7 @@ BUILT_VIEWS = frozenset(
         "concurrent",
         "concurrent.futures",
         "warnings",
+        "logging",
     }
 )
 

@@ -41,6 +41,7 @@ from safeexec.sandbox.restricted.guards import (
     _SinkProxy,
     _view_value,
 )
+from safeexec.sandbox.restricted.logging_view import logging_view
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
 from safeexec.sandbox.restricted.warnings_view import warnings_view
@@ -313,6 +314,7 @@ class RestrictedExecutor:
             built = dict(environment_views(self))
             built.update(concurrency_views(self))
             built.update(warnings_view(self))
+            built.update(logging_view(self))
             if self._files is not None:
                 built.update(workdir_views(self, WorkdirOps(self._files)))
             self._built = built

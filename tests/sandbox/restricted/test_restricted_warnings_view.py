@@ -37,7 +37,7 @@ def test_the_code_s_filters_never_reach_the_process() -> None:
     assert warnings.filters == before
     with warnings.catch_warnings(record=True) as host:
         warnings.simplefilter("always")
-        warnings.warn("the host's own", UserWarning)  # not turned into an error
+        warnings.warn("the host's own", UserWarning, stacklevel=1)  # not an error
     assert len(host) == 1
     with pytest.raises(UserWarning, match="now an error"):
         executor.execute("warnings.warn('now an error')", filename="<t>")
