@@ -263,7 +263,7 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
     # ends when the cell is stopped. Left out: settrace, setprofile, excepthook, stack_size,
     # Barrier, Timer, ProcessPoolExecutor.
     "threading": _names(
-        "Thread Lock RLock Condition Semaphore BoundedSemaphore Event local current_thread "
+        "Thread Lock RLock Condition Semaphore BoundedSemaphore Event current_thread "
         "main_thread active_count enumerate get_ident get_native_id TIMEOUT_MAX ThreadError"
     ),
     "queue": _names("Queue LifoQueue PriorityQueue SimpleQueue Empty Full"),

@@ -148,7 +148,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             return None if real is None else real.native_id
 
     # ``t.daemon = True`` and ``t.name = ...`` before ``start``: the class's own setters.
-    executor.guards.writable_types.add(Thread)
+    executor.guards.writable_attributes[Thread] = frozenset({"name", "daemon"})
     main = Thread(name="MainThread")
 
     def current_thread() -> object:
@@ -393,7 +393,6 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             "Semaphore": Semaphore,
             "BoundedSemaphore": BoundedSemaphore,
             "Event": Event,
-            "local": threading.local,
             "current_thread": current_thread,
             "main_thread": lambda: main,
             "active_count": lambda: 1 + len(cell.alive()),

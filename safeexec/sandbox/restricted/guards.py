@@ -6,7 +6,6 @@ from __future__ import annotations
 import builtins
 import collections
 import contextvars
-import decimal
 import io
 import string
 import threading
@@ -89,15 +88,6 @@ class ModuleView:
         raise GuardError("modules cannot be pickled or copied in restricted mode")
 
 
-# Library classes whose instances the code may change like its own: each instance is private to
-# whoever made it (``decimal.localcontext()`` hands out a copy of the current context; the shared
-# ``DefaultContext`` and ``getcontext`` are not in the view), and every attribute is a setter the
-# class validates itself (``prec``, ``rounding``, ``traps``; no ``__dict__``), or, for
-# ``threading.local``, a per-thread namespace of the code's own. Views add their own classes
-# (``Guards.writable_types``).
-_WRITABLE_LIBRARY_TYPES = frozenset({decimal.Context, threading.local})
-
-
 def _is_module(value: object) -> bool:
     return type(value) is types.ModuleType
 
@@ -160,6 +150,41 @@ class _MatchValue:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
 
+class _AttributeWriter:
+    """What ``_write_`` hands back for an object of a type in ``Guards.writable_attributes``:
+    writes (and the reads of augmented assignments) of the listed public names only, passed on
+    to the object."""
+
+    __slots__ = ("_names", "_target")
+    _names: frozenset[str]
+    _target: object
+
+    def __init__(self, target: object, names: frozenset[str]) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_names", names)
+
+    def _check(self, name: str) -> None:
+        if name not in self._names:
+            raise GuardError(
+                f"cannot modify attribute {name!r} of {type(self._target).__name__!r}: "
+                f"only {', '.join(sorted(self._names))} can be set"
+            )
+
+    def __getattr__(self, name: str) -> object:
+        self._check(name)
+        return getattr(self._target, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        self._check(name)
+        setattr(self._target, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise GuardError(f"cannot delete attribute {name!r} of {type(self._target).__name__!r}")
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
+
 class _SafeFormatter(string.Formatter):
     """``str.format`` without attribute or index traversal in replacement fields."""
 
@@ -193,8 +218,10 @@ class Guards:
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
         self.type_aliases: dict[type, object] = {}
-        # Classes whose instances attribute writes may change (see _WRITABLE_LIBRARY_TYPES).
-        self.writable_types: set[type] = set(_WRITABLE_LIBRARY_TYPES)
+        # Library and view types whose instances the code may change, and the public attribute
+        # names it may set on them (``TarInfo.size``, a connection's ``row_factory``); the
+        # module views register them.
+        self.writable_attributes: dict[type, frozenset[str]] = {}
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
 
@@ -390,15 +417,16 @@ class Guards:
         one set lookup and no attribute access.
         """
         own = self.own_classes
-        writable = self.writable_types
+        writable = self.writable_attributes
 
         def _write_(obj: object) -> object:
             if type(obj) in own:
                 return obj
             if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
                 return obj
-            if type(obj) in writable:
-                return obj
+            names = writable.get(type(obj))
+            if names is not None:
+                return _AttributeWriter(obj, names)
             raise GuardError(
                 f"cannot modify attributes of {type(obj).__name__!r}: "
                 "only objects of classes defined by the code can be changed"

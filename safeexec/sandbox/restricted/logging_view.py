@@ -223,17 +223,22 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
     class Logger(_Unpicklable):
         """``logging.Logger`` of this executor's own hierarchy (from ``getLogger``)."""
 
-        __slots__ = ("disabled", "handlers", "level", "name", "propagate")
+        __slots__ = ("_handlers", "disabled", "level", "name", "propagate")
 
         def __init__(self, name: str, level: object = 0) -> None:
             self.name = name
             self.level = _level(level)
-            self.handlers: list[Handler] = []
+            self._handlers: list[Handler] = []
             self.propagate = True
             self.disabled = False
 
         def __repr__(self) -> str:
             return f"<Logger {self.name} ({getLevelName(self.getEffectiveLevel())})>"
+
+        @property
+        def handlers(self) -> list[Handler]:
+            """A copy: ``addHandler``/``removeHandler`` change the logger's own list."""
+            return list(self._handlers)
 
         @property
         def parent(self) -> Logger | None:
@@ -264,18 +269,18 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
             if not isinstance(handler, Handler):
                 raise TypeError("addHandler() takes a logging.Handler in restricted mode")
             with lock:
-                if handler not in self.handlers:
-                    self.handlers.append(handler)
+                if handler not in self._handlers:
+                    self._handlers.append(handler)
 
         def removeHandler(self, handler: Handler) -> None:
             with lock:
-                if handler in self.handlers:
-                    self.handlers.remove(handler)
+                if handler in self._handlers:
+                    self._handlers.remove(handler)
 
         def hasHandlers(self) -> bool:
             logger: Logger | None = self
             while logger is not None:
-                if logger.handlers:
+                if logger._handlers:
                     return True
                 logger = logger.parent if logger.propagate else None
             return False
@@ -297,7 +302,7 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
             logger: Logger | None = self
             with lock:
                 while logger is not None:
-                    for handler in list(logger.handlers):
+                    for handler in list(logger._handlers):
                         handled = True
                         handler.handle(record)
                     logger = logger.parent if logger.propagate else None
@@ -327,9 +332,10 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
         fatal = critical
 
     # ``log.propagate = False``, ``handler.level = ...``: the classes' own attributes.
-    executor.guards.writable_types.update(
-        {Logger, Handler, StreamHandler, FileHandler, NullHandler, Formatter}
-    )
+    writable = executor.guards.writable_attributes
+    writable[Logger] = frozenset({"level", "propagate", "disabled"})
+    for handler_class in (Handler, StreamHandler, FileHandler, NullHandler):
+        writable[handler_class] = frozenset({"level", "formatter"})
     root = Logger("root", _LEVELS["WARNING"])
     disabled = [-1]
 
@@ -343,9 +349,9 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
 
     def basic_config(**kwargs: object) -> None:
         with lock:
-            if root.handlers and not kwargs.pop("force", False):
+            if root._handlers and not kwargs.pop("force", False):
                 return
-            root.handlers.clear()
+            root._handlers.clear()
             handlers = kwargs.pop("handlers", None)
             filename, stream = kwargs.pop("filename", None), kwargs.pop("stream", None)
             if handlers is None:
@@ -375,7 +381,7 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
 
     def module_level(level: int) -> Callable[..., None]:
         def emit(msg: object, *args: object, **kwargs: object) -> None:
-            if not root.handlers:
+            if not root._handlers:
                 basic_config()
             root.log(level, msg, *args, **kwargs)
 

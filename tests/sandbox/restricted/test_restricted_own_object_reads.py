@@ -62,3 +62,18 @@ def test_other_library_objects_stay_read_only() -> None:
         run("import decimal\nd = decimal.Decimal(1)\nd.x = 1", "decimal")
     with pytest.raises(AttributeError):
         run("import decimal\ndecimal.getcontext", "decimal")
+
+
+def test_only_a_decimal_context_s_settings_can_be_written() -> None:
+    with pytest.raises(GuardError, match="only"):
+        run("import decimal\nc = decimal.Context()\nc.flags = {}", "decimal")
+
+
+def test_a_thread_s_name_and_daemon_flag_can_be_set_before_it_starts() -> None:
+    code = (
+        "import threading\nt = threading.Thread(target=print)\nt.daemon = True\nt.name = 'w'\n"
+        "(t.daemon, t.name)"
+    )
+    assert run(code, "threading") == "(True, 'w')"
+    with pytest.raises(GuardError, match="only"):
+        run("import threading\nthreading.Thread().run = print", "threading")
