@@ -32,7 +32,7 @@ import zipfile, gzip, tarfile  # ok: SX201
 
 # case: restricted mode has no view of the native-only modules
 # mode: restricted
-import threading  # expect: SX201, SX205
+import asyncio  # expect: SX201, SX205
 import numpy as np  # expect: SX201, SX205
 import json, math  # ok: SX201, SX205
 
@@ -44,6 +44,15 @@ from pathlib import Path  # ok: SX201, SX205
 # case: restricted mode runs its views of sqlite3 and the archive modules (files through the workdir)
 # mode: restricted
 import sqlite3, gzip, bz2, lzma, zipfile, tarfile, zlib  # ok: SX201, SX205
+
+# case: restricted mode runs its views of threads that belong to their cell
+# mode: restricted
+import threading, queue, warnings, logging  # ok: SX201, SX205
+import logging.handlers  # expect: SX201, SX205
+from concurrent.futures import ThreadPoolExecutor  # ok: SX201, SX205
+from concurrent.futures import ProcessPoolExecutor  # ok: SX201
+import concurrent.futures.process  # expect: SX201, SX202
+import multiprocessing  # expect: SX201, SX202
 
 # case: relative imports are never covered by the allowlist
 from . import secrets_module  # expect: SX201

@@ -50,25 +50,25 @@ IMPORT_FUNCTIONS = frozenset(
 
 
 def _object_namespace_dict(ctx: ScanContext) -> Iterator[CheckHit]:
-    """``vars`` anywhere, except (native mode) ``vars(obj)`` of one argument that is no module.
+    """``vars`` anywhere, except ``vars(obj)`` of one argument that is no module.
 
     ``vars(point)`` of the code's own object is ordinary; ``vars(os)['system']`` would hide a
-    module attribute from the call rules, and ``vars()`` is ``locals()``.
+    module attribute from the call rules, and ``vars()`` is ``locals()``. Restricted mode's
+    ``vars`` takes only instances of the code's own classes (``Guards.safe_vars``).
     """
     own_objects: set[int] = set()
-    if ctx.mode == "native":
-        modules = {id(node) for node, _qualified, rooted in ctx.references if rooted}
-        for call in ctx.calls:
-            args = call.node.args
-            if (
-                call.callee == "vars"
-                and isinstance(call.node.func, ast.Name)
-                and len(args) == 1
-                and not call.node.keywords
-                and not isinstance(args[0], ast.Starred)
-                and id(args[0]) not in modules
-            ):
-                own_objects.add(id(call.node.func))
+    modules = {id(node) for node, _qualified, rooted in ctx.references if rooted}
+    for call in ctx.calls:
+        args = call.node.args
+        if (
+            call.callee == "vars"
+            and isinstance(call.node.func, ast.Name)
+            and len(args) == 1
+            and not call.node.keywords
+            and not isinstance(args[0], ast.Starred)
+            and id(args[0]) not in modules
+        ):
+            own_objects.add(id(call.node.func))
     for node, qualified, rooted in ctx.references:
         if qualified == "vars" and not rooted and id(node) not in own_objects:
             yield CheckHit(node=node, fields={"name": "vars"}, evidence="vars")

@@ -159,10 +159,11 @@ class _Scanner:
         node_rules = self.rules.nodes
         name_rules = self.rules.names
         attribute_rules = self.rules.attributes
-        # Native mode: `x.__class__.__name__` reads a string off the class and binds nothing, so
-        # that `__class__` is not reported (the parent is visited before the child). Restricted
-        # mode's runtime refuses `__class__` itself, so the gate keeps refusing it there.
-        type_name_reads: set[int] | None = set() if self.rules.mode == "native" else None
+        # `x.__class__.__name__` reads a string off the class and binds nothing, so that
+        # `__class__` is not reported (the parent is visited before the child). In restricted mode
+        # the runtime's `__class__` is `type(x)` (never a metaclass, refused on a class), which the
+        # code may call anyway, so the exemption reaches nothing new there either.
+        type_name_reads: set[int] = set()
         parents = self.parents
         stack: list[ast.AST] = [tree]
         visited = 0
@@ -190,13 +191,11 @@ class _Scanner:
                 continue
             if cls is ast.Attribute:
                 attr = node.attr  # type: ignore[attr-defined]
-                if type_name_reads is not None and attr in _TYPE_NAME_ATTRIBUTES:
+                if attr in _TYPE_NAME_ATTRIBUTES:
                     inner = node.value  # type: ignore[attr-defined]
                     if isinstance(inner, ast.Attribute) and inner.attr == "__class__":
                         type_name_reads.add(id(inner))
-                if attribute_rules and not (
-                    type_name_reads is not None and id(node) in type_name_reads
-                ):
+                if attribute_rules and id(node) not in type_name_reads:
                     self._emit(attribute_rules.lookup(attr), node, {"attribute": attr}, attr)
                 self.references.append(node)  # type: ignore[arg-type]
             elif cls is ast.Call:

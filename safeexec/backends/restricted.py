@@ -97,6 +97,9 @@ _IN_PROCESS_GAPS = (
     "deep nesting (hashing a million-deep tuple) overflows the C stack and kills the host process",
     "library code written in Python (difflib, statistics) runs without budget ticks between its "
     "own loop steps",
+    "threads the code starts draw from the cell's operation budget and wall limit, not from the "
+    "CPU-time watchdog (it reads the cell's own thread); a thread inside a single C operation "
+    "when its cell ends finishes it, and runs on into the next cell if it outlasts a second",
 )
 
 

@@ -16,7 +16,7 @@ import re
 import string
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from safeexec.policy.schema import (
     RuleStatus,
     SandboxConfig,
 )
+from safeexec.policy.toml_locator import TomlLocator
 from safeexec.policy.vocabulary import (
     CHECKS,
     ESTIMATE_BOUNDS,
@@ -69,78 +70,13 @@ _LAYERS = tuple(layer.value for layer in Layer)
 
 
 # --------------------------------------------------------------------------------------------
-# Locating keys in TOML text (tomllib keeps no positions)
-
-
-@dataclass(slots=True)
-class _Locator:
-    """Maps JSON pointers to the line that defines them, by a light scan of the TOML text."""
-
-    lines: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def scan(cls, text: str) -> _Locator:
-        loc = cls()
-        table: list[str] = []
-        array_counts: dict[str, int] = {}
-        in_multiline: str | None = None
-        key_re = re.compile(
-            r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*="""
-        )
-        for number, line in enumerate(text.splitlines(), start=1):
-            if in_multiline is not None:
-                if line.count(in_multiline) % 2 == 1:
-                    in_multiline = None
-                continue
-            stripped = line.strip()
-            if stripped.startswith("[["):
-                name = _split_key(stripped[2 : stripped.find("]]")])
-                joined = "/".join(name)
-                index = array_counts.get(joined, 0)
-                array_counts[joined] = index + 1
-                table = [*name, str(index)]
-                loc.lines.setdefault("/" + "/".join(table), number)
-                continue
-            if stripped.startswith("["):
-                table = _split_key(stripped[1 : stripped.find("]")])
-                loc.lines.setdefault("/" + "/".join(table), number)
-                continue
-            match = key_re.match(line)
-            if match:
-                pointer = "/" + "/".join([*table, *_split_key(match.group(1))])
-                loc.lines.setdefault(pointer, number)
-                rest = line[match.end() :]
-                for quote in ('"""', "'''"):
-                    if rest.count(quote) % 2 == 1:
-                        in_multiline = quote
-        return loc
-
-    def line_of(self, pointer: str) -> int | None:
-        parts = pointer.split("/")
-        while parts:
-            candidate = "/".join(parts)
-            if candidate in self.lines:
-                return self.lines[candidate]
-            parts.pop()
-        return None
-
-
-def _split_key(key: str) -> list[str]:
-    return [
-        part.strip().strip("\"'")
-        for part in re.findall(r"""[^."']+|"[^"]*"|'[^']*'""", key)
-        if part.strip()
-    ]
-
-
-# --------------------------------------------------------------------------------------------
 # Validation of one file's raw data
 
 
 @dataclass(slots=True)
 class _Context:
     file: str
-    locator: _Locator
+    locator: TomlLocator
 
     def fail(self, message: str, pointer: str, hint: str | None = None) -> PolicyError:
         return PolicyError(
@@ -467,7 +403,7 @@ def _read(path: Path) -> tuple[_Raw, _Context]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(f"cannot read policy file: {exc}", file=str(path)) from None
-    ctx = _Context(file=str(path), locator=_Locator.scan(text))
+    ctx = _Context(file=str(path), locator=TomlLocator.scan(text))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -693,7 +629,7 @@ def load_policy(name_or_path: str | Path) -> Policy:
 
 def parse_policy_text(text: str, *, file: str = "<policy>") -> Policy:
     """Load a policy from TOML text (no ``extends``); for tests and tools holding text in memory."""
-    ctx = _Context(file=file, locator=_Locator.scan(text))
+    ctx = _Context(file=file, locator=TomlLocator.scan(text))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -291,6 +291,29 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
         "CHRTYPE BLKTYPE FIFOTYPE CONTTYPE USTAR_FORMAT GNU_FORMAT PAX_FORMAT DEFAULT_FORMAT "
         "ENCODING"
     ),
+    # Views of threads that belong to their cell (concurrency_views.py): every wait is sliced and
+    # ends when the cell is stopped. Left out: settrace, setprofile, excepthook, stack_size,
+    # Barrier, Timer, ProcessPoolExecutor.
+    "threading": _names(
+        "Thread Lock RLock Condition Semaphore BoundedSemaphore Event current_thread "
+        "main_thread active_count enumerate get_ident get_native_id TIMEOUT_MAX ThreadError"
+    ),
+    "queue": _names("Queue LifoQueue PriorityQueue SimpleQueue Empty Full"),
+    "concurrent": frozenset({"futures"}),
+    # Loggers, handlers and formatters of the executor's own (logging_view.py).
+    "logging": _names(
+        "CRITICAL ERROR WARNING WARN INFO DEBUG NOTSET FATAL getLogger basicConfig getLevelName "
+        "disable Logger Handler StreamHandler FileHandler NullHandler Formatter LogRecord root "
+        "debug info warning error critical exception log"
+    ),
+    # Filters and catching per executor, never the process's (warnings_view.py).
+    "warnings": _names(
+        "warn simplefilter filterwarnings resetwarnings catch_warnings WarningMessage"
+    ),
+    "concurrent.futures": _names(
+        "ThreadPoolExecutor Future as_completed wait FIRST_COMPLETED FIRST_EXCEPTION "
+        "ALL_COMPLETED TimeoutError CancelledError"
+    ),
 }
 
 # The views above the runtime builds (the real module is never imported for them); those that
@@ -313,6 +336,12 @@ BUILT_VIEWS = frozenset(
         "lzma",
         "zipfile",
         "tarfile",
+        "threading",
+        "queue",
+        "concurrent",
+        "concurrent.futures",
+        "warnings",
+        "logging",
     }
 )
 

@@ -26,6 +26,8 @@ from safeexec.sandbox.restricted.budget import (
     _counted,
     _CountedRange,
 )
+from safeexec.sandbox.restricted.cell_threads import CellThreads
+from safeexec.sandbox.restricted.concurrency_views import concurrency_views
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
@@ -41,8 +43,10 @@ from safeexec.sandbox.restricted.guards import (
     _view_value,
 )
 from safeexec.sandbox.restricted.sqlite_views import sqlite_views
+from safeexec.sandbox.restricted.logging_view import logging_view
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
+from safeexec.sandbox.restricted.warnings_view import warnings_view
 from safeexec.sandbox.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath, workdir_views
 from safeexec.sandbox.worker_seed import restricted_random
@@ -91,6 +95,7 @@ class RestrictedExecutor:
         self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
         self._seed = seed
+        self._threads = CellThreads(self)
         self.last_denials: tuple[tuple[str, str], ...] = ()
         self.reset()
 
@@ -101,6 +106,8 @@ class RestrictedExecutor:
 
     # -- the Executor protocol -------------------------------------------------------------------
     def reset(self) -> None:
+        if hasattr(self, "_threads"):
+            self._threads.stop_all()
         self.guards = Guards()
         self._random = restricted_random(self._seed)  # a fresh interpreter starts seeded
         self._views = {}
@@ -160,14 +167,20 @@ class RestrictedExecutor:
         self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
     ) -> str | None:
         namespace = self._namespace
+        # In-process, a thread an earlier cell could not stop (it was inside a C operation) is
+        # stopped again before this cell's budget opens.
+        self._threads.stop_all()
         namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
         self._budget = budget if budget is not None else OperationBudget(2**62)
         namespace["_budget_"] = self._budget.counter
         try:
-            exec(body, namespace)
-            if final is None:
-                return None
-            value = eval(final, namespace)
+            try:
+                exec(body, namespace)
+                value = None if final is None else eval(final, namespace)
+            except BaseException:
+                self._threads.stop_all()
+                raise
+            self._threads.end_of_cell()  # a cell's threads end with it (concurrency_views.py)
             if value is None:
                 return None
             namespace["_"] = value
@@ -258,6 +271,7 @@ class RestrictedExecutor:
                 "delattr": guards.safe_delattr,
                 "type": guards.safe_type,
                 "dir": guards.safe_dir,
+                "vars": guards.safe_vars,
                 "__build_class__": guards.build_class,
                 "__import__": self._import,
                 "GuardError": GuardError,
@@ -323,6 +337,9 @@ class RestrictedExecutor:
         """A view the runtime builds (``os``, ``pathlib``, ``sys``…): never the real module."""
         if self._built is None:
             built = dict(environment_views(self))
+            built.update(concurrency_views(self))
+            built.update(warnings_view(self))
+            built.update(logging_view(self))
             if self._files is not None:
                 ops = WorkdirOps(self._files)
                 built.update(workdir_views(self, ops))
@@ -335,8 +352,11 @@ class RestrictedExecutor:
             raise ImportError(f"{name!r} needs a working directory in restricted mode")
         attributes = {a: source[a] for a in MODULE_ALLOWLISTS[name] if a in source}
         fresh = {a: attributes.pop(a) for a in list(attributes) if f"{name}.{a}" in FRESH_VALUES}
-        if name == "os" and self._import_allowed("os.path"):
-            attributes["path"] = self._view("os.path")
+        for attr in MODULE_ALLOWLISTS[name] - set(source):
+            # A package view's submodule (``os.path``, ``concurrent.futures``), when allowed.
+            full = f"{name}.{attr}"
+            if full in MODULE_ALLOWLISTS and self._import_allowed(full):
+                attributes[attr] = self._view(full)
         view = ModuleView(name, attributes, fresh)  # type: ignore[arg-type]
         self._views[name] = view
         return view

@@ -458,6 +458,19 @@ class Guards:
             raise GuardError("type() of a class is not available in restricted mode")
         return self.type_aliases.get(type(args[0]), type(args[0]))
 
+    def safe_vars(self, *obj: object) -> object:
+        """``vars(obj)`` of an instance of a class the code defined: its ``__dict__``, which
+        ``obj.__dict__`` hands out too. No argument (``locals()``), classes and host objects
+        (a module view, a library instance) are refused."""
+        if len(obj) != 1:
+            raise GuardError("vars() takes exactly one argument in restricted mode")
+        target = obj[0]
+        if isinstance(target, type) or not self.is_own(target):
+            raise GuardError(
+                "vars() applies only to instances of classes defined by the code in restricted mode"
+            )
+        return self.getattr_guard(target, "__dict__")
+
     @staticmethod
     def safe_dir(*obj: object) -> list[str]:
         if not obj:

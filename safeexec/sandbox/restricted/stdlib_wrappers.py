@@ -160,6 +160,20 @@ def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
     return wrapper
 
 
+# The settings of a ``decimal`` context: every instance the code can reach is its own
+# (``localcontext()`` copies the current context; ``getcontext`` and ``DefaultContext`` are not
+# in the view), and each setting is a setter the class validates itself.
+_DECIMAL_CONTEXT_SETTINGS = frozenset({"prec", "rounding", "Emin", "Emax", "capitals", "clamp"})
+
+
+def _decimal_contexts(executor: RestrictedExecutor, value: object) -> object:
+    """``decimal.Context``/``localcontext``, with the contexts' settings writable."""
+    import decimal
+
+    executor.guards.writable_attributes[decimal.Context] = _DECIMAL_CONTEXT_SETTINGS
+    return value
+
+
 _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     **{
         f"itertools.{name}": _counted_producer
@@ -184,4 +198,6 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "functools.lru_cache": _functions_only,
     "contextlib.contextmanager": _functions_only,
     "abc.abstractmethod": _wrap_abstractmethod,
+    "decimal.Context": _decimal_contexts,
+    "decimal.localcontext": _decimal_contexts,
 }
