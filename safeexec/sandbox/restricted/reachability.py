@@ -180,6 +180,7 @@ class _Crawler:
             imports=self.imports,
             workdir=workdir,
             count_operations=counting,
+            confined=not counting,
             output_bytes=4096,
             sink=self.sink,
         )
