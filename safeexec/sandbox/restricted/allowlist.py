@@ -66,6 +66,8 @@ MEDIATED_ATTRIBUTES = frozenset(
         "print_pgf",
         "set_usetex",
         "set_file",
+        # ``CategoricalDtype.type`` is a metaclass; on other data objects a plain class.
+        "type",
     }
 )
 
@@ -101,6 +103,8 @@ DENIED_ATTRIBUTES = frozenset(
         "co_code",
         "func_globals",
         "func_code",
+        # A Cython function's own ``__dict__`` (numpy.random's functions): a host dict.
+        "func_dict",
         "im_func",
         "im_self",
         "attrgetter",

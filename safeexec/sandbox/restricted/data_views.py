@@ -47,24 +47,33 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.allowlist import DENIED_ATTRIBUTES, WORKER_ONLY_VIEWS
-from safeexec.sandbox.restricted.guards import _ALIASES, CLASS_LIKE, GuardError, ModuleView
+from safeexec.sandbox.restricted.guards import (
+    _ALIASES,
+    CLASS_LIKE,
+    GuardError,
+    ModuleView,
+    _view_value,
+)
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
     from safeexec.sandbox.restricted.workdir_files import Workdir
 
-__all__ = ["DATA_DENIED", "data_view", "is_data_object", "is_internal_module", "mediate"]
+__all__ = [
+    "DATA_DENIED",
+    "DATA_ROOTS", "data_view", "is_data_object", "is_internal_module", "mediate"]
 
-_DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
+DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
 
-# Module-level names absent from each view, by reason. Submodules are always absent.
+# Module-level names absent from each view, by reason (a submodule view without its own entry
+# takes its package's). Submodules are always absent.
 DATA_DENIED: Mapping[str, frozenset[str]] = {
     "numpy": frozenset(
         {
             # raw memory, foreign code, the build and test machinery
             "ctypeslib", "lib", "f2py", "distutils", "testing", "from_dlpack", "get_include",
-            "show_config", "show_runtime", "info", "memmap",
+            "show_config", "show_runtime", "info", "memmap", "test",
             # files by path, or pickles (the view's load/save/loadtxt/savetxt/genfromtxt go
             # through the workdir)
             "fromfile", "fromregex", "savez", "savez_compressed", "DataSource", "tofile",
@@ -136,6 +145,7 @@ _REFUSED = {
 _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip", ".xz": "xz", ".zst": "zstd"}
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _data_types: dict[type, bool] = {}
+_TYPE_MODULE = type.__dict__["__module__"]
 
 
 def is_internal_module(name: str) -> bool:
@@ -143,7 +153,7 @@ def is_internal_module(name: str) -> bool:
     Their C code imports these lazily through the caller's ``__import__``; the runtime imports
     them for it and hands the caller an empty view (see ``LAZY_INTERNAL_IMPORTS``)."""
     parts = name.split(".")
-    return parts[0] in _DATA_ROOTS and any(p.startswith("_") for p in parts[1:])
+    return parts[0] in DATA_ROOTS and any(p.startswith("_") for p in parts[1:])
 
 
 def is_data_object(obj: object) -> bool:
@@ -156,10 +166,7 @@ def is_data_object(obj: object) -> bool:
     kind = obj if isinstance(obj, type) else type(obj)
     known = _data_types.get(kind)
     if known is None:
-        known = any(
-            str(vars(base).get("__module__", "")).split(".")[0] in _DATA_ROOTS
-            for base in kind.__mro__
-        )
+        known = any(_module_of(base).split(".")[0] in DATA_ROOTS for base in kind.__mro__)
         _data_types[kind] = known
     return known
 
@@ -174,13 +181,15 @@ def mediate(executor: RestrictedExecutor, obj: object, name: str) -> object:
             f"{name!r} of a numpy, pandas or matplotlib class is not available in restricted "
             "mode; call it on an instance"
         )
-    reason = _REFUSED.get(name)
+    reason = "files by path (use savefig)" if name.startswith("print_") else _REFUSED.get(name)
     if reason is not None:
         raise GuardError(
             f"{type(obj).__name__}.{name} is not available in restricted mode: it reaches "
             f"{reason}"
         )
     value = getattr(obj, name)
+    if name == "type" and isinstance(value, type) and issubclass(value, type):
+        raise GuardError(f"{type(obj).__name__}.type is a metaclass (it builds classes)")
     pandas = _root(obj) == "pandas"
     files = executor._files
     if name in _WRITERS and pandas and files is not None:
@@ -196,11 +205,16 @@ def mediate(executor: RestrictedExecutor, obj: object, name: str) -> object:
     return value
 
 
+def _module_of(kind: type) -> str:
+    """A class's module as the type itself records it (C types keep it in their name; a
+    metaclass cannot override this read)."""
+    return str(_TYPE_MODULE.__get__(kind))
+
+
 def _root(obj: object) -> str:
-    kind = type(obj)
-    for base in kind.__mro__:
-        root = str(vars(base).get("__module__", "")).split(".")[0]
-        if root in _DATA_ROOTS:
+    for base in type(obj).__mro__:
+        root = _module_of(base).split(".")[0]
+        if root in DATA_ROOTS:
             return root
     return ""
 
@@ -312,7 +326,8 @@ def _check_function_names(value: object, caller: str) -> None:
     resolves it with its own getattr on the object, then on numpy."""
     if isinstance(value, str):
         numpy_denied = DATA_DENIED["numpy"]
-        if value.startswith("_") or value in DENIED_ATTRIBUTES or value in numpy_denied:
+        guarded = value in DENIED_ATTRIBUTES and value != "type"  # a common column name
+        if value.startswith("_") or guarded or value in numpy_denied:
             raise GuardError(f"{caller}(): the function name {value!r} is not allowed")
     elif isinstance(value, list | tuple):
         for item in value:
@@ -458,8 +473,8 @@ def _public(module: types.ModuleType, denied: Iterable[str]) -> dict[str, object
             value = getattr(module, name)
         except Exception:
             continue
-        if not isinstance(value, types.ModuleType):
-            attributes[name] = value
+        if not isinstance(value, types.ModuleType) and type(value).__module__ != "__future__":
+            attributes[name] = _view_value(value)  # module-level containers are copies
     return attributes
 
 
@@ -475,7 +490,8 @@ def data_view(executor: RestrictedExecutor, name: str) -> ModuleView:
         attributes: dict[str, object] = {"use": _use, "get_backend": matplotlib.get_backend}
     else:
         module = importlib.import_module(name)
-        attributes = _public(module, DATA_DENIED.get(name, ()))
+        # numpy's submodules share its denylist (each has a ``test`` that runs pytest).
+        attributes = _public(module, DATA_DENIED.get(name, DATA_DENIED.get(name.split(".")[0], ())))
         if name == "numpy":
             attributes.update(_numpy_files(files, module))
         elif name == "pandas":

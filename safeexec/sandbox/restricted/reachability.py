@@ -45,9 +45,10 @@ from safeexec.capabilities import ToolDescriptor, ToolReply, tool_function
 from safeexec.sandbox.restricted.allowlist import (
     DENIED_ATTRIBUTES,
     IMPLEMENTATION_MODULES,
-    MODULE_ALLOWLISTS,
+    restricted_modules,
 )
 from safeexec.sandbox.restricted.budget import OperationBudget
+from safeexec.sandbox.restricted.data_views import DATA_ROOTS, is_data_object
 from safeexec.sandbox.restricted.executor import RestrictedExecutor
 from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError, Guards
 
@@ -143,6 +144,23 @@ def crawl(
         return _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir)).run()
 
 
+def _data_stack_code(obj: object) -> bool:
+    """Is ``obj`` numpy, pandas or matplotlib code (or bound to one of their objects)?
+
+    Its attributes are crawled like everything else, but it is not called with probes: its C
+    entry points take raw shapes, strides and buffers, and probe arguments crash the process
+    (a segfault the confined worker's kernel layers bound, which is why these views exist only
+    there; see data_views.py).
+    """
+    receiver = getattr(obj, "__self__", None)
+    module = getattr(obj, "__module__", None)
+    return (
+        is_data_object(obj)
+        or (receiver is not None and is_data_object(receiver))
+        or (isinstance(module, str) and module.split(".")[0] in DATA_ROOTS)
+    )
+
+
 @dataclass(slots=True)
 class _Node:
     obj: object
@@ -200,7 +218,8 @@ class _Crawler:
         self.truncated = False
         self.snapshots: dict[int, _Snapshot] = {}
         self.vetted: set[int] = set()
-        allowed = [m for m in MODULE_ALLOWLISTS if self.executor._import_allowed(m)]
+        # Every module the runtime has a view of here (the data stack's only in the worker).
+        allowed = list(restricted_modules(self.imports, in_process=counting))
         self.homes = tuple(
             {
                 *allowed,
@@ -481,7 +500,12 @@ class _Crawler:
                 self._push(value, f"{node.path}.{name}", node.depth + 1, node.calls)
             for index, item in _items(obj):
                 self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
-        if callable(obj) and node.calls < self.limits.max_call_depth and not self._own_code(obj):
+        if (
+            callable(obj)
+            and node.calls < self.limits.max_call_depth
+            and not self._own_code(obj)
+            and not _data_stack_code(obj)
+        ):
             behaviour = _behaviour(obj)
             if behaviour not in self.probed:
                 self.probed.add(behaviour)
