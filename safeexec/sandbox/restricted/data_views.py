@@ -473,9 +473,21 @@ def _public(module: types.ModuleType, denied: Iterable[str]) -> dict[str, object
             value = getattr(module, name)
         except Exception:
             continue
-        if not isinstance(value, types.ModuleType) and type(value).__module__ != "__future__":
-            attributes[name] = _view_value(value)  # module-level containers are copies
+        if isinstance(value, types.ModuleType) or not _own_export(value):
+            continue
+        attributes[name] = _view_value(value)  # module-level containers are copies
     return attributes
+
+
+def _own_export(value: object) -> bool:
+    """Is ``value`` the data stack's own (or plain data), not a re-exported helper of another
+    library (pyplot re-exports ``contextlib.ExitStack`` and ``typing.overload``)?"""
+    if not callable(value) and type(value).__module__ in ("builtins", "numpy"):
+        return True
+    module = getattr(value, "__module__", None)
+    if not isinstance(module, str):
+        module = _module_of(type(value))
+    return module.split(".")[0] in DATA_ROOTS
 
 
 def data_view(executor: RestrictedExecutor, name: str) -> ModuleView:

@@ -45,6 +45,7 @@ from safeexec.capabilities import ToolDescriptor, ToolReply, tool_function
 from safeexec.sandbox.restricted.allowlist import (
     DENIED_ATTRIBUTES,
     IMPLEMENTATION_MODULES,
+    WORKER_ONLY_VIEWS,
     restricted_modules,
 )
 from safeexec.sandbox.restricted.budget import OperationBudget
@@ -133,15 +134,26 @@ def crawl_modes(
 
 
 def crawl(
-    imports: tuple[str, ...], *, counting: bool = False, limits: CrawlLimits | None = None
+    imports: tuple[str, ...],
+    *,
+    counting: bool = False,
+    limits: CrawlLimits | None = None,
+    data_stack: bool = False,
 ) -> CrawlReport:
-    """Crawl what restricted code under the import allowlist ``imports`` can reach."""
+    """Crawl what restricted code under the import allowlist ``imports`` can reach.
+
+    ``data_stack`` adds the worker-only views of numpy, pandas and matplotlib to the roots (the
+    worker mode only: in-process they do not exist). Their surface is too large for the crawl's
+    bounds to be exhaustive, so they are crawled on their own (``tests/sandbox/restricted``) and
+    held to the escape-critical kinds, with the kernel layers behind them; see data_views.py.
+    """
     with (
         tempfile.TemporaryDirectory(prefix="safeexec-reach-") as workdir,
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("ignore")
-        return _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir)).run()
+        crawler = _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir), data_stack)
+        return crawler.run()
 
 
 def _data_stack_code(obj: object) -> bool:
@@ -188,7 +200,12 @@ def _equal_rebinding(now: dict[object, object], saved: dict[object, object], key
 
 class _Crawler:
     def __init__(
-        self, imports: tuple[str, ...], counting: bool, limits: CrawlLimits, workdir: Path
+        self,
+        imports: tuple[str, ...],
+        counting: bool,
+        limits: CrawlLimits,
+        workdir: Path,
+        data_stack: bool = False,
     ) -> None:
         self.imports = tuple(imports)
         self.counting = counting
@@ -219,7 +236,11 @@ class _Crawler:
         self.snapshots: dict[int, _Snapshot] = {}
         self.vetted: set[int] = set()
         # Every module the runtime has a view of here (the data stack's only in the worker).
-        allowed = list(restricted_modules(self.imports, in_process=counting))
+        allowed = [
+            m
+            for m in restricted_modules(self.imports, in_process=counting)
+            if data_stack or m not in WORKER_ONLY_VIEWS
+        ]
         self.homes = tuple(
             {
                 *allowed,

@@ -3,7 +3,9 @@ confined worker's runtime, every known danger refused or confined to the workdir
 
 from __future__ import annotations
 
+import sys
 import types
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -11,9 +13,10 @@ import pytest
 from safeexec.gate import check
 from safeexec.model import Verdict
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted import GuardError, RestrictedExecutor
+from safeexec.sandbox.restricted import GuardError, RestrictedExecutor, data_views
 from safeexec.sandbox.restricted.allowlist import WORKER_ONLY_VIEWS
 from safeexec.sandbox.restricted.data_views import mediate
+from safeexec.sandbox.restricted.reachability import CrawlLimits, crawl
 
 IMPORTS = ("numpy", "numpy.*", "pandas", "pandas.*", "matplotlib", "matplotlib.*", "io", "os")
 URL = "http://127.0.0.1:9/data.csv"
@@ -183,3 +186,57 @@ def test_check_agrees_with_run_about_the_data_stack_in_each_restricted_mode() ->
     assert worker.verdict is Verdict.ALLOW
     assert host.verdict is Verdict.DENY
     assert any("confined worker" in f.message for f in host.findings), host.findings
+
+
+# What must never be reachable from the data views, even in the worker: the kinds that hand
+# sandboxed code the interpreter itself. The crawl of the data stack is bounded (truncated: its
+# surface is larger than the crawl's call budget) and run in the worker mode only; the kinds it
+# may still report there are library state of the session's own process (class-level tables
+# such as ``Line2D.markers``, caches pandas and pyplot fill lazily), behind the kernel layers.
+ESCAPE_KINDS = frozenset(
+    {
+        "module",
+        "frame",
+        "code object",
+        "traceback",
+        "real builtins",
+        "sys.modules",
+        "runtime object",
+        "globals dict",
+        "metaclass",
+        "dangerous class",
+        "foreign function",
+        "foreign globals",
+        "module builtin",
+        "unbound method",
+        "sandbox namespace changed",
+    }
+)
+
+
+@pytest.mark.slow
+def test_nothing_escape_critical_is_reachable_from_the_data_views() -> None:
+    report = crawl(load_policy("default").imports.allow, counting=False, data_stack=True)
+    assert report.objects > 10000 and report.calls > 100000
+    assert [r for r in report.reached if r.kind in ESCAPE_KINDS] == []
+
+
+def test_the_data_crawl_reports_a_module_a_view_would_hand_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = data_views._public
+
+    def leaky(module: types.ModuleType, denied: Iterable[str]) -> dict[str, object]:
+        return {**original(module, denied), "host_sys": sys}
+
+    monkeypatch.setattr(data_views, "_public", leaky)
+    report = crawl(("numpy",), counting=False, data_stack=True)
+    assert [r.path for r in report.reached if r.kind == "module"] == ["numpy.host_sys"]
+
+
+def test_the_in_process_crawl_never_has_data_views() -> None:
+    limits = CrawlLimits(max_depth=1, max_call_depth=0)
+    with_numpy = crawl(("numpy", "json"), counting=True, data_stack=True, limits=limits)
+    without = crawl(("json",), counting=True, data_stack=True, limits=limits)
+    assert with_numpy.reached == ()
+    assert with_numpy.objects == without.objects
