@@ -93,6 +93,7 @@ _IN_PROCESS_GAPS = (
     "deep nesting (hashing a million-deep tuple) overflows the C stack and kills the host process",
     "library code written in Python (difflib, statistics) runs without budget ticks between its "
     "own loop steps",
+    "numpy, pandas and matplotlib have no views in-process (they need the confined worker)",
 )
 
 

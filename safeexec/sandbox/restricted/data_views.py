@@ -62,7 +62,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_DENIED",
-    "DATA_ROOTS", "data_view", "is_data_object", "is_internal_module", "mediate"]
+    "DATA_ROOTS",
+    "data_view",
+    "is_data_object",
+    "is_internal_module",
+    "mediate",
+]
 
 DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
 
@@ -72,31 +77,82 @@ DATA_DENIED: Mapping[str, frozenset[str]] = {
     "numpy": frozenset(
         {
             # raw memory, foreign code, the build and test machinery
-            "ctypeslib", "lib", "f2py", "distutils", "testing", "from_dlpack", "get_include",
-            "show_config", "show_runtime", "info", "memmap", "test",
+            "ctypeslib",
+            "lib",
+            "f2py",
+            "distutils",
+            "testing",
+            "from_dlpack",
+            "get_include",
+            "show_config",
+            "show_runtime",
+            "info",
+            "memmap",
+            "test",
             # files by path, or pickles (the view's load/save/loadtxt/savetxt/genfromtxt go
             # through the workdir)
-            "fromfile", "fromregex", "savez", "savez_compressed", "DataSource", "tofile",
+            "fromfile",
+            "fromregex",
+            "savez",
+            "savez_compressed",
+            "DataSource",
+            "tofile",
         }
     ),
     "pandas": frozenset(
         {
             # code from strings, pickles, process-wide options, foreign formats and the network
-            "eval", "read_pickle", "to_pickle", "read_clipboard", "read_excel", "read_feather",
-            "read_hdf", "read_html", "read_iceberg", "read_orc", "read_parquet", "read_sas",
-            "read_spss", "read_sql", "read_sql_query", "read_sql_table", "read_stata",
-            "read_xml", "ExcelFile", "ExcelWriter", "HDFStore", "options", "set_option",
-            "reset_option", "option_context", "describe_option", "get_option",
-            "set_eng_float_format", "show_versions", "test",
+            "eval",
+            "read_pickle",
+            "to_pickle",
+            "read_clipboard",
+            "read_excel",
+            "read_feather",
+            "read_hdf",
+            "read_html",
+            "read_iceberg",
+            "read_orc",
+            "read_parquet",
+            "read_sas",
+            "read_spss",
+            "read_sql",
+            "read_sql_query",
+            "read_sql_table",
+            "read_stata",
+            "read_xml",
+            "ExcelFile",
+            "ExcelWriter",
+            "HDFStore",
+            "options",
+            "set_option",
+            "reset_option",
+            "option_context",
+            "describe_option",
+            "get_option",
+            "set_eng_float_format",
+            "show_versions",
+            "test",
         }
     ),
     "matplotlib.pyplot": frozenset(
         {
             # backends, process-wide settings, image files by path
-            "switch_backend", "new_figure_manager", "install_repl_displayhook",
-            "uninstall_repl_displayhook", "rc", "rc_context", "rcdefaults", "rc_file",
-            "rc_file_defaults", "rcParams", "rcParamsDefault", "rcParamsOrig", "xkcd",
-            "imread", "imsave", "savefig",
+            "switch_backend",
+            "new_figure_manager",
+            "install_repl_displayhook",
+            "uninstall_repl_displayhook",
+            "rc",
+            "rc_context",
+            "rcdefaults",
+            "rc_file",
+            "rc_file_defaults",
+            "rcParams",
+            "rcParamsDefault",
+            "rcParamsOrig",
+            "xkcd",
+            "imread",
+            "imsave",
+            "savefig",
         }
     ),
 }
@@ -162,7 +218,7 @@ def is_data_object(obj: object) -> bool:
     if isinstance(obj, super):
         obj = obj.__self_class__  # type: ignore[attr-defined]
     elif isinstance(obj, _ALIASES):
-        obj = obj.__origin__  # type: ignore[attr-defined]
+        obj = obj.__origin__
     kind = obj if isinstance(obj, type) else type(obj)
     known = _data_types.get(kind)
     if known is None:
@@ -184,8 +240,7 @@ def mediate(executor: RestrictedExecutor, obj: object, name: str) -> object:
     reason = "files by path (use savefig)" if name.startswith("print_") else _REFUSED.get(name)
     if reason is not None:
         raise GuardError(
-            f"{type(obj).__name__}.{name} is not available in restricted mode: it reaches "
-            f"{reason}"
+            f"{type(obj).__name__}.{name} is not available in restricted mode: it reaches {reason}"
         )
     value = getattr(obj, name)
     if name == "type" and isinstance(value, type) and issubclass(value, type):
@@ -231,8 +286,10 @@ def _path(target: object, caller: str) -> str | None:
     if not isinstance(target, str):
         return None
     if "://" in target or _URL.match(target):
-        raise GuardError(f"{caller}(): {target!r} is a URL; restricted mode reads and writes "
-                         "files in the working directory only (a granted tool fetches URLs)")
+        raise GuardError(
+            f"{caller}(): {target!r} is a URL; restricted mode reads and writes "
+            "files in the working directory only (a granted tool fetches URLs)"
+        )
     return target
 
 
@@ -363,6 +420,7 @@ class _PlotView:
     """``df.plot``: call it or its kinds (``df.plot.bar``), never with ``backend=``."""
 
     __slots__ = ("_accessor",)
+    _accessor: Callable[..., Any]
 
     def __init__(self, accessor: Callable[..., Any]) -> None:
         object.__setattr__(self, "_accessor", accessor)
@@ -389,8 +447,9 @@ def _numpy_files(files: Workdir | None, numpy: Any) -> dict[str, object]:
             raise GuardError("numpy file functions need a working directory in restricted mode")
         return files
 
-    def load(file: object, mmap_mode: object = None, allow_pickle: bool = False,
-             **kwargs: Any) -> Any:
+    def load(
+        file: object, mmap_mode: object = None, allow_pickle: bool = False, **kwargs: Any
+    ) -> Any:
         if allow_pickle or mmap_mode is not None:
             raise GuardError("np.load(): allow_pickle and mmap_mode are not available")
         path = _path(file, "load")
@@ -436,8 +495,9 @@ def _numpy_files(files: Workdir | None, numpy: Any) -> dict[str, object]:
 
 
 # -- matplotlib -------------------------------------------------------------------------------
-def _savefig(files: Workdir, save: Callable[..., Any], fname: object, *args: Any,
-             **kwargs: Any) -> None:
+def _savefig(
+    files: Workdir, save: Callable[..., Any], fname: object, *args: Any, **kwargs: Any
+) -> None:
     """``savefig`` through the workdir: rendered to memory, written by the file layer."""
     if "backend" in kwargs:
         raise GuardError("savefig(backend=...) loads a backend by name; the worker uses Agg")
@@ -522,4 +582,3 @@ def data_view(executor: RestrictedExecutor, name: str) -> ModuleView:
         if parent == name and executor._import_allowed(child):
             attributes[leaf] = executor._view(child)
     return ModuleView(name, attributes)
-
