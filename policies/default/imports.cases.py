@@ -33,8 +33,12 @@ import zipfile, gzip, tarfile  # ok: SX201
 # case: restricted mode has no view of the native-only modules
 # mode: restricted
 import asyncio  # expect: SX201, SX205
-import numpy as np  # expect: SX201, SX205
+import scipy  # expect: SX201, SX205
 import json, math  # ok: SX201, SX205
+
+# case: restricted mode runs the data stack's views (inside the confined worker)
+# mode: restricted
+import numpy as np, pandas as pd, matplotlib.pyplot as plt  # ok: SX201, SX205
 
 # case: restricted mode runs the views it builds of the file and environment modules
 # mode: restricted

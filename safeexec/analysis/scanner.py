@@ -536,6 +536,15 @@ class _Scanner:
             policy = self.rules.policy
             native = mode_imports(policy.imports, "native")
             if (
+                self.rules.mode == "restricted-inprocess"
+                and restricted_modules((module,))
+                and not restricted_modules((module,), in_process=True)
+            ):
+                return (
+                    f"`{module}` has a restricted view only inside the confined worker: run it "
+                    "with `--mode restricted` (or `--mode native`)"
+                )
+            if (
                 self.rules.mode != "native"
                 and "native" in policy.backends.allowed
                 and explicitly_allowed(module, native)

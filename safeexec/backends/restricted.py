@@ -100,6 +100,7 @@ _IN_PROCESS_GAPS = (
     "threads the code starts draw from the cell's operation budget and wall limit, not from the "
     "CPU-time watchdog (it reads the cell's own thread); a thread inside a single C operation "
     "when its cell ends finishes it, and runs on into the next cell if it outlasts a second",
+    "numpy, pandas and matplotlib have no views in-process (they need the confined worker)",
 )
 
 

@@ -17,13 +17,16 @@ def mode_imports(imports: ImportsConfig, mode: str) -> tuple[str, ...]:
     """The import allowlist in force in ``mode``.
 
     ``native``: ``allow`` plus ``native_allow``. ``restricted``: the modules of ``allow`` that have
-    a restricted module view (anything else could never be imported there). Any other mode (the
-    test fake): ``allow``.
+    a restricted module view (anything else could never be imported there);
+    ``restricted-inprocess``: those with a view in the host process (no data stack). Any other
+    mode (the test fake): ``allow``.
     """
     if mode == "native":
         return (*imports.allow, *imports.native_allow)
     if mode == "restricted":
         return restricted_modules(imports.allow)
+    if mode == "restricted-inprocess":
+        return restricted_modules(imports.allow, in_process=True)
     return imports.allow
 
 

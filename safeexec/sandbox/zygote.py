@@ -98,8 +98,12 @@ def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
         from safeexec.sandbox.restricted import RestrictedExecutor
 
+        # The worker is confined: here the data stack's views exist (data_views.py).
         executor: Executor = RestrictedExecutor(
-            imports=config.imports, workdir=Path(config.workdir), seed=config.seed
+            imports=config.imports,
+            workdir=Path(config.workdir),
+            seed=config.seed,
+            confined=True,
         )
         return executor
     return PythonExecutor()

@@ -4,6 +4,7 @@ in restricted mode and the restricted runtime agree on whether ``import <module>
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from safeexec.policy.loader import load_policy
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.packs import shipped_packs
 from safeexec.sandbox.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
+from safeexec.sandbox.restricted.allowlist import WORKER_ONLY_VIEWS
 
 
 def _named_modules(pack: str) -> list[str]:
@@ -29,10 +31,16 @@ def _statement(module: str) -> str:
     return f"import {module}\n"
 
 
-def _runtime_imports(allow: tuple[str, ...], module: str) -> bool:
-    # A session always has a workdir (the file views of ``os``, ``pathlib``… need one).
+def _runtime_imports(allow: tuple[str, ...], module: str, *, in_process: bool = False) -> bool:
+    # A session always has a workdir (the file views of ``os``, ``pathlib``… need one). The
+    # worker's runtime is confined; the in-process one counts operations and is not.
     with tempfile.TemporaryDirectory() as workdir:
-        executor = RestrictedExecutor(imports=allow, workdir=Path(workdir))
+        executor = RestrictedExecutor(
+            imports=allow,
+            workdir=Path(workdir),
+            count_operations=in_process,
+            confined=not in_process,
+        )
         try:
             executor.execute(_statement(module), filename="<agree>")
         except (ImportError, SyntaxError):
@@ -40,17 +48,25 @@ def _runtime_imports(allow: tuple[str, ...], module: str) -> bool:
     return True
 
 
+@pytest.mark.parametrize("mode", ["restricted", "restricted-inprocess"])
 @pytest.mark.parametrize("pack", shipped_packs())
-def test_check_and_restricted_run_agree_for_every_module(pack: str) -> None:
+def test_check_and_restricted_run_agree_for_every_module(pack: str, mode: str) -> None:
     policy = load_policy(pack)
     if "restricted" not in policy.backends.allowed:
         pytest.skip(f"{pack} does not allow the restricted backend")
+    if mode not in policy.backends.allowed:
+        # A host opts in to the in-process backend by naming it; the imports stay the pack's.
+        backends = replace(policy.backends, allowed=(*policy.backends.allowed, mode))
+        policy = replace(policy, backends=backends)
     disagreements = []
     for module in _named_modules(pack):
-        gate = check(_statement(module), policy, backend="restricted").decision
+        gate = check(_statement(module), policy, backend=mode).decision
         allowed = gate.verdict is Verdict.ALLOW
         # The session hands the restricted backend exactly `[imports] allow`.
-        if allowed != _runtime_imports(policy.imports.allow, module):
+        runs = _runtime_imports(
+            policy.imports.allow, module, in_process=mode == "restricted-inprocess"
+        )
+        if allowed != runs:
             disagreements.append((module, allowed))
     assert disagreements == []
 
@@ -63,14 +79,17 @@ def test_the_check_can_fail_when_the_gate_reads_another_list() -> None:
     native = mode_imports(policy.imports, "native")
     wrong = [m for m in ("getpass", "sched") if explicitly_allowed(m, native)]
     assert wrong == ["getpass", "sched"]
-    assert [m for m in wrong if _runtime_imports(policy.imports.allow, m)] == []
+    assert [m for m in wrong if _runtime_imports(policy.imports.allow, m, in_process=True)] == []
 
 
 def test_restricted_mode_imports_only_modules_with_views() -> None:
     policy = load_policy("data-analysis")
     restricted = mode_imports(policy.imports, "restricted")
-    assert set(restricted) <= set(MODULE_ALLOWLISTS)
-    assert "numpy" not in restricted and "json" in restricted
+    in_process = mode_imports(policy.imports, "restricted-inprocess")
+    assert set(restricted) <= set(MODULE_ALLOWLISTS) | WORKER_ONLY_VIEWS
+    assert set(in_process) <= set(MODULE_ALLOWLISTS)
+    assert "numpy" in restricted and "scipy" not in restricted and "json" in restricted
+    assert "numpy" not in in_process and "json" in in_process
     assert "numpy" in mode_imports(policy.imports, "native")
 
 

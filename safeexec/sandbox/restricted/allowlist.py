@@ -6,6 +6,71 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 
+# Attribute names the data-stack views (data_views.py) refuse or confine on numpy, pandas and
+# matplotlib objects: raw pointers, pickle, string-expression evaluation, clipboard and foreign
+# file formats, backend loading, paths that must go through the workdir, and methods that take a
+# function *name* (``df.apply("to_pickle", ...)`` resolves it with the library's own getattr).
+# On any other object a read of one of these names is the plain read it would have been.
+MEDIATED_ATTRIBUTES = frozenset(
+    {
+        "ctypes",
+        "cffi",
+        "tofile",
+        "dump",
+        "dumps",
+        "to_pickle",
+        "eval",
+        "query",
+        "style",
+        "to_clipboard",
+        "to_sql",
+        "to_hdf",
+        "to_parquet",
+        "to_feather",
+        "to_orc",
+        "to_stata",
+        "to_excel",
+        "to_gbq",
+        "to_iceberg",
+        "to_csv",
+        "to_json",
+        "to_html",
+        "to_string",
+        "to_markdown",
+        "to_latex",
+        "to_xml",
+        "apply",
+        "agg",
+        "aggregate",
+        "transform",
+        "pivot_table",
+        "plot",
+        "hist",
+        "boxplot",
+        "savefig",
+        "switch_backends",
+        "print_figure",
+        "print_png",
+        "print_svg",
+        "print_svgz",
+        "print_pdf",
+        "print_ps",
+        "print_eps",
+        "print_jpg",
+        "print_jpeg",
+        "print_tif",
+        "print_tiff",
+        "print_webp",
+        "print_raw",
+        "print_rgba",
+        "print_pgf",
+        "set_usetex",
+        "set_file",
+        # ``CategoricalDtype.type`` is a metaclass; on other data objects a plain class.
+        "type",
+    }
+)
+
 # Public-looking attribute names that lead somewhere dangerous on objects the code did not create:
 # string formatting walks attributes; frames, code objects and tracebacks lead to globals.
 DENIED_ATTRIBUTES = frozenset(
@@ -38,6 +103,8 @@ DENIED_ATTRIBUTES = frozenset(
         "co_code",
         "func_globals",
         "func_code",
+        # A Cython function's own ``__dict__`` (numpy.random's functions): a host dict.
+        "func_dict",
         "im_func",
         "im_self",
         "attrgetter",
@@ -54,6 +121,8 @@ DENIED_ATTRIBUTES = frozenset(
         "register",
         # ``ZipInfo.from_file(path)`` stats any host path (its size, times and mode).
         "from_file",
+        # Read through the guard too, so the data-stack views decide on them (see below).
+        *MEDIATED_ATTRIBUTES,
     }
 )
 
@@ -345,6 +414,23 @@ BUILT_VIEWS = frozenset(
     }
 )
 
+# Views of the data stack (data_views.py: the real modules' public API minus a documented
+# denylist). They exist only where the restricted runtime runs inside the confined worker, whose
+# kernel layers stand behind the guards: in the host process (``restricted-inprocess``) an escape
+# through their thousands of C-level entry points would be a host compromise, so there they are
+# absent and the gate says so (one list for both: :func:`has_view`).
+WORKER_ONLY_VIEWS = frozenset(
+    {
+        "numpy",
+        "numpy.linalg",
+        "numpy.random",
+        "numpy.fft",
+        "pandas",
+        "matplotlib",
+        "matplotlib.pyplot",
+    }
+)
+
 # Modules that allowed modules import lazily from C on first use (``datetime.strptime`` imports
 # ``_strptime``), mapped to the allowed modules that need them. C's ``PyImport_Import`` calls the
 # code's ``__import__`` hook and then takes the module from ``sys.modules``, ignoring what the
@@ -391,9 +477,22 @@ def module_matches(module: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def restricted_modules(allow: Iterable[str]) -> tuple[str, ...]:
+def has_view(module: str, *, in_process: bool = False) -> bool:
+    """Whether restricted mode has a view of ``module``: in the confined worker, or in the host
+    process (``in_process``), where the data stack has none."""
+    return module in MODULE_ALLOWLISTS or (not in_process and module in WORKER_ONLY_VIEWS)
+
+
+def restricted_modules(allow: Iterable[str], *, in_process: bool = False) -> tuple[str, ...]:
     """The modules restricted mode can import under the allowlist ``allow``: those it covers
-    that have a module view. The gate's restricted allowlist and the runtime's imports are both
-    this set."""
+    that have a module view (in the host process when ``in_process``). The gate's restricted
+    allowlist and the runtime's imports are both this set."""
     patterns = tuple(allow)
-    return tuple(sorted(name for name in MODULE_ALLOWLISTS if module_matches(name, patterns)))
+    names = (*MODULE_ALLOWLISTS, *WORKER_ONLY_VIEWS)
+    return tuple(
+        sorted(
+            name
+            for name in names
+            if has_view(name, in_process=in_process) and module_matches(name, patterns)
+        )
+    )

@@ -16,6 +16,8 @@ from safeexec.sandbox.restricted.allowlist import (
     BUILT_VIEWS,
     LAZY_INTERNAL_IMPORTS,
     MODULE_ALLOWLISTS,
+    WORKER_ONLY_VIEWS,
+    has_view,
     module_matches,
 )
 from safeexec.sandbox.restricted.archive_views import archive_views
@@ -28,6 +30,7 @@ from safeexec.sandbox.restricted.budget import (
 )
 from safeexec.sandbox.restricted.cell_threads import CellThreads
 from safeexec.sandbox.restricted.concurrency_views import concurrency_views
+from safeexec.sandbox.restricted.data_views import data_view, is_internal_module, mediate
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
@@ -69,6 +72,9 @@ class RestrictedExecutor:
     it. ``count_operations`` compiles budget ticks into loops and calls (the in-process mode);
     ``output_bytes`` caps the ``printed`` collector. ``seed`` seeds the code's own ``random``
     generator (as ``Session(seed=...)`` seeds native code's), again on every :meth:`reset`.
+    ``confined`` says the executor runs inside the confined worker (the zygote sets it): only
+    there do the data stack's views exist (``WORKER_ONLY_VIEWS``); the default is the host
+    process's set.
     """
 
     def __init__(
@@ -80,8 +86,10 @@ class RestrictedExecutor:
         output_bytes: int = 1024 * 1024,
         sink: TextSink | None = None,
         seed: int | None = None,
+        confined: bool = False,
     ) -> None:
         self._imports = tuple(imports)
+        self._confined = confined
         self._workdir = None if workdir is None else Path(workdir).resolve()
         self._files = None if self._workdir is None else Workdir(self._workdir)
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
@@ -110,6 +118,7 @@ class RestrictedExecutor:
             self._threads.stop_all()
         self.guards = Guards()
         self._random = restricted_random(self._seed)  # a fresh interpreter starts seeded
+        self.guards.mediator = lambda obj, name: mediate(self, obj, name)
         self._views = {}
         self._built = None
         self._namespace = self._fresh_namespace()
@@ -320,12 +329,14 @@ class RestrictedExecutor:
         if level != 0:
             raise ImportError("relative imports are not available in restricted mode")
         needed_by = LAZY_INTERNAL_IMPORTS.get(name)
+        if needed_by is None and self._confined and is_internal_module(name):
+            needed_by = frozenset({name.split(".", 1)[0]})
         if needed_by is not None and any(self._import_allowed(m) for m in needed_by):
             import importlib
 
             importlib.import_module(name)  # for the C caller, which reads sys.modules
             return ModuleView(name, {})
-        if name not in MODULE_ALLOWLISTS or not self._import_allowed(name):
+        if not has_view(name, in_process=not self._confined) or not self._import_allowed(name):
             _record_denial("import", name)
             raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")
         view = self._view(name)
@@ -366,6 +377,10 @@ class RestrictedExecutor:
             return self._views[name]
         if name in BUILT_VIEWS:
             return self._built_view(name)
+        if name in WORKER_ONLY_VIEWS:
+            view = data_view(self, name)
+            self._views[name] = view
+            return view
         import importlib
 
         module = importlib.import_module(name)

@@ -14,7 +14,12 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from safeexec.sandbox.restricted.allowlist import _ANYWHERE_DUNDERS, DENIED_ATTRIBUTES, USER_DUNDERS
+from safeexec.sandbox.restricted.allowlist import (
+    _ANYWHERE_DUNDERS,
+    DENIED_ATTRIBUTES,
+    MEDIATED_ATTRIBUTES,
+    USER_DUNDERS,
+)
 
 
 class TextSink(Protocol):
@@ -224,6 +229,9 @@ class Guards:
         self.writable_attributes: dict[type, frozenset[str]] = {}
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
+        # Who decides on a ``MEDIATED_ATTRIBUTES`` read (the executor installs the data views'
+        # ``mediate``); without one, such a read is the plain read it would have been.
+        self.mediator: Callable[[object, str], object] = self.plain_read
 
     def __reduce__(self) -> str | tuple[object, ...]:
         # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
@@ -265,6 +273,8 @@ class Guards:
     # -- attribute reads ---------------------------------------------------------------------------
     def getattr_guard(self, obj: object, name: str) -> object:
         """``_getattr_``: reached only for names starting with ``_`` or on the dangerous list."""
+        if name in MEDIATED_ATTRIBUTES:
+            return self._checked(self.mediator(obj, name))
         if name in _ANYWHERE_DUNDERS:
             return self._checked(getattr(obj, name))
         if name == "__class__":
@@ -290,6 +300,12 @@ class Guards:
             if isinstance(obj, type) and obj.__module__ == "builtins":
                 return self._checked(getattr(obj, name))
         raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
+
+    def plain_read(self, obj: object, name: str) -> object:
+        """What a public read ``obj.name`` gives (plain, or receiver-checked off a class)."""
+        if isinstance(obj, CLASS_LIKE):
+            return self.class_attribute(obj, name)
+        return getattr(obj, name)
 
     def _defined_by_code(self, obj: object, name: str) -> bool:
         if not isinstance(obj, type):

@@ -45,9 +45,11 @@ from safeexec.capabilities import ToolDescriptor, ToolReply, tool_function
 from safeexec.sandbox.restricted.allowlist import (
     DENIED_ATTRIBUTES,
     IMPLEMENTATION_MODULES,
-    MODULE_ALLOWLISTS,
+    WORKER_ONLY_VIEWS,
+    restricted_modules,
 )
 from safeexec.sandbox.restricted.budget import OperationBudget
+from safeexec.sandbox.restricted.data_views import DATA_ROOTS, is_data_object
 from safeexec.sandbox.restricted.executor import RestrictedExecutor
 from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError, Guards
 
@@ -132,15 +134,43 @@ def crawl_modes(
 
 
 def crawl(
-    imports: tuple[str, ...], *, counting: bool = False, limits: CrawlLimits | None = None
+    imports: tuple[str, ...],
+    *,
+    counting: bool = False,
+    limits: CrawlLimits | None = None,
+    data_stack: bool = False,
 ) -> CrawlReport:
-    """Crawl what restricted code under the import allowlist ``imports`` can reach."""
+    """Crawl what restricted code under the import allowlist ``imports`` can reach.
+
+    ``data_stack`` adds the worker-only views of numpy, pandas and matplotlib to the roots (the
+    worker mode only: in-process they do not exist). Their surface is too large for the crawl's
+    bounds to be exhaustive, so they are crawled on their own (``tests/sandbox/restricted``) and
+    held to the escape-critical kinds, with the kernel layers behind them; see data_views.py.
+    """
     with (
         tempfile.TemporaryDirectory(prefix="safeexec-reach-") as workdir,
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("ignore")
-        return _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir)).run()
+        crawler = _Crawler(imports, counting, limits or CrawlLimits(), Path(workdir), data_stack)
+        return crawler.run()
+
+
+def _data_stack_code(obj: object) -> bool:
+    """Is ``obj`` numpy, pandas or matplotlib code (or bound to one of their objects)?
+
+    Its attributes are crawled like everything else, but it is not called with probes: its C
+    entry points take raw shapes, strides and buffers, and probe arguments crash the process
+    (a segfault the confined worker's kernel layers bound, which is why these views exist only
+    there; see data_views.py).
+    """
+    receiver = getattr(obj, "__self__", None)
+    module = getattr(obj, "__module__", None)
+    return (
+        is_data_object(obj)
+        or (receiver is not None and is_data_object(receiver))
+        or (isinstance(module, str) and module.split(".")[0] in DATA_ROOTS)
+    )
 
 
 @dataclass(slots=True)
@@ -170,7 +200,12 @@ def _equal_rebinding(now: dict[object, object], saved: dict[object, object], key
 
 class _Crawler:
     def __init__(
-        self, imports: tuple[str, ...], counting: bool, limits: CrawlLimits, workdir: Path
+        self,
+        imports: tuple[str, ...],
+        counting: bool,
+        limits: CrawlLimits,
+        workdir: Path,
+        data_stack: bool = False,
     ) -> None:
         self.imports = tuple(imports)
         self.counting = counting
@@ -180,6 +215,7 @@ class _Crawler:
             imports=self.imports,
             workdir=workdir,
             count_operations=counting,
+            confined=not counting,
             output_bytes=4096,
             sink=self.sink,
         )
@@ -199,7 +235,12 @@ class _Crawler:
         self.truncated = False
         self.snapshots: dict[int, _Snapshot] = {}
         self.vetted: set[int] = set()
-        allowed = [m for m in MODULE_ALLOWLISTS if self.executor._import_allowed(m)]
+        # Every module the runtime has a view of here (the data stack's only in the worker).
+        allowed = [
+            m
+            for m in restricted_modules(self.imports, in_process=counting)
+            if data_stack or m not in WORKER_ONLY_VIEWS
+        ]
         self.homes = tuple(
             {
                 *allowed,
@@ -480,7 +521,12 @@ class _Crawler:
                 self._push(value, f"{node.path}.{name}", node.depth + 1, node.calls)
             for index, item in _items(obj):
                 self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
-        if callable(obj) and node.calls < self.limits.max_call_depth and not self._own_code(obj):
+        if (
+            callable(obj)
+            and node.calls < self.limits.max_call_depth
+            and not self._own_code(obj)
+            and not _data_stack_code(obj)
+        ):
             behaviour = _behaviour(obj)
             if behaviour not in self.probed:
                 self.probed.add(behaviour)
