@@ -215,8 +215,7 @@ class RemoteFiles:
             "GET", self._client._path("/files"), params={"path": path}
         ).json()
         return tuple(
-            DirEntry(name=str(e["name"]), kind=str(e["kind"]), size=int(e["size"]))
-            for e in entries
+            DirEntry(name=str(e["name"]), kind=str(e["kind"]), size=int(e["size"])) for e in entries
         )
 
     def remove(self, path: str) -> None:

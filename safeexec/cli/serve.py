@@ -74,7 +74,7 @@ def serve(
         _fail(f"the service needs its extra: pip install 'safeexec[service]' ({exc})")
     if new_token:
         token = auth.new_token()
-        typer.echo(f"token: {token}\n\n[tokens.CHANGE-ME]\nsha256 = \"{auth.hash_token(token)}\"")
+        typer.echo(f'token: {token}\n\n[tokens.CHANGE-ME]\nsha256 = "{auth.hash_token(token)}"')
         return
     if hash_token:
         typer.echo(auth.hash_token(sys.stdin.readline().strip()))
