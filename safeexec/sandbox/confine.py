@@ -68,8 +68,9 @@ def enter_template_namespaces(read_only: tuple[str, ...]) -> dict[str, object]:
 
     Not root: a user namespace first (mapping our own ids), which also gives the template the
     capabilities to create per-session pid, IPC and mount namespaces. Root: a private mount
-    namespace in which runtime paths under directories an unprivileged uid cannot traverse (``/root``) are
-    re-exposed read-only, so sessions can drop to an unprivileged uid. Returns the netns status.
+    namespace in which runtime paths under directories an unprivileged uid cannot traverse
+    (``/root``) are re-exposed read-only, so sessions can drop to an unprivileged uid. Returns
+    the netns status.
     """
     as_root = os.geteuid() == 0
     uid, gid = os.getuid(), os.getgid()
