@@ -151,7 +151,8 @@ def preconfine(
     Private root with an empty workdir mount point, new session, privilege drop, no_new_privs,
     Landlock (read-write beneath the workdir's parent, which holds nothing else) and seccomp.
     What is left for :func:`finish_preconfined` only narrows: the workdir (attached by the
-    template, which this process can no longer do), environment, rlimits, no symlinks.
+    template, which this process can no longer do), environment, rlimits, the session's own
+    Landlock layer.
     Returns None, having changed nothing that :func:`confine` would redo differently, when the
     layering does not allow it (no private root, or a runtime path beside the workdir).
     """
@@ -181,31 +182,27 @@ def preconfine(
 
 def finish_preconfined(
     config: SessionConfig,
+    placement: Placement,
     preconfined: Preconfined,
     confinement: Confinement,
     *,
     disk: bool,
 ) -> SessionConfig:
     """After the claim, in a :func:`preconfine` d process whose workdir the template attached:
-    enter it, scrub the environment, lower the rlimits, and refuse symlinks unless allowed.
+    enter it, scrub the environment, lower the rlimits, and stack the session's own Landlock
+    layer (exactly what :func:`confine` would apply, the workdir itself read-write, symlinks
+    as the config says), so the view is no wider than a session confined after its claim.
 
     ``disk`` says whether the workdir is the host's size-bounded mount. Returns the config as
     the session sees it.
     """
     config = _as_seen_inside(config)
-    unprivileged = Placement(uid=None, gid=None, read_only=())
     _disk(config, confinement, None, private_root=True, attached=disk)
-    _enter_workdir(config, unprivileged, confinement)
+    _enter_workdir(config, dataclasses.replace(placement, uid=None, gid=None), confinement)
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement, preconfined.mapped_bytes)
-    if not config.workdir_symlinks and confinement.layers[Layer.LANDLOCK.value]["active"]:
-        try:
-            landlock.forbid_symlinks()
-        except OSError as exc:
-            confinement.mark(Layer.LANDLOCK, False, f"landlock (symlinks): {exc.strerror or exc}")
-            return config
-        detail = str(confinement.layers[Layer.LANDLOCK.value]["detail"])
-        confinement.mark(Layer.LANDLOCK, True, detail.replace("symlinks granted", "no symlinks"))
+    if confinement.layers[Layer.LANDLOCK.value]["active"]:
+        _landlock(config, placement, confinement)
     return config
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from safeexec.sandbox.syscalls import syscall
 
-__all__ = ["LandlockResult", "abi_version", "forbid_symlinks", "restrict"]
+__all__ = ["LandlockResult", "abi_version", "restrict"]
 
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
@@ -119,19 +119,6 @@ def restrict(
     finally:
         os.close(ruleset)
     return LandlockResult(abi=abi, net=abi >= 4, scoped=abi >= 6)
-
-
-def forbid_symlinks() -> None:
-    """Stack a further Landlock layer on this process that refuses making symbolic links
-    anywhere (a domain can only narrow): a pre-confined session whose workdir allows none."""
-    attr = _RulesetAttr(handled_access_fs=MAKE_SYM, handled_access_net=0, scoped=0)
-    ruleset = syscall(
-        "landlock_create_ruleset", ctypes.byref(attr), ctypes.sizeof(ctypes.c_uint64), 0
-    )
-    try:
-        syscall("landlock_restrict_self", ruleset, 0)
-    finally:
-        os.close(ruleset)
 
 
 def _add_path(ruleset: int, path: str, rights: int) -> None:

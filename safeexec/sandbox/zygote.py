@@ -128,7 +128,7 @@ def _session(
     channel = socket.socket(fileno=_CHANNEL_FD)
     config = SessionConfig.from_message(recv_frame(channel))
     if preconfined is not None:
-        config = finish_preconfined(config, preconfined, confinement, disk=claim.disk)
+        config = finish_preconfined(config, placement, preconfined, confinement, disk=claim.disk)
     else:
         # As root the workdir may sit under a directory the session's uid cannot walk through
         # (pytest's 0700 tmp dirs, /root); then the session re-exposes it in its own mount
