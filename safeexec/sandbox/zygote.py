@@ -205,6 +205,8 @@ class _Member:
     sock: socket.socket
     uid: int | None
     prepared: Prepared | None = None
+    # A claim waiting for ``prepared``: the host's spawn and its descriptors.
+    pending: tuple[Spawn, list[int]] | None = None
 
 
 def _member(sock: socket.socket, template: _TemplateState) -> None:
@@ -311,7 +313,7 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
     mount = fds[3] if len(fds) > 3 else None
     try:
         if member.prepared is None:
-            member.prepared = Prepared.from_message(recv_frame(member.sock))
+            raise ProtocolError("the member has not said whether it is confined")
         root = member.prepared.root
         if root is not None:
             _attach_workdir(member, root, spawn.workdir, mount, template)
@@ -321,15 +323,55 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
         claim = Claim(disk=mount is not None)
         send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
     except (OSError, EOFError, ProtocolError):
-        os.kill(member.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(member.pid, signal.SIGKILL)
     finally:
         for fd in (*fds, member.pidfd):
             os.close(fd)
         member.sock.close()
 
 
+def _on_prepared(
+    member: _Member, selector: selectors.BaseSelector, template: _TemplateState
+) -> None:
+    """A member said whether it confined itself: note it, and finish a claim waiting for it.
+
+    Claims never wait for a member inline, so members forked on demand confine themselves in
+    parallel while the template goes on serving."""
+    selector.unregister(member.sock)
+    try:
+        member.prepared = Prepared.from_message(recv_frame(member.sock))
+    except (OSError, EOFError, ProtocolError):
+        with contextlib.suppress(OSError):  # reaped later; a pending claim fails below
+            os.kill(member.pid, signal.SIGKILL)
+    if member.pending is not None:
+        spawn, fds = member.pending
+        member.pending = None
+        _claim(member, spawn, fds, template)
+
+
+def _start_claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateState) -> None:
+    if member.prepared is not None:
+        _claim(member, spawn, fds, template)
+    else:
+        member.pending = (spawn, fds)
+
+
+def _pick(pool: list[_Member]) -> _Member | None:
+    """The member to claim: the first that has confined itself, else the oldest."""
+    ready = [m for m in pool if m.prepared is not None] or pool
+    if not ready:
+        return None
+    pool.remove(ready[0])
+    return ready[0]
+
+
 def _refill(
-    pool: list[_Member], template: _TemplateState, size: int, control: socket.socket | None
+    pool: list[_Member],
+    template: _TemplateState,
+    size: int,
+    control: socket.socket | None,
+    selector: selectors.BaseSelector,
 ) -> None:
     """Fork members up to ``size``; each is announced to the host (once it is listening), which
     moves it into a cgroup of its own ahead of any claim: the move waits for an RCU grace
@@ -339,6 +381,7 @@ def _refill(
             member = _fork_member(template)
         except OSError:
             return
+        selector.register(member.sock, selectors.EVENT_READ, member)
         pool.append(member)
         if control is not None:
             send_frame(control, Member(pid=member.host_pid).to_message())
@@ -360,7 +403,12 @@ def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
     return loaded, failed
 
 
-def _reap(control: socket.socket, template: _TemplateState, pool: list[_Member]) -> None:
+def _reap(
+    control: socket.socket,
+    template: _TemplateState,
+    pool: list[_Member],
+    selector: selectors.BaseSelector,
+) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -370,6 +418,8 @@ def _reap(control: socket.socket, template: _TemplateState, pool: list[_Member])
             return
         for member in [m for m in pool if m.pid == pid]:  # died while waiting: never claimed
             pool.remove(member)
+            if member.prepared is None:
+                selector.unregister(member.sock)
             os.close(member.pidfd)
             member.sock.close()
         host_pid = template.sessions.pop(pid, None)
@@ -425,14 +475,14 @@ def main() -> None:
     signal.set_wakeup_fd(wake_write)
     pool_size = options.pool_size
     pool: list[_Member] = []
-    _refill(pool, template, pool_size, None)
+    selector = selectors.DefaultSelector()
+    _refill(pool, template, pool_size, None, selector)
     refill_at: float | None = None
     ready = Ready(
         pid=int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
         preloaded=tuple(loaded),
         failed=failed,
     )
-    selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     try:
@@ -444,8 +494,11 @@ def main() -> None:
             events = selector.select(wait)
             if refill_at is not None and time.monotonic() >= refill_at:
                 refill_at = None
-                _refill(pool, template, pool_size, control)
+                _refill(pool, template, pool_size, control, selector)
             for key, _events in events:
+                if isinstance(key.data, _Member):
+                    _on_prepared(key.data, selector, template)
+                    continue
                 if key.fd == wake_read:
                     while True:
                         try:
@@ -453,7 +506,7 @@ def main() -> None:
                                 break
                         except BlockingIOError:
                             break
-                    _reap(control, template, pool)
+                    _reap(control, template, pool, selector)
                     refill_at = refill_at or time.monotonic() + _REFILL_DELAY_SECONDS
                     continue
                 try:
@@ -471,14 +524,17 @@ def main() -> None:
                         os.close(fd)
                     continue
                 try:
-                    member = pool.pop(0) if pool else _fork_member(template)
+                    claimed = _pick(pool)
+                    if claimed is None:
+                        claimed = _fork_member(template)
+                        selector.register(claimed.sock, selectors.EVENT_READ, claimed)
                 except OSError:
                     for fd in fds:
                         os.close(fd)  # the host sees its channel close: the open fails
                     continue
-                _claim(member, spawn, fds, template)
+                _start_claim(claimed, spawn, fds, template)
                 # Refill a little later: forking now would compete for the CPU with the
-                # session just claimed, which is confining itself on the open's critical path.
+                # session just claimed, which finishes confining itself on the open's path.
                 refill_at = time.monotonic() + _REFILL_DELAY_SECONDS
     except ConnectionError:
         return  # the host closed the channel while we wrote to it: it is gone, nobody to tell
