@@ -359,11 +359,11 @@ def _start_claim(member: _Member, spawn: Spawn, fds: list[int], template: _Templ
 
 def _pick(pool: list[_Member]) -> _Member | None:
     """The member to claim: the first that has confined itself, else the oldest."""
-    ready = [m for m in pool if m.prepared is not None] or pool
-    if not ready:
+    if not pool:
         return None
-    pool.remove(ready[0])
-    return ready[0]
+    member = next((m for m in pool if m.prepared is not None), pool[0])
+    pool.remove(member)
+    return member
 
 
 def _refill(
