@@ -25,8 +25,11 @@ from safeexec.sandbox.protocol import SessionConfig
 __all__ = [
     "Confinement",
     "Placement",
+    "Preconfined",
     "confine",
     "enter_template_namespaces",
+    "finish_preconfined",
+    "preconfine",
     "reachable_by_others",
 ]
 
@@ -64,14 +67,17 @@ def enter_template_namespaces(read_only: tuple[str, ...]) -> dict[str, object]:
     namespace whose first child (the real template) can make a fresh pid namespace per session.
 
     Not root: a user namespace first (mapping our own ids), which also gives the template the
-    capabilities to create per-session pid and IPC namespaces. Root: a private mount namespace
-    in which runtime paths under directories an unprivileged uid cannot traverse (``/root``) are
-    re-exposed read-only, so sessions can drop to an unprivileged uid. Returns the netns status.
+    capabilities to create per-session pid, IPC and mount namespaces. Root: a private mount
+    namespace in which runtime paths under directories an unprivileged uid cannot traverse
+    (``/root``) are re-exposed read-only, so sessions can drop to an unprivileged uid. Returns
+    the netns status.
     """
     as_root = os.geteuid() == 0
     uid, gid = os.getuid(), os.getgid()
-    flags = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWPID
-    flags |= namespaces.CLONE_NEWNS if as_root else namespaces.CLONE_NEWUSER
+    # A mount namespace of its own in both cases: the template enters a pre-confined session's
+    # mount namespace to attach its workdir and must be allowed back into its own.
+    flags = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWPID | namespaces.CLONE_NEWNS
+    flags |= 0 if as_root else namespaces.CLONE_NEWUSER
     try:
         namespaces.unshare(flags)
         if as_root:
@@ -114,9 +120,9 @@ def confine(
     _disk(config, confinement, workdir_mount, private_root=private_root)
     _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
-    _set_rlimits(config, confinement)
+    _set_rlimits(config, confinement, _mapped_bytes())
     _drop_privileges(
-        config,
+        config.workdir,
         placement,
         confinement,
         own_mount_namespace=own_mount_namespace and not private_root,
@@ -124,6 +130,79 @@ def confine(
     _no_new_privs(confinement)
     _landlock(config, placement, confinement)
     _seccomp(seccomp_program, confinement)
+    return config
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preconfined:
+    """A pooled session process confined ahead of its claim: where its root lies in its mount
+    namespace (the template attaches the workdir at :data:`rootfs.SANDBOX_WORKDIR` beneath it)
+    and its mapped size before any session state, the base of its address-space limit."""
+
+    root: str
+    mapped_bytes: int
+
+
+def preconfine(
+    placement: Placement, seccomp_program: bytes, confinement: Confinement
+) -> Preconfined | None:
+    """Before any claim, apply every layer that does not depend on the session.
+
+    Private root with an empty workdir mount point, new session, privilege drop, no_new_privs,
+    Landlock (read-write beneath the workdir's parent, which holds nothing else) and seccomp.
+    What is left for :func:`finish_preconfined` only narrows: the workdir (attached by the
+    template, which this process can no longer do), environment, rlimits, the session's own
+    Landlock layer.
+    Returns None, having changed nothing that :func:`confine` would redo differently, when the
+    layering does not allow it (no private root, or a runtime path beside the workdir).
+    """
+    if not rootfs.workdir_parent_is_empty((*placement.read_only, *_DEVICES_READ_WRITE)):
+        return None
+    try:
+        root = rootfs.enter_private_root(
+            read_only=placement.read_only, read_write=_DEVICES_READ_WRITE, workdir=None
+        )
+    except OSError:
+        return None
+    confinement.mark(
+        Layer.MOUNTNS,
+        True,
+        f"minimal root: {len(placement.read_only)} runtime paths read-only, "
+        f"workdir at {rootfs.SANDBOX_WORKDIR}",
+    )
+    confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
+    _new_session(confinement)
+    mapped = _mapped_bytes()
+    _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
+    _no_new_privs(confinement)
+    _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
+    _seccomp(seccomp_program, confinement)
+    return Preconfined(root=root, mapped_bytes=mapped)
+
+
+def finish_preconfined(
+    config: SessionConfig,
+    placement: Placement,
+    preconfined: Preconfined,
+    confinement: Confinement,
+    *,
+    disk: bool,
+) -> SessionConfig:
+    """After the claim, in a :func:`preconfine` d process whose workdir the template attached:
+    enter it, scrub the environment, lower the rlimits, and stack the session's own Landlock
+    layer (exactly what :func:`confine` would apply, the workdir itself read-write, symlinks
+    as the config says), so the view is no wider than a session confined after its claim.
+
+    ``disk`` says whether the workdir is the host's size-bounded mount. Returns the config as
+    the session sees it.
+    """
+    config = _as_seen_inside(config)
+    _disk(config, confinement, None, private_root=True, attached=disk)
+    _enter_workdir(config, dataclasses.replace(placement, uid=None, gid=None), confinement)
+    _scrub_environment(config, confinement)
+    _set_rlimits(config, confinement, preconfined.mapped_bytes)
+    if confinement.layers[Layer.LANDLOCK.value]["active"]:
+        _landlock(config, placement, confinement)
     return config
 
 
@@ -139,8 +218,9 @@ def _private_root(
     built; Landlock still confines it, and a policy that needs the view ``require``s it.
     """
     host_workdir = config.workdir
+    workdir = rootfs.SANDBOX_WORKDIR
     try:
-        workdir = rootfs.enter_private_root(
+        rootfs.enter_private_root(
             read_only=placement.read_only,
             read_write=_DEVICES_READ_WRITE,
             workdir=host_workdir,
@@ -157,20 +237,32 @@ def _private_root(
         f"minimal root: {len(placement.read_only)} runtime paths read-only, workdir at {workdir}",
     )
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
+    return _as_seen_inside(config), True
+
+
+def _as_seen_inside(config: SessionConfig) -> SessionConfig:
+    """``config`` with the workdir (and the environment's paths into it) at the neutral path."""
+    host_workdir, workdir = config.workdir, rootfs.SANDBOX_WORKDIR
     env = {name: _moved(value, host_workdir, workdir) for name, value in config.env.items()}
-    return dataclasses.replace(config, workdir=workdir, env=env), True
+    return dataclasses.replace(config, workdir=workdir, env=env)
 
 
 def _disk(
-    config: SessionConfig, confinement: Confinement, mount: int | None, *, private_root: bool
+    config: SessionConfig,
+    confinement: Confinement,
+    mount: int | None,
+    *,
+    private_root: bool,
+    attached: bool = False,
 ) -> None:
     """Report the host's size-bounded workdir mount; without a private root, attach it over
-    the workdir's path in a mount namespace of our own (the host's mount is not in ours)."""
-    if mount is None:
+    the workdir's path in a mount namespace of our own (the host's mount is not in ours).
+    ``attached``: the template attached it already."""
+    if mount is None and not attached:
         confinement.mark(Layer.DISK, False, "the host gave no size-bounded mount for the workdir")
         return
     try:
-        if not private_root:
+        if not private_root and mount is not None:
             namespaces.unshare(namespaces.CLONE_NEWNS)
             namespaces.make_root_private()
             namespaces.attach_mount(mount, config.workdir)
@@ -222,9 +314,12 @@ def _scrub_environment(config: SessionConfig, confinement: Confinement) -> None:
     )
 
 
-def _set_rlimits(config: SessionConfig, confinement: Confinement) -> None:
+def _mapped_bytes() -> int:
     with open("/proc/self/statm") as fh:
-        mapped = int(fh.read().split()[0]) * _PAGE
+        return int(fh.read().split()[0]) * _PAGE
+
+
+def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -> None:
     cpu = max(1, int(config.cpu_seconds * SESSION_CPU_FACTOR))
     limits = {
         # The template's own mappings are shared copy-on-write; the budget comes on top of them.
@@ -304,7 +399,7 @@ def _expose_workdir(path: str) -> None:
 
 
 def _drop_privileges(
-    config: SessionConfig,
+    workdir: str,
     placement: Placement,
     confinement: Confinement,
     *,
@@ -313,7 +408,7 @@ def _drop_privileges(
     try:
         if placement.uid is not None and placement.gid is not None:
             if own_mount_namespace:
-                _expose_workdir(config.workdir)
+                _expose_workdir(workdir)
             privileges.drop_to(placement.uid, placement.gid)
         privileges.drop_capabilities()
     except OSError as exc:
@@ -331,21 +426,26 @@ def _no_new_privs(confinement: Confinement) -> None:
 
 
 def _landlock(config: SessionConfig, placement: Placement, confinement: Confinement) -> None:
+    _restrict(config.workdir, placement, confinement, make_symlinks=config.workdir_symlinks)
+
+
+def _restrict(
+    granted: str, placement: Placement, confinement: Confinement, *, make_symlinks: bool
+) -> None:
+    """Landlock with read-write beneath ``granted`` (the workdir, or its empty parent)."""
     try:
         result = landlock.restrict(
             read_only=placement.read_only,
-            read_write=(config.workdir, *_DEVICES_READ_WRITE),
-            make_symlinks=config.workdir_symlinks,
+            read_write=(granted, *_DEVICES_READ_WRITE),
+            make_symlinks=make_symlinks,
         )
     except OSError as exc:
         reason = f"landlock: {exc.strerror or exc}"
         for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):
             confinement.mark(layer, False, reason)
         return
-    links = "symlinks granted" if config.workdir_symlinks else "no symlinks"
-    confinement.mark(
-        Layer.LANDLOCK, True, f"ABI {result.abi}; read-write only {config.workdir} ({links})"
-    )
+    links = "symlinks granted" if make_symlinks else "no symlinks"
+    confinement.mark(Layer.LANDLOCK, True, f"ABI {result.abi}; read-write only {granted} ({links})")
     confinement.mark(
         Layer.LANDLOCK_NET, result.net, "TCP bind/connect denied" if result.net else "needs ABI 4"
     )

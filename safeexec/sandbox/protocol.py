@@ -11,13 +11,15 @@ Channels and the frames on them, in the order they are sent:
 * host → template (command line): :class:`TemplateOptions`;
 * host ↔ template (control socket): ``ready`` (template, once), ``member`` (template, per warm
   session process it forks ahead, for the host to move into a cgroup), ``spawn`` (host, with the
-  session's channel, stdout and stderr descriptors), ``exit`` (template, per reaped session);
-* template → session process (its pool socket): ``claim`` (with the host's descriptors);
+  session's channel, stdout and stderr descriptors and the workdir's mount, if any), ``exit``
+  (template, per reaped session);
+* template ↔ session process (its pool socket): ``prepare`` (template, after the fork: the
+  identity to take), ``prepared`` (session process: confined or not), ``claim`` (template,
+  with the host's descriptors);
 * host → layer probe (command line, ``safeexec doctor`` only): :class:`ProbeOptions`, and the
   probe's last output line back: :class:`ProbeVerdict`;
 * host ↔ session (the session's channel): ``started`` (template, with the worker's pidfd),
-  ``config`` (host: :class:`SessionConfig`, with at most one descriptor: the detached,
-  size-bounded mount for the workdir), ``hello`` (worker, its layer report), then per call
+  ``config`` (host: :class:`SessionConfig`), ``hello`` (worker, its layer report), then per call
   ``run`` (host), any number of ``tool`` (worker) each answered by ``reply`` (host) and of
   ``display`` (worker: a rich value, unanswered), and ``done`` (worker).
 """
@@ -43,6 +45,8 @@ __all__ = [
     "Hello",
     "Member",
     "Op",
+    "Prepare",
+    "Prepared",
     "ProbeOptions",
     "ProbeVerdict",
     "Ready",
@@ -75,6 +79,8 @@ class Op(StrEnum):
     MEMBER = "member"
     SPAWN = "spawn"
     EXIT = "exit"
+    PREPARE = "prepare"
+    PREPARED = "prepared"
     CLAIM = "claim"
     STARTED = "started"
     CONFIG = "config"
@@ -172,18 +178,28 @@ class Ready:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Spawn:
-    """Host to template: start a session on the three descriptors attached to this frame."""
+    """Host to template: start a session on the descriptors attached to this frame.
+
+    Three or four: the session's channel, stdout and stderr, and the host's detached,
+    size-bounded mount for the workdir when it has one. ``workdir`` is the host's path of the
+    workdir (no secret: the template binds it into a pre-confined session's view when no mount
+    comes with the frame).
+    """
 
     op: ClassVar[Op] = Op.SPAWN
-    fds: ClassVar[int] = 3  # the session's channel, stdout and stderr
+    fds: ClassVar[int] = 4  # at most
+    workdir: str
 
     def to_message(self) -> dict[str, object]:
-        return {"op": self.op.value}
+        return {"op": self.op.value, "workdir": self.workdir}
 
     @classmethod
     def from_message(cls, message: Mapping[str, object]) -> Spawn:
         _expect_op(message, cls.op)
-        return cls()
+        workdir = _field(message, "workdir", str)
+        if not workdir.startswith("/"):
+            raise ProtocolError("frame field 'workdir' is not an absolute path")
+        return cls(workdir=workdir)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,13 +250,13 @@ def parse_template_frame(message: Mapping[str, object]) -> Exit | Member:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Claim:
-    """Template to a pooled session process: serve the host on the attached descriptors.
+class Prepare:
+    """Template to a pooled session process, once, right after the fork: confine yourself now.
 
     ``uid``/``gid`` are set when the host runs as root: the unprivileged identity to become.
     """
 
-    op: ClassVar[Op] = Op.CLAIM
+    op: ClassVar[Op] = Op.PREPARE
     uid: int | None = None
     gid: int | None = None
 
@@ -248,9 +264,55 @@ class Claim:
         return {"op": self.op.value, "uid": self.uid, "gid": self.gid}
 
     @classmethod
-    def from_message(cls, message: Mapping[str, object]) -> Claim:
+    def from_message(cls, message: Mapping[str, object]) -> Prepare:
         _expect_op(message, cls.op)
         return cls(uid=_optional_int(message, "uid"), gid=_optional_int(message, "gid"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """Pooled session process to template, before any claim: whether it confined itself.
+
+    ``root`` is where its private root lies in its own mount namespace (the template attaches
+    the claiming session's workdir beneath it); None: not confined yet, it will be after the
+    claim, with the workdir mount (if any) attached to the ``claim`` frame.
+    """
+
+    op: ClassVar[Op] = Op.PREPARED
+    root: str | None = None
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "root": self.root}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Prepared:
+        _expect_op(message, cls.op)
+        root = None if message.get("root") is None else _field(message, "root", str)
+        if root is not None and not root.startswith("/"):
+            raise ProtocolError("frame field 'root' is not an absolute path")
+        return cls(root=root)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """Template to a pooled session process: serve the host on the attached descriptors.
+
+    Three or four: the session's channel, stdout, stderr and, for a process not yet confined,
+    the host's detached workdir mount if it sent one. ``disk`` says whether the workdir is
+    such a mount (for a pre-confined process the template has attached it already).
+    """
+
+    op: ClassVar[Op] = Op.CLAIM
+    fds: ClassVar[int] = 4  # at most
+    disk: bool = False
+
+    def to_message(self) -> dict[str, object]:
+        return {"op": self.op.value, "disk": self.disk}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Claim:
+        _expect_op(message, cls.op)
+        return cls(disk=_field(message, "disk", bool))
 
 
 # -- host ↔ session ---------------------------------------------------------------------------
@@ -287,7 +349,6 @@ class SessionConfig:
     session's rlimits, fixed for its life; per-call limits travel with each request.
     """
 
-    fds: ClassVar[int] = 1  # at most: the host's detached, size-bounded mount for the workdir
     workdir: str
     env: Mapping[str, str]
     memory_bytes: int

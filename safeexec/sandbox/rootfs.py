@@ -17,9 +17,10 @@ import stat
 
 from safeexec.sandbox import namespaces
 
-__all__ = ["SANDBOX_WORKDIR", "enter_private_root"]
+__all__ = ["SANDBOX_WORKDIR", "WORKDIR_PARENT", "enter_private_root", "workdir_parent_is_empty"]
 
 SANDBOX_WORKDIR = "/home/sandbox"
+WORKDIR_PARENT = os.path.dirname(SANDBOX_WORKDIR)
 # Where the new root is assembled before the chroot: the first of these that holds none of
 # the paths the session needs, so that on failure, unmounting it gives the old view back.
 _STAGING_CANDIDATES = ("/mnt", "/media", "/srv", "/opt", "/var/tmp", "/tmp")
@@ -53,17 +54,34 @@ def _top_level_links() -> dict[str, str]:
     return links
 
 
+def workdir_parent_is_empty(paths: tuple[str, ...]) -> bool:
+    """Whether, in a private root holding ``paths``, :data:`WORKDIR_PARENT` holds nothing but
+    the workdir's mount point.
+
+    Landlock skips a mount point's own directory when it walks up from a file, so a workdir
+    attached after the process confined itself is covered only by a rule on its parent; that
+    rule may then cover nothing else (no runtime path at, under or above the parent).
+    """
+    parent = WORKDIR_PARENT + "/"
+    return not any(
+        (p + "/").startswith(parent) or parent.startswith(p.rstrip("/") + "/") for p in paths
+    )
+
+
 def enter_private_root(
     *,
     read_only: tuple[str, ...],
     read_write: tuple[str, ...],
-    workdir: str,
+    workdir: str | None,
     workdir_mount: int | None = None,
 ) -> str:
-    """Build the minimal root, chroot into it and ``chdir`` to the workdir; returns its new path.
+    """Build the minimal root, chroot into it and ``chdir`` to the workdir; returns where the
+    root lies in the (new) mount namespace, the workdir being :data:`SANDBOX_WORKDIR` inside.
 
     ``workdir_mount``, a detached mount (the host's size-bounded tmpfs), is attached as the
-    workdir instead of a bind of ``workdir``.
+    workdir instead of a bind of ``workdir``. With neither, the workdir is an empty mount point
+    for someone outside to attach a workdir on later (a pre-confined pooled session; see
+    :func:`workdir_parent_is_empty`), and the process stays at ``/``.
 
     Needs ``CAP_SYS_ADMIN`` over the current user namespace and to be the first process of the
     pid namespace whose ``/proc`` it mounts. Raises ``OSError`` on any failure, after putting
@@ -73,7 +91,7 @@ def enter_private_root(
     if clash:
         raise OSError(17, f"runtime paths {clash} lie where the workdir goes ({SANDBOX_WORKDIR})")
     links = _top_level_links()
-    root = _staging([workdir, *read_only, *read_write])
+    root = _staging([*([workdir] if workdir is not None else []), *read_only, *read_write])
     namespaces.unshare(namespaces.CLONE_NEWNS)
     namespaces.make_root_private()
     # Descriptors of the sources, opened in the new namespace: a bind's source must be a mount
@@ -85,24 +103,24 @@ def enter_private_root(
                 sources.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC), writable))
             except FileNotFoundError:
                 continue
-        if workdir_mount is None:
+        if workdir_mount is None and workdir is not None:
             work = os.open(workdir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             sources.append((SANDBOX_WORKDIR, work, True))
         namespaces.mount_tmpfs(root, mode=0o755)
         try:
+            mount_point = _mount_point(root, SANDBOX_WORKDIR, directory=True)
             if workdir_mount is not None:
-                namespaces.attach_mount(
-                    workdir_mount, _mount_point(root, SANDBOX_WORKDIR, directory=True)
-                )
+                namespaces.attach_mount(workdir_mount, mount_point)
             _build(root, sources, links)
         except OSError:
             namespaces.detach(root)  # back to the view we had, in a namespace of our own
             raise
-        os.chdir(SANDBOX_WORKDIR)
+        if workdir_mount is not None or workdir is not None:
+            os.chdir(SANDBOX_WORKDIR)
     finally:
         for _path, fd, _writable in sources:
             os.close(fd)
-    return SANDBOX_WORKDIR
+    return root
 
 
 def _staging(needed: list[str]) -> str:

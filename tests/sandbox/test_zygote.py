@@ -6,7 +6,8 @@ import socket
 import subprocess
 import sys
 
-from safeexec.sandbox.protocol import TemplateOptions
+from safeexec.sandbox.protocol import Prepared, TemplateOptions
+from safeexec.sandbox.zygote import _Member, _pick
 
 
 def test_a_host_gone_before_the_template_writes_ends_it_quietly() -> None:
@@ -34,3 +35,19 @@ def test_a_host_gone_before_the_template_writes_ends_it_quietly() -> None:
             timeout=60,
         )
     assert done.stderr.decode() == ""
+
+
+def _pooled(pid: int, *, prepared: bool) -> _Member:
+    member = _Member(pid=pid, host_pid=pid, pidns=0, pidfd=-1, sock=None, uid=None)  # type: ignore[arg-type]
+    member.prepared = Prepared(root="/mnt") if prepared else None
+    return member
+
+
+def test_a_claim_takes_a_member_already_confined_else_the_oldest_else_none() -> None:
+    assert _pick([]) is None
+    pool = [_pooled(1, prepared=False), _pooled(2, prepared=True), _pooled(3, prepared=False)]
+    assert _pick(pool).pid == 2  # type: ignore[union-attr]
+    assert _pick(pool).pid == 1  # type: ignore[union-attr]
+    assert _pick(pool).pid == 3  # type: ignore[union-attr]
+    assert pool == []
+    assert _pick(pool) is None

@@ -51,7 +51,7 @@ from safeexec.sandbox.channel import (
     ProtocolError,
     recv_frame,
     recv_frame_with_fds,
-    send_frame_with_fds,
+    send_frame,
 )
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
@@ -408,11 +408,22 @@ class NativeSession:
             seed=self.seed,
         )
         try:
-            template.spawn([child_end.fileno(), out_write, err_write])
+            mount = self._disk.clone()
+        except OSError as exc:
+            for fd in (out_read, out_write, err_read, err_write):
+                os.close(fd)
+            host_end.close()
+            child_end.close()
+            raise BackendError(f"could not start a native session: {exc}") from exc
+        try:
+            fds = [child_end.fileno(), out_write, err_write, *([] if mount is None else [mount])]
+            template.spawn(fds, workdir=str(self.workdir))
         finally:
             child_end.close()
             os.close(out_write)
             os.close(err_write)
+            if mount is not None:
+                os.close(mount)
         host_end.settimeout(_STARTUP_SECONDS)
         pidfd = -1
         try:
@@ -426,14 +437,17 @@ class NativeSession:
                     os.close(fd)
                 raise
             pidfd = fds[0]
-            # The session waits for its config before it runs anything: in time to move it.
+            # The session waits for its config before it runs anything: in time to move it,
+            # and (a root host) to lend it the workdir, which it enters as its own uid.
             cgroup_layers = self._group.adopt(started.pid)
-            mount = self._disk.clone()
-            try:
-                send_frame_with_fds(host_end, config.to_message(), [] if mount is None else [mount])
-            finally:
-                if mount is not None:
-                    os.close(mount)
+            uid = started.uid
+            if os.geteuid() == 0 and uid is not None and uid > 0:
+                # Chosen by the template from the worker's pid, so unique on this machine
+                # while the session lives.
+                with self._files_lock:
+                    self._uid = uid
+                    self._give_workdir_to(uid)
+            send_frame(host_end, config.to_message())
             worker = _Worker(
                 pid=started.pid,
                 pidfd=pidfd,
@@ -462,13 +476,6 @@ class NativeSession:
             ) from exc
         host_end.settimeout(None)
         worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
-        uid = started.uid
-        if os.geteuid() == 0 and uid is not None and uid > 0:
-            # Chosen by the template from the worker's pid, so unique on this machine while the
-            # session lives; no user code runs before the first request, so this is in time.
-            with self._files_lock:
-                self._uid = uid
-                self._give_workdir_to(uid)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}

@@ -123,12 +123,13 @@ class _Template:
     def alive(self) -> bool:
         return -1 not in self._statuses and self._process.poll() is None
 
-    def spawn(self, fds: list[int]) -> None:
-        """Ask for a session on ``fds`` (channel, stdout, stderr). The session's config goes to
-        it over its own channel, never through the template: whatever the template reads stays
-        in its heap, which every later session inherits (a passed-through env secret would)."""
+    def spawn(self, fds: list[int], *, workdir: str) -> None:
+        """Ask for a session on ``fds`` (channel, stdout, stderr, and the workdir's detached
+        mount if the host made one) working in ``workdir``. The session's config goes to it
+        over its own channel, never through the template: whatever the template reads stays in
+        its heap, which every later session inherits (a passed-through env secret would)."""
         with self._lock:
-            send_frame_with_fds(self._control, Spawn().to_message(), fds)
+            send_frame_with_fds(self._control, Spawn(workdir=workdir).to_message(), fds)
 
     def exit_status(self, pid: int, *, timeout: float) -> int | None:
         """The wait status of a finished session process, once the template has reaped it."""

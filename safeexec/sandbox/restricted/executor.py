@@ -45,8 +45,8 @@ from safeexec.sandbox.restricted.guards import (
     _SinkProxy,
     _view_value,
 )
-from safeexec.sandbox.restricted.sqlite_views import sqlite_views
 from safeexec.sandbox.restricted.logging_view import logging_view
+from safeexec.sandbox.restricted.sqlite_views import sqlite_views
 from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.sandbox.restricted.transformer import CountingTransformer, SafeexecTransformer
 from safeexec.sandbox.restricted.warnings_view import warnings_view

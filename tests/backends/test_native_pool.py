@@ -1,0 +1,112 @@
+"""The warm pool: session processes confine themselves before any claim and see no workdir."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.native import NativeBackend
+from safeexec.blobs import BlobStore
+from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.sandbox import rootfs
+
+_WAIT_SECONDS = 30.0
+
+
+def _status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as fh:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+
+
+def _members(template_pid: int, session_pid: int) -> list[int]:
+    """Pool members: the template's children that serve no session, once they are confined."""
+    found = []
+    for task in os.listdir(f"/proc/{template_pid}/task"):
+        with open(f"/proc/{template_pid}/task/{task}/children") as fh:
+            for pid in map(int, fh.read().split()):
+                if pid != session_pid and _status(pid).get("Seccomp") == "2":
+                    found.append(pid)
+    return found
+
+
+def test_pool_members_are_confined_before_any_claim_and_hold_no_workdir(tmp_path: Path) -> None:
+    backend = NativeBackend(pool_size=2)
+    try:
+        with backend.open(SessionSpec(limits=Limits(), blobs=BlobStore(tmp_path / "b"))) as one:
+            ran = one.run(ExecRequest(action_id="a", code="open('secret.txt', 'w').write('x')"))
+            assert ran.status is ExecStatus.OK
+            template_pid = backend.statistics().template_pid
+            assert template_pid is not None and one.pid is not None
+            deadline = time.monotonic() + _WAIT_SECONDS
+            while not (members := _members(template_pid, one.pid)):
+                assert time.monotonic() < deadline, "no pool member confined itself"
+                time.sleep(0.05)
+            for pid in members:
+                status = _status(pid)
+                assert status["NoNewPrivs"] == "1"
+                assert int(status["CapEff"], 16) == 0
+                if os.geteuid() == 0:
+                    assert all(int(uid) != 0 for uid in status["Uid"].split())
+                # Its view: the private root, whose workdir mount point is still empty.
+                assert os.listdir(f"/proc/{pid}/root{rootfs.SANDBOX_WORKDIR}") == []
+                assert "secret.txt" not in os.listdir(f"/proc/{pid}/root{rootfs.WORKDIR_PARENT}")
+    finally:
+        backend.close()
+
+
+def test_a_claimed_session_sees_only_its_own_workdir_and_not_its_parent(tmp_path: Path) -> None:
+    backend = NativeBackend(pool_size=2)
+    code = (
+        "import os\nopen('mine.txt', 'w').write('x')\nprint(sorted(os.listdir('.')))\n"
+        "try:\n    os.listdir('/home')\nexcept PermissionError:\n    print('parent closed')\n"
+    )
+    try:
+        blobs = BlobStore(tmp_path / "b")
+        with (
+            backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as first,
+            backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as second,
+        ):
+            for session in (first, second):
+                ran = session.run(ExecRequest(action_id="a", code=code))
+                assert ran.status is ExecStatus.OK
+                assert blobs.get(ran.stdout).decode().split("\n")[:2] == [
+                    "['.tmp', 'mine.txt']",
+                    "parent closed",
+                ]
+            layers = first.layers
+            assert all(
+                status.active
+                for status in layers.values()
+                if status.layer.value
+                in {
+                    "landlock",
+                    "seccomp",
+                    "mountns",
+                    "privdrop",
+                    "no_new_privs",
+                    "workdir",
+                    "rlimits",
+                }
+            )
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    ("paths", "empty"),
+    [
+        (("/usr", "/lib", "/dev/null"), True),
+        (("/usr", "/home/me/.venv"), False),
+        (("/home",), False),
+        (("/",), False),
+        (("/homework",), True),
+    ],
+)
+def test_the_workdirs_parent_may_hold_nothing_but_the_workdir(
+    paths: tuple[str, ...], empty: bool
+) -> None:
+    assert rootfs.workdir_parent_is_empty(paths) is empty
