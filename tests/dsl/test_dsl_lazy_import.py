@@ -18,13 +18,14 @@ from safeexec.session import Session
 def dsl_modules():
     return sorted(m for m in sys.modules if m == "lark" or m.startswith(("lark.", "safeexec.dsl.")))
 
-sys.argv = ["safeexec", "run", "--mode", "restricted", "--state-dir", sys.argv[1], sys.argv[2]]
+state_dir, reply = sys.argv[1], sys.argv[2]
+sys.argv = ["safeexec", "run", "--mode", "restricted", "--state-dir", state_dir, reply]
 try:
     main()
 except SystemExit:
     pass
 after_python = dsl_modules()
-with Session(mode="dsl", state_dir=sys.argv[1]) as session:
+with Session(mode="dsl", state_dir=state_dir) as session:
     outcome = session.run("x = 2\\nreturn x * 21")
 print(json.dumps({"python": after_python, "dsl": dsl_modules(), "out": outcome.observation.text}))
 """

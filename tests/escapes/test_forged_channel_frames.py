@@ -47,7 +47,8 @@ def test_a_malformed_frame_kills_the_worker_not_the_host(sandbox: Sandbox, paylo
 
 def test_half_a_frame_then_silence_ends_at_the_wall_limit(sandbox: Sandbox) -> None:
     ran = sandbox.run(
-        CHANNEL + "channel.sendall(struct.pack('>I', 100) + b'{')\ntime.sleep(60)\n",
+        # A length the cell's own answer (sent after its interrupt) cannot complete.
+        CHANNEL + "channel.sendall(struct.pack('>I', 60_000) + b'{')\ntime.sleep(60)\n",
         wall_seconds=1,
     )
     assert ran.result.status is ExecStatus.TIMEOUT, ran.text

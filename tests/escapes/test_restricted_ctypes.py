@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         "import gc",
         "import inspect",
         "import traceback\ntraceback.sys",
-        "import logging",
+        "import logging.config",
         "import builtins",
         "import _ctypes",
         "from . import x",
