@@ -427,8 +427,7 @@ class _Crawler:
                 keys = [
                     k
                     for k in keys
-                    if k != "__warningregistry__"
-                    and not _equal_rebinding(snap.obj, snap.saved, k)
+                    if k != "__warningregistry__" and not _equal_rebinding(snap.obj, snap.saved, k)
                 ]
                 if not keys:
                     continue
