@@ -20,6 +20,7 @@ over examples of the ratio of per-example medians, with the fastest-based ratio 
 from __future__ import annotations
 
 import ast
+import functools
 import statistics
 import sys
 import tempfile
@@ -137,9 +138,7 @@ def plan_and_compile() -> list[tuple[str, Times, Times]]:
             assert checked is not None
             return compile_program(checked)
 
-        medians = _interleaved(
-            {"dsl": dsl, "ast": lambda python=python: ast.parse(python)}, repeat=40
-        )
+        medians = _interleaved({"dsl": dsl, "ast": functools.partial(ast.parse, python)}, repeat=40)
         rows.append((path.stem, medians["dsl"], medians["ast"]))
     return rows
 

@@ -376,7 +376,11 @@ def main() -> None:
     for clients in (1, 8):
         spawned = per_second(clients, 32, lambda: subprocess.run(fresh_cmd, check=True))
         kept: list[NativeSession] = []
-        opens = per_second(clients, 64, lambda kept=kept: kept.append(open_session()))
+
+        def open_kept(kept: list[NativeSession] = kept) -> None:
+            kept.append(open_session())
+
+        opens = per_second(clients, 64, open_kept)
         for s in kept:
             s.close()
         cycles = per_second(clients, 64, lambda: open_session().close())

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     combos = COMBINATIONS
     if args.only:
-        combos = [BASELINE, *(tuple(item.split(":", 1)) for item in args.only)]  # type: ignore[misc]
+        combos = [BASELINE, *(tuple(item.split(":", 1)) for item in args.only)]
     results = {combo: _measure(*combo) for combo in dict.fromkeys(combos)}
     base_runs, _ = results[BASELINE]
     base_ran = sum(run.ran for run in base_runs) or 1

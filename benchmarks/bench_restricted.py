@@ -217,7 +217,7 @@ def main() -> None:
 
     bench_tool_calls(blobs, tmp)
     for session in sessions:
-        session.close()  # type: ignore[attr-defined]
+        session.close()
     record(figures, source="bench_restricted")
 
 

@@ -135,20 +135,20 @@ def main() -> int:
             paths[name] = str(path)
         broken: dict[str, list[str]] = {name: [] for name in paths}
         for index, (workload, code) in enumerate(workloads.items()):
-            for variant, path in paths.items():
+            for variant, filter_path in paths.items():
                 workdir = root / f"{variant}-{index}"
                 workdir.mkdir()
-                done = _run(path, code, workdir)
+                done = _run(filter_path, code, workdir)
                 if done.returncode != 0:
                     tail = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
                     broken[variant].append(f"{workload}: {tail[0][:120]}")
         # Round-robin over the variants, so that load changes hit each alike.
         samples: dict[str, list[float]] = {variant: [] for variant in paths}
         for run in range(args.repeat):
-            for variant, path in paths.items():
+            for variant, filter_path in paths.items():
                 workdir = root / f"loop-{variant}-{run}"
                 workdir.mkdir()
-                done = _run(path, "import json\n" + _SYSCALL_LOOP, workdir)
+                done = _run(filter_path, "import json\n" + _SYSCALL_LOOP, workdir)
                 if done.returncode != 0:
                     raise SystemExit(f"the syscall loop failed under {variant}: {done.stderr}")
                 samples[variant].append(float(done.stdout.strip()))
