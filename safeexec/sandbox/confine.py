@@ -319,11 +319,20 @@ def _mapped_bytes() -> int:
         return int(fh.read().split()[0]) * _PAGE
 
 
+def _as_headroom(memory_bytes: int) -> int:
+    """What the address-space limit keeps below the cgroup's: an eighth, at most 64 MiB."""
+    return min(64 * 1024 * 1024, memory_bytes // 8)
+
+
 def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -> None:
     cpu = max(1, int(config.cpu_seconds * SESSION_CPU_FACTOR))
     limits = {
-        # The template's own mappings are shared copy-on-write; the budget comes on top of them.
-        resource.RLIMIT_AS: mapped + config.memory_bytes,
+        # The template's own mappings are shared copy-on-write; the budget comes on top of them,
+        # less a headroom: the cgroup also charges the worker's page tables and the library
+        # pages it faults in, and a heap growing into ``memory.max`` first makes the kernel
+        # reclaim those (the cell crawls until the wall limit). Below it, the cell gets a
+        # MemoryError it can survive; the cgroup stays the hard limit for everything else.
+        resource.RLIMIT_AS: mapped + config.memory_bytes - _as_headroom(config.memory_bytes),
         resource.RLIMIT_CPU: cpu,
         resource.RLIMIT_FSIZE: config.file_size_bytes,
         resource.RLIMIT_NOFILE: config.max_open_files,
