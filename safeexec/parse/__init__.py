@@ -24,6 +24,10 @@ scan, and ``check`` 1.26x (60 lines) and 1.40x (600 lines) bandit in-process; wi
 and 0.56x (benchmarks/bench_check.py, same run each). ``always_cross_check=True`` runs it on
 every text (the corpora's differential test holds the two paths to the same findings). SX001's
 message and caret come from CPython, never libcst, whichever path runs.
+
+One module per job: this one (the entry point, the size and encoding checks, CPython's parse and
+compile, the nesting and work limits, the identifier rewrite), ``cross_check`` (libcst's
+cross-check) and ``result`` (the values returned, and a failure's span and caret).
 """
 
 from __future__ import annotations
@@ -32,64 +36,44 @@ import ast
 import gc
 import io
 import re
-import sys
 import tokenize
 import unicodedata
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from safeexec.model import Action, Finding, Span
+from safeexec.model import Action, Span
+from safeexec.parse.cross_check import _concrete_check, _parsers_may_differ
+from safeexec.parse.result import (
+    Parsed,
+    ParseFailure,
+    _caret,
+    _char_column,
+    _fail,
+    _fail_at,
+    _lines,
+    _point,
+    _span,
+)
 from safeexec.policy.engine_rules import (
     INPUT_TOO_LARGE,
     INVALID_ENCODING,
     NESTING_TOO_DEEP,
     PARSER_MISMATCH,
     SYNTAX_ERROR,
-    engine_finding,
 )
-from safeexec.policy.schema import Rule
-
-if TYPE_CHECKING:
-    import libcst
 
 __all__ = ["ParseFailure", "Parsed", "gc_paused", "parse"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class Parsed:
-    """A successfully parsed action. ``code`` is the exact text that was checked and will run."""
-
-    action: Action
-    code: str
-    tree: ast.Module
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParseFailure:
-    """Why an action could not be parsed; ``finding`` is an ``SX0xx`` deny finding with a span."""
-
-    action: Action
-    finding: Finding
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CHAIN_TYPES = frozenset({ast.BoolOp, ast.Constant, ast.JoinedStr})
-_UNUSUAL = re.compile("[^\t\n\x20-\x7e]")
-# A number literal directly followed by a letter (``1in``, ``0x1for``, ``1e5x``): CPython's
-# tokenizer splits it, libcst's does not. Atomic, so ``1e5`` is not read as ``1`` before ``e``;
-# a match inside a string or comment only sends the text through the cross-check.
-_GLUED_NUMBER = re.compile(rf"(?<![\w])(?>{tokenize.Number})[A-Za-z_]")
 # PEP 263, as CPython's tokenizer reads it; checked on the first two lines whatever line 1 holds
 # (stricter than CPython, which only looks at line 2 after a comment or blank line).
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _UTF8_NAMES = frozenset({"utf-8", "utf8"})
 # libcst spends about as long on a blank or comment line as on four units of node depth.
 _WORK_PER_LINE = 4
-_EVIDENCE_BEFORE = 80
-_EVIDENCE_AFTER = 80
 
 
 def parse(
@@ -211,106 +195,6 @@ def _parse(
     if not always_cross_check and not _parsers_may_differ(code):
         return Parsed(action=action, code=code, tree=tree)
     return _concrete_check(action, code, tree, needs_normalising=needs_normalising)
-
-
-def _parsers_may_differ(code: str) -> bool:
-    """Is ``code`` in a class of text that CPython and libcst are known to read differently?"""
-    return (
-        _UNUSUAL.search(code) is not None
-        or "\\\n" in code
-        or _GLUED_NUMBER.search(code) is not None
-    )
-
-
-def _concrete_check(
-    action: Action, code: str, tree: ast.Module, *, needs_normalising: bool
-) -> Parsed | ParseFailure:
-    """Parse ``code`` with libcst too and cross-check its tree against CPython's."""
-    import libcst  # only here: importing it costs a one-shot CLI run more than the rest of a check
-
-    # libcst's native parser reads its newest grammar whatever the config says; CPython's
-    # parser, which ran first, is what holds the code to the running version's grammar.
-    config = libcst.PartialParserConfig(
-        python_version=f"{sys.version_info.major}.{sys.version_info.minor}"
-    )
-    try:
-        module = libcst.parse_module(code, config)
-    except libcst.ParserSyntaxError as exc:
-        return _fail(
-            action,
-            PARSER_MISMATCH,
-            f"CPython accepts this code but the checker's parser (libcst) does not: "
-            f"{exc.message}; rewrite this construct more plainly",
-            span=_point(code, exc.raw_line, exc.raw_column + 1),
-            evidence=_caret(code, exc.raw_line, exc.raw_column + 1),
-        )
-    except (RecursionError, MemoryError):
-        return _fail(
-            action,
-            NESTING_TOO_DEEP,
-            "the checker's parser (libcst) ran out of stack; split the code into "
-            "smaller, less nested statements",
-        )
-    except libcst.CSTValidationError as exc:
-        return _fail(
-            action,
-            PARSER_MISMATCH,
-            f"CPython accepts this code but the checker's parser (libcst) does not: "
-            f"{str(exc).rstrip('.')}; "
-            "rewrite this construct more plainly",
-        )
-    except Exception as exc:  # libcst is third-party code facing adversarial input: fail closed
-        return _fail(
-            action,
-            PARSER_MISMATCH,
-            f"the checker's parser (libcst) failed: {type(exc).__name__}: {exc}",
-        )
-    try:
-        return _cross_check(action, code, tree, module, needs_normalising=needs_normalising)
-    except (RecursionError, MemoryError):
-        return _fail(
-            action,
-            NESTING_TOO_DEEP,
-            "the checker ran out of stack on this code; split it into smaller, less nested "
-            "statements",
-        )
-    except Exception as exc:  # a bug in libcst or here: fail closed
-        return _fail(
-            action, PARSER_MISMATCH, f"the parsers' cross-check failed: {type(exc).__name__}: {exc}"
-        )
-
-
-def _cross_check(
-    action: Action, code: str, tree: ast.Module, module: libcst.Module, *, needs_normalising: bool
-) -> Parsed | ParseFailure:
-    """Both trees describe the same program: same reprint, same outline, normal names."""
-    if _UNUSUAL.search(code) is not None and not _reprints_faithfully(code, module.code, tree):
-        # A lossless tree reprints its source. libcst may drop blank lines (harmless) but also
-        # whitespace CPython gives meaning to (a form feed in an indent): that is a mismatch.
-        # Reprinting costs a fifth of parsing, so plain printable ASCII is trusted to round-trip.
-        return _fail(
-            action,
-            PARSER_MISMATCH,
-            "the checker's parser (libcst) does not reproduce this source exactly; remove "
-            "unusual whitespace such as form feeds",
-        )
-    if _ast_outline(tree) != _cst_outline(module):
-        return _fail(
-            action,
-            PARSER_MISMATCH,
-            "CPython and the checker's parser (libcst) see different statement structure in "
-            "this code; write its blocks and indentation more plainly",
-        )
-    if needs_normalising:
-        stray = _unnormalised_name(module)
-        if stray is not None:
-            return _fail(
-                action,
-                PARSER_MISMATCH,
-                f"identifier {stray!r} is not in NFKC form where the checker could not "
-                "normalise it (e.g. inside an f-string); write identifiers in ASCII",
-            )
-    return Parsed(action=action, code=code, tree=tree)
 
 
 def _cpython_parse(action: Action, code: str) -> ast.Module | ParseFailure:
@@ -514,99 +398,6 @@ def _normalise_identifiers(
     return normalised, renormalised_tree
 
 
-def _ast_outline(tree: ast.Module) -> list[tuple[int, str]]:
-    """Every statement of CPython's tree, in source order, as (block depth, statement kind)."""
-    outline: list[tuple[int, str]] = []
-    pending: list[tuple[int, ast.stmt]] = [(0, statement) for statement in reversed(tree.body)]
-    while pending:
-        depth, node = pending.pop()
-        outline.append((depth, type(node).__name__))
-        blocks: list[list[ast.stmt]] = [getattr(node, "body", [])]
-        blocks += [handler.body for handler in getattr(node, "handlers", [])]
-        blocks += [getattr(node, "orelse", []), getattr(node, "finalbody", [])]
-        blocks += [case.body for case in getattr(node, "cases", [])]
-        children = [child for block in blocks for child in block]
-        pending.extend((depth + 1, child) for child in reversed(children))
-    return outline
-
-
-def _cst_outline(module: libcst.Module) -> list[tuple[int, str]]:
-    """The same outline from libcst's tree (``elif`` is a nested ``If``, as in CPython's)."""
-    import libcst
-
-    outline: list[tuple[int, str]] = []
-    pending: list[tuple[int, libcst.CSTNode]] = [
-        (0, statement) for statement in reversed(module.body)
-    ]
-    while pending:
-        depth, node = pending.pop()
-        if isinstance(node, libcst.SimpleStatementLine):
-            outline.extend((depth, _ast_name(small)) for small in node.body)
-            continue
-        if isinstance(node, libcst.BaseSmallStatement):
-            outline.append((depth, _ast_name(node)))
-            continue
-        asynchronous = getattr(node, "asynchronous", None) is not None
-        outline.append((depth, ("Async" if asynchronous else "") + type(node).__name__))
-        children: list[libcst.CSTNode] = []
-        body = getattr(node, "body", None)
-        if isinstance(body, libcst.BaseSuite):
-            children += body.body
-        for handler in getattr(node, "handlers", ()):
-            children += handler.body.body
-        orelse = getattr(node, "orelse", None)
-        if isinstance(orelse, libcst.If):
-            children.append(orelse)
-        elif isinstance(orelse, libcst.Else):
-            children += orelse.body.body
-        finalbody = getattr(node, "finalbody", None)
-        if isinstance(finalbody, libcst.Finally):
-            children += finalbody.body.body
-        for case in getattr(node, "cases", ()):
-            children += case.body.body
-        pending.extend((depth + 1, child) for child in reversed(children))
-    return outline
-
-
-def _ast_name(statement: libcst.BaseSmallStatement) -> str:
-    name = type(statement).__name__
-    return "Delete" if name == "Del" else name
-
-
-def _unnormalised_name(module: libcst.Module) -> str | None:
-    import libcst
-
-    stack: list[libcst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, libcst.Name) and node.value != unicodedata.normalize(
-            "NFKC", node.value
-        ):
-            return node.value
-        stack.extend(node.children)
-    return None
-
-
-def _reprints_faithfully(code: str, reprint: str, tree: ast.Module) -> bool:
-    """Does libcst's reprint hold every line that means something to CPython, unchanged?
-
-    Blank lines and trailing whitespace mean nothing, nor do the lines after CPython's last
-    statement (only comments can be there), which libcst is known to drop.
-    """
-    if reprint == code:
-        return True
-    last_line = tree.body[-1].end_lineno or 0 if tree.body else 0
-    meaningful = _nonblank(code.split("\n")[:last_line])
-    printed = _nonblank(reprint.split("\n"))
-    return printed[: len(meaningful)] == meaningful and all(
-        line.lstrip().startswith("#") for line in printed[len(meaningful) :]
-    )
-
-
-def _nonblank(lines: list[str]) -> list[str]:
-    return [line.rstrip() for line in lines if line.strip()]
-
-
 def _foreign_cookie(code: str) -> tuple[int, str] | None:
     for number, line in enumerate(_lines(code)[:2], start=1):
         match = _COOKIE.match(line)
@@ -631,84 +422,3 @@ def _utf8_length(code: str) -> int:
     if code.isascii():
         return len(code)
     return len(code.encode("utf-8", "surrogatepass"))
-
-
-def _lines(code: str) -> list[str]:
-    return code.split("\n")
-
-
-def _fail(
-    action: Action,
-    rule: Rule,
-    message: str,
-    *,
-    span: Span | None = None,
-    evidence: str = "",
-) -> ParseFailure:
-    return ParseFailure(
-        action=action, finding=engine_finding(rule, message, span=span, evidence=evidence)
-    )
-
-
-def _fail_at(action: Action, code: str, rule: Rule, message: str, index: int) -> ParseFailure:
-    """A finding pointing at character ``index`` of ``code`` (any newline convention)."""
-    before = code[:index]
-    line = before.count("\n") + before.count("\r") - before.count("\r\n") + 1
-    line_start = max(before.rfind("\n"), before.rfind("\r")) + 1
-    column = index - line_start + 1
-    flat = code.replace("\r\n", "\n").replace("\r", "\n")
-    return _fail(
-        action, rule, message, span=_point(flat, line, column), evidence=_caret(flat, line, column)
-    )
-
-
-def _char_column(code: str, line: int, byte_offset: int) -> int:
-    """1-based character column of a 0-based UTF-8 byte offset on ``line`` (ast's convention)."""
-    lines = _lines(code)
-    if not 1 <= line <= len(lines):
-        return 1
-    return len(lines[line - 1].encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
-
-
-def _point(code: str, line: int, column: int) -> Span:
-    return _span(code, line, column, line, column + 1)
-
-
-def _span(code: str, line: int, column: int, end_line: int, end_column: int) -> Span:
-    """A Span from CPython's convention (``end_column`` one past the last character)."""
-    line = max(1, min(line, len(_lines(code))))
-    column = max(1, column)
-    if end_line < line or (end_line == line and end_column <= column):
-        end_line, end_column = line, column + 1
-    return Span(start_line=line, start_column=column, end_line=end_line, end_column=end_column - 1)
-
-
-def _caret(code: str, line: int, column: int, end_line: int = 0, end_column: int = 0) -> str:
-    """The source line (control characters made visible) and a caret line under ``column``."""
-    lines = _lines(code)
-    line = max(1, min(line, len(lines)))
-    text = _visible(lines[line - 1])
-    column = max(1, min(column, len(text) + 1))
-    width = end_column - column if end_line == line and end_column > column else 1
-    width = max(1, min(width, len(text) + 2 - column, _EVIDENCE_AFTER))
-    if len(text) > _EVIDENCE_BEFORE + _EVIDENCE_AFTER:
-        # A long line is cut to a window around the column, so evidence stays readable.
-        start = max(0, column - 1 - _EVIDENCE_BEFORE)
-        end = min(len(text), column - 1 + _EVIDENCE_AFTER)
-        head = "…" if start > 0 else ""
-        text = head + text[start:end] + ("…" if end < len(text) else "")
-        column = column - start + len(head)
-    indent = "".join("\t" if char == "\t" else " " for char in text[: column - 1])
-    return f"{text}\n{indent}{'^' * width}"
-
-
-def _visible(text: str) -> str:
-    """Control characters (except tab) as Unicode control pictures, surrogates as U+FFFD; 1:1."""
-    return "".join(
-        chr(0x2400 + ord(char))
-        if ord(char) < 0x20 and char != "\t"
-        else "\ufffd"
-        if "\ud800" <= char <= "\udfff"
-        else char
-        for char in text
-    )
