@@ -27,7 +27,7 @@ import tarfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from safeexec.sandbox.restricted.compression_views import Files, compression_views, path_name
 from safeexec.sandbox.restricted.guards import GuardError
@@ -42,6 +42,44 @@ _TAR_OPTIONS = frozenset(
 )  # fmt: skip
 
 
+# -- the lifecycle both archives share -----------------------------------------------------------
+
+
+class _Archive:
+    """An archive view over the library's archive and the file it owns (``_raw``, or None)."""
+
+    __slots__ = ("_files", "_raw")
+    _raw: Any
+    _files: Files
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise GuardError("archives come from zipfile.ZipFile() and tarfile.open() only")
+
+    def _library(self) -> zipfile.ZipFile | tarfile.TarFile:
+        raise NotImplementedError
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise GuardError("archives cannot be pickled or copied in restricted mode")
+
+    def close(self) -> None:
+        try:
+            self._library().close()
+        finally:
+            if self._raw is not None:
+                self._raw.close()
+
+    def __del__(self) -> None:
+        # The archive before its file: left to the collector, the file may go first.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 # -- zipfile -------------------------------------------------------------------------------------
 
 
@@ -51,13 +89,11 @@ def _zip_member_name(name: str) -> str:
     return "/".join(parts)
 
 
-class ZipArchive:
+class ZipArchive(_Archive):
     """What ``zipfile.ZipFile`` returns: reading and writing members, extraction in the workdir."""
 
-    __slots__ = ("_files", "_raw", "_zip")
+    __slots__ = ("_zip",)
     _zip: zipfile.ZipFile
-    _raw: Any
-    _files: Files
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise GuardError("zip archives come from zipfile.ZipFile() only")
@@ -88,8 +124,8 @@ class ZipArchive:
             raise GuardError(f"cannot set {name!r} on a zip archive in restricted mode")
         object.__setattr__(self, name, value)
 
-    def __reduce__(self) -> str | tuple[object, ...]:
-        raise GuardError("archives cannot be pickled or copied in restricted mode")
+    def _library(self) -> zipfile.ZipFile:
+        return self._zip
 
     @property
     def filename(self) -> str | None:
@@ -211,24 +247,6 @@ class ZipArchive:
     def setpassword(self, pwd: bytes) -> None:
         self._zip.setpassword(pwd)
 
-    def close(self) -> None:
-        try:
-            self._zip.close()
-        finally:
-            if self._raw is not None:
-                self._raw.close()
-
-    def __del__(self) -> None:
-        # The archive before its file: left to the collector, the file may go first.
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def __enter__(self) -> ZipArchive:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"<restricted zip archive {self.filename!r} mode={self.mode!r}>"
 
@@ -236,13 +254,11 @@ class ZipArchive:
 # -- tarfile -------------------------------------------------------------------------------------
 
 
-class TarArchive:
+class TarArchive(_Archive):
     """What ``tarfile.open`` returns: members, reading, adding and extraction in the workdir."""
 
-    __slots__ = ("_files", "_raw", "_tar")
+    __slots__ = ("_tar",)
     _tar: tarfile.TarFile
-    _raw: Any
-    _files: Files
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise GuardError("tar archives come from tarfile.open() only")
@@ -281,8 +297,8 @@ class TarArchive:
     def __setattr__(self, name: str, value: object) -> None:
         raise GuardError("tar archives are read-only in restricted mode")
 
-    def __reduce__(self) -> str | tuple[object, ...]:
-        raise GuardError("archives cannot be pickled or copied in restricted mode")
+    def _library(self) -> tarfile.TarFile:
+        return self._tar
 
     @property
     def name(self) -> str | None:
@@ -437,24 +453,6 @@ class TarArchive:
             if verbose:
                 line = f"{stat.filemode(info.mode)} {info.size:>10} {line}"
             sink.write(line + "\n")
-
-    def close(self) -> None:
-        try:
-            self._tar.close()
-        finally:
-            if self._raw is not None:
-                self._raw.close()
-
-    def __del__(self) -> None:
-        # The archive before its file: left to the collector, the file may go first.
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def __enter__(self) -> TarArchive:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<restricted tar archive {self.name!r}>"
