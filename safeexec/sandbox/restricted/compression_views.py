@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import errno
+import functools
 import gzip
 import io
 import lzma
@@ -138,24 +139,41 @@ def _text_options(
     return None
 
 
+def _lzma_maker(
+    format: int | None, check: int, preset: int | None, filters: object
+) -> Callable[[Any, str], lzma.LZMAFile]:
+    """What makes an ``lzma.LZMAFile`` on a stream, with the options both ``lzma`` views take."""
+    return functools.partial(
+        lzma.LZMAFile,
+        format=format,
+        check=check,
+        preset=preset,
+        filters=filters,  # type: ignore[arg-type]
+    )
+
+
+def _gzip_file(raw: Any, mode: str, **options: Any) -> gzip.GzipFile:
+    """``gzip.GzipFile`` on a stream (the class takes its file object by keyword only)."""
+    return gzip.GzipFile(fileobj=raw, mode=mode, **options)
+
+
 def compression_views(files: Files) -> dict[str, dict[str, object]]:
-    def gzip_open(
-        filename: object,
-        mode: str = "rb",
-        compresslevel: int = 9,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: gzip.GzipFile(fileobj=raw, mode=m, compresslevel=compresslevel),
-            text,
-            "gzip.open()",
-        )
+    def leveled_open(make: Callable[..., Any], caller: str) -> Callable[..., WorkdirFile]:
+        """``gzip.open`` or ``bz2.open`` (the two take the same arguments) over ``make``."""
+
+        def open_view(
+            filename: object,
+            mode: str = "rb",
+            compresslevel: int = 9,
+            encoding: str | None = None,
+            errors: str | None = None,
+            newline: str | None = None,
+        ) -> WorkdirFile:
+            text = _text_options(mode, encoding, errors, newline)
+            made = functools.partial(make, compresslevel=compresslevel)
+            return _compressed(files, filename, mode, made, text, caller)
+
+        return open_view
 
     def gzip_file(
         filename: object = None,
@@ -165,44 +183,12 @@ def compression_views(files: Files) -> dict[str, dict[str, object]]:
         mtime: float | None = None,
     ) -> WorkdirFile:
         source = filename if fileobj is None else fileobj
-        return _compressed(
-            files,
-            source,
-            mode or "rb",
-            lambda raw, m: gzip.GzipFile(
-                fileobj=raw, mode=m, compresslevel=compresslevel, mtime=mtime
-            ),
-            None,
-            "gzip.GzipFile()",
-        )
-
-    def bz2_open(
-        filename: object,
-        mode: str = "rb",
-        compresslevel: int = 9,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: bz2.BZ2File(raw, m, compresslevel=compresslevel),  # type: ignore[call-overload]
-            text,
-            "bz2.open()",
-        )
+        made = functools.partial(_gzip_file, compresslevel=compresslevel, mtime=mtime)
+        return _compressed(files, source, mode or "rb", made, None, "gzip.GzipFile()")
 
     def bz2_file(filename: object, mode: str = "r", *, compresslevel: int = 9) -> WorkdirFile:
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: bz2.BZ2File(raw, m, compresslevel=compresslevel),  # type: ignore[call-overload]
-            None,
-            "bz2.BZ2File()",
-        )
+        made = functools.partial(bz2.BZ2File, compresslevel=compresslevel)
+        return _compressed(files, filename, mode, made, None, "bz2.BZ2File()")
 
     def lzma_open(
         filename: object,
@@ -217,21 +203,8 @@ def compression_views(files: Files) -> dict[str, dict[str, object]]:
         newline: str | None = None,
     ) -> WorkdirFile:
         text = _text_options(mode, encoding, errors, newline)
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: lzma.LZMAFile(
-                raw,
-                m,
-                format=format,
-                check=check,
-                preset=preset,
-                filters=filters,  # type: ignore[arg-type]
-            ),
-            text,
-            "lzma.open()",
-        )
+        made = _lzma_maker(format, check, preset, filters)
+        return _compressed(files, filename, mode, made, text, "lzma.open()")
 
     def lzma_file(
         filename: object = None,
@@ -242,33 +215,20 @@ def compression_views(files: Files) -> dict[str, dict[str, object]]:
         preset: int | None = None,
         filters: object = None,
     ) -> WorkdirFile:
-        return _compressed(
-            files,
-            filename,
-            mode,
-            lambda raw, m: lzma.LZMAFile(
-                raw,
-                m,
-                format=format,
-                check=check,
-                preset=preset,
-                filters=filters,  # type: ignore[arg-type]
-            ),
-            None,
-            "lzma.LZMAFile()",
-        )
+        made = _lzma_maker(format, check, preset, filters)
+        return _compressed(files, filename, mode, made, None, "lzma.LZMAFile()")
 
     lzma_names = [n for n in dir(lzma) if n.isupper() and type(getattr(lzma, n)) is int]
     return {
         "gzip": {
-            "open": gzip_open,
+            "open": leveled_open(_gzip_file, "gzip.open()"),
             "GzipFile": gzip_file,
             "compress": gzip.compress,
             "decompress": gzip.decompress,
             "BadGzipFile": gzip.BadGzipFile,
         },
         "bz2": {
-            "open": bz2_open,
+            "open": leveled_open(bz2.BZ2File, "bz2.open()"),
             "BZ2File": bz2_file,
             "compress": bz2.compress,
             "decompress": bz2.decompress,

@@ -3,7 +3,9 @@ objects, and extraction that stays beneath the target, bounded in size."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import lzma
 import tarfile
 import zipfile
 from pathlib import Path
@@ -51,6 +53,33 @@ def test_compressed_files_round_trip_in_every_format(tmp_path: Path) -> None:
     )
     assert run(tmp_path, code) == "[b'hello', b'hello', b'hello']"
     assert {p.name for p in tmp_path.iterdir()} == {"a.gz", "a.bz2", "a.xz"}
+
+
+def test_compression_options_and_text_options_reach_the_library(tmp_path: Path) -> None:
+    code = (
+        "with gzip.open('fast.gz', 'wb', 1) as f:\n    f.write(b'x')\n"
+        "with gzip.GzipFile('stamped.gz', 'wb', mtime=7) as f:\n    f.write(b'x')\n"
+        "with bz2.open('one.bz2', 'wb', 1) as f:\n    f.write(b'x')\n"
+        "with bz2.BZ2File('three.bz2', 'w', compresslevel=3) as f:\n    f.write(b'x')\n"
+        "with lzma.open('alone.lzma', 'wb', format=lzma.FORMAT_ALONE) as f:\n    f.write(b'x')\n"
+        "with lzma.LZMAFile('sha.xz', 'w', check=lzma.CHECK_SHA256) as f:\n    f.write(b'x')\n"
+        "with gzip.open('text.gz', 'wt', encoding='utf-16') as f:\n    f.write('é')\n"
+        "with lzma.open('text.xz', 'wt', encoding='latin-1', newline='\\r\\n') as f:\n"
+        "    f.write('é\\n')\n"
+    )
+    run(tmp_path, code)
+
+    def written(name: str) -> bytes:
+        return (tmp_path / name).read_bytes()
+
+    assert written("fast.gz")[8] == 4  # the header's XFL byte: the fastest level
+    assert int.from_bytes(written("stamped.gz")[4:8], "little") == 7
+    assert written("one.bz2")[:4] == b"BZh1"
+    assert written("three.bz2")[:4] == b"BZh3"
+    assert lzma.decompress(written("alone.lzma"), format=lzma.FORMAT_ALONE) == b"x"
+    assert written("sha.xz")[7] == lzma.CHECK_SHA256  # the stream flags' check id
+    assert gzip.decompress(written("text.gz")) == "é".encode("utf-16")
+    assert lzma.decompress(written("text.xz")) == "é\r\n".encode("latin-1")
 
 
 @pytest.mark.parametrize(
