@@ -284,14 +284,15 @@ class SqliteConnection:
     def cursor(self) -> SqliteCursor:
         return self._wrap_cursor(self._conn.cursor())
 
+    # A new cursor's, as in ``sqlite3``: one path for a statement, the cursor's.
     def execute(self, sql: str, parameters: Any = ()) -> SqliteCursor:
-        return self._wrap_cursor(self._call(lambda: self._conn.execute(sql, parameters)))
+        return self.cursor().execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Any]) -> SqliteCursor:
-        return self._wrap_cursor(self._call(lambda: self._conn.executemany(sql, parameters)))
+        return self.cursor().executemany(sql, parameters)
 
     def executescript(self, script: str) -> SqliteCursor:
-        return self._wrap_cursor(self._call(lambda: self._conn.executescript(script)))
+        return self.cursor().executescript(script)
 
     def commit(self) -> None:
         self._call(self._conn.commit)
