@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from safeexec.codec import JSONValue
-from safeexec.errors import CapabilityError
+from safeexec.errors import CapabilityError, ToolError
 from safeexec.model import ExecutionEvent, LimitHit, ToolCalled, ToolRefused, sha256_hex
 from safeexec.tool_specs import (
     Effect,
@@ -99,10 +99,6 @@ class ApprovalRequest:
     capability_id: str
     arguments: JSONValue
     effects: tuple[Effect, ...]
-
-
-class ToolError(Exception):
-    """Raised inside the sandbox when a tool call is refused or the tool failed."""
 
 
 # -- capabilities ----------------------------------------------------------------------------------

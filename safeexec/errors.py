@@ -17,6 +17,10 @@ is a :class:`~safeexec.model.Decision`; "the user's code crashed or timed out" i
     ├── Denied               raised only by Decision.raise_for_verdict()
     └── InternalError        a bug in safeexec; the operation failed closed
 
+    ToolError                raised to sandboxed code when a tool call is refused or failed
+                             (not a SafeExecError: the host never sees it; defined here so the
+                             sandbox worker need not import the host-side capability layer)
+
 Messages say what was wrong with ``name=value!r`` and then how to fix it.
 """
 
@@ -37,6 +41,7 @@ __all__ = [
     "InternalError",
     "PolicyError",
     "SafeExecError",
+    "ToolError",
 ]
 
 
@@ -107,3 +112,7 @@ class Denied(SafeExecError):
 
 class InternalError(SafeExecError):
     """A bug in safeexec. The operation it interrupted failed closed."""
+
+
+class ToolError(Exception):
+    """Raised inside the sandbox when a tool call is refused or the tool failed."""

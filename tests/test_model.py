@@ -262,6 +262,7 @@ def test_public_exports_are_pinned() -> None:
     assert errors.__all__ == [
         "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",
         "ConfigurationError", "Denied", "InternalError", "PolicyError", "SafeExecError",
+        "ToolError",
     ]  # fmt: skip
     assert codec.__all__ == ["JSONValue", "from_json", "to_json"]
     for module in (model, errors, codec):

@@ -29,11 +29,7 @@ class NameTable:
                 self.patterns.append((re.compile(translate(name)), rule))
             else:
                 self.exact.setdefault(name, []).append(rule)
-        self._any_pattern = (
-            re.compile("|".join(f"(?:{p.pattern})" for p, _ in self.patterns))
-            if self.patterns
-            else None
-        )
+        self._any_pattern = None  # joined again at the next lookup, not once per rule added
         self._memo.clear()
 
     def lookup(self, name: str) -> list[Rule]:
@@ -42,6 +38,8 @@ class NameTable:
         if found is not None:
             return found
         found = self.exact.get(name, [])
+        if self.patterns and self._any_pattern is None:
+            self._any_pattern = re.compile("|".join(f"(?:{p.pattern})" for p, _ in self.patterns))
         if self._any_pattern is not None and self._any_pattern.match(name):
             found = found + [rule for pattern, rule in self.patterns if pattern.match(name)]
         if len(self._memo) > 4096:

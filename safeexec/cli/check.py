@@ -1,4 +1,4 @@
-"""``safeexec check`` and ``safeexec explain``: the static gate on code files, and rule docs.
+"""``safeexec check``: the static gate on code files (``safeexec explain`` prints the rules).
 
 ``check`` exit codes (as ``run``): 0 every input is allowed, 3 any is denied or needs approval,
 2 a usage or policy error. Output: ruff-style text with a caret, JSON, or SARIF 2.1.0.
@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from safeexec import __version__
+from safeexec.cli.groups import usage_error
 from safeexec.cli.inputs import read_input, reply_action
 from safeexec.decide import decide
 from safeexec.errors import ConfigurationError, PolicyError
@@ -29,10 +30,9 @@ if TYPE_CHECKING:
     # The gate (and its parsers) load only when code is checked: `explain` needs none of it.
     from safeexec.gate import GateResult
 
-__all__ = ["check", "explain", "render_sarif", "render_text"]
+__all__ = ["check", "render_sarif", "render_text"]
 
 EXIT_OK = 0
-EXIT_USAGE = 2
 EXIT_DENIED = 3
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -75,11 +75,11 @@ def check(
 ) -> None:
     """Check code against a policy without running it."""
     if output_format not in ("text", "json", "sarif"):
-        _fail(f"--format={output_format!r} is not one of text, json, sarif")
+        usage_error(f"--format={output_format!r} is not one of text, json, sarif")
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:
-        _fail(str(exc))
+        usage_error(str(exc))
     if suggest:
         actions = [reply_action(_read(name), action_id=name) for name in files or ["-"]]
         code = "\n".join(action.code for action in actions if action is not None)
@@ -101,28 +101,6 @@ def check(
         typer.echo(render_text(results), nl=False)
     denied = any(r.decision.verdict is not Verdict.ALLOW for _, r in results)
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
-
-
-def explain(
-    rule_id: Annotated[str, typer.Argument(help="A rule id such as SX201, or a rule name.")],
-    policy: Annotated[
-        str, typer.Option("--policy", help="Policy pack whose rules to search.")
-    ] = "default",
-) -> None:
-    """Print a rule's documentation: what it does, why it is bad, an example, known bypasses."""
-    try:
-        loaded = load_policy(policy)
-    except PolicyError as exc:
-        _fail(str(exc))
-    rules = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *loaded.rules)}
-    wanted = rule_id.strip()
-    rule = rules.get(wanted.upper()) or next(
-        (r for r in rules.values() if r.name == wanted.lower()), None
-    )
-    if rule is None:
-        known = ", ".join(sorted(rules))
-        _fail(f"no rule {rule_id!r} in policy {loaded.info.id!r}; known rules: {known}")
-    typer.echo(render_rule(rule, policy_id=loaded.info.id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,18 +234,19 @@ def _read(name: str) -> str:
     try:
         return read_input(name, what="Python files or model replies")
     except ConfigurationError as exc:
-        _fail(str(exc))
+        usage_error(str(exc))
 
 
 def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     """The gate's verdict on the code in one reply, extracted as ``safeexec run`` does."""
     from safeexec.gate import GateResult, fresh_budget
     from safeexec.gate import check as gate_check
-    from safeexec.steps import NO_CODE_FINDING  # the session's steps (asyncio): only when no code
 
     action = reply_action(_read(name), action_id=f"check:{name}")
     if action is not None:
         return gate_check(action, policy, backend=backend)
+    from safeexec.steps import NO_CODE_FINDING  # the session's steps (asyncio): only when no code
+
     # No code: denied, as a session denies it (SX003), so check and run agree.
     decision = decide(
         findings=(NO_CODE_FINDING,),
@@ -278,8 +257,3 @@ def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     )
     empty = Action.create("", action_id=f"check:{name}")
     return GateResult(action=empty, parsed=None, estimate=None, decision=decision)
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"safeexec: error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)

@@ -11,11 +11,11 @@ import json
 import threading
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 
 import typer
 
-from safeexec.backends.base import Backend
+from safeexec.cli.groups import usage_error
 from safeexec.cli.inputs import read_input
 from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.model import ExecStatus, Outcome
@@ -24,9 +24,12 @@ from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy
 from safeexec.units import parse_bytes
 
+if TYPE_CHECKING:
+    from safeexec.backends.base import Backend
+
 
 @runtime_checkable
-class _Startable(Backend, Protocol):
+class _Startable(Protocol):
     """A backend with a template that can boot ahead of its first session."""
 
     def start(self) -> None: ...
@@ -36,7 +39,6 @@ __all__ = ["Mode", "exit_code", "run"]
 
 EXIT_OK = 0
 EXIT_RAISED = 1
-EXIT_USAGE = 2
 EXIT_DENIED = 3
 EXIT_LIMIT = 4
 
@@ -141,7 +143,7 @@ def run(
     Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
     4 timeout, limit exceeded or killed (with several files, the worst).
     """
-    warm: _Startable | None = None
+    warm: Backend | None = None
     try:
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
@@ -176,16 +178,16 @@ def run(
                 name, dest = _split_transfer(spec)
                 Path(dest or Path(name).name).write_bytes(session.files.read(name))
     except SafeExecError as exc:
-        _fail(str(exc))
+        usage_error(str(exc))
     except OSError as exc:
-        _fail(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
+        usage_error(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
     finally:
         if warm is not None:
             warm.close()
     raise typer.Exit(code)
 
 
-def _warm_backend(policy: Policy, mode: str | None) -> _Startable | None:
+def _warm_backend(policy: Policy, mode: str | None) -> Backend | None:
     """The backend of the run's one mode with its template booting in the background, so that
     importing and running the gate overlaps the template's start; ``None`` for modes without a
     template (the session then makes its own).
@@ -219,9 +221,4 @@ def _read(name: str) -> str:
     try:
         return read_input(name, what="files holding model replies")
     except ConfigurationError as exc:
-        _fail(str(exc))
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"safeexec: error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+        usage_error(str(exc))

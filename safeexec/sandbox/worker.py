@@ -27,10 +27,11 @@ from pathlib import Path
 from types import FrameType
 from typing import cast
 
+from safeexec.codec import JSONValue
+
 # One exception class for refused or failed tool calls in every mode, so sandboxed code can
 # ``except ToolError`` whether it runs here or in-process.
-from safeexec.capabilities import ToolError
-from safeexec.codec import JSONValue
+from safeexec.errors import ToolError
 from safeexec.sandbox.channel import ProtocolError, recv_frame, send_frame
 from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall

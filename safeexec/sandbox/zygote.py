@@ -548,3 +548,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    # Its sessions are killed (main's finally) and it holds nothing to flush: skip the
+    # interpreter's teardown, which made every close of the template wait some 40 ms.
+    os._exit(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -40,18 +41,27 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert result.exit_code == 2
 
 
-def _imported_after(*argv: str) -> set[str]:
-    """The safeexec modules loaded once the CLI has handled ``argv`` in a fresh interpreter."""
+_WATCHED = ("safeexec", "libcst", "lark", "RestrictedPython", "asyncio")
+
+
+def _imported_after(*argv: str, cwd: Path | None = None, exit_code: int | None = None) -> set[str]:
+    """The modules of :data:`_WATCHED` loaded once the CLI has handled ``argv`` in a fresh
+    interpreter (and exited with ``exit_code``, if given; its own output goes to stderr)."""
     probe = (
         "import sys\n"
         "from safeexec.cli.app import app\n"
-        f"try:\n    app({list(argv)!r})\nexcept SystemExit:\n    pass\n"
-        "print('\\n'.join(m for m in sys.modules if m.startswith(('safeexec', 'libcst', 'lark'))))"
+        "out, sys.stdout = sys.stdout, sys.stderr\n"
+        f"try:\n    app({list(argv)!r})\nexcept SystemExit as exc:\n    code = exc.code\n"
+        f"loaded = [m for m in sys.modules if m.startswith({_WATCHED!r})]\n"
+        "out.write(' '.join([str(code), *loaded]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    return set(out.split())
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=cwd
+    )
+    code, *modules = done.stdout.split()
+    if exit_code is not None:
+        assert code == str(exit_code), done.stderr
+    return set(modules)
 
 
 def test_root_help_imports_no_command_module() -> None:
@@ -71,11 +81,45 @@ _RUNTIME = (
 )
 
 
+# What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
+# the parser cross-check's path), the session's steps and asyncio (only for a reply with no code).
+_NOT_FOR_CHECKING = (*_RUNTIME, "RestrictedPython", "libcst", "safeexec.steps", "asyncio")
+# What printing a rule does not need: the gate and everything it reads code with.
+_GATE = (
+    "safeexec.cli.check",
+    "safeexec.gate",
+    "safeexec.analysis",
+    "safeexec.parse",
+    "safeexec.extract",
+    "safeexec.decide",
+    "safeexec.estimate",
+)
+
+
 @pytest.mark.parametrize("argv", [("explain", "SX201"), ("check", "--help")])
 def test_check_and_explain_import_no_runtime(argv: tuple[str, ...]) -> None:
     loaded = _imported_after(*argv)
-    assert "safeexec.cli.check" in loaded
-    assert not {m for m in loaded if m.startswith(_RUNTIME)}
+    assert f"safeexec.cli.{argv[0]}" in loaded
+    assert not {m for m in loaded if m.startswith(_NOT_FOR_CHECKING)}
+
+
+def test_explain_imports_no_part_of_the_gate() -> None:
+    loaded = _imported_after("explain", "SX201")
+    assert "safeexec.policy.loader" in loaded
+    assert not {m for m in loaded if m.startswith(_GATE)}
+
+
+def test_checking_code_imports_no_runtime(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("import math\nprint(math.sqrt(2))\n", encoding="utf-8")
+    loaded = _imported_after("check", "t.py", cwd=tmp_path, exit_code=0)
+    assert not {m for m in loaded if m.startswith(_NOT_FOR_CHECKING)}
+
+
+def test_a_native_run_imports_neither_restricted_python_nor_libcst(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--mode", "native", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert not {m for m in loaded if m.startswith(("RestrictedPython", "libcst"))}
 
 
 def _is_group(name: str) -> bool:

@@ -51,3 +51,29 @@ def test_a_claim_takes_a_member_already_confined_else_the_oldest_else_none() -> 
     assert _pick(pool).pid == 3  # type: ignore[union-attr]
     assert pool == []
     assert _pick(pool) is None
+
+
+def test_the_template_imports_none_of_the_host_side_layers() -> None:
+    # What the template imports before it forks is in every session's memory and on the path of
+    # every one-shot run: the worker, confinement and the protocol, not the host's capability
+    # layer, value types, parsers or RestrictedPython (loaded only by a restricted cell).
+    probe = (
+        "import sys, safeexec.sandbox.zygote, safeexec.sandbox.restricted\n"
+        "print(' '.join(sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stdout.split())
+    assert {"safeexec.sandbox.worker", "safeexec.sandbox.confine"} <= loaded
+    host_side = (
+        "safeexec.capabilities",
+        "safeexec.tool_specs",
+        "safeexec.tool_targets",
+        "safeexec.model",
+        "safeexec.policy",
+        "safeexec.backends",
+        "libcst",
+        "RestrictedPython",
+    )
+    assert not {m for m in loaded if m.startswith(host_side)}

@@ -8,7 +8,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
-from safeexec.capabilities import ToolError
+from safeexec.errors import ToolError
 from safeexec.memo import BoundedCache
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
