@@ -40,12 +40,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
 from safeexec import __version__
-from safeexec.codec import JSONValue
+from safeexec.codec import JSONValue, field_names
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model import Action, AuditEvent, Budget, Decision, ExecResult, Usage
 from safeexec.statedir import (
@@ -166,13 +167,16 @@ def _mask(event: AuditEvent, patterns: tuple[re.Pattern[str], ...]) -> AuditEven
 
 
 def _mask_value(value: _T, path: str, patterns: tuple[re.Pattern[str], ...], out: list[str]) -> _T:
-    if type(value) is str:
+    cls = type(value)
+    if cls is str:
         text = str(value)
         for pattern in patterns:
             text = pattern.sub(_masker, text)
         if text != value:
             out.append(path)
         return text  # type: ignore[return-value]
+    if value is None or cls is int or cls is float or cls is bool or isinstance(value, Enum):
+        return value
     if isinstance(value, tuple | list):
         items = [_mask_value(item, f"{path}[{i}]", patterns, out) for i, item in enumerate(value)]
         return items if isinstance(value, list) else tuple(items)  # type: ignore[return-value]
@@ -181,16 +185,17 @@ def _mask_value(value: _T, path: str, patterns: tuple[re.Pattern[str], ...], out
             k: _mask_value(v, f"{path}.{k}" if path else str(k), patterns, out)
             for k, v in value.items()
         }
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    names = field_names(cls)
+    if names is not None:
         changes = {}
-        for field in dataclasses.fields(value):
-            if field.name == "masked_fields":
+        for name in names:
+            if name == "masked_fields":
                 continue
-            old = getattr(value, field.name)
-            new = _mask_value(old, f"{path}.{field.name}" if path else field.name, patterns, out)
+            old = getattr(value, name)
+            new = _mask_value(old, f"{path}.{name}" if path else name, patterns, out)
             if new is not old:
-                changes[field.name] = new
-        return dataclasses.replace(value, **changes) if changes else value
+                changes[name] = new
+        return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
     return value
 
 

@@ -78,7 +78,7 @@ class BlobStore:
         return key
 
     def _name(self, sha256: str) -> str:
-        return hmac.new(self._key, bytes.fromhex(sha256), hashlib.sha256).hexdigest()
+        return hmac.digest(self._key, bytes.fromhex(sha256), "sha256").hex()
 
     def location(self, ref: BlobRef | str) -> Path:
         """Where a blob lives on disk, for backup and inspection; read it through :meth:`get`."""

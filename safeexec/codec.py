@@ -16,28 +16,44 @@ import typing
 from collections.abc import Mapping
 from functools import cache
 
-__all__ = ["JSONValue", "from_json", "to_json"]
+__all__ = ["JSONValue", "field_names", "from_json", "to_json"]
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
 _T = typing.TypeVar("_T")
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of dataclass ``cls`` in order, or None if it is not one (cached per
+    class: the audit log walks every event twice, to mask and to encode it)."""
+    names = _FIELD_NAMES.get(cls, ())
+    if names == ():
+        is_dataclass = dataclasses.is_dataclass(cls)
+        names = tuple(f.name for f in dataclasses.fields(cls)) if is_dataclass else None
+        _FIELD_NAMES[cls] = names
+    return names
+
+
 def to_json(value: object) -> JSONValue:
     """The JSON-compatible form of a model value (dataclass, enum, tuple, mapping, scalar)."""
-    if value is None or isinstance(value, bool | int | float | str):
-        if isinstance(value, enum.Enum):
-            return value.value
-        return value
+    cls = type(value)
+    if value is None or cls is str or cls is int or cls is float or cls is bool:
+        return value  # type: ignore[return-value]
     if isinstance(value, enum.Enum):
         return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, bool | int | float | str):
+        return value
+    names = field_names(cls)
+    if names is not None:
         out: dict[str, JSONValue] = {}
-        kind = getattr(type(value), "kind", None)
+        kind = getattr(cls, "kind", None)
         if isinstance(kind, str):
             out["kind"] = kind
-        for field in dataclasses.fields(value):
-            out[field.name] = to_json(getattr(value, field.name))
+        for name in names:
+            out[name] = to_json(getattr(value, name))
         return out
     if isinstance(value, tuple | list):
         return [to_json(item) for item in value]

@@ -86,10 +86,15 @@ def open_child_dir(dir_fd: int, name: str, *, create: bool = True) -> int:
     not ``create``) and ``ConfigurationError`` for one owned by someone else or writable by others.
     """
     _check_name(name)
-    if create:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        # Made once, opened ever after: the open comes first.
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=dir_fd)
-    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     try:
         _check_private(fd, f"directory name={name!r}")
     except BaseException:

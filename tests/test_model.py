@@ -264,7 +264,7 @@ def test_public_exports_are_pinned() -> None:
         "ConfigurationError", "Denied", "InternalError", "PolicyError", "SafeExecError",
         "ToolError",
     ]  # fmt: skip
-    assert codec.__all__ == ["JSONValue", "from_json", "to_json"]
+    assert codec.__all__ == ["JSONValue", "field_names", "from_json", "to_json"]
     for module in (model, errors, codec):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"

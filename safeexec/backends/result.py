@@ -13,6 +13,7 @@ from typing import Literal
 
 from safeexec.backends.base import ToolGateway
 from safeexec.backends.capping import HeadTailCapture
+from safeexec.backends.displays import DisplayCollector
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply
 from safeexec.codec import JSONValue
@@ -171,16 +172,21 @@ def finish(
     wall_seconds: float,
     max_rss_bytes: int = 0,
     state_lost: bool = False,
+    displays: DisplayCollector | None = None,
 ) -> ExecResult:
-    """The result of a finished call: output stored as blobs, the output-cap event added."""
+    """The result of a finished call: output stored as blobs, the output-cap event added, and
+    the rich values ``displays`` collected."""
     truncated = stdout.truncated or stderr.truncated
     if truncated:
         record.limit_hit("output_bytes", float(limits.output_bytes))
+    out, err = stdout.value(), stderr.value()
+    stdout_ref = blobs.put(out)
     return ExecResult(
         status=settled.status,
         exit_code=settled.exit_code,
-        stdout=blobs.put(stdout.value()),
-        stderr=blobs.put(stderr.value()),
+        stdout=stdout_ref,
+        # Most cells write nothing to either stream: one blob, stored once.
+        stderr=stdout_ref if err == out else blobs.put(err),
         truncated=truncated,
         artifacts=artifacts,
         events=tuple(record.events),
@@ -196,6 +202,8 @@ def finish(
         error=settled.error,
         stdout_cut=output_cut(stdout),
         stderr_cut=output_cut(stderr),
+        displays=tuple(displays.displays) if displays is not None else (),
+        displays_dropped=displays.dropped if displays is not None else 0,
     )
 
 

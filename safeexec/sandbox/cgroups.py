@@ -29,6 +29,7 @@ __all__ = ["Controller", "SessionCgroup", "available", "create"]
 _CPU_PERIOD_US = 100_000
 _REMOVE_ATTEMPTS = 50
 _REMOVE_PAUSE_SECONDS = 0.01
+_METER_BYTES = 4096  # cpu.stat, memory.events, memory.oom_control: a few short lines each
 
 
 class Controller(StrEnum):
@@ -158,15 +159,28 @@ class SessionCgroup:
 
     def __init__(self, dirs: Mapping[str, tuple[str, int]]) -> None:
         self._dirs = dict(dirs)  # controller name -> (directory, version)
+        # The meters every call reads twice, kept open: a reading is one pread, not an open,
+        # two fstats, a read and a close (a warm round trip reads three).
+        self._meters: dict[tuple[str, str], int] = {}
+        have = set(self._dirs)
+        controllers = {c for c in (Controller.MEMORY, Controller.PIDS) if c.value in have}
+        if "cpu" in have and ("cpuacct" in have or self._dirs["cpu"][1] == 2):
+            controllers.add(Controller.CPU)
+        self._controllers = frozenset(controllers)
+
+    def _meter(self, hierarchy: str, name: str) -> str:
+        """The text of counter file ``name`` in the group's ``hierarchy`` directory now, read
+        through a descriptor kept open."""
+        fd = self._meters.get((hierarchy, name))
+        if fd is None:
+            path = os.path.join(self._dirs[hierarchy][0], name)
+            fd = self._meters[hierarchy, name] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.pread(fd, _METER_BYTES, 0).decode("ascii")
 
     @property
     def controllers(self) -> frozenset[Controller]:
-        """The controllers this group enforces."""
-        have = set(self._dirs)
-        out = {c for c in (Controller.MEMORY, Controller.PIDS) if c.value in have}
-        if "cpu" in have and ("cpuacct" in have or self._dirs["cpu"][1] == 2):
-            out.add(Controller.CPU)
-        return frozenset(out)
+        """The controllers this group enforces (none once removed)."""
+        return self._controllers
 
     def describe(self, controller: Controller) -> str:
         """Where ``controller`` is enforced and with what limit, for the layer report."""
@@ -203,9 +217,8 @@ class SessionCgroup:
     def cpu_seconds(self) -> float:
         """CPU used by every process that ever ran in the group, exited ones included."""
         if "cpuacct" in self._dirs:
-            return int(_read(os.path.join(self._dirs["cpuacct"][0], "cpuacct.usage"))) / 1e9
-        directory = self._dirs["cpu"][0]
-        return _stat_field(_read(os.path.join(directory, "cpu.stat")), "usage_usec") / 1e6
+            return int(self._meter("cpuacct", "cpuacct.usage")) / 1e9
+        return _stat_field(self._meter("cpu", "cpu.stat"), "usage_usec") / 1e6
 
     def memory_peak_bytes(self) -> int:
         """The most memory the group was ever charged (0 where the kernel does not say)."""
@@ -218,10 +231,9 @@ class SessionCgroup:
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the group's memory limit."""
-        directory, version = self._dirs["memory"]
-        name = "memory.oom_control" if version == 1 else "memory.events"
+        name = "memory.oom_control" if self._dirs["memory"][1] == 1 else "memory.events"
         try:
-            return _stat_field(_read(os.path.join(directory, name)), "oom_kill")
+            return _stat_field(self._meter("memory", name), "oom_kill")
         except (OSError, ValueError):
             return 0
 
@@ -251,6 +263,10 @@ class SessionCgroup:
     def remove(self) -> None:
         """Kill everything inside, then remove the group's directories; idempotent."""
         self.kill()
+        self._controllers = frozenset()
+        meters, self._meters = list(self._meters.values()), {}
+        for fd in meters:
+            os.close(fd)
         for name, (directory, _version) in list(self._dirs.items()):
             for _attempt in range(_REMOVE_ATTEMPTS):
                 try:

@@ -226,12 +226,13 @@ def _line_buffered(on: bool) -> None:
     """Flush stdout at every newline while the host streams output (block-buffered otherwise:
     a write per line costs a system call, which a cell printing many lines would pay)."""
     for stream in (sys.__stdout__, sys.stdout):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is None:
-            continue
         # The cell may have replaced sys.stdout with anything.
         with contextlib.suppress(BaseException):
-            reconfigure(line_buffering=on)
+            if getattr(stream, "line_buffering", None) is on:
+                continue  # as the last cell left it (a reconfigure would flush, every cell)
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(line_buffering=on)
 
 
 def _reap_orphans() -> None:

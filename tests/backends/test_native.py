@@ -158,6 +158,27 @@ def test_usage_is_measured_from_outside(session: NativeSession) -> None:
     assert result.usage.max_rss_bytes > 1_000_000
 
 
+def test_peak_rss_is_read_afresh_after_each_call(session: NativeSession) -> None:
+    small = run(session, "x = 1").usage.max_rss_bytes
+    grown = run(session, "block = bytearray(64 << 20); block[::4096] = b'x' * (16 << 10)")
+    assert grown.usage.max_rss_bytes >= small + (60 << 20)
+
+
+def test_sessions_leave_no_host_descriptors_behind(
+    backend: NativeBackend, blobs: BlobStore
+) -> None:
+    backend.open(SessionSpec(limits=Limits(), blobs=blobs)).close()  # the template is up
+    before = set(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        opened = backend.open(SessionSpec(limits=Limits(), blobs=blobs))
+        run(opened, "print(1)")
+        opened.reset()
+        run(opened, "import ctypes; ctypes.string_at(0)")  # the worker dies; the next replaces it
+        run(opened, "x = 1")
+        opened.close()
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
 class _Calculator:
     """A tiny gateway: one tool, ``add``, that records what it was asked."""
 

@@ -75,3 +75,21 @@ def test_remove_kills_everything_inside_and_removes_the_directories() -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert not any(Path(d).exists() for d in dirs)
     group.remove()  # idempotent
+
+
+def test_meters_read_afresh_through_kept_descriptors_closed_on_remove() -> None:
+    before = set(os.listdir("/proc/self/fd"))
+    group = cgroups.create(memory_bytes=64 << 20, max_processes=8, cpu_cores=1.0)
+    pid = _burn_in_auto_reaped_child(group, 0.2)
+    first = group.cpu_seconds()
+    assert group.oom_kills() == 0
+    kept = set(os.listdir("/proc/self/fd")) - before
+    assert len(kept) == 2  # the CPU meter and the memory events, opened once
+    deadline = time.monotonic() + 10
+    while group.cpu_seconds() < first + 0.2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group.cpu_seconds() >= first + 0.2  # a reading is the counter now, not the first
+    assert set(os.listdir("/proc/self/fd")) - before == kept
+    group.remove()
+    os.waitpid(pid, 0)
+    assert set(os.listdir("/proc/self/fd")) <= before

@@ -9,9 +9,8 @@ the session, which holds the lock for the call's duration.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import math
 import os
-import selectors
 import signal
 import time
 from dataclasses import dataclass, field
@@ -118,7 +117,7 @@ def run_call(
     session._idle_cpu_base = session._idle_cpu_seen = cpu_end
     session._idle_cpu_budget = limits.cpu_seconds
     cpu = max(0.0, cpu_end - cpu_start)
-    rss = _peak_rss_bytes(worker.pid)
+    rss = _peak_rss_bytes(worker.status)
     settled = _settle(session, worker, call, limits)
     artifacts = collect_artifacts(
         str(session.workdir), before, blobs=session.blobs, limits=artifact_limits
@@ -135,9 +134,7 @@ def run_call(
         wall_seconds=wall,
         max_rss_bytes=rss,
         state_lost=session._worker is None,
-    )
-    result = dataclasses.replace(
-        result, displays=tuple(call.displays.displays), displays_dropped=call.displays.dropped
+        displays=call.displays,
     )
     return result, call.host_interrupt
 
@@ -152,11 +149,7 @@ def _pump(
     cpu_limit: float,
 ) -> None:
     """Move bytes until the worker answers, dies, or overruns a limit (then kill it)."""
-    selector = selectors.DefaultSelector()
-    selector.register(worker.channel, selectors.EVENT_READ, "channel")
-    selector.register(worker.stdout, selectors.EVENT_READ, 0)
-    selector.register(worker.stderr, selectors.EVENT_READ, 1)
-    selector.register(worker.pidfd, selectors.EVENT_READ, "pidfd")
+    streams = {worker.stdout: 0, worker.stderr: 1}
     next_cpu_check = next_disk_check = time.monotonic() + _CPU_POLL_SECONDS
     try:
         while call.outcome is None and not call.died and not call.killed_for:
@@ -172,14 +165,14 @@ def _pump(
                     _interrupt_cell(worker, call, "host")
                 until = call.grace_until if call.interrupted_for else deadline
                 wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
-                for key, _mask in selector.select(wait):
-                    if isinstance(key.data, int):
-                        data = read_some(key.fd)
+                for fd, _mask in worker.poller.poll(math.ceil(wait * 1000)):
+                    if fd in streams:
+                        data = read_some(fd)
                         if data:
-                            _take(call, key.data, data)
+                            _take(call, streams[fd], data)
                         elif data is not None:
-                            selector.unregister(key.fd)
-                    elif key.data == "pidfd":
+                            worker.poller.unregister(fd)  # its end of file: for good
+                    elif fd == worker.pidfd:
                         call.died = True
                     else:
                         _on_channel(session, worker, call, until)
@@ -207,7 +200,6 @@ def _pump(
                 else:
                     _interrupt_cell(worker, call, "host")
     finally:
-        selector.close()
         session._interrupt_requested.clear()
         # Output written before the answer is already in the pipes; take it, bounded.
         for index, fd in enumerate((worker.stdout, worker.stderr)):

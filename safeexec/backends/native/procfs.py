@@ -7,6 +7,7 @@ import os
 import signal
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+_STATUS_BYTES = 8192  # /proc/<pid>/status is ~1.5 KiB; VmHWM comes in its first third
 _SIGNAL_REASONS: dict[int, str] = {
     signal.SIGSYS: "seccomp",
     signal.SIGKILL: "out of memory, CPU rlimit or an outside kill",
@@ -38,15 +39,14 @@ def _process_cpu_seconds(pid: int) -> float:
     return total / _CLK_TCK
 
 
-def _peak_rss_bytes(pid: int) -> int:
+def _peak_rss_bytes(status_fd: int) -> int:
+    """VmHWM from a process's ``/proc/<pid>/status``, opened once by the caller (0 if gone)."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
+        text = os.pread(status_fd, _STATUS_BYTES, 0)
+        start = text.index(b"\nVmHWM:") + 7
+        return int(text[start : text.index(b"\n", start)].split()[0]) * 1024
     except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        return 0
 
 
 def _is_pid_one_of_own_namespace(pid: int) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import select
 import selectors
 import signal
 import socket
@@ -82,10 +83,20 @@ class _Worker:
     decoder: FrameDecoder = field(
         default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
     )
+    # Kept for the worker's life, so a call opens and registers nothing: a poller of the
+    # channel, both streams and the pidfd (a stream is dropped from it at its end of file),
+    # and /proc/<pid>/status, read for the peak RSS after every call.
+    poller: select.poll = field(default_factory=select.poll)
+    status: int = -1
+
+    def __post_init__(self) -> None:
+        for fd in (self.channel.fileno(), self.stdout, self.stderr, self.pidfd):
+            self.poller.register(fd, select.POLLIN)
+        self.status = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
 
     def close_fds(self) -> None:
         self.channel.close()
-        for fd in (self.pidfd, self.stdout, self.stderr):
+        for fd in (self.pidfd, self.stdout, self.stderr, self.status):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -562,12 +573,9 @@ def _read_only(path: Path) -> bool:
 
 def _has_exited(pidfd: int) -> bool:
     """A pidfd polls readable once its process has exited."""
-    poller = selectors.DefaultSelector()
-    try:
-        poller.register(pidfd, selectors.EVENT_READ)
-        return bool(poller.select(0))
-    finally:
-        poller.close()
+    poller = select.poll()  # one system call; an epoll selector would cost four
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _drain(fd: int, limit: int) -> bytes:
