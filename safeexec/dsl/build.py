@@ -1,5 +1,6 @@
 """Lark parse tree → DSL syntax tree (:mod:`safeexec.dsl.nodes`), iteratively (no recursion
-limit to hit), with every node's span in the program's own lines and columns."""
+limit to hit), with every node's span in the program's own lines and columns: the reference
+front end's builder (:mod:`safeexec.dsl.parser`)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,12 @@ from lark import Token, Transformer_NonRecursive, Tree, v_args
 from lark.tree import Meta
 
 from safeexec.dsl import nodes as n
+from safeexec.dsl.literals import fstring_parts, unescape
 from safeexec.model import Span
 
-__all__ = ["DslSyntaxError", "build_expression", "build_program", "builder", "unescape"]
+__all__ = ["build_expression", "build_program"]
 
 ParseExpression = Callable[..., n.Expr]
-
-_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t"}
-
-
-class DslSyntaxError(ValueError):
-    """A malformed f-string, found while building the tree."""
 
 
 def build_program(
@@ -38,21 +34,6 @@ def build_expression(
     """The expression a parse tree of the ``expr`` rule holds, placed at ``offset``."""
     built: n.Expr = _Builder(parse_expression, offset).transform(tree)
     return built
-
-
-def builder(parse_expression: ParseExpression, *, offset: tuple[int, int] = (1, 1)) -> object:
-    """A builder whose methods the fast LALR driver (:mod:`safeexec.dsl.lalr`) calls per
-    reduction, making the same nodes as :func:`build_program` / :func:`build_expression`."""
-    return _Builder(parse_expression, offset)
-
-
-def unescape(body: str) -> str:
-    """The text of a string literal's body (the grammar admits only ``\\\\ \\" \\' \\n \\t``)."""
-    out: list[str] = []
-    chars = iter(body)
-    for char in chars:
-        out.append(_ESCAPES[next(chars)] if char == "\\" else char)
-    return "".join(out)
 
 
 @v_args(meta=True, inline=True)
@@ -216,59 +197,6 @@ class _Builder(Transformer_NonRecursive):
         text = str(token)
         line, column = self._at(token.line or 1, token.column or 1)
         return n.FString(
-            parts=tuple(_fstring_parts(text[2:-1], line, column + 2, self._parse_expression)),
+            parts=tuple(fstring_parts(text[2:-1], line, column + 2, self._parse_expression)),
             span=self._span(meta),
         )
-
-
-def _fstring_parts(
-    body: str, line: int, column: int, parse_expression: ParseExpression
-) -> list[str | tuple[n.Expr, str]]:
-    """Split an f-string's body into text and ``(expression, format spec)`` parts."""
-    parts: list[str | tuple[n.Expr, str]] = []
-    text: list[str] = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if char in "{}" and body[i : i + 2] in ("{{", "}}"):
-            text.append(char)
-            i += 2
-            continue
-        if char == "}":
-            raise DslSyntaxError(f"a single `}}` in an f-string at line {line}; write `}}}}`")
-        if char != "{":
-            text.append(char)
-            i += 1
-            continue
-        end = body.find("}", i)
-        if end < 0:
-            raise DslSyntaxError(f"an unclosed `{{` in an f-string at line {line}")
-        inner = body[i + 1 : end]
-        expression, spec = _split_spec(inner)
-        if "{" in inner or not expression.strip():
-            raise DslSyntaxError(f"an empty or nested `{{...}}` in an f-string at line {line}")
-        if text:
-            parts.append(unescape("".join(text)))
-            text = []
-        parts.append((parse_expression(expression, line=line, column=column + i + 1), spec))
-        i = end + 1
-    if text:
-        parts.append(unescape("".join(text)))
-    return parts
-
-
-def _split_spec(inner: str) -> tuple[str, str]:
-    depth = 0
-    quote = ""
-    for i, char in enumerate(inner):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == ":" and depth == 0:
-            return inner[:i], inner[i + 1 :]
-    return inner, ""
