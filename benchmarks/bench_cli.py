@@ -3,7 +3,8 @@
 Each command is a fresh process (as from a shell), run round-robin with the baseline so machine
 load hits all alike; medians of ``--repeat`` runs. The one-shot ``safeexec run`` starts a
 template, checks and runs a file printing one number, and tears everything down.
-Targets: ``safeexec run`` <= 5x, ``safeexec --help`` <= 3x a bare interpreter.
+Targets: ``safeexec run`` <= 5x, ``safeexec --help`` <= 3x a bare interpreter. ``template
+boot+close`` (no target) is the native template's share of ``run``, for reading the rest.
 
 Run: ``.venv/bin/python benchmarks/bench_cli.py [--repeat N]``
 """
@@ -35,6 +36,12 @@ def _command(argv: list[str], **env: str) -> Callable[[], object]:
     return run
 
 
+_TEMPLATE_ONLY = (
+    "from safeexec.backends.native import NativeBackend\n"
+    "backend = NativeBackend()\nbackend.start()\nbackend.close()"
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=15)
@@ -54,10 +61,15 @@ def main() -> int:
             "safeexec run t.py": _command(
                 [*cli, "run", "--state-dir", state, str(script)], XDG_STATE_HOME=state
             ),
+            # The template's share of a one-shot run: a host that only imports the native
+            # backend, boots a template to ready and closes it.
+            "template boot+close": _command([python, "-c", _TEMPLATE_ONLY]),
         }
+        load_before = os.getloadavg()[0]
         medians = interleaved_medians(work, repeat=args.repeat)
     base = medians.pop("python -c pass")
-    print(f"CLI one-shot commands, median of {args.repeat} (fresh process each)")
+    loads = f"load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
+    print(f"CLI one-shot commands, median of {args.repeat} (fresh process each; {loads})")
     print(f"  {'python -c pass':<24} {base * 1e3:>8.1f} ms")
     for name, seconds in medians.items():
         print(f"  {name:<24} {seconds * 1e3:>8.1f} ms  {seconds / base:>6.1f}x")

@@ -36,7 +36,14 @@ _SHAPES = frozenset(
     }
 )  # fmt: skip
 _CONSTANTS = (str, int, float, bool, type(None))
-_VERIFIED = (ast.Name, ast.Call, ast.Constant, ast.arg)
+_VERIFIED = frozenset({ast.Name, ast.Call, ast.Constant, ast.arg})
+_POSITIONED = frozenset(t for t in _SHAPES if "lineno" in t._attributes)
+# What a field may hold without being walked: plain scalars, and operators and contexts (nodes
+# with no fields, e.g. ``ast.Add()``, ``ast.Load()``).
+_OPERATOR_BASES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
+_LEAVES = frozenset(
+    {*_CONSTANTS, *(t for base in _OPERATOR_BASES for t in base.__subclasses__())}
+)
 
 
 class CompiledShapeError(ValueError):
@@ -61,29 +68,30 @@ def compile_code(checked: Checked, *, filename: str = "<dsl>") -> types.CodeType
 def _locate(module: ast.Module) -> None:
     """Give every node without a position its statement's line (what ``fix_missing_locations``
     does here, in one flat pass: every statement already has its line from :func:`_at`), and
-    check on the way that every node has one of the compiler's shapes."""
-    AST = ast.AST
-    shapes, verified = _SHAPES, _VERIFIED
-    stack: list[tuple[ast.AST, int]] = [(s, s.lineno) for s in module.body]
+    check on the way that every node has one of the compiler's shapes. Fields holding anything
+    but a plain scalar or an operator are walked, so an unexpected value fails the shape check."""
+    shapes, verified, positioned, leaves = _SHAPES, _VERIFIED, _POSITIONED, _LEAVES
+    stack: list[tuple[object, int]] = [(s, s.lineno) for s in module.body]
     pop, push = stack.pop, stack.append
     while stack:
         node, line = pop()
-        if type(node) not in shapes:
-            raise CompiledShapeError(f"the DSL compiler made a {type(node).__name__} node")
-        if isinstance(node, verified):
-            _verify(node)
+        kind = type(node)
+        if kind not in shapes:
+            raise CompiledShapeError(f"the DSL compiler made a {kind.__name__} node")
+        if kind in verified:
+            _verify(node)  # type: ignore[arg-type]
         fields = node.__dict__  # the fields (and positions) set on this node
         if "lineno" in fields:
             line = fields["lineno"]
-        elif "lineno" in node._attributes:
+        elif kind in positioned:
             node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
             node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
         for value in fields.values():
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, AST) and (item._fields or item._attributes):
+                    if type(item) not in leaves:
                         push((item, line))
-            elif isinstance(value, AST) and (value._fields or value._attributes):
+            elif type(value) not in leaves:
                 push((value, line))
 
 
@@ -128,6 +136,7 @@ def _at(node: ast.stmt, line: int) -> ast.stmt:
 class _Compiler:
     def __init__(self, checked: Checked) -> None:
         self.checked = checked
+        self.tools = {s.tool for s in checked.sites}
 
     def block(self, stmts: tuple[n.Stmt, ...]) -> list[ast.stmt]:
         out = [self.stmt(s) for s in stmts]
@@ -241,7 +250,3 @@ class _Compiler:
             bound = ast.Constant(self.checked.bounds[id(e)])
             keywords.append(ast.keyword(arg="bound", value=bound))
         return ast.Call(func=_name(func), args=args, keywords=keywords)
-
-    @property
-    def tools(self) -> set[str]:
-        return {s.tool for s in self.checked.sites}

@@ -115,8 +115,10 @@ def _method_call(value: ast.expr) -> ast.expr:
         (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "'__builtins__'"),
         (_method_call, "call of a non-name"),
         (lambda v: ast.Constant(value=b"bytes"), "non-JSON constant"),
+        (lambda v: ast.List(elts=[v, object()], ctx=ast.Load()), "object node"),
+        (lambda v: ast.UnaryOp(op=ast.Not(), operand=ast.Starred(v, ast.Load())), "Starred"),
     ],
-    ids=["attribute", "subscript", "private-name", "method-call", "bytes"],
+    ids=["attribute", "subscript", "private-name", "method-call", "bytes", "foreign", "starred"],
 )
 def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
     monkeypatch: pytest.MonkeyPatch, swap: object, says: str
