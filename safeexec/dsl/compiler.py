@@ -37,13 +37,11 @@ _SHAPES = frozenset(
 )  # fmt: skip
 _CONSTANTS = (str, int, float, bool, type(None))
 _VERIFIED = frozenset({ast.Name, ast.Call, ast.Constant, ast.arg})
-_POSITIONED = frozenset(t for t in _SHAPES if "lineno" in t._attributes)
+_POSITIONED = frozenset(t for t in _SHAPES if "lineno" in getattr(t, "_attributes", ()))
 # What a field may hold without being walked: plain scalars, and operators and contexts (nodes
 # with no fields, e.g. ``ast.Add()``, ``ast.Load()``).
 _OPERATOR_BASES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
-_LEAVES = frozenset(
-    {*_CONSTANTS, *(t for base in _OPERATOR_BASES for t in base.__subclasses__())}
-)
+_LEAVES = frozenset({*_CONSTANTS, *(t for base in _OPERATOR_BASES for t in base.__subclasses__())})
 
 
 class CompiledShapeError(ValueError):
