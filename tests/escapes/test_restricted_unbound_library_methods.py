@@ -57,6 +57,23 @@ ATTACKS = {
         _C + "import contextlib\nprint(contextlib.contextmanager(collections.Counter).copy(C))",
         "GuardError",
     ),
+    "contextmanager-instance-decorating-a-class": (
+        _C + "import contextlib\n@contextlib.contextmanager\ndef g():\n    yield\n"
+        "print(g()(collections.Counter).copy(C))",
+        "GuardError",
+    ),
+    "contextmanager-instance-decorating-an-own-subclass": (
+        _K + "import contextlib\n@contextlib.contextmanager\ndef g():\n    yield\n"
+        "print(g()(K).copy(C))",
+        "GuardError",
+    ),
+    "own-context-decorator-decorating-a-class": (
+        _C + "import contextlib\nclass D(contextlib.ContextDecorator):\n"
+        "    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return False\n"
+        "print(D()(collections.Counter).copy(C))",
+        "Error",
+    ),
     "wraps-a-class": (
         _C + "import functools\n@functools.wraps(collections.Counter)\ndef f():\n    pass\n"
         "print(f.copy(C))",
@@ -165,3 +182,16 @@ def test_methods_with_their_receiver_still_work(restricted_box: BoxFactory) -> N
     assert outcome.stdout == (
         "[('a', 2)] 1 3 [('a', 2)] 2\n{'a': 0, 'b': 0} X ['A', 'b'] 2024\n16 8\n5 red map 7\n"
     ), outcome.text
+
+
+def test_a_contextmanager_still_manages_and_decorates_functions(restricted_box: BoxFactory) -> None:
+    box = restricted_box()
+    outcome = box.run(
+        "import contextlib\nlog = []\n"
+        "@contextlib.contextmanager\ndef tag(name):\n    log.append('<' + name)\n    yield name\n"
+        "    log.append(name + '>')\n"
+        "with tag('a') as got:\n    log.append(got)\n"
+        "@tag('b')\ndef f(x):\n    return x * 2\n"
+        "print(f(3), log, tag.__name__)"
+    )
+    assert outcome.stdout.strip() == "6 ['<a', 'a', 'a>', '<b', 'b>'] tag", outcome.text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import types
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -47,10 +49,10 @@ def _refuse_class(helper: str, target: object) -> None:
 
 
 def _functions_only(executor: RestrictedExecutor, helper: Callable[..., Any]) -> object:
-    """A decorator built on ``update_wrapper`` (``functools.cache``, ``lru_cache``,
-    ``contextlib.contextmanager``) copies the wrapped object's ``__dict__`` onto its wrapper: for
-    a class, every method of it without its receiver (``cache(ChainMap).clear``). Functions only,
-    used bare or with options (``lru_cache(maxsize=32)``)."""
+    """A decorator built on ``update_wrapper`` (``functools.cache``, ``lru_cache``) copies the
+    wrapped object's ``__dict__`` onto its wrapper: for a class, every method of it without its
+    receiver (``cache(ChainMap).clear``). Functions only, used bare or with options
+    (``lru_cache(maxsize=32)``)."""
     name = f"{helper.__module__}.{helper.__qualname__}"
 
     def wrapped(*args: object, **kwargs: object) -> object:
@@ -64,6 +66,34 @@ def _functions_only(executor: RestrictedExecutor, helper: Callable[..., Any]) ->
             return decorator(target)
 
         return apply
+
+    return wrapped
+
+
+class _FunctionContextManager(contextlib._GeneratorContextManager):
+    """What a ``contextmanager`` function returns. Used as a decorator (``@managed()``) it
+    takes functions only: on a class, ``ContextDecorator.__call__``'s ``update_wrapper`` would
+    copy the class's methods, unbound, onto the wrapper (``g()(Counter).copy``)."""
+
+    def __call__(self, func: Any) -> Any:
+        _refuse_class("a contextmanager used as a decorator", func)
+        return super().__call__(func)
+
+
+def _wrap_contextmanager(
+    executor: RestrictedExecutor, contextmanager: Callable[..., Any]
+) -> object:
+    """``contextlib.contextmanager`` of functions, whose context managers decorate functions
+    only (see ``_functions_only`` and ``_FunctionContextManager``)."""
+
+    def wrapped(func: Any) -> object:
+        _refuse_class("contextlib.contextmanager", func)
+
+        @functools.wraps(func)
+        def helper(*args: object, **kwargs: object) -> object:
+            return _FunctionContextManager(func, args, kwargs)
+
+        return helper
 
     return wrapped
 
@@ -196,7 +226,7 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "functools.wraps": _wrap_wraps,
     "functools.cache": _functions_only,
     "functools.lru_cache": _functions_only,
-    "contextlib.contextmanager": _functions_only,
+    "contextlib.contextmanager": _wrap_contextmanager,
     "abc.abstractmethod": _wrap_abstractmethod,
     "decimal.Context": _decimal_contexts,
     "decimal.localcontext": _decimal_contexts,
