@@ -163,10 +163,11 @@ def _exits_within(process: subprocess.Popen[bytes], *, seconds: float) -> bool:
     except ProcessLookupError:
         return True
     try:
-        readable, _, _ = select.select([pidfd], [], [], seconds)
+        poller = select.poll()  # not select.select: a busy host's descriptors pass FD_SETSIZE
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(seconds * 1000))
     finally:
         os.close(pidfd)
-    return bool(readable)
 
 
 def _template_cache_dir() -> str:
