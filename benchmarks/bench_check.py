@@ -2,7 +2,9 @@
 
 Every figure is a ratio against baselines measured in the same run: ``ast.parse`` plus a no-op
 ``ast.NodeVisitor`` over the same text, and (when bandit is installed) bandit's in-process scan of
-the same text. Target: at most bandit's time, for 60 and for 600 lines.
+the same text. Targets: a cold ``check`` at most bandit's time, for 60 and for 600 lines; a
+re-check of the same code under the same policy (answered by the gate's cache, which the
+benchmark proves was hit on every call) at most 0.05x bandit's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import libcst
 
 from safeexec.analysis import scan
 from safeexec.estimate import estimate
-from safeexec.gate import check, clear_check_cache
+from safeexec.gate import check, check_cache_statistics, clear_check_cache
 from safeexec.model import Action
 from safeexec.parse import Parsed, parse
 from safeexec.policy.loader import load_policy
@@ -54,6 +56,7 @@ data_{n} = [{{"name": f"n{{i}}", "score": i % 7}} for i in range(50)]
 result_{n}, top_{n} = summarize_{n}(data_{n})
 print(json.dumps(result_{n})[:80], top_{n}, re.sub(r"\\d", "#", str(top_{n})))
 '''
+RECHECK_TARGET = 0.05  # a re-check (the cache's answer) at most this share of bandit's scan
 HEADER = "import json\nimport re\nimport statistics\nfrom collections import defaultdict\n"
 
 
@@ -94,6 +97,16 @@ def _cold_check(action: Action, policy: Policy) -> object:
     return check(action, policy)
 
 
+def _cached_check(action: Action, policy: Policy) -> object:
+    """``check`` of code it has just checked: the gate's cache must answer, or this raises (a
+    re-check that silently ran cold would make the figure meaningless)."""
+    hits = check_cache_statistics().hits
+    result = check(action, policy)
+    if check_cache_statistics().hits != hits + 1:
+        raise AssertionError("the re-check missed the gate's cache")
+    return result
+
+
 def _bandit_scan(path: Path) -> Callable[[], object] | None:
     try:
         from bandit.core import config as bandit_config
@@ -120,6 +133,7 @@ class Row:
     parse: float
     scan_estimate: float
     check: float
+    recheck: float
     bandit: float | None
 
 
@@ -139,6 +153,8 @@ def measure(lines: int, policy: Policy, workdir: Path) -> Row:
         "parse": lambda: parse(action),
         "scan_estimate": lambda: scan(parsed, policy, estimate=estimate(parsed)),
         "check": lambda: _cold_check(action, policy),
+        # Runs right after the cold check, which left its result in the cache.
+        "recheck": lambda: _cached_check(action, policy),
     }
     bandit_run = _bandit_scan(path)
     if bandit_run is not None:
@@ -154,26 +170,40 @@ def main() -> int:
     print("safeexec check latency (median ms) and ratios to baselines measured in this run")
     print(
         f"{'lines':>5} {'ast+visit':>9} {'libcst':>7} {'parse':>7} {'scan+est':>8} {'check':>7}"
-        f" {'bandit':>7} | {'check/ast':>9} {'check/bandit':>12} {'scan+est/bandit':>15}"
-        f" {'libcst/bandit':>13}"
+        f" {'again':>7} {'bandit':>7} | {'check/ast':>9} {'check/bandit':>12}"
+        f" {'again/bandit':>12} {'scan+est/bandit':>15} {'libcst/bandit':>13}"
     )
     met = True
     for row in rows:
         bandit = f"{row.bandit * 1e3:>7.2f}" if row.bandit else f"{'n/a':>7}"
-        vs_bandit = f"{row.check / row.bandit:>12.2f}" if row.bandit else f"{'n/a':>12}"
-        static_vs = f"{row.scan_estimate / row.bandit:>15.2f}" if row.bandit else f"{'n/a':>15}"
-        # libcst alone is a floor: check runs it, and CPython's parser and compiler, and the scan.
-        libcst_vs = f"{row.libcst / row.bandit:>13.2f}" if row.bandit else f"{'n/a':>13}"
+        ratios = [
+            f"{value / row.bandit:>{width}.{digits}f}" if row.bandit else f"{'n/a':>{width}}"
+            for value, width, digits in (
+                (row.check, 12, 2),
+                (row.recheck, 12, 4),
+                (row.scan_estimate, 15, 2),
+                # libcst alone, for scale: check runs it only on text the parsers may read
+                # differently (safeexec/parse/__init__.py).
+                (row.libcst, 13, 2),
+            )
+        ]
         print(
             f"{row.lines:>5} {row.ast_visit * 1e3:>9.2f} {row.libcst * 1e3:>7.2f}"
             f" {row.parse * 1e3:>7.2f} {row.scan_estimate * 1e3:>8.2f} {row.check * 1e3:>7.2f}"
-            f" {bandit} | {row.check / row.ast_visit:>9.2f} {vs_bandit} {static_vs} {libcst_vs}"
+            f" {row.recheck * 1e3:>7.3f} {bandit} | {row.check / row.ast_visit:>9.2f} "
+            + " ".join(ratios)
         )
-        met = met and (row.bandit is None or row.check <= row.bandit)
+        met = met and (
+            row.bandit is None
+            or (row.check <= row.bandit and row.recheck <= RECHECK_TARGET * row.bandit)
+        )
     if all(row.bandit is None for row in rows):
         print("bandit is not installed: `pip install bandit` to compare against it")
     else:
-        print(f"target (check at most bandit's in-process time): {'met' if met else 'NOT met'}")
+        print(
+            "targets (check at most bandit's in-process time, a re-check at most "
+            f"{RECHECK_TARGET}x): {'met' if met else 'NOT met'}"
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from safeexec.model import BoundKind, Estimate
 from safeexec.parse import Parsed
+from safeexec.parse.fields import CHILD_FIELDS
 from safeexec.qualnames import dotted_name, import_bindings, qualified_name
 from safeexec.trips import CAP, ONE, ZERO, Amount, integer_value, loop_trips
 
@@ -35,6 +36,7 @@ _ARRAY_CONSTRUCTORS = frozenset(
     f"numpy.{f}" for f in ("zeros", "ones", "empty", "full", "arange", "random.rand", "eye")
 )
 _LEAVES = frozenset({ast.Name, ast.Constant})
+_EXPRESSION_PARTS = (ast.expr, ast.keyword, ast.comprehension)
 _COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 _EXIT_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
 _BRANCHING = (
@@ -318,11 +320,11 @@ class _Estimator:
                 self._binop(node, cost)  # type: ignore[arg-type]
             elif cls is ast.Compare:
                 self._membership(node, cost)  # type: ignore[arg-type]
-            for field_name in cls._fields:
+            for field_name in CHILD_FIELDS[cls]:
                 value = getattr(node, field_name, None)
                 if value.__class__ is list:
-                    stack.extend(v for v in value if isinstance(v, ast.AST))
-                elif isinstance(value, ast.expr | ast.keyword | ast.comprehension):
+                    stack += [v for v in value if isinstance(v, ast.AST)]
+                elif isinstance(value, _EXPRESSION_PARTS):
                     stack.append(value)
         cost.cpu = cost.cpu.plus(Amount(float(nodes)))
         return cost
@@ -511,7 +513,8 @@ class _Estimator:
         self.call_stack.append(function)
         saved, saved_handled = self.env, self.handled_depth
         self.handled_depth = 0  # a function's cost is memoised: it must not depend on the caller
-        self.env = {k: v for k, v in saved.items() if k not in _parameter_names(function.node)}
+        parameters = _parameter_names(function.node)
+        self.env = {k: v for k, v in saved.items() if k not in parameters}
         try:
             function.cost = self._block(function.node.body)
         finally:
@@ -561,7 +564,12 @@ def _exits_early(body: list[ast.stmt]) -> bool:
             stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Return | ast.Raise))
             stack.extend(node.orelse)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        for name in CHILD_FIELDS[node.__class__]:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                stack += [v for v in value if isinstance(v, ast.AST)]
+            elif isinstance(value, ast.AST):
+                stack.append(value)
     return False
 
 

@@ -4,13 +4,16 @@ decision depends on is a miss, or (budget, backend) is still reflected in the de
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 import safeexec.gate as gate_module
+from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.gate import check, check_cache_statistics
 from safeexec.model import Action, Budget, Verdict
 from safeexec.policy.loader import load_policy, policy_digest
+from safeexec.session import Session
 
 DEFAULT = load_policy("default")
 CODE = "import json\nprint(json.dumps({'a': 1}))\n"
@@ -123,3 +126,17 @@ def test_parse_failures_are_cached_too() -> None:
     first = check("def (:", DEFAULT)
     again = check("def (:", DEFAULT)
     assert _hits() == 1 and again.findings == first.findings and again.parsed is None
+
+
+def test_a_session_rerunning_the_same_code_hits_the_cache(tmp_path: Path) -> None:
+    # Session.run passes its own policy object, mode and tool names on every step: none of them
+    # may change between steps, or an agent's resubmitted code would be checked cold each time.
+    policy = replace(DEFAULT, backends=replace(DEFAULT.backends, allowed=("fake",), default="fake"))
+    backend = FakeBackend(lambda request: FakeReply(stdout="ok\n"))
+    with Session(policy=policy, state_dir=tmp_path / "state", backends={"fake": backend}) as s:
+        s.run(f"```python\n{CODE}```")
+        assert _hits() == 0
+        second = s.run(f"```python\n{CODE}```")
+    assert _hits() == 1
+    assert second.decision.allowed
+    assert len(backend.calls) == 2

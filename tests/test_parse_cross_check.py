@@ -18,31 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from safeexec.model import Action
 from safeexec.parse import Parsed, ParseFailure, parse
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ("policies", "tests/corpus", "tests/escapes", "examples")
-_CELL_MARK = "# %% "
+sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+from python_texts import python_corpus
 
-
-def _corpus() -> dict[str, str]:
-    texts: dict[str, str] = {}
-    for corpus in CORPORA:
-        for path in sorted((ROOT / corpus).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            name = str(path.relative_to(ROOT))
-            texts[name] = text
-            cells = text.split(_CELL_MARK)
-            if len(cells) > 1:
-                texts.update({f"{name}#{n}": cell for n, cell in enumerate(cells)})
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_check
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    texts.update({f"bench_check-{n}": bench_check.program(n) for n in (60, 600)})
-    return texts
-
-
-CORPUS = _corpus()
+CORPUS = python_corpus()
 
 
 def _assert_same(code: str) -> Parsed | ParseFailure:

@@ -27,6 +27,7 @@ from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
 from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
+from safeexec.parse.fields import CHILD_FIELDS_NO_CONTEXT
 from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
@@ -231,9 +232,7 @@ class _Scanner:
                 returns = getattr(node, "returns", None)
                 if returns is not None:
                     self.annotations.append(returns)
-            for field_name in cls._fields:
-                if field_name == "ctx":
-                    continue
+            for field_name in CHILD_FIELDS_NO_CONTEXT[cls]:
                 value = getattr(node, field_name, None)
                 if value.__class__ is list:
                     for item in reversed(value):

@@ -44,6 +44,7 @@ from contextlib import contextmanager
 
 from safeexec.model import Action, Span
 from safeexec.parse.cross_check import _concrete_check, _parsers_may_differ
+from safeexec.parse.fields import CHILD_FIELDS
 from safeexec.parse.result import (
     Parsed,
     ParseFailure,
@@ -284,7 +285,7 @@ def _measure_tree(
                     # An f-string's parts carry the whole literal's position (3.11): not re-counted.
                     inside_fstring.update(id(part) for part in node.values)
             # ast.iter_child_nodes, inlined: this loop visits every node of the tree.
-            for field in kind._fields:
+            for field in CHILD_FIELDS[kind]:
                 value = getattr(node, field, None)
                 if isinstance(value, ast.AST):
                     following.append(value)
