@@ -8,15 +8,19 @@ generated programs: same outcome, same checked text and tree, same finding.
 from __future__ import annotations
 
 import ast
+import re
 import sys
+import tokenize
 from pathlib import Path
 
 import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from safeexec.model import Action
 from safeexec.parse import Parsed, ParseFailure, parse
+from safeexec.parse.cross_check import _GLUED_NUMBER
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 from python_texts import python_corpus
@@ -57,3 +61,28 @@ def test_both_paths_agree_on_the_corpus(name: str) -> None:
 @given(hypothesmith.from_grammar())
 def test_both_paths_agree_on_generated_programs(program: str) -> None:
     _assert_same(program)
+
+
+# The glued-number pattern without the lookahead that lets its search skip to digits and dots.
+_PLAIN_GLUED_NUMBER = re.compile(rf"(?<![\w])(?>{tokenize.Number})[A-Za-z_]")
+_NUMBERISH = "0123456789._xXoObBeEjJ+-afinorl ()\n"
+
+
+def _glued_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(text)]
+
+
+@pytest.mark.parametrize("text", ["1in x", "0x1for", "1.if", ".5j_", "1_0else", "1e5if", "0o7and"])
+def test_the_glued_number_search_finds_each_kind_of_literal(text: str) -> None:
+    assert _glued_spans(_GLUED_NUMBER, text) == _glued_spans(_PLAIN_GLUED_NUMBER, text) != []
+
+
+def test_the_glued_number_search_matches_the_plain_pattern_on_the_corpus() -> None:
+    for text in CORPUS.values():
+        assert _glued_spans(_GLUED_NUMBER, text) == _glued_spans(_PLAIN_GLUED_NUMBER, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_NUMBERISH, max_size=40))
+def test_the_glued_number_search_matches_the_plain_pattern_on_generated_text(text: str) -> None:
+    assert _glued_spans(_GLUED_NUMBER, text) == _glued_spans(_PLAIN_GLUED_NUMBER, text)
