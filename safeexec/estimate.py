@@ -281,15 +281,20 @@ class _Estimator:
                 if grown:
                     cost.growth = cost.growth.plus(Amount(grown))
             return cost
-        for child in ast.iter_child_nodes(stmt):
-            if isinstance(child, ast.expr):
-                cost.add(self._expr(child))
+        for name in CHILD_FIELDS[stmt.__class__]:  # ast.iter_child_nodes, expressions only
+            value = getattr(stmt, name, None)
+            for child in value if value.__class__ is list else (value,):
+                if isinstance(child, ast.expr):
+                    cost.add(self._expr(child))
         if isinstance(stmt, ast.AnnAssign | ast.Delete):
             for target in [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets:
                 self._forget_targets(target)
         return cost
 
     def _forget_targets(self, target: ast.expr) -> None:
+        if target.__class__ is ast.Name:  # the common target: nothing below it to walk
+            self.env.pop(target.id, None)
+            return
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
                 self.env.pop(node.id, None)
