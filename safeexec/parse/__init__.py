@@ -73,6 +73,22 @@ _CHAIN_TYPES = frozenset({ast.BoolOp, ast.Constant, ast.JoinedStr})
 # (stricter than CPython, which only looks at line 2 after a comment or blank line).
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _UTF8_NAMES = frozenset({"utf-8", "utf8"})
+# One string literal, spelled with the tokenizer's own patterns: each stops at the first closing
+# quote, so a full match is exactly one token. A single-quoted one stays on its line (a
+# backslash-newline inside, or anything else, is tokenized).
+_ONE_LITERAL = re.compile(
+    tokenize.StringPrefix
+    + "(?:"
+    + "|".join(
+        (
+            "'''" + tokenize.Single3,
+            '"""' + tokenize.Double3,
+            r"'[^\n'\\]*(?:\\.[^\n'\\]*)*'",
+            r'"[^\n"\\]*(?:\\.[^\n"\\]*)*"',
+        )
+    )
+    + ")"
+)
 # libcst spends about as long on a blank or comment line as on four units of node depth.
 _WORK_PER_LINE = 4
 
@@ -353,6 +369,8 @@ def _segment(lines: list[str], node: ast.expr) -> str:
 
 def _string_literal_count(segment: str) -> int:
     """How many adjacent string literals make up ``segment`` (``"a" "b"`` is 2)."""
+    if _ONE_LITERAL.fullmatch(segment):
+        return 1  # a long docstring, say: no need to run the (pure Python) tokenizer
     tokens = tokenize.generate_tokens(io.StringIO(f"({segment}\n)").readline)
     try:
         return sum(1 for token in tokens if token.type == tokenize.STRING)
