@@ -348,6 +348,7 @@ class _Scanner:
         call_rules = self.rules.calls
         sites: list[AttributeSite] = []
         references: list[tuple[ast.expr, str, bool]] = []
+        matches: dict[str, list[list[Rule]]] = {}
         for index, node in enumerate(self.references):
             if index % _CLOCK_EVERY_NODES == 0 and self.clock() > self.deadline:
                 raise _ScanTimeout
@@ -367,10 +368,12 @@ class _Scanner:
             references.append((node, qualified, resolved[1]))
             if not call_rules:
                 continue
-            for candidate in _suffixes(qualified):
-                rules = call_rules.lookup(candidate)
-                if rules:
-                    self._emit(rules, node, {"name": qualified}, qualified)
+            matched = matches.get(qualified)
+            if matched is None:  # names repeat (`print`, `self.items`): look each up once
+                lookups = (call_rules.lookup(candidate) for candidate in _suffixes(qualified))
+                matched = matches[qualified] = [rules for rules in lookups if rules]
+            for rules in matched:
+                self._emit(rules, node, {"name": qualified}, qualified)
         return sites, references
 
     def _resolve_calls(self, folder: StringFolder) -> list[CallSite]:
