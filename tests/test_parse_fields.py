@@ -70,3 +70,11 @@ def test_fields_keep_their_order_and_drop_only_scalars() -> None:
     assert CHILD_FIELDS_NO_CONTEXT[ast.Attribute] == ("value",)
     assert CHILD_FIELDS[ast.ImportFrom] == ("names",)  # a list of alias nodes
     assert CHILD_FIELDS[ast.Constant] == CHILD_FIELDS[ast.MatchSingleton] == ()
+
+
+def test_a_class_that_is_not_a_node_has_no_table_entry() -> None:
+    # A forged tree (None where a statement belongs) must crash the walk that meets it, so the
+    # gate denies (SX900), as reading `_fields` directly did.
+    with pytest.raises(AttributeError):
+        CHILD_FIELDS[type(None)]
+    assert type(None) not in CHILD_FIELDS

@@ -49,7 +49,9 @@ class _FieldTable(dict[type, tuple[str, ...]]):
         self._with_context = with_context
 
     def __missing__(self, cls: type) -> tuple[str, ...]:
-        fields: tuple[str, ...] = getattr(cls, "_fields", ())
+        # Not a node class (a forged tree holding None, say): AttributeError, as reading
+        # ``_fields`` raises, so the walk crashes and the gate denies (SX900).
+        fields: tuple[str, ...] = getattr(cls, "_fields")  # noqa: B009
         found = tuple(
             name
             for name in fields
