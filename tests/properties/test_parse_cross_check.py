@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from safeexec.model import Action
 from safeexec.parse import Parsed, ParseFailure, parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ("policies", "tests/corpus", "tests/escapes", "examples")
 _CELL_MARK = "# %% "
 
