@@ -1,5 +1,6 @@
 # Quick start: `make demo` (set up + run the pipeline demo) and `make test` (set up + run the tests;
-# `make test-fast` runs the unit lane only: everything but the slow suites of tests/conftest.py).
+# `make test-fast` runs the unit lane only: it skips the slow suites of tests/conftest.py, among them
+# tests/integration/ and tests/properties/, without collecting them).
 # Both are idempotent: the virtual environment lives in .venv and is rebuilt when the project changes.
 PYTHON ?= python3
 VENV := .venv

@@ -1,86 +1,55 @@
-"""Test lanes: the escape, compatibility, conformance and corpus suites are ``slow``, and so are
-the suites that start real servers or whole benchmark runs (faces, service, benchmarks).
+"""Test lanes: a suite directory directly under ``tests/`` named in ``SLOW_SUITES`` is ``slow``.
 
-``make test-fast`` (``pytest -m "not slow"``) runs the unit lane; ``make test`` and CI run all.
-The lane follows from where a test lives, so a new escape test cannot land in the fast lane.
+Slow are the escape, compatibility, conformance and corpus suites; the suites that start real
+servers or whole benchmark runs (faces, service, benchmarks); ``integration/`` (mirrors the package:
+multi-second suites that drive real workers, agent loops, reachability crawls, the README's
+walkthroughs); and ``properties/`` (mirrors the package: hypothesis and hypothesmith suites over
+generated programs). Every other directory is the unit lane, with a thin smoke of each backend.
+
+``make test-fast`` (``pytest -m "not slow"``) runs the unit lane and does not even collect the slow
+suites; ``make test`` and CI run all. The lane follows from where a test lives, so a new escape test
+cannot land in the fast lane.
 """
 
 from __future__ import annotations
 
-import functools
-import multiprocessing
-from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:
-    from safeexec.sandbox.restricted.reachability import CrawlReport
-
 TESTS = Path(__file__).resolve().parent
 SLOW_SUITES = frozenset(
-    {"escapes", "compat", "conformance", "corpus", "faces", "service", "benchmarks"}
+    {
+        "escapes",
+        "compat",
+        "conformance",
+        "corpus",
+        "faces",
+        "service",
+        "benchmarks",
+        "integration",
+        "properties",
+    }
 )
+# The mark expression of ``make test-fast``: under it, no test of a slow suite can be selected.
+FAST_LANE = "not slow"
+
+
+def _suite(path: Path) -> str | None:
+    parts = path.resolve().relative_to(TESTS).parts
+    return parts[0] if parts else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # Importing every slow module only to deselect its tests cost the fast lane most of its
+    # collection time; under the fast lane's expression a slow suite is not collected at all.
+    in_fast_lane = config.getoption("markexpr") == FAST_LANE
+    if in_fast_lane and collection_path.is_dir() and collection_path.name in SLOW_SUITES:
+        return collection_path.resolve().parent == TESTS or None
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        parts = Path(item.path).resolve().relative_to(TESTS).parts
-        if parts and parts[0] in SLOW_SUITES:
+        if _suite(Path(item.path)) in SLOW_SUITES:
             item.add_marker(pytest.mark.slow)
-    if any("reachability_crawl" in getattr(item, "fixturenames", ()) for item in items):
-        _start_crawls()
-
-
-# Reachability crawls of every shipped pack in both modes, started when a selected test needs
-# one and run in one background process while the other tests run (the crawls are the longest
-# unit tests; run in line they would be a third of the fast lane's time).
-_crawler: list[ProcessPoolExecutor] = []
-_crawls: dict[tuple[tuple[str, ...], bool], Future[CrawlReport]] = {}
-
-
-def _start_crawls() -> None:
-    from safeexec.policy import load_policy, shipped_packs
-    from safeexec.sandbox.restricted.reachability import crawl
-
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-    _crawler.append(pool)
-    # The doctor's test (strict only) is collected first: its pack is crawled first.
-    for pack in sorted(shipped_packs(), key=lambda name: name != "strict"):
-        imports = load_policy(pack).imports.allow
-        for counting in (False, True):
-            if (imports, counting) not in _crawls:
-                job = functools.partial(crawl, imports, counting=counting)
-                _crawls[imports, counting] = pool.submit(job)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    for pool in _crawler:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-@pytest.fixture(scope="session")
-def reachability_crawl() -> Callable[[tuple[str, ...], bool], CrawlReport]:
-    """Crawl reports by (import allowlist, counting), each crawled once per test run.
-
-    A crawl is seconds of deterministic work; the per-pack reachability test and the doctor's
-    ``--reachability`` test read the same reports instead of crawling the same packs twice.
-    Shipped packs were crawled in the background (a fresh process: no test's patches leak in);
-    any other allowlist is crawled here.
-    """
-    from safeexec.sandbox.restricted.reachability import crawl
-
-    reports: dict[tuple[tuple[str, ...], bool], CrawlReport] = {}
-
-    def crawled(imports: tuple[str, ...], counting: bool) -> CrawlReport:
-        key = (imports, counting)
-        if key not in reports:
-            started = _crawls.get(key)
-            reports[key] = (
-                started.result() if started is not None else crawl(imports, counting=counting)
-            )
-        return reports[key]
-
-    return crawled

@@ -37,13 +37,47 @@ def _lanes_hook() -> Callable[..., None]:
 
 def test_tests_under_the_slow_suites_are_marked_slow(request: pytest.FixtureRequest) -> None:
     hook = _lanes_hook()
-    items = [
-        _Item(TESTS / suite / "test_x.py")
-        for suite in ("escapes", "compat", "conformance", "corpus", "faces", "analysis", "policy")
+    slow = ("escapes", "compat", "conformance", "corpus", "faces", "integration", "properties")
+    items = [_Item(TESTS / suite / "test_x.py") for suite in slow]
+    # The slow mirrors of the package are slow at any depth; the unit lane's directories are not.
+    items.append(_Item(TESTS / "integration" / "backends" / "test_x.py"))
+    items.append(_Item(TESTS / "properties" / "dsl" / "test_x.py"))
+    unit = [
+        _Item(TESTS / "analysis" / "test_x.py"),
+        _Item(TESTS / "backends" / "test_x.py"),
+        _Item(TESTS / "sandbox" / "escapes" / "test_x.py"),
+        _Item(TESTS / "test_escapes_named_like_a_suite.py"),
     ]
-    items.append(_Item(TESTS / "test_escapes_named_like_a_suite.py"))
-    hook(request.config, items)
-    assert [item.markers for item in items] == [["slow"]] * 5 + [[]] * 3
+    hook(request.config, items + unit)
+    assert [item.markers for item in items] == [["slow"]] * len(items)
+    assert [item.markers for item in unit] == [[]] * len(unit)
+
+
+@dataclass
+class _Config:
+    markexpr: str
+
+    def getoption(self, name: str) -> str:
+        assert name == "markexpr"
+        return self.markexpr
+
+
+def test_the_fast_lane_does_not_collect_the_slow_suites() -> None:
+    ignore = _root_conftest().pytest_ignore_collect
+    fast, everything, slow_only = _Config("not slow"), _Config(""), _Config("slow")
+    assert ignore(TESTS / "escapes", fast) is True
+    assert ignore(TESTS / "integration", fast) is True
+    # Only whole suites are left out, and only under the fast lane's expression.
+    assert ignore(TESTS / "backends", fast) is None
+    assert ignore(TESTS / "sandbox" / "restricted", fast) is None
+    assert ignore(TESTS / "escapes", everything) is None
+    assert ignore(TESTS / "escapes", slow_only) is None
+
+
+def test_make_test_fast_selects_with_the_expression_the_collection_skip_knows() -> None:
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ntest-fast:", 1)[1].splitlines()[1]
+    assert f'-m "{_root_conftest().FAST_LANE}"' in recipe
 
 
 def test_every_collected_test_is_in_the_lane_of_its_directory(

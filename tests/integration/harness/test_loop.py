@@ -22,8 +22,8 @@ from safeexec.harness import (
     run_task,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_suite"
-FIXTURE = Path(__file__).resolve().parent / "fixture_suite"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agent_suite"
+FIXTURE = Path(__file__).resolve().parents[2] / "harness" / "fixture_suite"
 MODE = "restricted"
 
 

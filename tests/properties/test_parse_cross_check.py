@@ -22,7 +22,7 @@ from safeexec.model import Action
 from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.parse.cross_check import _GLUED_NUMBER
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from python_texts import python_corpus
 
 CORPUS = python_corpus()

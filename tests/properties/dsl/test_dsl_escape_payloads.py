@@ -13,7 +13,7 @@ from safeexec.gate import check
 from safeexec.model import Action, Verdict
 from safeexec.policy.loader import load_policy
 
-ESCAPES = Path(__file__).resolve().parents[1] / "escapes"
+ESCAPES = Path(__file__).resolve().parents[2] / "escapes"
 POLICY = load_policy("default")
 _MARKERS = ("import", "open(", "__", "exec", "eval", "socket", "os.", "while", "def ")
 

@@ -16,7 +16,7 @@ from safeexec.harness.openai_client import OpenAIModel
 
 KEY = "sk-stubtest-0123456789abcdefSECRET"
 TURN = TurnKey(task="t", format="json", turn=0)
-FIXTURE = Path(__file__).resolve().parent / "fixture_suite"
+FIXTURE = Path(__file__).resolve().parents[2] / "harness" / "fixture_suite"
 
 
 class Stub:
