@@ -113,12 +113,22 @@ def _method_call(value: ast.expr) -> ast.expr:
         (lambda v: ast.Attribute(value=v, attr="__class__", ctx=ast.Load()), "Attribute node"),
         (lambda v: ast.Subscript(value=v, slice=ast.Constant(0), ctx=ast.Load()), "Subscript"),
         (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "'__builtins__'"),
+        (lambda v: ast.Name(id="dsl_give", ctx=ast.Store()), "'dsl_give'"),
         (_method_call, "call of a non-name"),
         (lambda v: ast.Constant(value=b"bytes"), "non-JSON constant"),
         (lambda v: ast.List(elts=[v, object()], ctx=ast.Load()), "object node"),
         (lambda v: ast.UnaryOp(op=ast.Not(), operand=ast.Starred(v, ast.Load())), "Starred"),
     ],
-    ids=["attribute", "subscript", "private-name", "method-call", "bytes", "foreign", "starred"],
+    ids=[
+        "attribute",
+        "subscript",
+        "private-name",
+        "helper-rebound",
+        "method-call",
+        "bytes",
+        "foreign",
+        "starred",
+    ],
 )
 def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
     monkeypatch: pytest.MonkeyPatch, swap: object, says: str
