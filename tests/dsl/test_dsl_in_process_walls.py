@@ -160,3 +160,16 @@ def test_a_changed_grant_is_checked_again_not_served_from_the_cache(tmp_path: Pa
     refused = run(source, tmp_path / "again", caps=granted({"get_quote": 1}))
     assert refused.result.status is ExecStatus.ERROR and "SX704" in refused.result.message
     assert refused.caps.statistics().calls == 0
+
+
+def test_a_cached_check_plans_again_for_other_approval_effects() -> None:
+    source = 'code = reserve(sku="A1")\nreturn code'
+    tools = signatures_of(granted())
+    forget_checks()
+    free = check_source(source, tools)
+    asked = check_source(source, tools, approval_effects=["money"])
+    assert free.plan is not None and asked.plan is not None
+    assert free.plan.approval_effects == () and asked.plan.approval_effects == ("money",)
+    assert "SX710" in [f.rule for f in asked.findings]
+    assert "SX710" not in [f.rule for f in free.findings]
+    assert check_source(source, tools, approval_effects=("money",)).plan is asked.plan
