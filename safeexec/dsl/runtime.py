@@ -151,7 +151,10 @@ class DslRuntime:
 
     def h_add(self, a: Any, b: Any) -> object:
         if type(a) is int and type(b) is int:  # the common case first (counters, indexes)
-            return self._int_checked(a + b)
+            value = a + b
+            if -_INT_LIMIT < value < _INT_LIMIT:  # as _int_checked, without the call
+                return value
+            raise _too_wide()
         if isinstance(a, str) and isinstance(b, str):
             if len(a) + len(b) > self.max_text_chars:
                 raise DslLimitError(f"a string longer than {self.max_text_chars} characters")
@@ -176,7 +179,7 @@ class DslRuntime:
     def _int_checked(self, value: Any) -> object:
         # |value| < 2**_MAX_INT_BITS, i.e. at most that many bits, without a method call.
         if type(value) is int and not -_INT_LIMIT < value < _INT_LIMIT:
-            raise DslLimitError(f"an integer of more than {_MAX_INT_BITS} bits")
+            raise _too_wide()
         return value
 
     def _items(self, values: object, op: str) -> list[Any]:
@@ -403,6 +406,10 @@ _EXPOSED: tuple[tuple[str, str], ...] = (
     *(("dsl_" + a[3:], a) for a in sorted(vars(DslRuntime)) if a.startswith("op_")),
     *(("dsl_" + h, "h_" + h) for h in ("loop", "field", "index", "add", "mul", "give")),
 )
+
+
+def _too_wide() -> DslLimitError:
+    return DslLimitError(f"an integer of more than {_MAX_INT_BITS} bits")
 
 
 def _over_iterations(limit: int) -> DslLimitError:
