@@ -173,3 +173,16 @@ def test_a_cached_check_plans_again_for_other_approval_effects() -> None:
     assert "SX710" in [f.rule for f in asked.findings]
     assert "SX710" not in [f.rule for f in free.findings]
     assert check_source(source, tools, approval_effects=("money",)).plan is asked.plan
+
+
+def test_signatures_are_shared_between_runs_and_follow_the_calls_left() -> None:
+    caps = granted({"get_quote": 2})
+    before = {s.name: s for s in signatures_of(caps)}
+    assert before["get_quote"].max_calls == 2
+    again = {s.name: s for s in signatures_of(caps)}
+    assert all(again[name] is signature for name, signature in before.items())
+    reply = caps.invoke("get_quote", {"args": [], "kwargs": {"ticker": "ACME"}})
+    assert reply.ok, reply
+    after = {s.name: s for s in signatures_of(caps)}
+    assert after["get_quote"].max_calls == 1
+    assert after["get_fx_rate"] is before["get_fx_rate"]
