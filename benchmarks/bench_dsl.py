@@ -1,8 +1,11 @@
 """The dsl mode's costs as ratios to baselines measured in the same run.
 
 * **plan + compile**: parse, check, plan and compile each example in ``dsl/examples/`` against
-  ``ast.parse`` of the Python the program compiles to (the same pipeline as Python text).
-  Target: at most 2x.
+  ``ast.parse`` of the Python the program compiles to (the same pipeline as Python text), cold
+  (the parse and check caches forgotten) to the ``ast.Module`` and to the code object a run
+  executes, and warm (the same program again: check and code object cached). Two more
+  baselines beside it: the program's own text parsed as Python, and the hand-written
+  restricted-Python pipeline where the benchmark has one. Target: at most 2x.
 * **run**: running a pipeline in the dsl mode against the same pipeline written as Python in the
   in-process restricted mode, with the same deterministic tools through the same gateway. The
   "dsl" column is a program run again (its check and code object cached by source, tool
@@ -10,6 +13,8 @@
   source); the "cold" columns forget those caches, so the DSL parses, checks, plans, compiles and
   runs, and restricted Python is transformed and compiled again. Target: at most 1.5x, warm
   against warm and cold against cold.
+* **per unit**: what one more loop iteration, and one more tool call, costs a warm run in each
+  mode (the difference of two loop sizes, so the run's fixed cost cancels).
 * **one step**: what a session does per action in each mode — the static gate (for the DSL:
   parse, check, plan; for Python: the parse, the policy scan, the estimate) and then the run —
   with nothing cached (the gate's cache and each mode's compile cache forgotten).
@@ -28,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dsl"))
@@ -113,6 +119,19 @@ hexed = decode_hex(text=fetch_message(message_id="m3"))
 Times = tuple[float, float]  # (fastest, median) seconds
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontRow:
+    """One example's front end (parse, check, plan, compile) against ``ast.parse``."""
+
+    name: str
+    cold_ast: Times  # to the ast.Module, nothing cached
+    cold_code: Times  # to the code object a run executes, nothing cached
+    warm_code: Times  # the same program again: its check and code object come from the cache
+    base: Times  # ast.parse of the Python the program compiles to
+    base_own: Times  # ast.parse of the program's own text (a DSL program is a Python module)
+    base_python: Times | None  # ast.parse of the hand-written restricted-Python pipeline
+
+
 def _interleaved(work: dict[str, Callable[[], object]], *, repeat: int) -> dict[str, Times]:
     for run in work.values():
         run()
@@ -125,7 +144,7 @@ def _interleaved(work: dict[str, Callable[[], object]], *, repeat: int) -> dict[
     return {name: (min(v), statistics.median(v)) for name, v in samples.items()}
 
 
-def plan_and_compile() -> list[tuple[str, Times, Times]]:
+def plan_and_compile() -> list[FrontRow]:
     tools = signatures({})
     rows = []
     for path in sorted(EXAMPLES.glob("*.dsl")):
@@ -134,15 +153,38 @@ def plan_and_compile() -> list[tuple[str, Times, Times]]:
         assert result.accepted and result.checked is not None, path
         python = ast.unparse(compile_program(result.checked))
 
-        def dsl(source: str = source) -> object:
-            forget_parses()  # cold: the parse and the check are part of what is measured
-            forget_checks()
+        def to_ast(source: str = source) -> object:
+            _forget_dsl()  # cold: the parse and the check are part of what is measured
             checked = check_source(source, tools).checked
             assert checked is not None
             return compile_program(checked)
 
-        medians = _interleaved({"dsl": dsl, "ast": functools.partial(ast.parse, python)}, repeat=40)
-        rows.append((path.stem, medians["dsl"], medians["ast"]))
+        def to_code(source: str = source, *, cold: bool) -> object:
+            if cold:
+                _forget_dsl()
+            return check_source(source, tools).code()
+
+        work: dict[str, Callable[[], object]] = {
+            "ast": to_ast,
+            "code": functools.partial(to_code, cold=True),
+            "warm": functools.partial(to_code, cold=False),
+            "base": functools.partial(ast.parse, python),
+            "own": functools.partial(ast.parse, source),
+        }
+        if path.stem in PYTHON:
+            work["python"] = functools.partial(ast.parse, PYTHON[path.stem])
+        times = _interleaved(work, repeat=40)
+        rows.append(
+            FrontRow(
+                name=path.stem,
+                cold_ast=times["ast"],
+                cold_code=times["code"],
+                warm_code=times["warm"],
+                base=times["base"],
+                base_own=times["own"],
+                base_python=times.get("python"),
+            )
+        )
     return rows
 
 
@@ -155,6 +197,7 @@ def _forget_everything() -> None:
 
 
 def _forget_dsl() -> None:
+    """The DSL's parse cache and its check cache (which holds the compiled code objects)."""
     forget_parses()
     forget_checks()
 
@@ -179,17 +222,33 @@ def _runner(
     return run
 
 
-def run_times(workdir: Path) -> list[tuple[str, Times, Times, Times, Times]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRow:
+    """One pipeline run in each mode, warm (caches kept) and cold (caches forgotten)."""
+
+    name: str
+    dsl: Times
+    dsl_cold: Times
+    restricted: Times
+    restricted_cold: Times
+
+
+def _sessions(workdir: Path) -> tuple[BackendSession, BackendSession]:
     blobs = BlobStore(workdir / "blobs")
     dsl = DslBackend().open(SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d"))
     py = RestrictedBackend(in_process=True).open(
         SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "r")
     )
+    return dsl, py
+
+
+def run_times(workdir: Path) -> list[RunRow]:
+    dsl, py = _sessions(workdir)
     rows = []
     try:
         for name, python in PYTHON.items():
             source = (EXAMPLES / f"{name}.dsl").read_text(encoding="utf-8")
-            medians = _interleaved(
+            times = _interleaved(
                 {
                     "dsl": _runner(dsl, source),
                     "dsl_cold": _runner(dsl, source, forget=_forget_dsl),
@@ -198,19 +257,53 @@ def run_times(workdir: Path) -> list[tuple[str, Times, Times, Times, Times]]:
                 },
                 repeat=30,
             )
-            rows.append(
-                (
-                    name,
-                    medians["dsl"],
-                    medians["dsl_cold"],
-                    medians["restricted"],
-                    medians["restricted_cold"],
-                )
-            )
+            rows.append(RunRow(name=name, **times))
     finally:
         dsl.close()
         py.close()
     return rows
+
+
+# Per-iteration and per-tool-call costs: the same loop at two sizes in each mode, warm (the
+# fixed cost of a run cancels in the difference).
+_LOOPS = {
+    "iteration": (
+        "total = 0\nfor i in range({n}):\n    total += i\nreturn total\n",
+        "total = 0\nfor i in range({n}):\n    total += i\ntotal\n",
+    ),
+    "tool call": (
+        'got = []\nfor i in range({n}):\n    got += [fetch_message(message_id="m1")]\n'
+        "return len(got)\n",
+        'got = []\nfor i in range({n}):\n    got += [fetch_message(message_id="m1")]\nlen(got)\n',
+    ),
+}
+_SMALL, _LARGE = 10, 210
+
+
+def overhead_times(workdir: Path) -> dict[str, tuple[float, float]]:
+    """Seconds per loop iteration and per tool call (each inside a loop iteration), dsl and
+    restricted Python, from the median runs at two loop sizes."""
+    dsl, py = _sessions(workdir)
+    out = {}
+    try:
+        for what, (dsl_text, py_text) in _LOOPS.items():
+            times = _interleaved(
+                {
+                    f"{mode}{n}": _runner(session, text.format(n=n))
+                    for mode, session, text in (("dsl", dsl, dsl_text), ("py", py, py_text))
+                    for n in (_SMALL, _LARGE)
+                },
+                repeat=30,
+            )
+            per = [
+                (times[f"{mode}{_LARGE}"][1] - times[f"{mode}{_SMALL}"][1]) / (_LARGE - _SMALL)
+                for mode in ("dsl", "py")
+            ]
+            out[what] = (per[0], per[1])
+    finally:
+        dsl.close()
+        py.close()
+    return out
 
 
 def step_times(workdir: Path) -> list[tuple[str, Times, Times]]:
@@ -261,12 +354,33 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         runs = run_times(Path(tmp))
     with tempfile.TemporaryDirectory() as tmp:
+        overheads = overhead_times(Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
         steps = step_times(Path(tmp))
-    print("dsl plan + compile vs ast.parse of the same pipeline as Python (fastest ms)")
-    print(f"{'example':<28} {'plan+compile':>12} {'ast.parse':>9} {'ratio':>6}")
-    for name, dsl, base in compiled:
-        print(f"{name:<28} {dsl[0] * 1e3:>12.3f} {base[0] * 1e3:>9.3f} {dsl[0] / base[0]:>6.2f}")
-    _summary([(d, b) for _, d, b in compiled], target=2.0)
+    print("dsl front end (parse, check, plan, compile) vs ast.parse of the same pipeline as")
+    print("Python, i.e. of the module the program compiles to, unparsed (fastest ms)")
+    print("  cold: nothing cached; warm: the same program again (check and code cached)")
+    print(
+        f"{'example':<24} {'to ast':>7} {'to code':>7} {'warm':>6} {'ast.parse':>9}"
+        f" {'ast':>5} {'code':>5} {'warm':>5}"
+    )
+    for r in compiled:
+        b = r.base[0]
+        print(
+            f"{r.name:<24} {r.cold_ast[0] * 1e3:>7.3f} {r.cold_code[0] * 1e3:>7.3f}"
+            f" {r.warm_code[0] * 1e3:>6.3f} {b * 1e3:>9.3f} {r.cold_ast[0] / b:>5.2f}"
+            f" {r.cold_code[0] / b:>5.2f} {r.warm_code[0] / b:>5.2f}"
+        )
+    _summary([(r.cold_ast, r.base) for r in compiled], target=2.0, label="cold, to ast")
+    _summary([(r.cold_code, r.base) for r in compiled], target=2.0, label="cold, to code")
+    _summary([(r.warm_code, r.base) for r in compiled], target=2.0, label="warm, to code")
+    _summary(
+        [(r.cold_ast, r.base_own) for r in compiled],
+        target=2.0,
+        label="cold, to ast, vs ast.parse of the DSL text itself",
+    )
+    hand = [(r.cold_ast, r.base_python) for r in compiled if r.base_python is not None]
+    _summary(hand, target=2.0, label="cold, to ast, vs the hand-written Python (5 examples)")
     print()
     print("dsl run vs the same pipeline in restricted Python, in-process (fastest ms)")
     print("  warm: run again (check/compile cached in both modes); cold: nothing cached in either")
@@ -274,14 +388,22 @@ def main() -> int:
         f"{'example':<28} {'dsl':>8} {'restricted':>10} {'ratio':>6}"
         f" {'dsl cold':>9} {'restr. cold':>11} {'ratio':>6}"
     )
-    for name, dsl, cold, base, base_cold in runs:
+    for w in runs:
         print(
-            f"{name:<28} {dsl[0] * 1e3:>8.3f} {base[0] * 1e3:>10.3f} {dsl[0] / base[0]:>6.2f}"
-            f" {cold[0] * 1e3:>9.3f} {base_cold[0] * 1e3:>11.3f} {cold[0] / base_cold[0]:>6.2f}"
+            f"{w.name:<28} {w.dsl[0] * 1e3:>8.3f} {w.restricted[0] * 1e3:>10.3f}"
+            f" {w.dsl[0] / w.restricted[0]:>6.2f} {w.dsl_cold[0] * 1e3:>9.3f}"
+            f" {w.restricted_cold[0] * 1e3:>11.3f} {w.dsl_cold[0] / w.restricted_cold[0]:>6.2f}"
         )
-    _summary([(d, b) for _, d, _, b, _ in runs], target=1.5)
-    _summary([(c, b) for _, _, c, _, b in runs], target=1.5, label="cold")
-    _summary([(c, b) for _, _, c, b, _ in runs], target=1.5, label="dsl cold vs restricted warm")
+    _summary([(w.dsl, w.restricted) for w in runs], target=1.5, label="warm")
+    _summary([(w.dsl_cold, w.restricted_cold) for w in runs], target=1.5, label="cold")
+    print()
+    print(f"per-unit run cost, warm (median runs at loop sizes {_SMALL} and {_LARGE}; us)")
+    print(f"{'unit':<28} {'dsl':>8} {'restricted':>10} {'ratio':>6}")
+    for what, (dsl_each, py_each) in overheads.items():
+        print(
+            f"{'per ' + what:<28} {dsl_each * 1e6:>8.2f} {py_each * 1e6:>10.2f}"
+            f" {dsl_each / py_each:>6.2f}"
+        )
     print()
     print("one step, gate + run, nothing cached: dsl vs restricted Python (fastest ms)")
     print(f"{'example':<28} {'dsl':>8} {'restricted':>10} {'ratio':>6}")

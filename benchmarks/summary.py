@@ -76,19 +76,19 @@ def _dsl_figures() -> list[Figure]:
         runs = bench_dsl.run_times(Path(tmp))
     return [
         Figure(
-            figure="dsl plan + compile (median over the examples)",
+            figure="dsl plan + compile, cold (median over the examples)",
             peer_name="`ast.parse` of the same pipeline as Python",
-            safeexec=statistics.median(dsl for _, dsl, _ in compiled),
-            peer=statistics.median(base for _, _, base in compiled),
+            safeexec=statistics.median(r.cold_ast[1] for r in compiled),
+            peer=statistics.median(r.base[1] for r in compiled),
             unit="s",
             bound="at_most",
             limit=2.0,
         ),
         Figure(
-            figure="dsl run (median over the examples)",
+            figure="dsl run, warm (median over the examples)",
             peer_name="the same pipeline in restricted Python",
-            safeexec=statistics.median(dsl for _, dsl, _, _ in runs),
-            peer=statistics.median(base for _, _, _, base in runs),
+            safeexec=statistics.median(r.dsl[1] for r in runs),
+            peer=statistics.median(r.restricted[1] for r in runs),
             unit="s",
             bound="at_most",
             limit=1.5,

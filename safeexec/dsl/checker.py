@@ -38,6 +38,7 @@ __all__ = ["CallSite", "Checked", "DslLimits", "check_program"]
 
 _RESERVED_PREFIX = "dsl_"
 _FORMAT_SPEC = frozenset("<>^=+- 0123456789.,_dfeEgGs%x")
+_LITERAL_TYPES = {bool: BOOL, int: INT, float: FLOAT, str: STR}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -229,10 +230,11 @@ class _Checker:
 
     def _expr(self, e: n.Expr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
         if isinstance(e, n.Literal):
-            v = e.value
-            return {bool: BOOL, int: INT, float: FLOAT, str: STR}.get(type(v), NONE), Cost()
+            return _LITERAL_TYPES.get(type(e.value), NONE), Cost()
         if isinstance(e, n.Name):
             return self.name(e, env), Cost()
+        if isinstance(e, n.Call):  # the commonest node after names and literals
+            return self.call(e, env)
         if isinstance(e, n.ListExpr):
             cost, item = Cost(), None
             for x in e.items:
@@ -269,9 +271,7 @@ class _Checker:
             _, c0 = self.expr(e.test, env)
             (a, ca), (b, cb) = self.expr(e.body, env), self.expr(e.orelse, env)
             return join(a, b), c0.add(ca.either(cb))
-        if isinstance(e, n.FString):
-            return self.fstring(e, env)
-        return self.call(e, env)
+        return self.fstring(e, env)
 
     def name(self, e: n.Name, env: dict[str, _Binding]) -> DType:
         if e.id in env:

@@ -36,12 +36,14 @@ _SHAPES = frozenset(
     }
 )  # fmt: skip
 _CONSTANTS = (str, int, float, bool, type(None))
-_VERIFIED = frozenset({ast.Name, ast.Call, ast.Constant, ast.arg})
+_VERIFIED = frozenset({ast.Call, ast.Constant, ast.arg})  # and ast.Name, in _locate's loop
 _POSITIONED = frozenset(t for t in _SHAPES if "lineno" in getattr(t, "_attributes", ()))
 # What a field may hold without being walked: plain scalars, and operators and contexts (nodes
 # with no fields, e.g. ``ast.Add()``, ``ast.Load()``).
 _OPERATOR_BASES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 _LEAVES = frozenset({*_CONSTANTS, *(t for base in _OPERATOR_BASES for t in base.__subclasses__())})
+# The fields ``compile()`` reads of each shape (its attributes aside).
+_FIELDS: dict[type, tuple[str, ...]] = {t: getattr(t, "_fields", ()) for t in _SHAPES}
 
 
 class CompiledShapeError(ValueError):
@@ -66,25 +68,34 @@ def compile_code(checked: Checked, *, filename: str = "<dsl>") -> types.CodeType
 def _locate(module: ast.Module) -> None:
     """Give every node without a position its statement's line (what ``fix_missing_locations``
     does here, in one flat pass: every statement already has its line from :func:`_at`), and
-    check on the way that every node has one of the compiler's shapes. Fields holding anything
-    but a plain scalar or an operator are walked, so an unexpected value fails the shape check."""
-    shapes, verified, positioned, leaves = _SHAPES, _VERIFIED, _POSITIONED, _LEAVES
+    check on the way that every node has one of the compiler's shapes, names are never private
+    nor a bound ``dsl_*``, and :func:`_verify` holds. Every field ``compile()``
+    reads is walked (a shape's ``_fields``) unless it holds a plain scalar or an operator, so an
+    unexpected value fails the shape check."""
+    fields_of, verified, positioned, leaves = _FIELDS, _VERIFIED, _POSITIONED, _LEAVES
     stack: list[tuple[object, int]] = [(s, s.lineno) for s in module.body]
     pop, push = stack.pop, stack.append
     while stack:
         node, line = pop()
         kind = type(node)
-        if kind not in shapes:
+        names = fields_of.get(kind)
+        if names is None:
             raise CompiledShapeError(f"the DSL compiler made a {kind.__name__} node")
-        if kind in verified:
+        if isinstance(node, ast.Name):  # the commonest node, checked here without a call
+            if node.id.startswith("_") or (
+                isinstance(node.ctx, ast.Store) and node.id.startswith("dsl_")
+            ):
+                raise CompiledShapeError(f"the DSL compiler made the name {node.id!r}")
+        elif kind in verified:
             _verify(node)  # type: ignore[arg-type]
-        fields = node.__dict__  # the fields (and positions) set on this node
-        if "lineno" in fields:
-            line = fields["lineno"]
-        elif kind in positioned:
-            node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
-            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-        for value in fields.values():
+        if kind in positioned:
+            if "lineno" in node.__dict__:
+                line = node.lineno  # type: ignore[attr-defined]
+            else:
+                node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+                node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        for name in names:
+            value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
                     if type(item) not in leaves:
@@ -94,16 +105,11 @@ def _locate(module: ast.Module) -> None:
 
 
 def _verify(node: ast.AST) -> None:
-    """Names and parameters are never private, nor a bound ``dsl_*``; calls name their callee;
-    constants are JSON scalars."""
+    """Parameters are never private nor ``dsl_*``; calls name their callee; constants are JSON
+    scalars (names are checked in :func:`_locate`'s loop)."""
     if isinstance(node, ast.arg):
         if node.arg.startswith(("_", "dsl_")):
             raise CompiledShapeError(f"the DSL compiler made the parameter {node.arg!r}")
-    elif isinstance(node, ast.Name):
-        if node.id.startswith("_") or (
-            isinstance(node.ctx, ast.Store) and node.id.startswith("dsl_")
-        ):
-            raise CompiledShapeError(f"the DSL compiler made the name {node.id!r}")
     elif isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
             raise CompiledShapeError("the DSL compiler made a call of a non-name")

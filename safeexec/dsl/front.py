@@ -54,16 +54,29 @@ class FrontResult:
 
 @dataclass(slots=True, eq=False)
 class _Entry:
-    """One checked program: what it was checked against, and its code once compiled."""
+    """One checked program: what it was checked against, its code once compiled, its plans."""
 
     signatures: tuple[ToolSignature, ...]
+    limits: DslLimits
     checked: Checked
     code: types.CodeType | None = None
+    # Its plans by the effects the policy wants approved (a plan is a function of the checked
+    # program, the signatures, the limits and those effects; the first three are the entry's).
+    plans: dict[frozenset[str], Plan] = field(default_factory=dict)
+
+    def plan(self, approval_effects: frozenset[str]) -> Plan:
+        made = self.plans.get(approval_effects)
+        if made is None:
+            made = make_plan(
+                self.checked, self.signatures, self.limits, approval_effects=approval_effects
+            )
+            self.plans[approval_effects] = made
+        return made
 
 
 # The checks of recent programs, by (source, limits, tool names); an entry is used only when the
 # tools' signatures are also equal (parameters, result types, calls left, effects, approval), so
-# a changed grant is checked again. Checked values and code objects are immutable.
+# a changed grant is checked again. Checked values, plans and code objects are immutable.
 _CHECKS: OrderedDict[tuple[str, DslLimits, tuple[str, ...]], _Entry] = OrderedDict()
 _CHECKS_SIZE = 64
 _CHECKS_LOCK = threading.Lock()
@@ -84,7 +97,8 @@ def _checked(
         if entry is not None and entry.signatures == signatures:
             _CHECKS.move_to_end(key)
             return entry
-    entry = _Entry(signatures=signatures, checked=check_program(program, signatures, limits=limits))
+    checked = check_program(program, signatures, limits=limits)
+    entry = _Entry(signatures=signatures, limits=limits, checked=checked)
     with _CHECKS_LOCK:
         _CHECKS[key] = entry
         _CHECKS.move_to_end(key)
@@ -125,7 +139,7 @@ def check_source(
         return FrontResult(
             source=source, program=parsed, checked=checked, plan=None, findings=checked.findings
         )
-    plan = make_plan(checked, signatures, limits, approval_effects=approval_effects)
+    plan = entry.plan(frozenset(approval_effects))
     findings = admit(plan, limits=limits, tool_calls_left=tool_calls_left, describe=describe)
     return FrontResult(
         source=source,

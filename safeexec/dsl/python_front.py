@@ -106,6 +106,7 @@ class _Converter:
         self.ascii = text.isascii()
         self.parse_expression = parse_expression
         self.line, self.column = offset
+        self.names: set[str] = set()  # names already found to be DSL NAMEs
         # CPython's columns are UTF-8 bytes: for ASCII text at the program's own origin a node's
         # span is its position as it stands (the common case, so it skips the offset arithmetic).
         self.direct = self.ascii and offset == (1, 1)
@@ -178,8 +179,12 @@ class _Converter:
 
     def _name(self, name: str, start: int) -> str:
         """``name`` as written at ``start`` (CPython folds identifiers with NFKC), a DSL NAME."""
-        if self.text[start : start + len(name)] != name or not _NAME.fullmatch(name):
+        if self.text[start : start + len(name)] != name:
             raise _NotDsl
+        if name not in self.names:  # a name is matched against the grammar's NAME once
+            if not _NAME.fullmatch(name):
+                raise _NotDsl
+            self.names.add(name)
         return name
 
     # -- statements -----------------------------------------------------------------------------

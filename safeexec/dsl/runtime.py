@@ -15,6 +15,7 @@ from typing import Any, Protocol
 __all__ = ["DslLimitError", "DslRuntime", "DslRuntimeError", "render_value"]
 
 _MAX_INT_BITS = 4096
+_INT_LIMIT = 1 << _MAX_INT_BITS
 
 
 class TextSink(Protocol):
@@ -69,9 +70,7 @@ class DslRuntime:
             raise DslLimitError("the run was stopped")
         self.iterations += count
         if self.iterations > self.max_iterations:
-            raise DslLimitError(
-                f"more than {self.max_iterations} iterations; the plan bounded them"
-            )
+            raise _over_iterations(self.max_iterations)
 
     def capped(self, value: object, where: str) -> object:
         """``value`` after checking every list in it against ``max_items``."""
@@ -122,8 +121,14 @@ class DslRuntime:
         items = self._items(values, "for")
         if len(items) > bound:
             raise DslLimitError(f"a loop over {len(items)} items; the plan bounded it to {bound}")
+        # ``tick`` inlined: this is the cost of every iteration of every loop.
+        operations, limit = self._operations, self.max_iterations
         for item in items:
-            self.tick()
+            if next(operations, None) is None:
+                raise DslLimitError("the run was stopped")
+            self.iterations += 1
+            if self.iterations > limit:
+                raise _over_iterations(limit)
             yield item
 
     def h_field(self, value: object, name: str) -> object:
@@ -145,6 +150,11 @@ class DslRuntime:
         raise DslRuntimeError(f"cannot index a {_kind(value)} with {_kind(key)}")
 
     def h_add(self, a: Any, b: Any) -> object:
+        if type(a) is int and type(b) is int:  # the common case first (counters, indexes)
+            value = a + b
+            if -_INT_LIMIT < value < _INT_LIMIT:  # as _int_checked, without the call
+                return value
+            raise _too_wide()
         if isinstance(a, str) and isinstance(b, str):
             if len(a) + len(b) > self.max_text_chars:
                 raise DslLimitError(f"a string longer than {self.max_text_chars} characters")
@@ -167,8 +177,9 @@ class DslRuntime:
         self.result = value
 
     def _int_checked(self, value: Any) -> object:
-        if type(value) is int and value.bit_length() > _MAX_INT_BITS:
-            raise DslLimitError(f"an integer of more than {_MAX_INT_BITS} bits")
+        # |value| < 2**_MAX_INT_BITS, i.e. at most that many bits, without a method call.
+        if type(value) is int and not -_INT_LIMIT < value < _INT_LIMIT:
+            raise _too_wide()
         return value
 
     def _items(self, values: object, op: str) -> list[Any]:
@@ -395,6 +406,14 @@ _EXPOSED: tuple[tuple[str, str], ...] = (
     *(("dsl_" + a[3:], a) for a in sorted(vars(DslRuntime)) if a.startswith("op_")),
     *(("dsl_" + h, "h_" + h) for h in ("loop", "field", "index", "add", "mul", "give")),
 )
+
+
+def _too_wide() -> DslLimitError:
+    return DslLimitError(f"an integer of more than {_MAX_INT_BITS} bits")
+
+
+def _over_iterations(limit: int) -> DslLimitError:
+    return DslLimitError(f"more than {limit} iterations; the plan bounded them")
 
 
 def _number(value: object) -> bool:

@@ -61,6 +61,13 @@ def signature_of_spec(
     spec: ToolSpec, *, max_calls: int | None = None, requires_approval: bool = False
 ) -> ToolSignature:
     """The signature of a ``@tool`` spec (its result type from the return annotation)."""
+    return _signature(spec, max_calls, requires_approval)
+
+
+# Signatures are immutable and a spec hashes by identity, so every run of a session (which asks
+# for the signatures of its grants again, with their calls left) shares them.
+@lru_cache(maxsize=4096)
+def _signature(spec: ToolSpec, max_calls: int | None, requires_approval: bool) -> ToolSignature:
     return ToolSignature(
         name=spec.name,
         parameters=spec.parameters,

@@ -18,7 +18,7 @@ from safeexec.capabilities import CapabilitySet, tool
 from safeexec.dsl import ops, runtime
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.limits import DslLimits
-from safeexec.dsl.runtime import DslLimitError, DslRuntime
+from safeexec.dsl.runtime import DslLimitError, DslRuntime, DslRuntimeError
 from safeexec.errors import BackendUnavailable
 from safeexec.model import ExecStatus
 
@@ -99,6 +99,42 @@ def test_the_runtime_meter_refuses_calls_and_iterations_past_the_plan() -> None:
         list(meter.h_loop([1, 2, 3, 4], 10))
     with pytest.raises(DslLimitError, match="bounded it to 2"):
         list(meter.h_loop([1, 2, 3], 2))
+
+
+def test_a_loop_stops_at_its_first_item_past_the_iteration_bound_or_the_budget() -> None:
+    meter = DslRuntime(
+        max_iterations=3, call_bounds={}, max_items=10, max_text_chars=10, sink=CappedText(100)
+    )
+    seen = []
+    with pytest.raises(DslLimitError, match="more than 3 iterations"):
+        for item in meter.h_loop([1, 2, 3, 4], 10):
+            seen.append(item)
+    assert seen == [1, 2, 3] and meter.iterations == 4
+    stopped = DslRuntime(
+        max_iterations=10, call_bounds={}, max_items=10, max_text_chars=10,
+        sink=CappedText(100), operations=iter(range(2)),
+    )  # fmt: skip
+    seen = []
+    with pytest.raises(DslLimitError, match="the run was stopped"):
+        for item in stopped.h_loop([1, 2, 3], 10):
+            seen.append(item)
+    assert seen == [1, 2]
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_integer_results_are_capped_at_4096_bits_exactly(sign: int) -> None:
+    meter = DslRuntime(
+        max_iterations=1, call_bounds={}, max_items=10, max_text_chars=10, sink=CappedText(100)
+    )
+    widest = sign * (2**4096 - 1)
+    assert meter.h_add(widest - sign, sign) == widest
+    assert meter.h_mul(widest, 1) == widest
+    with pytest.raises(DslLimitError, match="4096 bits"):
+        meter.h_add(widest, sign)
+    with pytest.raises(DslLimitError, match="4096 bits"):
+        meter.h_mul(sign * 2**2048, 2**2048)
+    with pytest.raises(DslRuntimeError, match="cannot combine bool and int"):
+        meter.h_add(True, 1)  # a bool is not a number, fast path or not
 
 
 def test_every_op_has_a_runtime_and_no_runtime_op_lacks_a_type_rule() -> None:

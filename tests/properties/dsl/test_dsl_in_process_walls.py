@@ -113,12 +113,22 @@ def _method_call(value: ast.expr) -> ast.expr:
         (lambda v: ast.Attribute(value=v, attr="__class__", ctx=ast.Load()), "Attribute node"),
         (lambda v: ast.Subscript(value=v, slice=ast.Constant(0), ctx=ast.Load()), "Subscript"),
         (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "'__builtins__'"),
+        (lambda v: ast.Name(id="dsl_give", ctx=ast.Store()), "'dsl_give'"),
         (_method_call, "call of a non-name"),
         (lambda v: ast.Constant(value=b"bytes"), "non-JSON constant"),
         (lambda v: ast.List(elts=[v, object()], ctx=ast.Load()), "object node"),
         (lambda v: ast.UnaryOp(op=ast.Not(), operand=ast.Starred(v, ast.Load())), "Starred"),
     ],
-    ids=["attribute", "subscript", "private-name", "method-call", "bytes", "foreign", "starred"],
+    ids=[
+        "attribute",
+        "subscript",
+        "private-name",
+        "helper-rebound",
+        "method-call",
+        "bytes",
+        "foreign",
+        "starred",
+    ],
 )
 def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
     monkeypatch: pytest.MonkeyPatch, swap: object, says: str
@@ -150,3 +160,29 @@ def test_a_changed_grant_is_checked_again_not_served_from_the_cache(tmp_path: Pa
     refused = run(source, tmp_path / "again", caps=granted({"get_quote": 1}))
     assert refused.result.status is ExecStatus.ERROR and "SX704" in refused.result.message
     assert refused.caps.statistics().calls == 0
+
+
+def test_a_cached_check_plans_again_for_other_approval_effects() -> None:
+    source = 'code = reserve(sku="A1")\nreturn code'
+    tools = signatures_of(granted())
+    forget_checks()
+    free = check_source(source, tools)
+    asked = check_source(source, tools, approval_effects=["money"])
+    assert free.plan is not None and asked.plan is not None
+    assert free.plan.approval_effects == () and asked.plan.approval_effects == ("money",)
+    assert "SX710" in [f.rule for f in asked.findings]
+    assert "SX710" not in [f.rule for f in free.findings]
+    assert check_source(source, tools, approval_effects=("money",)).plan is asked.plan
+
+
+def test_signatures_are_shared_between_runs_and_follow_the_calls_left() -> None:
+    caps = granted({"get_quote": 2})
+    before = {s.name: s for s in signatures_of(caps)}
+    assert before["get_quote"].max_calls == 2
+    again = {s.name: s for s in signatures_of(caps)}
+    assert all(again[name] is signature for name, signature in before.items())
+    reply = caps.invoke("get_quote", {"args": [], "kwargs": {"ticker": "ACME"}})
+    assert reply.ok, reply
+    after = {s.name: s for s in signatures_of(caps)}
+    assert after["get_quote"].max_calls == 1
+    assert after["get_fx_rate"] is before["get_fx_rate"]
