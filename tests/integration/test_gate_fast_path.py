@@ -28,7 +28,7 @@ from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from python_texts import python_corpus
 
 CORPUS = python_corpus()

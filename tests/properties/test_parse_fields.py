@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from safeexec.parse.fields import CHILD_FIELDS, CHILD_FIELDS_NO_CONTEXT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from python_texts import python_corpus
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from safeexec.parse import _segment, _string_literal_count
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from python_texts import python_corpus
 
 
