@@ -51,6 +51,7 @@ _UPDATE_WRAPPER = (
 )
 _WRITES_PAST_GUARD = "stores into its argument, past the runtime's write guard"
 _SETS_ON_ARGUMENT = "sets attributes on its argument, which may be a host object"
+_HOST_COROUTINES = "its methods return host coroutines, which restricted code cannot await"
 _METACLASS = "a metaclass: calling it builds classes outside the own-class registry"
 
 # Module → {denied name: why}. Every derived module has an entry (empty when nothing is denied).
@@ -84,6 +85,8 @@ DERIVED_DENIED: Mapping[str, Mapping[str, str]] = {
         "chdir": "changes the process's working directory (a path)",
         "ContextDecorator": "its __call__ wraps a class: " + _UPDATE_WRAPPER,
         "asynccontextmanager": _UPDATE_WRAPPER,
+        "AsyncExitStack": _HOST_COROUTINES,
+        "aclosing": _HOST_COROUTINES,
     },
     "copy": {},
     "csv": {
