@@ -51,7 +51,9 @@ _UPDATE_WRAPPER = (
 )
 _WRITES_PAST_GUARD = "stores into its argument, past the runtime's write guard"
 _SETS_ON_ARGUMENT = "sets attributes on its argument, which may be a host object"
-_HOST_COROUTINES = "its methods return host coroutines, which restricted code cannot await"
+_HOST_COROUTINES = (
+    "its methods return host coroutines (async stacks await the asyncio view's review)"
+)
 _METACLASS = "a metaclass: calling it builds classes outside the own-class registry"
 
 # Module → {denied name: why}. Every derived module has an entry (empty when nothing is denied).

@@ -26,7 +26,7 @@ from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 _UPDATE = (
     "review each name `python -m safeexec.sandbox.restricted.derived_views` prints (a dangerous "
     "one goes into DERIVED_DENIED with its reason), run the reachability crawler "
-    "(tests/sandbox/restricted/test_reachability.py), then write the golden with `--write`"
+    "(test_reachability.py) over every shipped pack, then write the golden with `--write`"
 )
 
 
