@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping
 
+from safeexec.sandbox.restricted.derived_views import golden_views
+
 # Attribute names the data-stack views (data_views.py) refuse or confine on numpy, pandas and
 # matplotlib objects: raw pointers, pickle, string-expression evaluation, clipboard and foreign
 # file formats, backend loading, paths that must go through the workdir, and methods that take a
@@ -199,117 +201,11 @@ def _names(text: str) -> frozenset[str]:
 
 # Module name → attribute allowlist. Values are vetted: no modules, no module-level mutable
 # containers shared with the host (those are copied), nothing whose public attributes reach ``sys``.
+# The pure stdlib modules' lists are derived from their public API minus a documented denylist and
+# capped by the reviewed golden (derived_views.py); the rest are picked by hand here.
 MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
-    "math": _names(
-        "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist e "
-        "erf erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot inf isclose "
-        "isfinite isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nan nextafter perm "
-        "pi pow prod radians remainder sin sinh sqrt tan tanh tau trunc ulp"
-    ),
-    "cmath": _names("phase polar rect sqrt exp log pi e isclose"),
-    "statistics": _names(
-        "mean fmean geometric_mean harmonic_mean median median_low median_high median_grouped "
-        "mode multimode quantiles pstdev pvariance stdev variance covariance correlation "
-        "linear_regression NormalDist StatisticsError"
-    ),
-    "random": _names(
-        "Random random randint randrange choice choices shuffle sample uniform gauss "
-        "normalvariate triangular betavariate expovariate seed getrandbits"
-    ),
-    "re": _names(
-        "compile match search fullmatch findall finditer sub subn split escape error "
-        "Pattern Match A ASCII I IGNORECASE L LOCALE M MULTILINE S DOTALL X VERBOSE U UNICODE "
-        "NOFLAG"
-    ),
-    "json": _names("dumps loads dump load JSONDecodeError JSONEncoder JSONDecoder"),
-    "datetime": _names("date datetime time timedelta timezone tzinfo MINYEAR MAXYEAR"),
-    "time": _names(
-        "time time_ns monotonic perf_counter process_time sleep strftime strptime gmtime "
-        "localtime mktime struct_time"
-    ),
-    "collections": _names(
-        "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString abc"
-    ),
-    "collections.abc": _names(
-        "Iterable Iterator Generator Sequence MutableSequence Mapping MutableMapping Set "
-        "MutableSet Hashable Sized Container Callable Collection Reversible"
-    ),
-    "itertools": _names(
-        "accumulate batched chain combinations combinations_with_replacement compress count "
-        "cycle dropwhile filterfalse groupby islice pairwise permutations product repeat "
-        "starmap takewhile tee zip_longest"
-    ),
-    "functools": _names(
-        "reduce partial lru_cache cache cmp_to_key total_ordering wraps cached_property"
-    ),
-    "heapq": _names("heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge"),
-    "bisect": _names("bisect bisect_left bisect_right insort insort_left insort_right"),
-    "string": _names(
-        "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation "
-        "whitespace printable capwords Template"
-    ),
-    "textwrap": _names("wrap fill dedent indent shorten TextWrapper"),
-    "decimal": _names(
-        "Decimal InvalidOperation DivisionByZero ROUND_HALF_UP ROUND_HALF_EVEN ROUND_DOWN "
-        "ROUND_UP ROUND_FLOOR ROUND_CEILING ROUND_HALF_DOWN ROUND_05UP localcontext Context "
-        "DecimalException Inexact Rounded Overflow Underflow"
-    ),
-    "fractions": frozenset({"Fraction"}),
-    "dataclasses": _names(
-        "dataclass field fields asdict astuple replace is_dataclass FrozenInstanceError "
-        "InitVar MISSING"
-    ),
-    "enum": _names("Enum IntEnum Flag IntFlag StrEnum auto unique"),
-    "typing": _names(
-        "Any Callable ClassVar Dict DefaultDict Deque FrozenSet Generator Iterable Iterator List "
-        "Literal Mapping MutableMapping NamedTuple Optional Sequence Set Tuple TypedDict Union "
-        "Final cast Protocol runtime_checkable Generic TypeVar overload Annotated NoReturn"
-    ),
-    "copy": frozenset({"copy", "deepcopy"}),
-    "csv": _names(
-        "reader writer DictReader DictWriter QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE "
-        "QUOTE_NONNUMERIC Error"
-    ),
+    **golden_views(),
     "io": frozenset({"StringIO", "BytesIO"}),
-    "hashlib": _names("md5 sha1 sha224 sha256 sha384 sha512 blake2b blake2s"),
-    "base64": _names(
-        "b64encode b64decode urlsafe_b64encode urlsafe_b64decode b32encode b32decode "
-        "b16encode b16decode"
-    ),
-    "uuid": _names("UUID uuid3 uuid4 uuid5 NAMESPACE_DNS NAMESPACE_URL"),
-    "unicodedata": _names(
-        "category name lookup normalize numeric decimal digit combining east_asian_width "
-        "mirrored bidirectional decomposition is_normalized unidata_version"
-    ),
-    # No setitem/delitem/in-place operators: they would write past the runtime's write guard;
-    # no attrgetter/methodcaller (DENIED_ATTRIBUTES): attribute names from strings.
-    "operator": _names(
-        "itemgetter getitem add sub mul truediv floordiv mod pow neg pos abs index inv invert "
-        "lshift rshift and_ or_ xor not_ truth eq ne lt le gt ge is_ is_not contains countOf "
-        "indexOf concat matmul length_hint"
-    ),
-    "array": _names("array typecodes ArrayType"),
-    "difflib": _names("SequenceMatcher get_close_matches unified_diff ndiff"),
-    "pprint": frozenset({"pformat", "pprint"}),
-    "contextlib": _names("contextmanager suppress closing nullcontext ExitStack"),
-    "abc": _names("ABC abstractmethod"),
-    "calendar": _names(
-        "monthrange isleap leapdays weekday monthcalendar month_name month_abbr day_name "
-        "day_abbr MONDAY TUESDAY WEDNESDAY THURSDAY FRIDAY SATURDAY SUNDAY"
-    ),
-    "html": _names("escape unescape"),
-    "numbers": _names("Number Complex Real Rational Integral"),
-    "graphlib": _names("TopologicalSorter CycleError"),
-    "secrets": _names("token_hex token_urlsafe token_bytes choice randbelow compare_digest"),
-    "struct": _names("pack unpack calcsize iter_unpack unpack_from pack_into Struct error"),
-    "zlib": _names(
-        "crc32 adler32 compress decompress compressobj decompressobj error MAX_WBITS DEFLATED "
-        "Z_BEST_COMPRESSION Z_BEST_SPEED Z_DEFAULT_COMPRESSION Z_SYNC_FLUSH Z_FULL_FLUSH Z_FINISH"
-    ),
-    "binascii": _names("hexlify unhexlify crc32 b2a_hex a2b_hex Error"),
-    "colorsys": _names("rgb_to_hsv hsv_to_rgb rgb_to_hls hls_to_rgb rgb_to_yiq yiq_to_rgb"),
-    "reprlib": _names("repr Repr"),
-    "zoneinfo": _names("ZoneInfo ZoneInfoNotFoundError"),
     "__future__": _names("annotations"),
     # Views the runtime builds itself (workdir_views.py, environment_views.py): not the real
     # modules; every file-system call resolves beneath the workdir and never follows a link.

@@ -31,6 +31,11 @@ from safeexec.sandbox.restricted.budget import (
 from safeexec.sandbox.restricted.cell_threads import CellThreads
 from safeexec.sandbox.restricted.concurrency_views import concurrency_views
 from safeexec.sandbox.restricted.data_views import data_view, is_internal_module, mediate
+from safeexec.sandbox.restricted.derived_views import (
+    DERIVED_DENIED,
+    derived_names,
+    refusal_reason,
+)
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
@@ -44,6 +49,7 @@ from safeexec.sandbox.restricted.guards import (
     _record_denial,
     _SinkProxy,
     _view_value,
+    why,
 )
 from safeexec.sandbox.restricted.logging_view import logging_view
 from safeexec.sandbox.restricted.sqlite_views import sqlite_views
@@ -340,6 +346,13 @@ class RestrictedExecutor:
             _record_denial("import", name)
             raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")
         view = self._view(name)
+        for item in fromlist or ():
+            # A denied name says why (Python's own message would name no module and no reason).
+            if refusal_reason(name, item) is not None and not hasattr(view, item):
+                raise ImportError(
+                    f"cannot import name {item!r} from restricted module {name!r} "
+                    f"({why(name, item)})"
+                )
         if fromlist or "." not in name:
             return view
         return self._view(name.split(".", 1)[0])
@@ -384,17 +397,20 @@ class RestrictedExecutor:
         import importlib
 
         module = importlib.import_module(name)
+        allowed = MODULE_ALLOWLISTS[name]
+        if name in DERIVED_DENIED:
+            allowed = allowed & derived_names(name)  # the golden caps what this Python derives
         attributes: dict[str, object] = {}
         if name == "re" and self._counting:
             # In-process a backtracking pattern would hang the host: ``re`` runs time-limited.
             from safeexec.sandbox.restricted.timed_regex import timed_re_attributes
 
             timed = timed_re_attributes(self)
-            attributes = {a: timed[a] for a in MODULE_ALLOWLISTS[name] if a in timed}
+            attributes = {a: timed[a] for a in allowed if a in timed}
             view = ModuleView(name, attributes)
             self._views[name] = view
             return view
-        for attr in MODULE_ALLOWLISTS[name]:
+        for attr in allowed:
             if not hasattr(module, attr):
                 continue
             full = f"{name}.{attr}"

@@ -20,6 +20,7 @@ from safeexec.sandbox.restricted.allowlist import (
     MEDIATED_ATTRIBUTES,
     USER_DUNDERS,
 )
+from safeexec.sandbox.restricted.derived_views import refusal_reason
 
 
 class TextSink(Protocol):
@@ -78,7 +79,9 @@ class ModuleView:
         if name in fresh:
             return fresh[name]()
         label = self.__dict__.get("_label", "?")
-        raise AttributeError(f"restricted module {label!r} has no attribute {name!r} (not allowed)")
+        raise AttributeError(
+            f"restricted module {label!r} has no attribute {name!r} ({why(label, name)})"
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise GuardError("modules are read-only in restricted mode")
@@ -91,6 +94,12 @@ class ModuleView:
 
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("modules cannot be pickled or copied in restricted mode")
+
+
+def why(module: str, name: str) -> str:
+    """Why ``module.name`` is absent from its view, as the refusal messages say it."""
+    reason = refusal_reason(module, name)
+    return "not allowed" if reason is None else f"not allowed in restricted mode: {reason}"
 
 
 def _is_module(value: object) -> bool:

@@ -153,9 +153,14 @@ def _wrap_namedtuple(executor: RestrictedExecutor, namedtuple: Callable[..., obj
 
 
 def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) -> object:
+    """``pprint.pprint`` and ``pprint.pp`` writing to the cell's output, not the process's
+    stdout (``pp`` sorts no dicts unless asked, as the real one)."""
+    sort_default = pprint.__name__ != "pp"
+
     def wrapped(obj: object, *args: object, **kwargs: object) -> None:
         import pprint as pprint_module
 
+        kwargs.setdefault("sort_dicts", sort_default)
         executor._sink.write(pprint_module.pformat(obj, *args, **kwargs) + "\n")  # type: ignore[arg-type]
 
     return wrapped
@@ -204,6 +209,13 @@ def _decimal_contexts(executor: RestrictedExecutor, value: object) -> object:
     return value
 
 
+def _warmed(executor: RestrictedExecutor, codec: Callable[[bytes], object]) -> object:
+    """A ``base64`` codec whose lookup tables are built now: the module builds them into its
+    globals on first use, which would be sandboxed code writing host module state."""
+    codec(b"")
+    return codec
+
+
 _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     **{
         f"itertools.{name}": _counted_producer
@@ -221,6 +233,8 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "dataclasses.dataclass": _wrap_dataclass,
     "collections.namedtuple": _wrap_namedtuple,
     "pprint.pprint": _wrap_pprint,
+    "pprint.pp": _wrap_pprint,
+    **{f"base64.{name}": _warmed for name in ("a85encode", "b85encode", "b85decode")},
     "time.sleep": _wrap_sleep,
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
