@@ -143,6 +143,10 @@ def _class_entry(owner: object, name: str) -> tuple[type, object]:
     return receiver, None
 
 
+# ``Guards._own_instance_read``'s answer when the full guard must decide.
+_SLOW = object()
+
+
 class _MatchValue:
     """Holds a value pattern's value, read by guarded code (see ``Guards.match_value``)."""
 
@@ -217,6 +221,9 @@ class Guards:
 
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
+        # The own classes whose instances are not class-like (no ``super`` subclass): reads off
+        # their instances take ``getattr_guard``'s fast path (see ``_own_instance_read``).
+        self._plain_own: set[type] = set()
         # Types whose instances are not class-like (the inline test of a public read, see
         # ``class_attribute``); filled as the code reads attributes.
         self.plain_types: set[type] = set()
@@ -254,6 +261,8 @@ class Guards:
         if isinstance(cls, type):
             with self._lock:
                 self.own_classes.add(cls)
+                if not issubclass(cls, CLASS_LIKE):
+                    self._plain_own.add(cls)
         return cls
 
     def build_class(
@@ -273,6 +282,11 @@ class Guards:
     # -- attribute reads ---------------------------------------------------------------------------
     def getattr_guard(self, obj: object, name: str) -> object:
         """``_getattr_``: reached only for names starting with ``_`` or on the dangerous list."""
+        cls = type(obj)
+        if cls in self._plain_own and name[-1:] != "_" and name not in MEDIATED_ATTRIBUTES:
+            value = self._own_instance_read(obj, cls, name)
+            if value is not _SLOW:
+                return value
         if name in MEDIATED_ATTRIBUTES:
             return self._checked(self.mediator(obj, name))
         if name in _ANYWHERE_DUNDERS:
@@ -300,6 +314,22 @@ class Guards:
             if isinstance(obj, type) and obj.__module__ == "builtins":
                 return self._checked(getattr(obj, name))
         raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
+
+    @staticmethod
+    def _own_instance_read(obj: object, cls: type, name: str) -> object:
+        """The common private read (``self._count``, ``self._helper``) on an instance of an own
+        class, or ``_SLOW`` when the full guard must decide.
+
+        The caller has checked that ``cls`` is an own, not class-like class and that ``name``
+        is neither a dunder nor mediated (a name ending in ``_`` goes the slow way). Then the
+        full guard's answer is the plain read exactly when the instance's ``__dict__`` or
+        ``cls`` itself defines the name (``_defined_by_code``), barring a module."""
+        inst = getattr(obj, "__dict__", None)
+        if (type(inst) is dict and name in inst) or name in cls.__dict__:
+            value = getattr(obj, name)
+            if type(value) is not types.ModuleType:
+                return value
+        return _SLOW
 
     def plain_read(self, obj: object, name: str) -> object:
         """What a public read ``obj.name`` gives (plain, or receiver-checked off a class)."""
@@ -373,6 +403,12 @@ class Guards:
         assignment must not read what a plain read would not hand out: the read goes through
         the same guard, and a value the guard would wrap or refuse is refused here.
         """
+        cls = type(obj)
+        if cls in self._plain_own and name[-1:] != "_" and name not in MEDIATED_ATTRIBUTES:
+            # An own instance (``_write_`` hands it back as it is) and a name the fast read decides.
+            value = self._own_instance_read(obj, cls, name)
+            if value is not _SLOW and value is getattr(obj, name):
+                return obj
         target = self.write_guard(obj)
         if name.startswith("_") or name in DENIED_ATTRIBUTES:
             checked = self.getattr_guard(obj, name)
