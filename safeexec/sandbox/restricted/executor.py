@@ -257,7 +257,7 @@ class RestrictedExecutor:
         namespace: dict[str, object] = {
             "__builtins__": self._builtins(guards),
             "__name__": "__sandbox__",  # not "__main__": see the transformer's visit_Name
-            "_getattr_": guards.getattr_guard,
+            "_getattr_": guards.read_guard,
             "_cattr_": guards.class_attribute,
             "_plain_": guards.plain_types,
             "_augwrite_": guards.augmented_target,

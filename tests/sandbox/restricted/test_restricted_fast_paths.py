@@ -61,7 +61,7 @@ def test_a_module_on_an_own_instance_is_refused_by_the_fast_read() -> None:
     obj = cls()
     obj._module = types  # what no sandboxed code can reach; the guard refuses it anyway
     with pytest.raises(GuardError, match="module"):
-        guards.getattr_guard(obj, "_module")
+        guards.read_guard(obj, "_module")
     with pytest.raises(GuardError, match="module"):
         guards.augmented_target(obj, "_module")
 
@@ -74,12 +74,12 @@ def test_an_own_super_subclass_instance_gets_the_full_guard() -> None:
     assert isinstance(cls, type)
     obj = cls(int, 1)
     obj._dump = json.dumps
-    assert guards.getattr_guard(obj, "_dump") is not json.dumps
+    assert guards.read_guard(obj, "_dump") is not json.dumps
     plain = guards.register_class(type("Own", (), {}))
     assert isinstance(plain, type)
     instance = plain()
     instance._dump = json.dumps
-    assert guards.getattr_guard(instance, "_dump") is json.dumps
+    assert guards.read_guard(instance, "_dump") is json.dumps
 
 
 # -- method calls and literal receivers ------------------------------------------------------------
