@@ -152,6 +152,12 @@ class CellThreads:
         with self._lock:
             self._pools.append(pool)
 
+    def _idle(self) -> bool:
+        """No thread, pool or stop is on record: the end of a cell and a stop have nothing to
+        do (most cells start no thread; this keeps their fixed cost down)."""
+        with self._lock:
+            return not self._live and not self._pools and not self._stopping.is_set()
+
     def _prune(self) -> None:
         for ident in [i for i, (state, _) in self._live.items() if not state.alive]:
             del self._live[ident]
@@ -160,6 +166,8 @@ class CellThreads:
     def end_of_cell(self) -> None:
         """The code ended normally: shut open pools down, wait for non-daemon threads (within
         the cell's limits), then stop what is left."""
+        if self._idle():
+            return
         try:
             with self._lock:
                 pools, self._pools = self._pools, []
@@ -180,6 +188,8 @@ class CellThreads:
         """Stop every live sandbox thread: :class:`ThreadStopped` in each until it ends. In the
         worker this waits as long as it takes, through the host's interrupts too (a cell cannot
         return while a thread of it runs; the host's grace kill bounds the wait)."""
+        if self._idle():
+            return
         deadline = time.monotonic() + _IN_PROCESS_STOP_SECONDS
         interrupted = False
         while True:

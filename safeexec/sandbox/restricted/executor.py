@@ -103,7 +103,9 @@ class RestrictedExecutor:
         self._output_bytes = output_bytes
         self._sink: TextSink = sink if sink is not None else _SinkProxy()
         self._tools: dict[str, Callable[..., object]] = {}
-        self._budget = _closed_budget()
+        # The budget between runs, made once (every use of a closed budget raises alike).
+        self._closed = _closed_budget()
+        self._budget = self._closed
         self.guards = Guards()
         self._views: dict[str, ModuleView] = {}
         self._built: dict[str, dict[str, object]] | None = None
@@ -206,8 +208,8 @@ class RestrictedExecutor:
             raise SandboxExit(f"{type(exc).__name__}{exc.args!r} ended the cell") from None
         finally:
             # Code that runs later (finalizers, callbacks) finds an exhausted budget.
-            self._budget = _closed_budget()
-            namespace["_budget_"] = self._budget.counter
+            self._budget = self._closed
+            namespace["_budget_"] = self._closed.counter
 
     # -- internals --------------------------------------------------------------------------------
     def _compile(self, code: str, filename: str) -> _Compiled:
@@ -218,6 +220,8 @@ class RestrictedExecutor:
             _COMPILED.put(key, compiled, size=len(code))
             return compiled
         body, final = compiled
+        if body.co_filename == filename:
+            return compiled  # resent under the same name (nested code carries it too)
         return _renamed(body, filename), None if final is None else _renamed(final, filename)
 
     def _compile_restricted(self, code: str, filename: str) -> _Compiled:
@@ -259,7 +263,7 @@ class RestrictedExecutor:
         namespace: dict[str, object] = {
             "__builtins__": self._builtins(guards),
             "__name__": "__sandbox__",  # not "__main__": see the transformer's visit_Name
-            "_getattr_": guards.getattr_guard,
+            "_getattr_": guards.read_guard,
             "_cattr_": guards.class_attribute,
             "_plain_": guards.plain_types,
             "_augwrite_": guards.augmented_target,

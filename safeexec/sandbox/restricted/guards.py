@@ -226,6 +226,9 @@ class Guards:
 
     def __init__(self) -> None:
         self.own_classes: set[type] = set()
+        # The own classes whose instances are not class-like (no ``super`` subclass): reads off
+        # their instances take the read guard's fast path (see ``_make_read_guard``).
+        self._plain_own: set[type] = set()
         # Types whose instances are not class-like (the inline test of a public read, see
         # ``class_attribute``); filled as the code reads attributes.
         self.plain_types: set[type] = set()
@@ -238,6 +241,7 @@ class Guards:
         self.writable_attributes: dict[type, frozenset[str]] = {}
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
+        self.read_guard = self._make_read_guard()
         # Who decides on a ``MEDIATED_ATTRIBUTES`` read (the executor installs the data views'
         # ``mediate``); without one, such a read is the plain read it would have been.
         self.mediator: Callable[[object, str], object] = self.plain_read
@@ -263,6 +267,8 @@ class Guards:
         if isinstance(cls, type):
             with self._lock:
                 self.own_classes.add(cls)
+                if not issubclass(cls, CLASS_LIKE):
+                    self._plain_own.add(cls)
         return cls
 
     def build_class(
@@ -309,6 +315,30 @@ class Guards:
             if isinstance(obj, type) and obj.__module__ == "builtins":
                 return self._checked(getattr(obj, name))
         raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
+
+    def _make_read_guard(self) -> Callable[[object, str], object]:
+        """``_getattr_``: :meth:`getattr_guard`, with the common private read (``self._count``,
+        ``self._helper``) off an instance of an own, not class-like class answered in one step.
+
+        For a name that is neither a dunder nor mediated (one ending in ``_`` goes the full
+        way), the full guard gives the plain read exactly when the instance's ``__dict__`` or
+        the class itself defines the name (``_defined_by_code``), barring a module."""
+        plain_own = self._plain_own
+        full = self.getattr_guard
+        mediated = MEDIATED_ATTRIBUTES
+        module = types.ModuleType
+
+        def _getattr_(obj: object, name: str) -> object:
+            cls = type(obj)
+            if cls in plain_own and name and name[-1] != "_" and name not in mediated:
+                inst = getattr(obj, "__dict__", None)
+                if (type(inst) is dict and name in inst) or name in cls.__dict__:
+                    value = getattr(obj, name)
+                    if type(value) is not module:
+                        return value
+            return full(obj, name)
+
+        return _getattr_
 
     def plain_read(self, obj: object, name: str) -> object:
         """What a public read ``obj.name`` gives (plain, or receiver-checked off a class)."""
@@ -382,10 +412,11 @@ class Guards:
         assignment must not read what a plain read would not hand out: the read goes through
         the same guard, and a value the guard would wrap or refuse is refused here.
         """
-        target = self.write_guard(obj)
+        own_instance = type(obj) in self._plain_own  # ``_write_`` would hand it back as it is
+        target = obj if own_instance else self.write_guard(obj)
         if name.startswith("_") or name in DENIED_ATTRIBUTES:
-            checked = self.getattr_guard(obj, name)
-        elif isinstance(obj, CLASS_LIKE):
+            checked = self.read_guard(obj, name)
+        elif not own_instance and isinstance(obj, CLASS_LIKE):
             checked = self.class_attribute(obj, name)
         else:
             return target
@@ -418,7 +449,7 @@ class Guards:
             raise TypeError("getattr(): attribute name must be a string")
         try:
             if name.startswith("_") or name in DENIED_ATTRIBUTES:
-                return self.getattr_guard(obj, name)
+                return self.read_guard(obj, name)
             if isinstance(obj, CLASS_LIKE):
                 return self.class_attribute(obj, name)
             return self._checked(getattr(obj, name))

@@ -4,6 +4,7 @@ operation-budget ticks."""
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from collections.abc import Iterable
 from typing import ClassVar
@@ -13,6 +14,19 @@ from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locati
 from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
 
 _RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
+# Expressions whose value is always an instance of a builtin type (never a class or ``super``).
+_BUILTIN_VALUES = (
+    ast.Constant,
+    ast.JoinedStr,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 class SafeexecTransformer(RestrictingNodeTransformer):
@@ -32,6 +46,10 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # Nodes and names the transformer made itself (match-pattern holders), left as built.
         self._generated_nodes: set[int] = set()
         self._hoisted = 0
+        # The inline-checked public reads (``_class_checked``) and the method calls made from
+        # them (``visit_Call``), held so their ids stay theirs while the tree is built.
+        self._class_checks: dict[int, ast.IfExp] = {}
+        self._method_calls: dict[int, ast.IfExp] = {}
 
     # -- names -----------------------------------------------------------------------------
     def check_name(
@@ -133,6 +151,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             args=[node.value, ast.Constant(node.attr)],
             keywords=[],
         )
+        if isinstance(node.value, _BUILTIN_VALUES):
+            return node  # a literal or display is a str, list, dict...: never class-like
         copy_locations(hook, node)
         if not isinstance(node.value, ast.Name):
             return hook
@@ -147,7 +167,38 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         )
         checked = ast.IfExp(test=test, body=node, orelse=hook)
         copy_locations(checked, node)
+        self._class_checks[id(checked)] = checked
         return checked
+
+    def visit_Call(self, node: ast.Call) -> ast.AST | Iterable[ast.AST] | None:
+        call = super().visit_Call(node)
+        if isinstance(call, ast.Call) and id(call.func) in self._class_checks:
+            return self._checked_method_call(call)
+        return call
+
+    def _checked_method_call(self, call: ast.Call) -> ast.expr:
+        """``(a.m if _type_(a) in _plain_ else _cattr_(a, 'm'))(x)`` as ``a.m(x) if _type_(a) in
+        _plain_ else _cattr_(a, 'm')(x)``: the inline path is the interpreter's method call,
+        which makes no bound method. Same checks, same order of evaluation.
+
+        The arguments appear in both branches (one runs), so only when they hold no checked
+        read or call of their own: nested calls never double twice, the code at most doubles."""
+        checked = self._class_checks[id(call.func)]
+        registered = self._class_checks.keys() | self._method_calls.keys()
+        for argument in (*call.args, *call.keywords):
+            if any(id(inner) in registered for inner in ast.walk(argument)):
+                return call
+        fast = ast.Call(func=checked.body, args=call.args, keywords=call.keywords)
+        slow = ast.Call(
+            func=checked.orelse,
+            args=copy.deepcopy(call.args),
+            keywords=copy.deepcopy(call.keywords),
+        )
+        method_call = ast.IfExp(test=checked.test, body=fast, orelse=slow)
+        for made in (fast, slow, method_call):
+            copy_locations(made, call)
+        self._method_calls[id(method_call)] = method_call
+        return method_call
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         # Item access on reachable containers cannot produce a module (no module-holding

@@ -52,3 +52,12 @@ def test_a_refused_cell_records_its_denials_on_every_run() -> None:
             executor.execute("x.__class__ = 1\n", filename="<t>")
         assert executor.last_denials and executor.last_denials[0][0] == "compile"
     assert executor_module._COMPILED.statistics().entries == 0
+
+
+def test_a_cell_resent_under_its_own_name_reuses_its_code_objects() -> None:
+    executor = RestrictedExecutor()
+    code = "def f():\n    return 1\nf()\n"
+    first = executor._compile(code, "<cell-1>")
+    assert executor._compile(code, "<cell-1>") is first  # nothing to rename
+    renamed, _ = executor._compile(code, "<cell-2>")
+    assert renamed is not first[0] and renamed.co_filename == "<cell-2>"
