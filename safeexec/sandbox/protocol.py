@@ -132,20 +132,44 @@ def _string_map(message: Mapping[str, object], name: str) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TemplateOptions:
-    """How the host starts the template: the command-line argument after the control fd."""
+    """How the host starts the template: the command-line argument after the control fd.
+
+    The host builds the seccomp filter and resolves the syscall numbers the sandbox side calls
+    (libseccomp's work, :mod:`safeexec.sandbox.syscalls`), so the template never loads it.
+    """
 
     preload: tuple[str, ...] = ()  # modules imported once, shared by every session
     pool_size: int = 0  # session processes kept forked ahead
+    seccomp_program: bytes = b""  # the compiled classic-BPF filter every session loads
+    syscall_numbers: Mapping[str, int] = field(default_factory=dict)
 
     def to_argument(self) -> str:
-        return json.dumps({"preload": list(self.preload), "pool_size": self.pool_size})
+        return json.dumps(
+            {
+                "preload": list(self.preload),
+                "pool_size": self.pool_size,
+                "seccomp_program": self.seccomp_program.hex(),
+                "syscall_numbers": dict(self.syscall_numbers),
+            }
+        )
 
     @classmethod
     def from_argument(cls, text: str) -> TemplateOptions:
         message = _json_object(text, "template options")
+        numbers = message.get("syscall_numbers", {})
+        if not isinstance(numbers, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers.values()
+        ):
+            raise ProtocolError("frame field 'syscall_numbers' is not an object of numbers")
+        try:
+            program = bytes.fromhex(_field(message, "seccomp_program", str))
+        except ValueError:
+            raise ProtocolError("frame field 'seccomp_program' is not hexadecimal") from None
         return cls(
             preload=_strings(message, "preload"),
             pool_size=max(0, _field(message, "pool_size", int)),
+            seccomp_program=program,
+            syscall_numbers=dict(numbers),
         )
 
 

@@ -101,9 +101,25 @@ def test_a_run_frame_must_say_whether_to_stream_with_a_bool(stream: object) -> N
 
 
 def test_template_options_round_trip_and_reject_junk() -> None:
-    options = TemplateOptions(preload=("numpy",), pool_size=4)
+    options = TemplateOptions(
+        preload=("numpy",),
+        pool_size=4,
+        seccomp_program=bytes(range(16)),
+        syscall_numbers={"landlock_create_ruleset": 444},
+    )
     assert TemplateOptions.from_argument(options.to_argument()) == options
-    for junk in ("[]", "{not json", '{"preload": "numpy", "pool_size": 1}', '{"preload": []}'):
+    good = '"preload": [], "pool_size": 1'
+    for junk in (
+        "[]",
+        "{not json",
+        '{"preload": "numpy", "pool_size": 1}',
+        '{"preload": []}',
+        "{" + good + ', "seccomp_program": "zz"}',
+        "{" + good + ', "seccomp_program": 7}',
+        "{" + good + ', "seccomp_program": "", "syscall_numbers": {"capset": true}}',
+        "{" + good + ', "seccomp_program": "", "syscall_numbers": {"capset": -1}}',
+        "{" + good + ', "seccomp_program": "", "syscall_numbers": ["capset"]}',
+    ):
         with pytest.raises(ProtocolError):
             TemplateOptions.from_argument(junk)
 

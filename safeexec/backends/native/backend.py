@@ -9,17 +9,19 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
 from safeexec.backends.native.disk import disk_support
-from safeexec.backends.native.session import NativeSession
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
+
+if TYPE_CHECKING:
+    from safeexec.backends.native.session import NativeSession
 
 __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
@@ -193,6 +195,10 @@ class NativeBackend:
         Layers in ``spec.require`` must apply; seccomp and Landlock are required anyway where
         the kernel has them.
         """
+        # Imported at the first open, not with the backend: ``safeexec run`` starts the
+        # template first, and the session's modules load while it boots.
+        from safeexec.backends.native.session import NativeSession
+
         return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
 
     def _required(self, require: frozenset[str]) -> frozenset[Layer]:

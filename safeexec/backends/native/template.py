@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import socket
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from safeexec.errors import BackendUnavailable
+from safeexec.sandbox import seccomp, syscalls
 from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
 from safeexec.sandbox.protocol import (
     Exit,
@@ -58,7 +60,10 @@ class _Template:
             "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": _template_cache_dir(),
         }
-        options = TemplateOptions(preload=preload, pool_size=pool_size)
+        program, numbers = _sandbox_constants()
+        options = TemplateOptions(
+            preload=preload, pool_size=pool_size, seccomp_program=program, syscall_numbers=numbers
+        )
         self._process = subprocess.Popen(
             [
                 python,
@@ -168,6 +173,18 @@ def _exits_within(process: subprocess.Popen[bytes], *, seconds: float) -> bool:
         return bool(poller.poll(seconds * 1000))
     finally:
         os.close(pidfd)
+
+
+@functools.cache
+def _sandbox_constants() -> tuple[bytes, dict[str, int]]:
+    """The compiled seccomp filter and the sandbox side's syscall numbers, made once per host
+    process: what the template would otherwise load libseccomp for at every start."""
+    try:
+        return seccomp.compile_filter(), syscalls.resolve(syscalls.CALLED)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise BackendUnavailable(
+            f"the seccomp filter cannot be built here: {exc!r}; run `safeexec doctor`"
+        ) from exc
 
 
 def _template_cache_dir() -> str:
