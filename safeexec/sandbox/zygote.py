@@ -57,6 +57,7 @@ from safeexec.sandbox.protocol import (
     Prepared,
     Ready,
     SessionConfig,
+    Setup,
     Spawn,
     Started,
     TemplateOptions,
@@ -450,10 +451,15 @@ def _become_pid_one(control: socket.socket) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     options = TemplateOptions.from_argument(sys.argv[2])
-    install(options.syscall_numbers)
     loaded, failed = _preload(list(options.preload))
     with contextlib.suppress(ImportError):
         importlib.import_module("safeexec.sandbox.restricted")
+    try:
+        # Sent by the host while we imported: it loads libseccomp, so that we need not.
+        setup = Setup.from_message(recv_frame(control))
+    except (OSError, EOFError, ProtocolError):
+        return  # the host is gone (or speaks another protocol): nobody to serve
+    install(setup.syscall_numbers)
     read_only = runtime_read_only_paths()
     netns = enter_template_namespaces(read_only)
     pidns_fd = -1
@@ -464,7 +470,7 @@ def main() -> None:
     template = _TemplateState(
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
-        seccomp_program=options.seccomp_program,
+        seccomp_program=setup.seccomp_program,
         netns=netns,
         pidns_fd=pidns_fd,
         session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},

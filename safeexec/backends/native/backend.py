@@ -140,7 +140,10 @@ class NativeBackend:
         self._watchdog: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._supported = supported_layers()
+        # Probed on first need, not here: the probe loads libseccomp (for a syscall number),
+        # which ``safeexec run`` would otherwise wait for before it starts the template.
+        self._supported_layers: dict[Layer, LayerStatus] | None = None
+        self._probe_lock = threading.Lock()
         self._warm_groups = WarmGroups()
         weakref.finalize(self, self._warm_groups.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
@@ -148,7 +151,13 @@ class NativeBackend:
     @property
     def supported(self) -> Mapping[Layer, LayerStatus]:
         """Which layers this machine can provide (before any session is opened)."""
-        return dict(self._supported)
+        return dict(self._supported())
+
+    def _supported(self) -> dict[Layer, LayerStatus]:
+        with self._probe_lock:
+            if self._supported_layers is None:
+                self._supported_layers = supported_layers()
+            return self._supported_layers
 
     def _get_template(self) -> _Template:
         with self._lock:
@@ -208,7 +217,7 @@ class NativeBackend:
             raise ConfigurationError(
                 f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
             )
-        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported[layer].active}
+        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported()[layer].active}
         return frozenset({Layer(name) for name in require} | defaults | ALWAYS_REQUIRED)
 
     def close(self) -> None:

@@ -16,11 +16,18 @@ from pathlib import Path
 
 from safeexec.errors import BackendUnavailable
 from safeexec.sandbox import seccomp, syscalls
-from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
+from safeexec.sandbox.channel import (
+    FrameDecoder,
+    ProtocolError,
+    recv_frame,
+    send_frame,
+    send_frame_with_fds,
+)
 from safeexec.sandbox.protocol import (
     Exit,
     Member,
     Ready,
+    Setup,
     Spawn,
     TemplateOptions,
     parse_template_frame,
@@ -60,10 +67,7 @@ class _Template:
             "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": _template_cache_dir(),
         }
-        program, numbers = _sandbox_constants()
-        options = TemplateOptions(
-            preload=preload, pool_size=pool_size, seccomp_program=program, syscall_numbers=numbers
-        )
+        options = TemplateOptions(preload=preload, pool_size=pool_size)
         self._process = subprocess.Popen(
             [
                 python,
@@ -84,7 +88,16 @@ class _Template:
         self._control = host_end
         host_end.settimeout(_STARTUP_SECONDS)
         try:
+            # Made while the template boots: the filter and numbers need libseccomp, which
+            # loads in this process, once (see ``Setup``).
+            program, numbers = _sandbox_constants()
+            setup = Setup(seccomp_program=program, syscall_numbers=numbers)
+            send_frame(host_end, setup.to_message())
             ready = Ready.from_message(recv_frame(host_end))
+        except BackendUnavailable:
+            self._process.kill()
+            self._process.wait()
+            raise
         except (OSError, EOFError, ProtocolError) as exc:
             self._process.kill()
             raise BackendUnavailable(
