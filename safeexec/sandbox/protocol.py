@@ -9,7 +9,8 @@ untrusted input (the code owns that process), so nothing here trusts a field it 
 Channels and the frames on them, in the order they are sent:
 
 * host → template (command line): :class:`TemplateOptions`;
-* host ↔ template (control socket): ``ready`` (template, once), ``member`` (template, per warm
+* host ↔ template (control socket): ``setup`` (host, first, while the template boots),
+  ``ready`` (template, once), ``member`` (template, per warm
   session process it forks ahead, for the host to move into a cgroup), ``spawn`` (host, with the
   session's channel, stdout and stderr descriptors and the workdir's mount, if any), ``exit``
   (template, per reaped session);
@@ -53,6 +54,7 @@ __all__ = [
     "Reply",
     "Run",
     "SessionConfig",
+    "Setup",
     "Spawn",
     "Started",
     "TemplateOptions",
@@ -75,6 +77,7 @@ MAX_TRACEBACK_CHARS = 16 * 1024
 class Op(StrEnum):
     """Every operation a frame can carry."""
 
+    SETUP = "setup"
     READY = "ready"
     MEMBER = "member"
     SPAWN = "spawn"
@@ -147,6 +150,38 @@ class TemplateOptions:
             preload=_strings(message, "preload"),
             pool_size=max(0, _field(message, "pool_size", int)),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setup:
+    """The host's first frame to the template, sent while it boots: the seccomp filter the host
+    compiled and the numbers of the syscalls the sandbox side calls (libseccomp's work, done by
+    the host so that the template never loads it; :mod:`safeexec.sandbox.syscalls`)."""
+
+    op: ClassVar[Op] = Op.SETUP
+    seccomp_program: bytes  # the compiled classic-BPF filter every session loads
+    syscall_numbers: Mapping[str, int] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, object]:
+        return {
+            "op": self.op.value,
+            "seccomp_program": self.seccomp_program.hex(),
+            "syscall_numbers": dict(self.syscall_numbers),
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, object]) -> Setup:
+        _expect_op(message, cls.op)
+        numbers = message.get("syscall_numbers", {})
+        if not isinstance(numbers, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers.values()
+        ):
+            raise ProtocolError("frame field 'syscall_numbers' is not an object of numbers")
+        try:
+            program = bytes.fromhex(_field(message, "seccomp_program", str))
+        except ValueError:
+            raise ProtocolError("frame field 'seccomp_program' is not hexadecimal") from None
+        return cls(seccomp_program=program, syscall_numbers=dict(numbers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

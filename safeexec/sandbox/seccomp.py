@@ -19,11 +19,14 @@ import operator
 import os
 import socket
 from functools import cache
+from typing import TYPE_CHECKING
 
-import pyseccomp
-
-from safeexec.sandbox.seccomp_allowlist import Allowlist
 from safeexec.sandbox.syscalls import check, libc
+
+if TYPE_CHECKING:
+    import pyseccomp
+
+    from safeexec.sandbox.seccomp_allowlist import Allowlist
 
 __all__ = [
     "KILLED_SYSCALLS",
@@ -160,6 +163,8 @@ def build_filter(*, allow: Allowlist | None = None) -> pyseccomp.SyscallFilter:
     rule refuses stays refused, and conditionally refused calls (``clone`` with namespace flags,
     ``ioctl(TIOCSTI)``, ``socketpair`` other than ``AF_UNIX``) stay refused on those arguments.
     """
+    import pyseccomp
+
     eperm = pyseccomp.ERRNO(errno.EPERM)
     enosys = pyseccomp.ERRNO(errno.ENOSYS)
     default = pyseccomp.ALLOW if allow is None else enosys
@@ -192,6 +197,8 @@ def build_filter(*, allow: Allowlist | None = None) -> pyseccomp.SyscallFilter:
 def _allow(rules: pyseccomp.SyscallFilter, allow: Allowlist) -> None:
     """The allowlist variant's ALLOW rules. libseccomp lets an unconditional rule override the
     conditional refusals of the same syscall, so those are allowed on the complement only."""
+    import pyseccomp
+
     for name in sorted(allow.syscalls - _UNCONDITIONALLY_REFUSED - _CONDITIONALLY_REFUSED):
         rules.add_rule(pyseccomp.ALLOW, name)
     names = allow.syscalls
@@ -228,13 +235,16 @@ _UNCONDITIONALLY_REFUSED = frozenset(
 @cache
 def newest_known_syscall() -> int:
     """The highest syscall number libseccomp has a name for on this architecture."""
+    import pyseccomp
+
     arch = pyseccomp.system_arch()
-    newest = 0
-    for number in range(_SYSCALL_NUMBER_CEILING):
+    # From the ceiling down: the first number with a name is the highest (a few dozen lookups
+    # on the host's path to starting a template, not all 512).
+    for number in reversed(range(_SYSCALL_NUMBER_CEILING)):
         with contextlib.suppress(ValueError):
             if pyseccomp.resolve_syscall(arch, number):
-                newest = number
-    return newest
+                return number
+    return 0
 
 
 class _SockFprog(ctypes.Structure):

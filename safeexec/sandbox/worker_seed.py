@@ -12,7 +12,6 @@ it), by a finder that wraps its loader, so importing numpy costs nothing until a
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import random
 import sys
@@ -48,7 +47,10 @@ def _seed_numpy(module: ModuleType, seed: int) -> None:
         seeder(seed % 2**32)
 
 
-class _SeedOnImport(importlib.abc.MetaPathFinder):
+# Finder and loader by protocol, not by subclassing ``importlib.abc``: on Python 3.11 that
+# module pulls in importlib.resources, tempfile and shutil, which every template (and so every
+# one-shot run) would import for a hook most sessions never fire.
+class _SeedOnImport:
     """Seeds ``numpy.random`` right after it is executed, then steps out of the way."""
 
     def __init__(self, seed: int) -> None:
@@ -65,7 +67,7 @@ class _SeedOnImport(importlib.abc.MetaPathFinder):
             return spec
         loader, seed = spec.loader, self._seed
 
-        class _Seeding(importlib.abc.Loader):
+        class _Seeding:
             def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
                 return loader.create_module(spec)
 
@@ -73,5 +75,5 @@ class _SeedOnImport(importlib.abc.MetaPathFinder):
                 loader.exec_module(module)
                 _seed_numpy(module, seed)
 
-        spec.loader = _Seeding()
+        spec.loader = _Seeding()  # type: ignore[assignment]
         return spec

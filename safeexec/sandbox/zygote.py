@@ -1,8 +1,9 @@
 """The template process: a warm interpreter that forks confined sessions on demand.
 
 Started by the host with ``execve`` and a minimal environment (never forked from the host, whose
-memory holds secrets), it imports the worker and an optional preload list once, builds the seccomp
-filter once, and then, per spawn request, forks a child that enters fresh namespaces, forks the
+memory holds secrets), it imports the worker and an optional preload list once, takes the seccomp
+filter the host compiled (and the syscall numbers it resolved: the template never loads
+libseccomp), and then, per spawn request, forks a child that enters fresh namespaces, forks the
 session process (pid 1 of its own pid namespace), confines it and runs the worker loop. Sessions
 share the template's memory copy-on-write. The template reaps sessions (it is their subreaper) and
 reports each exit status to the host.
@@ -56,13 +57,13 @@ from safeexec.sandbox.protocol import (
     Prepared,
     Ready,
     SessionConfig,
+    Setup,
     Spawn,
     Started,
     TemplateOptions,
 )
 from safeexec.sandbox.rootfs import SANDBOX_WORKDIR
-from safeexec.sandbox.seccomp import compile_filter
-from safeexec.sandbox.syscalls import libc
+from safeexec.sandbox.syscalls import install, libc
 
 __all__ = ["main"]
 
@@ -453,6 +454,12 @@ def main() -> None:
     loaded, failed = _preload(list(options.preload))
     with contextlib.suppress(ImportError):
         importlib.import_module("safeexec.sandbox.restricted")
+    try:
+        # Sent by the host while we imported: it loads libseccomp, so that we need not.
+        setup = Setup.from_message(recv_frame(control))
+    except (OSError, EOFError, ProtocolError):
+        return  # the host is gone (or speaks another protocol): nobody to serve
+    install(setup.syscall_numbers)
     read_only = runtime_read_only_paths()
     netns = enter_template_namespaces(read_only)
     pidns_fd = -1
@@ -463,7 +470,7 @@ def main() -> None:
     template = _TemplateState(
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
-        seccomp_program=compile_filter(),
+        seccomp_program=setup.seccomp_program,
         netns=netns,
         pidns_fd=pidns_fd,
         session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},
@@ -480,8 +487,6 @@ def main() -> None:
     pool_size = options.pool_size
     pool: list[_Member] = []
     selector = selectors.DefaultSelector()
-    _refill(pool, template, pool_size, None, selector)
-    refill_at: float | None = None
     ready = Ready(
         pid=int(os.readlink("/proc/self")),  # as the host sees us (we may be pid 1 here)
         preloaded=tuple(loaded),
@@ -490,9 +495,12 @@ def main() -> None:
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     try:
+        # Ready before any fork, and one member at once, the rest a little later: a one-shot
+        # run claims its session right after this frame, and the first member confines itself
+        # while the host's spawn is on its way instead of the host waiting for a full pool.
         send_frame(control, ready.to_message())
-        for member in pool:
-            send_frame(control, Member(pid=member.host_pid).to_message())
+        _refill(pool, template, min(1, pool_size), control, selector)
+        refill_at = time.monotonic() + _REFILL_DELAY_SECONDS if pool_size > 1 else None
         while True:
             wait = None if refill_at is None else max(0.0, refill_at - time.monotonic())
             events = selector.select(wait)

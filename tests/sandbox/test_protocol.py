@@ -26,6 +26,7 @@ from safeexec.sandbox.protocol import (
     Reply,
     Run,
     SessionConfig,
+    Setup,
     Spawn,
     Started,
     TemplateOptions,
@@ -47,6 +48,7 @@ CONFIG = SessionConfig(
     tool_names=("fetch",),
 )
 FRAMES = [
+    Setup(seccomp_program=b"\x06\x00\x00\x00\x00\x00\xff\x7f", syscall_numbers={"capset": 126}),
     Ready(pid=7, preloaded=("numpy",), failed={"scipy": "ImportError"}),
     Spawn(workdir="/w"),
     Member(pid=8),
@@ -106,6 +108,22 @@ def test_template_options_round_trip_and_reject_junk() -> None:
     for junk in ("[]", "{not json", '{"preload": "numpy", "pool_size": 1}', '{"preload": []}'):
         with pytest.raises(ProtocolError):
             TemplateOptions.from_argument(junk)
+
+
+def test_the_setup_frame_round_trips_and_rejects_bad_programs_and_numbers() -> None:
+    setup = Setup(seccomp_program=bytes(range(16)), syscall_numbers={"capset": 126})
+    assert Setup.from_message(setup.to_message()) == setup
+    for junk in (
+        {"op": "ready", "seccomp_program": ""},
+        {"op": "setup"},
+        {"op": "setup", "seccomp_program": "zz"},
+        {"op": "setup", "seccomp_program": 7},
+        {"op": "setup", "seccomp_program": "", "syscall_numbers": {"capset": True}},
+        {"op": "setup", "seccomp_program": "", "syscall_numbers": {"capset": -1}},
+        {"op": "setup", "seccomp_program": "", "syscall_numbers": ["capset"]},
+    ):
+        with pytest.raises(ProtocolError):
+            Setup.from_message(junk)
 
 
 @pytest.mark.parametrize(

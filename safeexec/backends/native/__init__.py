@@ -15,10 +15,15 @@ One module per job: ``backend`` (the factory, layer probing, the idle watchdog),
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from safeexec.backends.native.backend import NativeBackend, NativeStatistics, supported_layers
-from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
-from safeexec.backends.native.session import NativeSession
 from safeexec.backends.workdir import ArtifactLimits
+
+if TYPE_CHECKING:
+    from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
+    from safeexec.backends.native.session import NativeSession
 
 __all__ = [
     "ArtifactLimits",
@@ -30,3 +35,18 @@ __all__ = [
     "diagnose",
     "supported_layers",
 ]
+
+# The session and the doctor load on first use: a one-shot run imports the backend, starts its
+# template, and only then the session's modules (they load while the template boots).
+_LAZY = {
+    "DoctorReport": "doctor",
+    "LayerCheck": "doctor",
+    "diagnose": "doctor",
+    "NativeSession": "session",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)

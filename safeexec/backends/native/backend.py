@@ -9,17 +9,19 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
 from safeexec.backends.native.disk import disk_support
-from safeexec.backends.native.session import NativeSession
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
+
+if TYPE_CHECKING:
+    from safeexec.backends.native.session import NativeSession
 
 __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
@@ -138,7 +140,10 @@ class NativeBackend:
         self._watchdog: threading.Thread | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._supported = supported_layers()
+        # Probed on first need, not here: the probe loads libseccomp (for a syscall number),
+        # which ``safeexec run`` would otherwise wait for before it starts the template.
+        self._supported_layers: dict[Layer, LayerStatus] | None = None
+        self._probe_lock = threading.Lock()
         self._warm_groups = WarmGroups()
         weakref.finalize(self, self._warm_groups.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
@@ -146,7 +151,13 @@ class NativeBackend:
     @property
     def supported(self) -> Mapping[Layer, LayerStatus]:
         """Which layers this machine can provide (before any session is opened)."""
-        return dict(self._supported)
+        return dict(self._supported())
+
+    def _supported(self) -> dict[Layer, LayerStatus]:
+        with self._probe_lock:
+            if self._supported_layers is None:
+                self._supported_layers = supported_layers()
+            return self._supported_layers
 
     def _get_template(self) -> _Template:
         with self._lock:
@@ -193,6 +204,10 @@ class NativeBackend:
         Layers in ``spec.require`` must apply; seccomp and Landlock are required anyway where
         the kernel has them.
         """
+        # Imported at the first open, not with the backend: ``safeexec run`` starts the
+        # template first, and the session's modules load while it boots.
+        from safeexec.backends.native.session import NativeSession
+
         return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
 
     def _required(self, require: frozenset[str]) -> frozenset[Layer]:
@@ -202,7 +217,7 @@ class NativeBackend:
             raise ConfigurationError(
                 f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
             )
-        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported[layer].active}
+        defaults = {layer for layer in DEFAULT_REQUIRED if self._supported()[layer].active}
         return frozenset({Layer(name) for name in require} | defaults | ALWAYS_REQUIRED)
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import socket
@@ -14,11 +15,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from safeexec.errors import BackendUnavailable
-from safeexec.sandbox.channel import FrameDecoder, ProtocolError, recv_frame, send_frame_with_fds
+from safeexec.sandbox import seccomp, syscalls
+from safeexec.sandbox.channel import (
+    FrameDecoder,
+    ProtocolError,
+    recv_frame,
+    send_frame,
+    send_frame_with_fds,
+)
 from safeexec.sandbox.protocol import (
     Exit,
     Member,
     Ready,
+    Setup,
     Spawn,
     TemplateOptions,
     parse_template_frame,
@@ -79,7 +88,16 @@ class _Template:
         self._control = host_end
         host_end.settimeout(_STARTUP_SECONDS)
         try:
+            # Made while the template boots: the filter and numbers need libseccomp, which
+            # loads in this process, once (see ``Setup``).
+            program, numbers = _sandbox_constants()
+            setup = Setup(seccomp_program=program, syscall_numbers=numbers)
+            send_frame(host_end, setup.to_message())
             ready = Ready.from_message(recv_frame(host_end))
+        except BackendUnavailable:
+            self._process.kill()
+            self._process.wait()
+            raise
         except (OSError, EOFError, ProtocolError) as exc:
             self._process.kill()
             raise BackendUnavailable(
@@ -168,6 +186,18 @@ def _exits_within(process: subprocess.Popen[bytes], *, seconds: float) -> bool:
         return bool(poller.poll(seconds * 1000))
     finally:
         os.close(pidfd)
+
+
+@functools.cache
+def _sandbox_constants() -> tuple[bytes, dict[str, int]]:
+    """The compiled seccomp filter and the sandbox side's syscall numbers, made once per host
+    process: what the template would otherwise load libseccomp for at every start."""
+    try:
+        return seccomp.compile_filter(), syscalls.resolve(syscalls.CALLED)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise BackendUnavailable(
+            f"the seccomp filter cannot be built here: {exc!r}; run `safeexec doctor`"
+        ) from exc
 
 
 def _template_cache_dir() -> str:
