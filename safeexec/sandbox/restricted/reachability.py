@@ -18,8 +18,9 @@ a frame, a code object, a traceback, a module's globals dict, a function or modu
 from a module outside the vetted homes, a library method without its receiver
 (``Counter.copy`` read off the class: host code that runs on whatever ``self`` it is given), a
 metaclass or a class that builds functions or opens files, the real builtins, ``sys.modules``,
-the runtime's own objects, a change to the sandbox's namespace made by host code, or a change
-to a host object. The crawl is bounded by depth and by
+the runtime's own objects, a change to the sandbox's namespace made by host code, a write to
+the real builtins or to the runtime's module globals (both checked after every probe), or a
+change to a host object. The crawl is bounded by depth and by
 counts, so it runs in seconds; host objects a probe changed are restored afterwards.
 """
 
@@ -237,11 +238,14 @@ class _Crawler(_Checks):
         self.pool = self._pool()
         for obj, path in roots:
             self._push(obj, path, 0, 0)
+        # After the own objects are made (the runtime imports its view modules as they are used).
+        self._watch_interpreter()
         with self._open_budget():
             while self.queue:
                 node = self.queue.popleft()
                 self._visit(node)
         self._check_namespace("after the crawl")
+        self._check_interpreter("after the crawl")
         self._check_host_objects(None, "after the crawl")
         return CrawlReport(
             imports=self.imports,
@@ -449,6 +453,7 @@ class _Crawler(_Checks):
             except Exception as exc:
                 result = exc
             self._check_namespace(path)
+            self._check_interpreter(path)
             self._check_host_objects(
                 [*values, *keywords.values(), getattr(func, "__self__", None), func], path
             )

@@ -4,6 +4,7 @@ limits, the forbidden kinds, and the checks that host code changed no host state
 from __future__ import annotations
 
 import builtins
+import ctypes
 import sys
 import types
 from collections import deque
@@ -81,6 +82,31 @@ def _equal_rebinding(now: dict[object, object], saved: dict[object, object], key
     return type(old) is type(new) and isinstance(old, (*_SCALARS, tuple)) and old == new
 
 
+def _version_tag_moves() -> bool:
+    """Does CPython stamp every write of a dict with a fresh ``ma_version_tag`` (PEP 509,
+    read at its offset in the dict object), here? A replaced value moves neither the size
+    nor the keys table, so only the tag can show it."""
+    if sys.implementation.name != "cpython":
+        return False
+    probe: dict[str, object] = {"key": 1}
+    tag = ctypes.c_uint64.from_address(id(probe) + _VERSION_TAG_OFFSET)
+    before = tag.value
+    probe["key"] = 2
+    return tag.value != before
+
+
+_VERSION_TAG_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # after refcount, type and ma_used
+_TAGS_MOVE = _version_tag_moves()
+
+
+def _write_stamps(dicts: list[object]) -> list[object]:
+    """A value that changes whenever one of ``dicts`` is written: their version tags where
+    CPython keeps them (O(1) a dict), else their keys and values (compared by identity first)."""
+    if _TAGS_MOVE:
+        return [ctypes.c_uint64.from_address(id(d) + _VERSION_TAG_OFFSET).value for d in dicts]
+    return [part for d in dicts if isinstance(d, dict) for part in (tuple(d), tuple(d.values()))]
+
+
 class _Checks:
     """The crawler's judgement of what it reached and of host state (mixed into ``_Crawler``)."""
 
@@ -92,6 +118,8 @@ class _Checks:
     reached: list[Reached]
     keep: list[object]
     snapshots: dict[int, _Snapshot]
+    interpreter: list[_Snapshot]
+    fingerprint: list[object]
     vetted: set[int]
     homes: tuple[str, ...]
     _push: Callable[[object, str, int, int], None]
@@ -127,6 +155,38 @@ class _Checks:
             if objs is None
             else [self.snapshots[id(o)] for o in objs if id(o) in self.snapshots]
         )
+        self._report_changes(targets, cause, "host object changed")
+
+    def _watch_interpreter(self) -> None:
+        """Snapshot the interpreter's own state, which no probe may change: the real builtins
+        and the globals of the runtime's modules (host code that rebinds a guard's name in
+        them has changed the runtime itself)."""
+        dicts: list[tuple[str, dict[str, object]]] = [("builtins.__dict__", builtins.__dict__)]
+        dicts += [
+            (f"the globals of {name}", vars(module))
+            for name, module in sorted(sys.modules.items())
+            if home_is_runtime(name) and isinstance(module, types.ModuleType)
+        ]
+        self.interpreter = []
+        for path, mapping in dicts:
+            items, saved = _state(mapping) or ((), {})
+            self.interpreter.append(_Snapshot(obj=mapping, path=path, items=items, saved=saved))
+        self.fingerprint = self._interpreter_fingerprint()
+
+    def _interpreter_fingerprint(self) -> list[object]:
+        """What changes when a watched dict is written, cheap enough to take after every
+        probe; the full comparison of keys and value identities runs only when it moved."""
+        return _write_stamps([snap.obj for snap in self.interpreter])
+
+    def _check_interpreter(self, cause: str) -> None:
+        if self._interpreter_fingerprint() == self.fingerprint:
+            return
+        self._report_changes(self.interpreter, cause, "interpreter state changed")
+        self.fingerprint = self._interpreter_fingerprint()
+
+    def _report_changes(self, targets: list[_Snapshot], cause: str, kind: str) -> None:
+        """A :class:`Reached` line of ``kind`` for every target whose state changed, which is
+        then restored."""
         for snap in targets:
             state = _state(snap.obj)
             if state is None or state[0] == snap.items:
@@ -149,7 +209,7 @@ class _Checks:
                     continue
             self.reached.append(
                 Reached(
-                    kind="host object changed",
+                    kind=kind,
                     path=cause,
                     detail=f"{snap.path} ({type(snap.obj).__name__}) was changed: {keys[:6]}",
                 )
