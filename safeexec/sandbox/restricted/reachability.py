@@ -11,7 +11,14 @@ builtins, every module view, those own objects and the ``print`` collector:
 * it calls every reachable callable with attribute-name-like arguments (``"__globals__"``,
   ``"_convert_"``, tuples and lists of such names, module names, format templates) and with own
   and host objects, positionally and as keyword arguments named by the callable's signature, and
-  follows what comes back, what was raised, and what was written into container arguments.
+  follows what comes back, what was raised, and what was written into container arguments;
+* it enters and leaves every library context manager it reaches (``with obj as x:``, cleanly
+  and with an own exception) and follows what ``__enter__`` gives.
+
+The own objects include classes with every kind of method, own subclasses of library classes
+(whose inherited methods are then probed on own receivers) and context managers of every
+``contextlib`` kind, and the probe arguments include a library class written in Python (what a
+decorator used on a class copies from it).
 
 Anything of a forbidden kind that turns up is a :class:`Reached` line in the report: a real module,
 a frame, a code object, a traceback, a module's globals dict, a function or module-bound builtin
@@ -306,6 +313,16 @@ class _Crawler(_Checks):
         ]
         if host_class is not None:
             probes.append(_Probe(lambda: host_class[0], host_class[1]))
+        # A class written in Python: a helper that copies or merges its ``__dict__`` hands out
+        # its methods without a receiver (``update_wrapper`` of a decorator used on it).
+        python_class = self._first_host(
+            lambda v: (
+                isinstance(v, type)
+                and any(isinstance(f, types.FunctionType) for f in vars(v).values())
+            )
+        )
+        if python_class is not None and python_class != host_class:
+            probes.append(_Probe(lambda: python_class[0], python_class[1]))
         probes += [
             _Probe(lambda: ns["probe_true"], "probe_true"),
             _Probe(lambda: list(PROBE_NAMES), "list(PROBE_NAMES)"),
@@ -390,6 +407,8 @@ class _Crawler(_Checks):
                 self._push(value, f"{node.path}.{name}", node.depth + 1, node.calls)
             for index, item in _items(obj):
                 self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
+        if node.calls < self.limits.max_call_depth and not _data_stack_code(obj):
+            self._probe_with(node)
         if (
             callable(obj)
             and node.calls < self.limits.max_call_depth
@@ -440,28 +459,62 @@ class _Crawler(_Checks):
             if self.calls >= self.limits.max_calls:
                 self.truncated = True
                 return
-            self.calls += 1
             values = [p.value() for p in args]
             keywords = {k: p.value() for k, p in kwargs.items()}
             path = f"{node.path}({label})"
-            try:
-                with self._deadline():
-                    result: object = func(*values, **keywords)  # type: ignore[operator]
-            except _ProbeTimeout:
-                self.timeouts += 1
-                result = None
-            except Exception as exc:
-                result = exc
-            self._check_namespace(path)
-            self._check_interpreter(path)
-            self._check_host_objects(
-                [*values, *keywords.values(), getattr(func, "__self__", None), func], path
-            )
-            if result is not None:
-                self._push(result, path, node.depth + 1, node.calls + 1)
+            touched = [*values, *keywords.values(), getattr(func, "__self__", None), func]
+            self._call(node, path, touched, func, tuple(values), keywords)
             for index, value in enumerate([*values, *keywords.values()]):
                 if isinstance(value, dict | list) and value:
                     self._push(value, f"{path} -> argument {index}", node.depth + 1, node.calls + 1)
+
+    def _call(
+        self,
+        node: _Node,
+        path: str,
+        touched: list[object],
+        func: object,
+        args: tuple[object, ...],
+        kwargs: dict[str, object] | None = None,
+    ) -> None:
+        """One probe call under the deadline; then the checks of the namespace, the interpreter
+        and the host objects it ``touched``, and what it gave (a result or an error) is crawled."""
+        self.calls += 1
+        try:
+            with self._deadline():
+                result: object = func(*args, **(kwargs or {}))  # type: ignore[operator]
+        except _ProbeTimeout:
+            self.timeouts += 1
+            result = None
+        except Exception as exc:
+            result = exc
+        self._check_namespace(path)
+        self._check_interpreter(path)
+        self._check_host_objects(touched, path)
+        if result is not None:
+            self._push(result, path, node.depth + 1, node.calls + 1)
+
+    def _probe_with(self, node: _Node) -> None:
+        """``with obj as x:``: the type's ``__enter__`` gives ``x`` (crawled), then ``__exit__``
+        runs as the block ends, cleanly and with an own exception."""
+        obj, kind = node.obj, type(node.obj)
+        enter, leave = getattr(kind, "__enter__", None), getattr(kind, "__exit__", None)
+        if enter is None or leave is None or self._own_code(enter) or self._own_code(leave):
+            return
+        if self.calls + 3 > self.limits.max_calls:
+            self.truncated = True
+            return
+        self._call(node, f"{node.path}.__enter__()", [obj], enter, (obj,))
+        self._call(
+            node, f"{node.path}.__exit__(None, None, None)", [obj], leave, (obj, None, None, None)
+        )
+        error = self.namespace.get("exception")
+        if isinstance(error, BaseException):
+            self._call(node, f"{node.path}.__enter__()", [obj], enter, (obj,))
+            label = f"{node.path}.__exit__(Oops, exception, traceback)"
+            self._call(
+                node, label, [obj, error], leave, (obj, type(error), error, error.__traceback__)
+            )
 
     def _argument_sets(
         self, func: object, *, first_call: bool

@@ -99,12 +99,14 @@ _VERSION_TAG_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # after refcount, typ
 _TAGS_MOVE = _version_tag_moves()
 
 
-def _write_stamps(dicts: list[object]) -> list[object]:
-    """A value that changes whenever one of ``dicts`` is written: their version tags where
-    CPython keeps them (O(1) a dict), else their keys and values (compared by identity first)."""
+def _write_stamps(dicts: list[dict[str, object]]) -> Callable[[], list[object]]:
+    """A function giving a value that changes whenever one of ``dicts`` is written: their
+    version tags where CPython keeps them (O(1) a dict), else their keys and values (tuples
+    compare items by identity first)."""
     if _TAGS_MOVE:
-        return [ctypes.c_uint64.from_address(id(d) + _VERSION_TAG_OFFSET).value for d in dicts]
-    return [part for d in dicts if isinstance(d, dict) for part in (tuple(d), tuple(d.values()))]
+        tags = [ctypes.c_uint64.from_address(id(d) + _VERSION_TAG_OFFSET) for d in dicts]
+        return lambda: [tag.value for tag in tags]
+    return lambda: [part for d in dicts for part in (tuple(d), tuple(d.values()))]
 
 
 class _Checks:
@@ -120,6 +122,7 @@ class _Checks:
     snapshots: dict[int, _Snapshot]
     interpreter: list[_Snapshot]
     fingerprint: list[object]
+    stamps: Callable[[], list[object]]
     vetted: set[int]
     homes: tuple[str, ...]
     _push: Callable[[object, str, int, int], None]
@@ -171,18 +174,14 @@ class _Checks:
         for path, mapping in dicts:
             items, saved = _state(mapping) or ((), {})
             self.interpreter.append(_Snapshot(obj=mapping, path=path, items=items, saved=saved))
-        self.fingerprint = self._interpreter_fingerprint()
-
-    def _interpreter_fingerprint(self) -> list[object]:
-        """What changes when a watched dict is written, cheap enough to take after every
-        probe; the full comparison of keys and value identities runs only when it moved."""
-        return _write_stamps([snap.obj for snap in self.interpreter])
+        self.stamps = _write_stamps([mapping for _, mapping in dicts])
+        self.fingerprint = self.stamps()
 
     def _check_interpreter(self, cause: str) -> None:
-        if self._interpreter_fingerprint() == self.fingerprint:
+        if self.stamps() == self.fingerprint:
             return
         self._report_changes(self.interpreter, cause, "interpreter state changed")
-        self.fingerprint = self._interpreter_fingerprint()
+        self.fingerprint = self.stamps()
 
     def _report_changes(self, targets: list[_Snapshot], cause: str, kind: str) -> None:
         """A :class:`Reached` line of ``kind`` for every target whose state changed, which is

@@ -188,3 +188,18 @@ def test_the_crawler_finds_a_probe_changing_the_interpreter(
     assert any(r.path.startswith("functools.wraps(") for r in changed), changed
     # Restored after each probe: the value is the one before the crawl.
     assert getattr(target, name, None) is original
+
+
+def test_the_crawler_finds_a_context_manager_decorating_a_library_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before d2b4684: ``contextmanager`` checked its function only, and the context managers
+    # it made decorated classes too (``g()(Counter).copy`` was ``Counter.copy``, unbound).
+    monkeypatch.setitem(
+        stdlib_wrappers._SPECIAL_VALUES,
+        "contextlib.contextmanager",
+        stdlib_wrappers._functions_only,
+    )
+    report = crawl(("contextlib", "collections"))
+    unbound = [r for r in report.reached if r.kind == "unbound method"]
+    assert any(r.path.startswith("context_manager(collections.") for r in unbound), report.reached
