@@ -187,6 +187,7 @@ class _Crawler(_Checks):
         self.timeouts = 0
         self.objects = 0
         self.truncated = False
+        self.timed = False
         self.snapshots: dict[int, _Snapshot] = {}
         self.vetted: set[int] = set()
         # Every module the runtime has a view of here (the data stack's only in the worker).
@@ -247,12 +248,11 @@ class _Crawler(_Checks):
             self._push(obj, path, 0, 0)
         # After the own objects are made (the runtime imports its view modules as they are used).
         self._watch_interpreter()
-        with self._open_budget():
+        with self._open_budget(), self._probe_timer():
             while self.queue:
                 node = self.queue.popleft()
                 self._visit(node)
-        self._check_namespace("after the crawl")
-        self._check_interpreter("after the crawl")
+        self._check_writes("after the crawl")
         self._check_host_objects(None, "after the crawl")
         return CrawlReport(
             imports=self.imports,
@@ -421,10 +421,12 @@ class _Crawler(_Checks):
                 self._probe_calls(node)
 
     @contextlib.contextmanager
-    def _deadline(self) -> Iterator[None]:
-        """Stop a probe that loops in host Python code (``Sequence.index`` of a sequence that
-        never ends) after ``probe_seconds``; only the main thread has the timer signal."""
-        if threading.current_thread() is not threading.main_thread():
+    def _probe_timer(self) -> Iterator[None]:
+        """The handler that stops a probe looping in host Python code (``Sequence.index`` of a
+        sequence that never ends), installed for the whole walk; only the main thread has the
+        timer signal."""
+        self.timed = threading.current_thread() is threading.main_thread()
+        if not self.timed:
             yield
             return
 
@@ -432,12 +434,23 @@ class _Crawler(_Checks):
             raise _ProbeTimeout
 
         previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, self.limits.probe_seconds)
         try:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+    @contextlib.contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """Stop the probe inside after ``probe_seconds`` (see ``_probe_timer``)."""
+        if not self.timed:
+            yield
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.limits.probe_seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _own_code(self, obj: object) -> bool:
         """Is ``obj`` restricted code (its body is guarded; probing it shows nothing new)?"""
@@ -488,8 +501,7 @@ class _Crawler(_Checks):
             result = None
         except Exception as exc:
             result = exc
-        self._check_namespace(path)
-        self._check_interpreter(path)
+        self._check_writes(path)
         self._check_host_objects(touched, path)
         if result is not None:
             self._push(result, path, node.depth + 1, node.calls + 1)

@@ -174,12 +174,15 @@ class _Checks:
         for path, mapping in dicts:
             items, saved = _state(mapping) or ((), {})
             self.interpreter.append(_Snapshot(obj=mapping, path=path, items=items, saved=saved))
-        self.stamps = _write_stamps([mapping for _, mapping in dicts])
+        self.stamps = _write_stamps([*(mapping for _, mapping in dicts), self.namespace])
         self.fingerprint = self.stamps()
 
-    def _check_interpreter(self, cause: str) -> None:
+    def _check_writes(self, cause: str) -> None:
+        """After a probe: the sandbox's namespace, the real builtins and the runtime's globals,
+        compared in full only when one of them was written."""
         if self.stamps() == self.fingerprint:
             return
+        self._check_namespace(cause)
         self._report_changes(self.interpreter, cause, "interpreter state changed")
         self.fingerprint = self.stamps()
 

@@ -99,7 +99,8 @@ def test_the_crawler_finds_unbound_library_methods_on_class_reads(
     )
     report = crawl(("collections",))
     unbound = [r for r in report.reached if r.kind == "unbound method"]
-    assert any(r.path == "collections.Counter.copy" for r in unbound), report.reached
+    # Read off the library class or an own subclass of it, whichever the crawl meets first.
+    assert any(r.path.endswith("Counter.copy") for r in unbound), report.reached
     assert any(r.path == "collections.UserList.append" for r in unbound), report.reached
 
 
