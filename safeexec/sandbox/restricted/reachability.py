@@ -11,21 +11,28 @@ builtins, every module view, those own objects and the ``print`` collector:
 * it calls every reachable callable with attribute-name-like arguments (``"__globals__"``,
   ``"_convert_"``, tuples and lists of such names, module names, format templates) and with own
   and host objects, positionally and as keyword arguments named by the callable's signature, and
-  follows what comes back, what was raised, and what was written into container arguments.
+  follows what comes back, what was raised, and what was written into container arguments;
+* it enters and leaves every library context manager it reaches (``with obj as x:``, cleanly
+  and with an own exception) and follows what ``__enter__`` gives.
+
+The own objects include classes with every kind of method, own subclasses of library classes
+(whose inherited methods are then probed on own receivers) and context managers of every
+``contextlib`` kind, and the probe arguments include a library class written in Python (what a
+decorator used on a class copies from it).
 
 Anything of a forbidden kind that turns up is a :class:`Reached` line in the report: a real module,
 a frame, a code object, a traceback, a module's globals dict, a function or module-bound builtin
 from a module outside the vetted homes, a library method without its receiver
 (``Counter.copy`` read off the class: host code that runs on whatever ``self`` it is given), a
 metaclass or a class that builds functions or opens files, the real builtins, ``sys.modules``,
-the runtime's own objects, a change to the sandbox's namespace made by host code, or a change
-to a host object. The crawl is bounded by depth and by
+the runtime's own objects, a change to the sandbox's namespace made by host code, a write to
+the real builtins or to the runtime's module globals (both checked after every probe), or a
+change to a host object. The crawl is bounded by depth and by
 counts, so it runs in seconds; host objects a probe changed are restored afterwards.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import inspect
 import io
@@ -51,15 +58,19 @@ from safeexec.sandbox.restricted.allowlist import (
 from safeexec.sandbox.restricted.budget import OperationBudget
 from safeexec.sandbox.restricted.data_views import DATA_ROOTS, is_data_object
 from safeexec.sandbox.restricted.executor import RestrictedExecutor
-from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError, Guards
+from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError
 
 __all__ = ["CrawlLimits", "CrawlReport", "Reached", "crawl", "crawl_modes"]
 
+from safeexec.sandbox.restricted.reachability_checks import (
+    CrawlLimits,
+    CrawlReport,
+    Reached,
+    _Checks,
+)
 from safeexec.sandbox.restricted.reachability_probes import (
-    _DANGEROUS_CLASSES,
     _FILENAME,
     _KEYWORD_PROBES,
-    _MISSING,
     _MUTABLE,
     _PASS_THROUGH_KEYWORDS,
     _PROBE_OBJECTS,
@@ -74,56 +85,10 @@ from safeexec.sandbox.restricted.reachability_probes import (
     _identity,
     _is_bound,
     _is_data,
-    _is_globals,
     _items,
     _ProbeTimeout,
-    _public_names,
-    _restore,
     _Snapshot,
-    _state,
-    _unbound_method,
-    home_is_runtime,
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reached:
-    """One forbidden thing sandboxed code can reach: its kind, the path to it, what it is."""
-
-    kind: str
-    path: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CrawlLimits:
-    """Bounds of one crawl: attribute depth, objects visited, calls made (per callable too)."""
-
-    max_depth: int = 5
-    max_call_depth: int = 2
-    max_objects: int = 40_000
-    max_calls: int = 220_000
-    max_calls_per_callable: int = 200
-    probe_seconds: float = 0.25
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CrawlReport:
-    """What one crawl visited and every forbidden thing it reached (``ok`` when none)."""
-
-    imports: tuple[str, ...]
-    counting: bool
-    objects: int
-    calls: int
-    timeouts: int
-    own_kinds: tuple[str, ...]
-    impossible_kinds: tuple[str, ...]
-    reached: tuple[Reached, ...]
-    truncated: bool
-
-    @property
-    def ok(self) -> bool:
-        return not self.reached
 
 
 def crawl_modes(
@@ -187,18 +152,7 @@ class _Probe:
     label: str
 
 
-def _equal_rebinding(now: dict[object, object], saved: dict[object, object], key: str) -> bool:
-    """Module globals the library itself rebinds to an equal value (``time.tzset`` renews
-    ``tzname``), and the ``__builtins__`` entry the interpreter adds to a dict used as globals."""
-    if key == "__builtins__" and key not in saved:
-        return True
-    if key not in now or key not in saved:
-        return False
-    old, new = saved[key], now[key]
-    return type(old) is type(new) and isinstance(old, (*_SCALARS, tuple)) and old == new
-
-
-class _Crawler:
+class _Crawler(_Checks):
     def __init__(
         self,
         imports: tuple[str, ...],
@@ -233,6 +187,7 @@ class _Crawler:
         self.timeouts = 0
         self.objects = 0
         self.truncated = False
+        self.timed = False
         self.snapshots: dict[int, _Snapshot] = {}
         self.vetted: set[int] = set()
         # Every module the runtime has a view of here (the data stack's only in the worker).
@@ -291,11 +246,13 @@ class _Crawler:
         self.pool = self._pool()
         for obj, path in roots:
             self._push(obj, path, 0, 0)
-        with self._open_budget():
+        # After the own objects are made (the runtime imports its view modules as they are used).
+        self._watch_interpreter()
+        with self._open_budget(), self._probe_timer():
             while self.queue:
                 node = self.queue.popleft()
                 self._visit(node)
-        self._check_namespace("after the crawl")
+        self._check_writes("after the crawl")
         self._check_host_objects(None, "after the crawl")
         return CrawlReport(
             imports=self.imports,
@@ -356,6 +313,16 @@ class _Crawler:
         ]
         if host_class is not None:
             probes.append(_Probe(lambda: host_class[0], host_class[1]))
+        # A class written in Python: a helper that copies or merges its ``__dict__`` hands out
+        # its methods without a receiver (``update_wrapper`` of a decorator used on it).
+        python_class = self._first_host(
+            lambda v: (
+                isinstance(v, type)
+                and any(isinstance(f, types.FunctionType) for f in vars(v).values())
+            )
+        )
+        if python_class is not None and python_class != host_class:
+            probes.append(_Probe(lambda: python_class[0], python_class[1]))
         probes += [
             _Probe(lambda: ns["probe_true"], "probe_true"),
             _Probe(lambda: list(PROBE_NAMES), "list(PROBE_NAMES)"),
@@ -379,94 +346,6 @@ class _Crawler:
                 if not attr.startswith("_") and test(value):
                     return value, f"{name}.{attr}"
         return None
-
-    # -- host state -------------------------------------------------------------------------------
-    def _snapshot_host(self, roots: list[tuple[object, str]]) -> None:
-        """Record the attribute dicts and items of host objects reachable by attribute loads."""
-        pending = deque((obj, path, 0) for obj, path in roots)
-        seen: set[int] = set()
-        while pending:
-            obj, path, depth = pending.popleft()
-            if id(obj) in seen or isinstance(obj, _SCALARS) or len(seen) > 20_000:
-                continue
-            seen.add(id(obj))
-            self.keep.append(obj)
-            self._remember(obj, path)
-            if depth >= 3:
-                continue
-            for name in _public_names(obj):
-                try:
-                    pending.append((getattr(obj, name), f"{path}.{name}", depth + 1))
-                except Exception:
-                    continue
-
-    def _remember(self, obj: object, path: str) -> None:
-        state = _state(obj)
-        if state is not None:
-            self.snapshots[id(obj)] = _Snapshot(obj=obj, path=path, items=state[0], saved=state[1])
-
-    def _check_host_objects(self, objs: list[object] | None, cause: str) -> None:
-        targets = (
-            list(self.snapshots.values())
-            if objs is None
-            else [self.snapshots[id(o)] for o in objs if id(o) in self.snapshots]
-        )
-        for snap in targets:
-            state = _state(snap.obj)
-            if state is None or state[0] == snap.items:
-                continue
-            before = {k for k, _ in snap.items}
-            after = {k for k, _ in state[0]}
-            keys = sorted(
-                map(str, (after ^ before) | {k for k, v in state[0] if (k, v) not in snap.items})
-            )
-            if isinstance(snap.obj, dict) and isinstance(snap.saved, dict):
-                # ``__warningregistry__``: CPython's ``warn()`` records in a module's globals
-                # which warnings it showed from there; the record is the interpreter's, the
-                # code chooses none of it.
-                keys = [
-                    k
-                    for k in keys
-                    if k != "__warningregistry__" and not _equal_rebinding(snap.obj, snap.saved, k)
-                ]
-                if not keys:
-                    continue
-            self.reached.append(
-                Reached(
-                    kind="host object changed",
-                    path=cause,
-                    detail=f"{snap.path} ({type(snap.obj).__name__}) was changed: {keys[:6]}",
-                )
-            )
-            _restore(snap)
-
-    def _check_namespace(self, cause: str) -> None:
-        now = self.namespace
-        before = self.namespace_before
-        changed = [
-            k
-            for k in set(now) | set(before)
-            if k not in ("_budget_", "_print", "_")
-            and now.get(k, _MISSING) is not before.get(k, _MISSING)
-        ]
-        if not changed:
-            return
-        self.reached.append(
-            Reached(
-                kind="sandbox namespace changed",
-                path=cause,
-                detail="host code wrote " + ", ".join(sorted(changed)[:12]),
-            )
-        )
-        for key in sorted(changed):
-            if key in now and not key.startswith("_"):
-                self._push(
-                    now[key], f"{cause} -> namespace[{key!r}]", 1, self.limits.max_call_depth
-                )
-        budget, printer = now.get("_budget_"), now.get("_print")
-        now.clear()
-        now.update(before)
-        now["_budget_"], now["_print"] = budget, printer
 
     # -- the walk ---------------------------------------------------------------------------------
     def _push(self, obj: object, path: str, depth: int, calls: int) -> None:
@@ -528,6 +407,8 @@ class _Crawler:
                 self._push(value, f"{node.path}.{name}", node.depth + 1, node.calls)
             for index, item in _items(obj):
                 self._push(item, f"{node.path}[{index}]", node.depth + 1, node.calls)
+        if node.calls < self.limits.max_call_depth and not _data_stack_code(obj):
+            self._probe_with(node)
         if (
             callable(obj)
             and node.calls < self.limits.max_call_depth
@@ -540,10 +421,12 @@ class _Crawler:
                 self._probe_calls(node)
 
     @contextlib.contextmanager
-    def _deadline(self) -> Iterator[None]:
-        """Stop a probe that loops in host Python code (``Sequence.index`` of a sequence that
-        never ends) after ``probe_seconds``; only the main thread has the timer signal."""
-        if threading.current_thread() is not threading.main_thread():
+    def _probe_timer(self) -> Iterator[None]:
+        """The handler that stops a probe looping in host Python code (``Sequence.index`` of a
+        sequence that never ends), installed for the whole walk; only the main thread has the
+        timer signal."""
+        self.timed = threading.current_thread() is threading.main_thread()
+        if not self.timed:
             yield
             return
 
@@ -551,12 +434,23 @@ class _Crawler:
             raise _ProbeTimeout
 
         previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, self.limits.probe_seconds)
         try:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+    @contextlib.contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """Stop the probe inside after ``probe_seconds`` (see ``_probe_timer``)."""
+        if not self.timed:
+            yield
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.limits.probe_seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _own_code(self, obj: object) -> bool:
         """Is ``obj`` restricted code (its body is guarded; probing it shows nothing new)?"""
@@ -578,27 +472,61 @@ class _Crawler:
             if self.calls >= self.limits.max_calls:
                 self.truncated = True
                 return
-            self.calls += 1
             values = [p.value() for p in args]
             keywords = {k: p.value() for k, p in kwargs.items()}
             path = f"{node.path}({label})"
-            try:
-                with self._deadline():
-                    result: object = func(*values, **keywords)  # type: ignore[operator]
-            except _ProbeTimeout:
-                self.timeouts += 1
-                result = None
-            except Exception as exc:
-                result = exc
-            self._check_namespace(path)
-            self._check_host_objects(
-                [*values, *keywords.values(), getattr(func, "__self__", None), func], path
-            )
-            if result is not None:
-                self._push(result, path, node.depth + 1, node.calls + 1)
+            touched = [*values, *keywords.values(), getattr(func, "__self__", None), func]
+            self._call(node, path, touched, func, tuple(values), keywords)
             for index, value in enumerate([*values, *keywords.values()]):
                 if isinstance(value, dict | list) and value:
                     self._push(value, f"{path} -> argument {index}", node.depth + 1, node.calls + 1)
+
+    def _call(
+        self,
+        node: _Node,
+        path: str,
+        touched: list[object],
+        func: object,
+        args: tuple[object, ...],
+        kwargs: dict[str, object] | None = None,
+    ) -> None:
+        """One probe call under the deadline; then the checks of the namespace, the interpreter
+        and the host objects it ``touched``, and what it gave (a result or an error) is crawled."""
+        self.calls += 1
+        try:
+            with self._deadline():
+                result: object = func(*args, **(kwargs or {}))  # type: ignore[operator]
+        except _ProbeTimeout:
+            self.timeouts += 1
+            result = None
+        except Exception as exc:
+            result = exc
+        self._check_writes(path)
+        self._check_host_objects(touched, path)
+        if result is not None:
+            self._push(result, path, node.depth + 1, node.calls + 1)
+
+    def _probe_with(self, node: _Node) -> None:
+        """``with obj as x:``: the type's ``__enter__`` gives ``x`` (crawled), then ``__exit__``
+        runs as the block ends, cleanly and with an own exception."""
+        obj, kind = node.obj, type(node.obj)
+        enter, leave = getattr(kind, "__enter__", None), getattr(kind, "__exit__", None)
+        if enter is None or leave is None or self._own_code(enter) or self._own_code(leave):
+            return
+        if self.calls + 3 > self.limits.max_calls:
+            self.truncated = True
+            return
+        self._call(node, f"{node.path}.__enter__()", [obj], enter, (obj,))
+        self._call(
+            node, f"{node.path}.__exit__(None, None, None)", [obj], leave, (obj, None, None, None)
+        )
+        error = self.namespace.get("exception")
+        if isinstance(error, BaseException):
+            self._call(node, f"{node.path}.__enter__()", [obj], enter, (obj,))
+            label = f"{node.path}.__exit__(Oops, exception, traceback)"
+            self._call(
+                node, label, [obj, error], leave, (obj, type(error), error, error.__traceback__)
+            )
 
     def _argument_sets(
         self, func: object, *, first_call: bool
@@ -666,65 +594,3 @@ class _Crawler:
                 for value in values:
                     label = ", ".join([*(p.label for p in head), f"{name}={value.label}"])
                     yield head, {name: value}, label
-
-    # -- what must never be reached ------------------------------------------------------------
-    def _forbidden(self, obj: object) -> tuple[str, str] | None:
-        if isinstance(obj, types.ModuleType):
-            return "module", f"the real module {obj.__name__!r}"
-        if isinstance(obj, types.FrameType):
-            return "frame", f"a frame of {obj.f_code.co_name!r}"
-        if isinstance(obj, types.CodeType):
-            return "code object", f"the code of {obj.co_name!r}"
-        if isinstance(obj, types.TracebackType):
-            return "traceback", "a traceback (its frames hold globals)"
-        if obj is builtins.__dict__ or obj is builtins:
-            return "real builtins", "the interpreter's builtins"
-        if obj is sys.modules:
-            return "sys.modules", "the module table"
-        if obj is self.namespace or obj is self.table:
-            return "runtime object", "the sandbox's own namespace or builtins table (its guards)"
-        if isinstance(obj, Guards | RestrictedExecutor | OperationBudget):
-            return "runtime object", f"the runtime's {type(obj).__name__}"
-        if isinstance(obj, dict) and _is_globals(obj):
-            return "globals dict", f"the globals of module {obj.get('__name__')!r}"
-        if isinstance(obj, type):
-            if issubclass(obj, type):
-                return "metaclass", f"the metaclass {obj.__qualname__!r}"
-            if obj in _DANGEROUS_CLASSES:
-                return "dangerous class", f"the class {obj.__qualname__!r}"
-        function = obj.__func__ if isinstance(obj, types.MethodType) else obj
-        if isinstance(function, types.FunctionType):
-            return self._foreign_function(function, bound=function is not obj)
-        if isinstance(obj, types.BuiltinFunctionType | types.BuiltinMethodType):
-            owner = getattr(obj, "__self__", None)
-            if isinstance(owner, types.ModuleType):
-                if id(obj) in self.vetted:
-                    return None
-                if owner.__name__ != "builtins" and self._vetted_home(owner.__name__):
-                    return None
-                return "module builtin", f"{owner.__name__}.{obj.__name__} (bound to its module)"
-        return None
-
-    def _foreign_function(
-        self, function: types.FunctionType, *, bound: bool
-    ) -> tuple[str, str] | None:
-        if function.__globals__ is self.namespace:
-            return None
-        if function.__code__.co_filename == _FILENAME:
-            return "foreign globals", f"own function {function.__qualname__!r} with other globals"
-        home = function.__globals__.get("__name__")
-        if id(function) in self.vetted or (isinstance(home, str) and self._vetted_home(home)):
-            if not bound and not home_is_runtime(home) and _unbound_method(function):
-                return "unbound method", (
-                    f"{home}.{function.__qualname__} without its receiver (host code on any self)"
-                )
-            return None
-        if set(function.__globals__) <= {"__builtins__"} and function.__module__ in (
-            None,
-            "__sandbox__",
-        ):
-            return None  # generated for an own class (dataclass, namedtuple) with empty globals
-        return "foreign function", f"{home}.{function.__qualname__} runs with its module's globals"
-
-    def _vetted_home(self, module: str) -> bool:
-        return any(module == h or module.startswith(h + ".") for h in self.homes)

@@ -96,7 +96,44 @@ OWN_KINDS: Mapping[str, str] = {
         "dataclass_class = Data\ndataclass = Data()\n"
     ),
     "Enum": (
-        "import enum\nclass Color(enum.Enum):\n    RED = 1\nenum_class = Color\nenum = Color.RED\n"
+        "import enum\nclass Color(enum.Enum):\n    RED = 1\n    def describe(self, *a, **k):\n"
+        "        return a\n    @classmethod\n    def pick(cls, *a, **k):\n        return cls.RED\n"
+        "enum_class = Color\nenum = Color.RED\n"
+    ),
+    "class with descriptors": (
+        "class Rich:\n    attr = 1\n    def method(self, *a, **k):\n        return a\n"
+        "    @property\n    def prop(self):\n        return self.attr\n"
+        "    @classmethod\n    def cmethod(cls, *a, **k):\n        return cls\n"
+        "    @staticmethod\n    def smethod(*a, **k):\n        return a\n"
+        "class RichChild(Rich):\n    pass\nrich_class = RichChild\nrich = RichChild()\n"
+    ),
+    "collections subclass": (
+        "import collections\nclass MyCounter(collections.Counter):\n    pass\n"
+        "class MyOrderedDict(collections.OrderedDict):\n    pass\n"
+        "class MyDefaultDict(collections.defaultdict):\n    pass\n"
+        "my_counter_class = MyCounter\nmy_counter = MyCounter('abc')\n"
+        "my_ordered_class = MyOrderedDict\nmy_ordered = MyOrderedDict(a=1)\n"
+        "my_default_class = MyDefaultDict\nmy_default = MyDefaultDict(list)\n"
+    ),
+    "dataclass subclass": (
+        "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Base:\n    x: int = 0\n"
+        "    def method(self, *a, **k):\n        return a\n"
+        "@dataclasses.dataclass(frozen=True, order=True)\nclass Child(Base):\n    y: int = 1\n"
+        "dataclass_child_class = Child\ndataclass_child = Child()\n"
+    ),
+    "context managers": (
+        "import contextlib\n@contextlib.contextmanager\ndef managed(*a, **k):\n    yield a\n"
+        "class Closeable:\n    def close(self):\n        return None\n"
+        "managed_function = managed\ncontext_manager = managed()\nentered_manager = managed()\n"
+        "with entered_manager as entered:\n    pass\n"
+        "decorated_function = managed()(lambda *a, **k: a)\n"
+        "closing_manager = contextlib.closing(Closeable())\n"
+        "suppress_manager = contextlib.suppress(KeyError)\n"
+        "nullcontext_manager = contextlib.nullcontext(Closeable())\n"
+        "exit_stack = contextlib.ExitStack()\n"
+        "exit_stack.enter_context(contextlib.nullcontext())\n"
+        "exit_stack.callback(lambda *a, **k: a)\n"
+        "with contextlib.ExitStack() as used_stack:\n    used_stack.enter_context(managed())\n"
     ),
     "IntFlag": (
         "import enum\nclass Perm(enum.IntFlag):\n    R = 4\n    W = 2\n"
@@ -104,6 +141,7 @@ OWN_KINDS: Mapping[str, str] = {
     ),
     "NamedTuple": (
         "import typing\nclass Point(typing.NamedTuple):\n    x: int = 0\n"
+        "    def method(self, *a, **k):\n        return a\n"
         "namedtuple_class = Point\nnamedtuple = Point(1)\n"
     ),
     "collections.namedtuple": (
@@ -120,7 +158,8 @@ OWN_KINDS: Mapping[str, str] = {
         "abc_class = Shape\nabc = Square()\n"
     ),
     "Exception subclass": (
-        "class Oops(Exception):\n    pass\ntry:\n    raise Oops('x')\nexcept Oops as e:\n"
+        "class Oops(Exception):\n    code = 1\n    def method(self, *a, **k):\n        return a\n"
+        "try:\n    raise Oops('x')\nexcept Oops as e:\n"
         "    exception = e\nexception_class = Oops\n"
     ),
     "generator": (

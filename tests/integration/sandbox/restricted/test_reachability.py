@@ -3,6 +3,7 @@ reachable — and the crawler does report it when an old hole is put back."""
 
 from __future__ import annotations
 
+import builtins
 import types
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from safeexec.policy import load_policy, shipped_packs
-from safeexec.sandbox.restricted import guards, stdlib_wrappers
+from safeexec.sandbox.restricted import guards, reachability_checks, stdlib_wrappers
 from safeexec.sandbox.restricted.reachability import CrawlReport, crawl
 
 
@@ -98,7 +99,8 @@ def test_the_crawler_finds_unbound_library_methods_on_class_reads(
     )
     report = crawl(("collections",))
     unbound = [r for r in report.reached if r.kind == "unbound method"]
-    assert any(r.path == "collections.Counter.copy" for r in unbound), report.reached
+    # Read off the library class or an own subclass of it, whichever the crawl meets first.
+    assert any(r.path.endswith("Counter.copy") for r in unbound), report.reached
     assert any(r.path == "collections.UserList.append" for r in unbound), report.reached
 
 
@@ -143,3 +145,62 @@ def test_the_crawler_finds_a_library_archive_handed_out(monkeypatch: pytest.Monk
     report = crawl(("zipfile",))
     dangerous = [r for r in report.reached if r.kind == "dangerous class"]
     assert any("ZipExtFile" in r.detail for r in dangerous), report.reached
+
+
+def _planter(target: object, name: str) -> Callable[..., Any]:
+    """A broken view value: host code that writes its first argument into ``target.name``,
+    dressed as a function of ``stdlib_wrappers`` (a vetted home) so the crawler calls it."""
+
+    def plant(value: object, *rest: object, **kwargs: object) -> None:
+        setattr(target, name, value)
+
+    return types.FunctionType(
+        plant.__code__,
+        {"__name__": stdlib_wrappers.__name__, "__builtins__": __builtins__},
+        "plant",
+        None,
+        plant.__closure__,
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "where"),
+    [
+        (builtins, "planted_by_a_probe", "builtins.__dict__"),
+        (guards, "CLASS_LIKE", "the globals of safeexec.sandbox.restricted.guards"),
+    ],
+    ids=["real builtins", "runtime globals"],
+)
+@pytest.mark.parametrize("tags", [True, False], ids=["version tags", "values"])
+def test_the_crawler_finds_a_probe_changing_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch, target: object, name: str, where: str, tags: bool
+) -> None:
+    # Both ways of noticing a write: CPython's dict version tags, and the keys and values.
+    monkeypatch.setattr(reachability_checks, "_TAGS_MOVE", tags and reachability_checks._TAGS_MOVE)
+    original = getattr(target, name, None)
+    monkeypatch.setattr(target, name, original, raising=False)  # undone even if the crawl fails
+    if original is None:
+        monkeypatch.delattr(target, name)
+    planter = _planter(target, name)
+    monkeypatch.setitem(stdlib_wrappers._SPECIAL_VALUES, "functools.wraps", lambda ex, v: planter)
+    report = crawl(("functools",))
+    changed = [r for r in report.reached if r.kind == "interpreter state changed"]
+    assert any(r.detail.startswith(where) and name in r.detail for r in changed), report.reached
+    assert any(r.path.startswith("functools.wraps(") for r in changed), changed
+    # Restored after each probe: the value is the one before the crawl.
+    assert getattr(target, name, None) is original
+
+
+def test_the_crawler_finds_a_context_manager_decorating_a_library_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before d2b4684: ``contextmanager`` checked its function only, and the context managers
+    # it made decorated classes too (``g()(Counter).copy`` was ``Counter.copy``, unbound).
+    monkeypatch.setitem(
+        stdlib_wrappers._SPECIAL_VALUES,
+        "contextlib.contextmanager",
+        stdlib_wrappers._functions_only,
+    )
+    report = crawl(("contextlib", "collections"))
+    unbound = [r for r in report.reached if r.kind == "unbound method"]
+    assert any(r.path.startswith("context_manager(collections.") for r in unbound), report.reached
