@@ -154,6 +154,11 @@ USER_DUNDERS = frozenset(
         "__enter__",
         "__exit__",
         "__call__",
+        # Async context managers and iterators (the event loop is the runtime's own).
+        "__aenter__",
+        "__aexit__",
+        "__aiter__",
+        "__anext__",
         "__neg__",
         "__pos__",
         "__abs__",

@@ -130,7 +130,6 @@ class Err(Exception):
         ("_getattr_ = 1", "invalid variable name"),
         ("x.__dict__ = {}", "dunder attributes"),
         ("class A(metaclass=type):\n    pass", "metaclass"),
-        ("async def f():\n    pass", "AsyncFunctionDef"),
         ("match 1:\n    case int(__class__=c):\n        pass", "class pattern keyword"),
         ("match 1:\n    case int(real=_getattr_):\n        pass", "invalid variable name"),
         ("class A:\n    __match_args__ = ('__reduce_ex__',)", "invalid variable name"),
