@@ -388,12 +388,23 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
         "ThreadPoolExecutor Future as_completed wait FIRST_COMPLETED FIRST_EXCEPTION "
         "ALL_COMPLETED TimeoutError CancelledError"
     ),
+    # -- asyncio (asyncio_view.py): the runtime's own deterministic loop, never asyncio's ------
+    "asyncio": _names(
+        "run sleep gather create_task ensure_future current_task all_tasks wait_for wait "
+        "as_completed shield timeout timeout_at Timeout to_thread TaskGroup get_event_loop "
+        "get_running_loop new_event_loop set_event_loop iscoroutine iscoroutinefunction Future "
+        "Task AbstractEventLoop Queue LifoQueue PriorityQueue QueueEmpty QueueFull Lock Event "
+        "Condition Semaphore BoundedSemaphore TimeoutError CancelledError InvalidStateError "
+        "FIRST_COMPLETED FIRST_EXCEPTION ALL_COMPLETED"
+    ),
+    # -- end asyncio ----------------------------------------------------------------------------
 }
 
 # The views above the runtime builds (the real module is never imported for them); those that
 # touch files exist only where the executor has a workdir.
 BUILT_VIEWS = frozenset(
     {
+        "asyncio",
         "os",
         "os.path",
         "pathlib",
