@@ -385,6 +385,7 @@ class EventLoop(_Final):
         "__weakref__",
         "_asyncgens",
         "_closed",
+        "_closers",
         "_current",
         "_ready",
         "_running",
@@ -408,6 +409,7 @@ class EventLoop(_Final):
         self._current: Task | None = None
         self._tasks: set[Task] = set()
         self._asyncgens: weakref.WeakSet[object] = weakref.WeakSet()
+        self._closers: list[Task] = []
 
     def __repr__(self) -> str:
         return f"<EventLoop running={self._running} closed={self._closed}>"
@@ -536,22 +538,20 @@ class EventLoop(_Final):
         return _Running(self)
 
     def _cancel_all(self) -> None:
-        """``asyncio.run``'s ending: cancel the tasks left, let them unwind, close async
-        generators still open."""
+        """``asyncio.run``'s ending: cancel the tasks left and let them unwind, then close the
+        async generators still open (each callback still draws from the budget)."""
         tasks = [task for task in self._tasks if not task.done()]
         for task in tasks:
             task.cancel()
-        if tasks:
-            with self._running_here():
-                while any(not task.done() for task in tasks) and self._run_once():
-                    pass
-        generators = list(self._asyncgens)
-        self._asyncgens.clear()
-        closers = [self.create_task(_aclose(gen)) for gen in generators]
-        if closers:
-            with self._running_here():
-                while any(not task.done() for task in closers) and self._run_once():
-                    pass
+        with self._running_here():
+            while (self._ready or any(not t.done() for t in tasks)) and self._run_once():
+                pass
+            generators = list(self._asyncgens)
+            self._asyncgens.clear()
+            closers = [*self._closers, *(self.create_task(_aclose(g)) for g in generators)]
+            while any(not task.done() for task in closers) and self._run_once():
+                pass
+        self._closers.clear()
 
     # -- async generator hooks (what asyncio's own loop does: finalize on the loop) -------------
     def _firstiter(self, agen: object) -> None:
@@ -560,7 +560,11 @@ class EventLoop(_Final):
     def _finalizer(self, agen: object) -> None:
         self._asyncgens.discard(agen)
         if not self._closed:
-            self.create_task(_aclose(agen))
+            # Not one of the loop's tasks: ``asyncio.run``'s ending lets it finish, never
+            # cancels it.
+            closer = self.create_task(_aclose(agen))
+            self._tasks.discard(closer)
+            self._closers.append(closer)
 
 
 async def _aclose(agen: Any) -> None:
