@@ -50,7 +50,7 @@ def _in_main(body: str) -> str:
         "f = asyncio.get_running_loop().create_future()\nprint(f.get_loop()._state)",
         "print(asyncio.get_running_loop()._ready)",
         "print(asyncio.get_running_loop()._state.executor)",
-        "h = asyncio.get_running_loop().call_soon(print)\nprint(h._callback)",
+        "h = asyncio.get_running_loop().call_soon(len, 'x')\nprint(h._callback)",
         # A failed task's exception and its traceback.
         "t = asyncio.create_task(failing())\nawait asyncio.sleep(0)\n"
         "print(t.exception().__traceback__)",
@@ -159,3 +159,21 @@ def test_the_async_generator_hooks_of_the_host_are_restored(restricted_box: BoxF
     code = _in_main("g = agen()\nawait g.asend(None)\nprint('left open')")
     assert box.run(code).stdout == "left open\n"
     box.assert_usable()
+
+
+def test_a_loop_in_a_thread_stops_with_its_cell(restricted_box: BoxFactory) -> None:
+    # The thread's stop signal ends the loop instead of becoming a task's exception, even when
+    # the task catches everything.
+    box = restricted_box(imports=("asyncio", "threading"))
+    code = (
+        "import asyncio, threading\n"
+        "started = threading.Event()\n"
+        "async def stubborn():\n    started.set()\n    while True:\n        try:\n"
+        "            await asyncio.sleep(0)\n        except BaseException:\n            pass\n"
+        "t = threading.Thread(target=lambda: asyncio.run(stubborn()), daemon=True)\n"
+        "t.start()\nstarted.wait()\nprint('started')\n"
+    )
+    outcome = box.run(code, cpu_seconds=5.0, wall_seconds=10.0)
+    assert outcome.status.value == "ok" and outcome.stdout == "started\n", outcome.text
+    later = box.run("print(t.is_alive(), threading.active_count())")
+    assert later.stdout == "False 1\n", later.text

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
-from safeexec.sandbox.restricted.cell_threads import report_error
+from safeexec.sandbox.restricted.cell_threads import ThreadStopped, report_error
 from safeexec.sandbox.restricted.guards import GuardError
 
 if TYPE_CHECKING:
@@ -42,6 +42,9 @@ __all__ = [
     "Task",
     "running_loop",
 ]
+
+# What ends the run instead of becoming a task's exception: the cell's own stop signals.
+_FATAL = (SystemExit, KeyboardInterrupt, ThreadStopped)
 
 # The loop running in each thread (one at a time per thread, whichever executor made it).
 _RUNNING: dict[int, EventLoop] = {}
@@ -136,7 +139,7 @@ class Handle(_Final):
             return
         try:
             callback(*args)
-        except (SystemExit, KeyboardInterrupt):
+        except _FATAL:
             raise
         except Exception as error:
             report_error(self._loop._state.executor, "event loop callback", error)
@@ -345,7 +348,7 @@ class Task(Future):
         except CancelledError as cancelled:
             loop._tasks.discard(self)
             Future.cancel(self, msg=cancelled.args[0] if cancelled.args else None)
-        except (SystemExit, KeyboardInterrupt) as fatal:
+        except _FATAL as fatal:
             self._finish(exception=fatal)
             raise
         except BaseException as exc:  # the task's own failure, kept as its exception
@@ -467,7 +470,7 @@ class EventLoop(_Final):
         future = self.create_future()
         try:
             future.set_result(func(*args))
-        except (SystemExit, KeyboardInterrupt):
+        except _FATAL:
             raise
         except Exception as error:
             future.set_exception(error)
