@@ -457,9 +457,9 @@ LAZY_INTERNAL_IMPORTS: Mapping[str, frozenset[str]] = {
 }
 
 _SAFE_BUILTIN_NAMES = _names(
-    "abs all any ascii bin bool bytearray bytes callable chr classmethod complex dict divmod "
-    "enumerate filter float format frozenset hash hex id int isinstance issubclass iter len list "
-    "map max min next object oct ord pow property range repr reversed round set slice sorted "
+    "abs aiter all anext any ascii bin bool bytearray bytes callable chr classmethod complex dict "
+    "divmod enumerate filter float format frozenset hash hex id int isinstance issubclass iter len "
+    "list map max min next object oct ord pow property range repr reversed round set slice sorted "
     "staticmethod str sum super tuple zip True False None NotImplemented Ellipsis "
 )
 

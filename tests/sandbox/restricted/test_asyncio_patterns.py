@@ -376,3 +376,18 @@ async def main():
 """
     assert executor.execute(code, filename="<test>") == "(1, [True])"
     assert sys.get_asyncgen_hooks() == before
+
+
+def test_aiter_and_anext_builtins(run) -> None:  # type: ignore[no-untyped-def]
+    code = """
+async def agen():
+    yield 'a'
+    yield 'b'
+async def main():
+    it = aiter(agen())
+    first = await anext(it)
+    second = await anext(it)
+    return first, second, await anext(it, 'end')
+asyncio.run(main())
+"""
+    assert run(code) == "('a', 'b', 'end')"
