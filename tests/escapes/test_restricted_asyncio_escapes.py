@@ -153,8 +153,11 @@ def test_endless_async_code_is_stopped(restricted_box: BoxFactory, body: str) ->
     box.assert_usable()
 
 
-def test_the_async_generator_hooks_of_the_host_are_restored(restricted_box: BoxFactory) -> None:
-    # The loop installs its own hooks while it runs; a generator left open is closed by the run.
+def test_an_async_generator_left_open_leaves_the_session_usable(
+    restricted_box: BoxFactory,
+) -> None:
+    # The loop installs its own async-generator hooks while it runs and closes what is left
+    # open at its end (test_asyncio_patterns.py checks the host's hooks come back).
     box = restricted_box()
     code = _in_main("g = agen()\nawait g.asend(None)\nprint('left open')")
     assert box.run(code).stdout == "left open\n"
