@@ -32,7 +32,6 @@ import zipfile, gzip, tarfile  # ok: SX201
 
 # case: restricted mode has no view of the native-only modules
 # mode: restricted
-import asyncio  # expect: SX201, SX205
 import scipy  # expect: SX201, SX205
 import json, math  # ok: SX201, SX205
 
@@ -51,7 +50,7 @@ import sqlite3, gzip, bz2, lzma, zipfile, tarfile, zlib  # ok: SX201, SX205
 
 # case: restricted mode runs its views of threads that belong to their cell
 # mode: restricted
-import threading, queue, warnings, logging  # ok: SX201, SX205
+import threading, queue, warnings, logging, asyncio  # ok: SX201, SX205
 import logging.handlers  # expect: SX201, SX205
 from concurrent.futures import ThreadPoolExecutor  # ok: SX201, SX205
 from concurrent.futures import ProcessPoolExecutor  # ok: SX201

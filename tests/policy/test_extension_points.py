@@ -30,10 +30,18 @@ def test_extend_allow_overrides_the_base_deny_list(tmp_path: Path) -> None:
     assert "SX304" in _rules("import subprocess\nsubprocess.run(['id'])\n", team)
 
 
-def test_extend_allow_asyncio_works_and_restricted_still_has_no_view(tmp_path: Path) -> None:
-    team = _pack(tmp_path, 'extend_allow = ["asyncio"]')
-    assert _rules("import asyncio\nasyncio.sleep(0)\n", team) == set()
-    assert _rules("import asyncio\n", team, backend="restricted") == {"SX201", "SX205"}
+def test_extend_allow_scipy_works_and_restricted_still_has_no_view(tmp_path: Path) -> None:
+    assert "SX201" in _rules("import scipy\n", "default")
+    team = _pack(tmp_path, 'extend_allow = ["scipy"]')
+    assert _rules("import scipy\n", team) == set()
+    assert _rules("import scipy\n", team, backend="restricted") == {"SX201", "SX205"}
+
+
+def test_asyncio_runs_natively_and_as_the_built_view_in_restricted_mode() -> None:
+    code = "import asyncio\nasyncio.run(asyncio.sleep(0))\n"
+    assert _rules(code, "default") == set()
+    assert _rules(code, "default", backend="restricted") == set()
+    assert "SX201" in _rules(code, "strict", backend="restricted")
 
 
 def test_os_runs_natively_and_as_the_built_view_in_restricted_mode() -> None:

@@ -156,6 +156,11 @@ USER_DUNDERS = frozenset(
         "__enter__",
         "__exit__",
         "__call__",
+        # Async context managers and iterators (the event loop is the runtime's own).
+        "__aenter__",
+        "__aexit__",
+        "__aiter__",
+        "__anext__",
         "__neg__",
         "__pos__",
         "__abs__",
@@ -279,12 +284,23 @@ MODULE_ALLOWLISTS: Mapping[str, frozenset[str]] = {
         "ThreadPoolExecutor Future as_completed wait FIRST_COMPLETED FIRST_EXCEPTION "
         "ALL_COMPLETED TimeoutError CancelledError"
     ),
+    # -- asyncio (asyncio_view.py): the runtime's own deterministic loop, never asyncio's ------
+    "asyncio": _names(
+        "run sleep gather create_task ensure_future current_task all_tasks wait_for wait "
+        "as_completed shield timeout timeout_at Timeout to_thread TaskGroup get_event_loop "
+        "get_running_loop new_event_loop set_event_loop iscoroutine iscoroutinefunction Future "
+        "Task AbstractEventLoop Queue LifoQueue PriorityQueue QueueEmpty QueueFull Lock Event "
+        "Condition Semaphore BoundedSemaphore TimeoutError CancelledError InvalidStateError "
+        "FIRST_COMPLETED FIRST_EXCEPTION ALL_COMPLETED"
+    ),
+    # -- end asyncio ----------------------------------------------------------------------------
 }
 
 # The views above the runtime builds (the real module is never imported for them); those that
 # touch files exist only where the executor has a workdir.
 BUILT_VIEWS = frozenset(
     {
+        "asyncio",
         "os",
         "os.path",
         "pathlib",
@@ -337,9 +353,9 @@ LAZY_INTERNAL_IMPORTS: Mapping[str, frozenset[str]] = {
 }
 
 _SAFE_BUILTIN_NAMES = _names(
-    "abs all any ascii bin bool bytearray bytes callable chr classmethod complex dict divmod "
-    "enumerate filter float format frozenset hash hex id int isinstance issubclass iter len list "
-    "map max min next object oct ord pow property range repr reversed round set slice sorted "
+    "abs aiter all anext any ascii bin bool bytearray bytes callable chr classmethod complex dict "
+    "divmod enumerate filter float format frozenset hash hex id int isinstance issubclass iter len "
+    "list map max min next object oct ord pow property range repr reversed round set slice sorted "
     "staticmethod str sum super tuple zip True False None NotImplemented Ellipsis "
 )
 

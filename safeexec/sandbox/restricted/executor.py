@@ -21,6 +21,7 @@ from safeexec.sandbox.restricted.allowlist import (
     module_matches,
 )
 from safeexec.sandbox.restricted.archive_views import archive_views
+from safeexec.sandbox.restricted.asyncio_view import asyncio_view
 from safeexec.sandbox.restricted.budget import (
     _COUNTED_RANGE_ABOVE,
     OperationBudget,
@@ -368,6 +369,7 @@ class RestrictedExecutor:
             built.update(concurrency_views(self))
             built.update(warnings_view(self))
             built.update(logging_view(self))
+            built["asyncio"] = asyncio_view(self)
             if self._files is not None:
                 ops = WorkdirOps(self._files)
                 built.update(workdir_views(self, ops))

@@ -309,14 +309,13 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
-        if node.is_async:
-            self.error(node, "async comprehensions are not allowed.")
+        # ``async for`` in a comprehension ticks like ``for``: the tick sits in its ``ifs``.
         node = self.node_contents_visit(node)
         if self.count_operations:
             node.ifs.insert(0, self._tick(node.iter))
         return node
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         self.check_name(node, node.name, allow_magic_methods=True)
         dunder = node.name.startswith("__") and node.name.endswith("__")
         if self._in_class_body and dunder and node.name not in USER_DUNDERS:
@@ -484,6 +483,27 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_MatchOr(self, node: ast.MatchOr) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    # -- async code ------------------------------------------------------------------------------
+    # Coroutines get the guards of sync code: ``async def`` is checked and ticked like ``def``,
+    # ``async for`` like ``for``, ``async with`` like ``with``, and ``await x.y`` reads ``x.y``
+    # through the attribute guard (the operand is visited like any expression). A coroutine's
+    # frame attributes (``cr_frame``, ``ag_frame``…) are in ``DENIED_ATTRIBUTES``; the event
+    # loop is the runtime's own (``async_loop.py``), never asyncio's.
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return self.visit_FunctionDef(node)
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        return self.node_contents_visit(node)
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if self.count_operations:
+            node.body.insert(0, self._tick_statement(node))
+        return node
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
         return self.node_contents_visit(node)
 
 

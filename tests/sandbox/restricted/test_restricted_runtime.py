@@ -130,7 +130,6 @@ class Err(Exception):
         ("_getattr_ = 1", "invalid variable name"),
         ("x.__dict__ = {}", "dunder attributes"),
         ("class A(metaclass=type):\n    pass", "metaclass"),
-        ("async def f():\n    pass", "AsyncFunctionDef"),
         ("match 1:\n    case int(__class__=c):\n        pass", "class pattern keyword"),
         ("match 1:\n    case int(real=_getattr_):\n        pass", "invalid variable name"),
         ("class A:\n    __match_args__ = ('__reduce_ex__',)", "invalid variable name"),
@@ -153,7 +152,7 @@ def test_imports_follow_the_allowlist_including_wildcards() -> None:
     with pytest.raises(ImportError, match="not allowed"):
         run("import math")
     with pytest.raises(ImportError, match="not allowed"):
-        run("import asyncio", imports=("asyncio",))  # allowed by policy, but no view here
+        run("import scipy", imports=("scipy",))  # allowed by policy, but no view here
     with pytest.raises(ImportError, match="needs a working directory"):
         run("import os", imports=("os",))  # the built os view exists only with a workdir
 

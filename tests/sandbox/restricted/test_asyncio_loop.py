@@ -1,0 +1,81 @@
+"""The restricted asyncio view's loop itself: stop signals end it, and it draws from the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.sandbox.restricted.async_loop import EventLoop, LoopState
+from safeexec.sandbox.restricted.cell_threads import ThreadStopped
+
+
+def _executor(operations: int = 10_000) -> RestrictedExecutor:
+    """An executor as during a run: its budget open (outside a run it is closed)."""
+    executor = RestrictedExecutor()
+    executor._budget = OperationBudget(operations)
+    return executor
+
+
+@pytest.mark.parametrize("signal", [ThreadStopped, SystemExit, KeyboardInterrupt])
+def test_a_stop_signal_in_a_task_ends_the_loop_instead_of_becoming_its_exception(
+    signal: type[BaseException],
+) -> None:
+    loop = EventLoop(LoopState(_executor()))
+
+    async def stopped() -> None:
+        raise signal("stop")
+
+    async def main() -> str:
+        loop.create_task(stopped())  # a task nobody awaits: its failure would go unseen
+        await loop.create_task(_nothing())
+        await loop.create_task(_nothing())
+        return "finished"
+
+    with pytest.raises(signal):
+        loop.run_until_complete(main())
+
+
+def test_an_ordinary_failure_is_the_tasks_exception() -> None:
+    loop = EventLoop(LoopState(_executor()))
+
+    async def failing() -> None:
+        raise ValueError("x")
+
+    async def main() -> str:
+        task = loop.create_task(failing())
+        await loop.create_task(_nothing())
+        return repr(task.exception())
+
+    assert loop.run_until_complete(main()) == "ValueError('x')"
+
+
+async def _nothing() -> None:
+    return None
+
+
+def test_every_callback_draws_from_the_executors_budget() -> None:
+    executor = _executor()
+    loop = EventLoop(LoopState(executor))
+    before = executor._budget.counter.__length_hint__()  # type: ignore[attr-defined]
+    for _ in range(10):
+        loop.call_soon(len, "x")
+    loop.run_until_complete(_nothing())
+    after = executor._budget.counter.__length_hint__()  # type: ignore[attr-defined]
+    assert before - after >= 10
+
+
+def test_the_loop_stops_when_the_budget_runs_out() -> None:
+    loop = EventLoop(LoopState(_executor(50)))
+
+    async def forever() -> None:
+        while True:
+            await _nothing()
+            await _Turn()
+
+    with pytest.raises(RuntimeError, match="budget"):
+        loop.run_until_complete(forever())
+
+
+class _Turn:
+    def __await__(self):  # type: ignore[no-untyped-def]
+        yield None
