@@ -458,9 +458,12 @@ class _Crawler(_Checks):
         return isinstance(function, types.FunctionType) and function.__globals__ is self.namespace
 
     def _load(self, obj: object, name: str) -> object:
-        """What ``obj.name`` gives restricted code: a plain load, or the ``_getattr_`` guard."""
+        """What ``obj.name`` gives restricted code: a plain load, or the ``_getattr_`` guard the
+        namespace holds (the guard's fast paths included)."""
         if name.startswith("_") or name in DENIED_ATTRIBUTES:
-            return self.executor.guards.getattr_guard(obj, name)
+            guard = self.namespace["_getattr_"]
+            assert callable(guard)
+            return guard(obj, name)
         if isinstance(obj, CLASS_LIKE):
             return self.executor.guards.class_attribute(obj, name)
         return getattr(obj, name)

@@ -46,8 +46,8 @@ class CrawlLimits:
 
     max_depth: int = 5
     max_call_depth: int = 2
-    max_objects: int = 40_000
-    max_calls: int = 220_000
+    max_objects: int = 60_000
+    max_calls: int = 400_000
     max_calls_per_callable: int = 200
     probe_seconds: float = 0.25
 
