@@ -73,6 +73,38 @@ def test_a_thread_that_swallows_every_exception_is_still_bounded(
     assert box.run("import threading\nprint(threading.active_count())").stdout == "1\n"
 
 
+# Each loop spends nearly all its time inside the ``try``, so the stop signal lands there: without
+# the check every handler and ``finally`` makes first (``_caught_`` in the worker, the budget tick
+# in-process), the thread would outlive its cell and the cell would end by the host's kill.
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "        except BaseException:\n            pass\n",
+        "        except:\n            pass\n",
+        "        except (ValueError, BaseException) as error:\n            pass\n",
+        "        except CAUGHT:\n            pass\n",
+        "        finally:\n            continue\n",
+        "        except BaseException:\n            try:\n                raise\n"
+        "            except BaseException:\n                pass\n",
+    ],
+    ids=["except-base", "bare-except", "tuple", "alias", "finally-continue", "nested"],
+)
+def test_a_stopped_thread_cannot_swallow_its_stop(restricted_box: BoxFactory, loop: str) -> None:
+    box = restricted_box(imports=IMPORTS)
+    code = (
+        "import threading\nstarted = threading.Event()\nCAUGHT = BaseException\n"
+        "def stubborn():\n    started.set()\n    while True:\n        try:\n"
+        "            for _ in range(100000):\n                pass\n"
+        + loop
+        + "t = threading.Thread(target=stubborn, daemon=True)\nt.start()\nstarted.wait()\n"
+        "print('started')\n"
+    )
+    outcome = box.run(code, cpu_seconds=5.0, wall_seconds=10.0)
+    assert (outcome.status.value, outcome.stdout) == ("ok", "started\n"), outcome.text
+    later = box.run("print(t.is_alive(), threading.active_count())")
+    assert later.stdout == "False 1\n", later.text
+
+
 def test_a_cell_cannot_start_unbounded_threads(restricted_box: BoxFactory) -> None:
     box = restricted_box(imports=IMPORTS)
     code = (

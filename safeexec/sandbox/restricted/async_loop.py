@@ -16,6 +16,7 @@ on a future or task is its own.
 from __future__ import annotations
 
 import collections
+import contextlib
 import heapq
 import itertools
 import sys
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
 
 __all__ = [
+    "STOP_SIGNALS",
     "CancelledError",
     "EventLoop",
     "Future",
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 # What ends the run instead of becoming a task's exception: the cell's own stop signals.
-_FATAL = (SystemExit, KeyboardInterrupt, ThreadStopped)
+STOP_SIGNALS = (SystemExit, KeyboardInterrupt, ThreadStopped)
 
 # The loop running in each thread (one at a time per thread, whichever executor made it).
 _RUNNING: dict[int, EventLoop] = {}
@@ -139,7 +141,7 @@ class Handle(_Final):
             return
         try:
             callback(*args)
-        except _FATAL:
+        except STOP_SIGNALS:
             raise
         except Exception as error:
             report_error(self._loop._state.executor, "event loop callback", error)
@@ -348,7 +350,7 @@ class Task(Future):
         except CancelledError as cancelled:
             loop._tasks.discard(self)
             Future.cancel(self, msg=cancelled.args[0] if cancelled.args else None)
-        except _FATAL as fatal:
+        except STOP_SIGNALS as fatal:
             self._finish(exception=fatal)
             raise
         except BaseException as exc:  # the task's own failure, kept as its exception
@@ -470,7 +472,7 @@ class EventLoop(_Final):
         future = self.create_future()
         try:
             future.set_result(func(*args))
-        except _FATAL:
+        except STOP_SIGNALS:
             raise
         except Exception as error:
             future.set_exception(error)
@@ -555,6 +557,26 @@ class EventLoop(_Final):
             while any(not task.done() for task in closers) and self._run_once():
                 pass
         self._closers.clear()
+
+    def _abandon(self, stop: BaseException) -> None:
+        """A stop signal ended the run: the tasks end where they stand, with ``stop`` as their
+        exception. Their coroutines are closed here, in the stopped thread, where no handler
+        can swallow the stop (the transformer's ``_caught_``); left suspended, they would be
+        resumed later by the collector, in whatever thread and cell collects them. Async
+        generators need no closing: their finalizer is this loop's, which does nothing once
+        the loop is closed."""
+        tasks = [*self._tasks, *self._closers]
+        self._tasks.clear()
+        self._closers.clear()
+        self._ready.clear()
+        self._asyncgens.clear()
+        for task in tasks:
+            if task.done():
+                continue
+            with contextlib.suppress(BaseException):  # the stop again, or the coroutine's end
+                task._coro.close()
+            task._callbacks = []  # nothing of the code runs after a stop
+            Future.set_exception(task, stop)
 
     # -- async generator hooks (what asyncio's own loop does: finalize on the loop) -------------
     def _firstiter(self, agen: object) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.async_loop import (
+    STOP_SIGNALS,
     CancelledError,
     EventLoop,
     Future,
@@ -505,9 +506,12 @@ def asyncio_view(executor: RestrictedExecutor) -> dict[str, object]:
         loop = EventLoop(state)
         try:
             return loop.run_until_complete(main)
+        except STOP_SIGNALS as stop:
+            loop._abandon(stop)
+            raise
         finally:
             try:
-                loop._cancel_all()
+                loop._cancel_all()  # after a stop, nothing is left to cancel
             finally:
                 loop.close()
 

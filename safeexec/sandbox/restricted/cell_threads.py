@@ -88,6 +88,11 @@ class CellThreads:
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
+    @property
+    def stopping(self) -> bool:
+        """The cell's threads are being stopped (what they raise now is the stop's own end)."""
+        return self._stopping.is_set()
+
     # -- waiting -------------------------------------------------------------------------------
     def check(self) -> None:
         """Raise if the cell is stopped: the budget's own error, or :class:`ThreadStopped`."""

@@ -98,6 +98,8 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                 except ThreadStopped:
                     pass
                 except BaseException as error:  # what the code raised ends its thread only
+                    if cell.stopping:  # the stop's own end (in-process: the closed budget)
+                        return
                     with contextlib.suppress(ThreadStopped):
                         report_error(executor, state.name, error)
 

@@ -276,6 +276,7 @@ class RestrictedExecutor:
             "_apply_": guards.apply,
             "_next_": next,
             "_budget_": self._budget.counter,
+            "_caught_": self._threads.check,
         }
         namespace.update(self._tools)
         return namespace

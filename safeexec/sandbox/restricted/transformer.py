@@ -292,20 +292,32 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             node.body.insert(0, self._tick_statement(node))
         return node
 
+    def _stop_check(self, anchor: ast.stmt | ast.excepthandler) -> ast.stmt:
+        """What a handler or ``finally`` does first: a budget tick when counting, else ask the
+        runtime whether the thread was stopped or the cell is over (``CellThreads.check``)."""
+        if self.count_operations:
+            return self._tick_statement(anchor)
+        check = ast.Expr(
+            value=ast.Call(func=ast.Name("_caught_", ast.Load()), args=[], keywords=[])
+        )
+        copy_locations(check, anchor)
+        return check
+
     def visit_Try(self, node: ast.Try) -> ast.AST:
         node = self.node_contents_visit(node)
-        if self.count_operations and node.finalbody:
+        if node.finalbody:
             # A suspended generator runs its ``finally`` when the host collects it, after the
-            # run: the tick makes it raise there (the budget is closed) instead of running code.
-            node.finalbody.insert(0, self._tick_statement(node))
+            # run, and a ``finally`` that ends in ``continue`` or ``return`` drops the stop
+            # signal in flight: the check raises first (a closed budget, a stopped thread).
+            node.finalbody.insert(0, self._stop_check(node))
         return node
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         node = self.node_contents_visit(node)
         self.check_name(node, node.name)
-        if self.count_operations:
-            # ``except GeneratorExit:`` runs at collection time too (see ``visit_Try``).
-            node.body.insert(0, self._tick_statement(node))
+        # ``except GeneratorExit:`` runs at collection time too, and ``except BaseException``
+        # would swallow a stopped thread's signal (see ``visit_Try``).
+        node.body.insert(0, self._stop_check(node))
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:

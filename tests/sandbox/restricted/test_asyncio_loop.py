@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import types
+
 import pytest
 
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
@@ -79,3 +82,30 @@ def test_the_loop_stops_when_the_budget_runs_out() -> None:
 class _Turn:
     def __await__(self):  # type: ignore[no-untyped-def]
         yield None
+
+
+def test_a_stopped_threads_tasks_are_closed_in_that_thread_not_left_to_the_collector() -> None:
+    # The worker's executor (no ticks). ``waiter`` is suspended whenever the stop lands; left so,
+    # the collector would resume it later in another cell, where ``asyncio.sleep`` raises (no
+    # running loop) into its ``except BaseException`` forever.
+    executor = RestrictedExecutor(imports=("asyncio", "threading"))
+    code = (
+        "import asyncio, threading\n"
+        "started = threading.Event()\n"
+        "async def waiter():\n    while True:\n        try:\n"
+        "            await asyncio.Event().wait()\n        except BaseException:\n"
+        "            await asyncio.sleep(0)\n"
+        "async def spinner():\n    started.set()\n    while True:\n        await asyncio.sleep(0)\n"
+        "async def main():\n    await asyncio.gather(waiter(), spinner())\n"
+        "threading.Thread(target=lambda: asyncio.run(main()), daemon=True).start()\n"
+        "started.wait()\n"
+    )
+    executor.execute(code, filename="<stopped-thread-cell>")
+    suspended = [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, types.CoroutineType)
+        and obj.cr_code.co_filename == "<stopped-thread-cell>"
+        and obj.cr_frame is not None
+    ]
+    assert suspended == []
