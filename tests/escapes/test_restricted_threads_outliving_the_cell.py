@@ -73,29 +73,40 @@ def test_a_thread_that_swallows_every_exception_is_still_bounded(
     assert box.run("import threading\nprint(threading.active_count())").stdout == "1\n"
 
 
-# Each loop spends nearly all its time inside the ``try``, so the stop signal lands there: without
-# the check every handler and ``finally`` makes first (``_caught_`` in the worker, the budget tick
-# in-process), the thread would outlive its cell and the cell would end by the host's kill.
+_HEAVY = "for _ in range(100000):\n    pass\n"
+_SWALLOW = "class Swallow:\n    def __enter__(self):\n        return self\n"
+_SWALLOW += "    def __exit__(self, *exc):\n        return True\n"
+
+
+def _indent(text: str, spaces: int) -> str:
+    return "".join(" " * spaces + line + "\n" for line in text.splitlines())
+
+
+# Each loop spends nearly all its time inside the ``try`` (or ``with``), so the stop signal lands
+# there: without the check every handler, ``finally`` and own ``__exit__`` makes first
+# (``_caught_`` in the worker, the budget tick in-process), the thread would outlive its cell and
+# the cell would end by the host's kill.
 @pytest.mark.parametrize(
     "loop",
     [
-        "        except BaseException:\n            pass\n",
-        "        except:\n            pass\n",
-        "        except (ValueError, BaseException) as error:\n            pass\n",
-        "        except CAUGHT:\n            pass\n",
-        "        finally:\n            continue\n",
-        "        except BaseException:\n            try:\n                raise\n"
-        "            except BaseException:\n                pass\n",
+        "try:\n" + _indent(_HEAVY, 4) + "except BaseException:\n    pass\n",
+        "try:\n" + _indent(_HEAVY, 4) + "except:\n    pass\n",
+        "try:\n" + _indent(_HEAVY, 4) + "except (ValueError, BaseException) as error:\n    pass\n",
+        "try:\n" + _indent(_HEAVY, 4) + "except CAUGHT:\n    pass\n",
+        "try:\n" + _indent(_HEAVY, 4) + "finally:\n    continue\n",
+        "try:\n" + _indent(_HEAVY, 4) + "except BaseException:\n"
+        "    try:\n        raise\n    except BaseException:\n        pass\n",
+        "with Swallow():\n" + _indent(_HEAVY, 4),
     ],
-    ids=["except-base", "bare-except", "tuple", "alias", "finally-continue", "nested"],
+    ids=["except-base", "bare-except", "tuple", "alias", "finally-continue", "nested", "exit"],
 )
 def test_a_stopped_thread_cannot_swallow_its_stop(restricted_box: BoxFactory, loop: str) -> None:
     box = restricted_box(imports=IMPORTS)
     code = (
         "import threading\nstarted = threading.Event()\nCAUGHT = BaseException\n"
-        "def stubborn():\n    started.set()\n    while True:\n        try:\n"
-        "            for _ in range(100000):\n                pass\n"
-        + loop
+        + _SWALLOW
+        + "def stubborn():\n    started.set()\n    while True:\n"
+        + _indent(loop, 8)
         + "t = threading.Thread(target=stubborn, daemon=True)\nt.start()\nstarted.wait()\n"
         "print('started')\n"
     )

@@ -293,8 +293,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return node
 
     def _stop_check(self, anchor: ast.stmt | ast.excepthandler) -> ast.stmt:
-        """What a handler or ``finally`` does first: a budget tick when counting, else ask the
-        runtime whether the thread was stopped or the cell is over (``CellThreads.check``)."""
+        """What a handler, a ``finally`` or an own ``__exit__`` does first: a budget tick when
+        counting, else ask the runtime whether the thread was stopped or the cell is over
+        (``CellThreads.check``)."""
         if self.count_operations:
             return self._tick_statement(anchor)
         check = ast.Expr(
@@ -339,9 +340,11 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             node = self.node_contents_visit(node)
         finally:
             self._in_class_body = outer
-        if self.count_operations:
+        # An own ``__exit__`` returning True swallows what the ``with`` body raised, a stop
+        # signal included: it checks first, as a handler does (counting: every call ticks).
+        if self.count_operations or (outer and node.name in ("__exit__", "__aexit__")):
             docstring = ast.get_docstring(node, clean=False) is not None
-            node.body.insert(1 if docstring else 0, self._tick_statement(node))
+            node.body.insert(1 if docstring else 0, self._stop_check(node))
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
