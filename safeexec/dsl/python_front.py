@@ -27,7 +27,7 @@ from typing import Any
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.literals import fstring_parts, terminal, unescape
-from safeexec.model import Span
+from safeexec.model import Span, span_at
 
 __all__ = ["expression_from_python", "program_from_python"]
 
@@ -163,17 +163,13 @@ class _Converter:
         end_line, end_column = self._place(end)
         first = self._at(start_line, start_column)
         last = self._at(end_line, max(1, end_column - 1))
-        return Span(
-            start_line=first[0], start_column=first[1], end_line=last[0], end_column=last[1]
-        )
+        return span_at(first[0], first[1], last[0], last[1])
 
     def _node_span(self, node: _Located) -> Span:
-        if self.direct:
-            return Span(
-                start_line=node.lineno,
-                start_column=node.col_offset + 1,
-                end_line=node.end_lineno or node.lineno,
-                end_column=max(1, node.end_col_offset or 0),
+        if self.direct:  # an end column is never negative: ``or 1`` is ``max(1, ... or 0)``
+            line = node.lineno
+            return span_at(
+                line, node.col_offset + 1, node.end_lineno or line, node.end_col_offset or 1
             )
         return self._span(self._start(node), self._end(node))
 
