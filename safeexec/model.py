@@ -52,6 +52,7 @@ __all__ = [
     "ToolRefused",
     "Usage",
     "Verdict",
+    "span_at",
 ]
 
 _MiB = 1024 * 1024
@@ -152,6 +153,24 @@ class Span(_JSON):
     start_column: int
     end_line: int
     end_column: int
+
+
+# Span's slots, for span_at(): each set directly instead of through the frozen class's __init__.
+_SET_START_LINE, _SET_START_COLUMN, _SET_END_LINE, _SET_END_COLUMN = (
+    vars(Span)[name].__set__ for name in ("start_line", "start_column", "end_line", "end_column")
+)
+
+
+def span_at(start_line: int, start_column: int, end_line: int, end_column: int) -> Span:
+    """``Span(start_line=..., ...)``, equal to it in every way, made in under half the time (the
+    DSL's front end makes one per syntax node, and a frozen ``__init__`` pays a keyword call and
+    an ``object.__setattr__`` per field)."""
+    span: Span = object.__new__(Span)
+    _SET_START_LINE(span, start_line)
+    _SET_START_COLUMN(span, start_column)
+    _SET_END_LINE(span, end_line)
+    _SET_END_COLUMN(span, end_column)
+    return span
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -195,6 +195,16 @@ def test_policy_error_says_where_and_how_to_fix() -> None:
     assert str(errors.PolicyError("bad")) == "bad"
 
 
+def test_span_at_makes_the_same_span_as_its_constructor() -> None:
+    made = model.span_at(2, 5, 3, 1)
+    built = Span(start_line=2, start_column=5, end_line=3, end_column=1)
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert type(made) is Span and made.to_json() == built.to_json()
+    assert model.span_at(2, 5, 3, 2) != built
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.start_line = 1  # type: ignore[misc]
+
+
 def test_public_exports_are_pinned() -> None:
     assert model.__all__ == [
         "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
@@ -202,7 +212,7 @@ def test_public_exports_are_pinned() -> None:
         "ExecRequest", "ExecResult", "ExecStatus", "ExecutionEvent", "Finding", "GuardDenied",
         "LimitHit", "Limits", "MimeItem", "Observation", "Outcome", "OutputChunk", "OutputCut",
         "Severity", "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage",
-        "Verdict",
+        "Verdict", "span_at",
     ]  # fmt: skip
     assert errors.__all__ == [
         "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",

@@ -8,8 +8,9 @@ compiles; the costs it computes become the :class:`~safeexec.dsl.plan.Plan`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
@@ -31,6 +32,7 @@ from safeexec.dsl.valuetypes import (
     join,
     list_of,
     record,
+    with_cap,
 )
 from safeexec.model import Finding, Span
 
@@ -92,6 +94,7 @@ class _Checker:
         self.types: dict[int, DType] = {}
         self.result: DType = NONE
         self.aug_values: dict[int, n.BinOp] = {}  # id(Assign with op) -> its desugared value
+        self.results: dict[str, DType] = {}  # tool name -> its result type under the cap
 
     # -- findings -------------------------------------------------------------------------------
 
@@ -103,6 +106,13 @@ class _Checker:
         close = difflib.get_close_matches(name, sorted(set(choices)), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         self.report(UNKNOWN_NAME, f"unknown {what} `{name}`{hint}", span)
+
+    def tool_result(self, tool: ToolSignature) -> DType:
+        """A granted tool's result type with the session's ``max_items`` (made once per check)."""
+        made = self.results.get(tool.name)
+        if made is None:
+            made = self.results[tool.name] = with_cap(tool.result, self.limits.max_items)
+        return made
 
     # -- statements -----------------------------------------------------------------------------
 
@@ -221,57 +231,53 @@ class _Checker:
     # -- expressions ----------------------------------------------------------------------------
 
     def expr(self, e: n.Expr | n.Lambda, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        if isinstance(e, n.Lambda):
+        rule = _EXPRESSIONS.get(type(e))
+        if rule is None:  # a lambda: the only node of the closed tree that is not an expression
             self.report(STRUCTURE, "a lambda is allowed only as an op's function argument", e.span)
             return ANY, Cost()
-        t, cost = self._expr(e, env)
+        t, cost = rule(self, e, env)
         self.types[id(e)] = t
         return t, cost
 
-    def _expr(self, e: n.Expr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        if isinstance(e, n.Literal):
-            return _LITERAL_TYPES.get(type(e.value), NONE), Cost()
-        if isinstance(e, n.Name):
-            return self.name(e, env), Cost()
-        if isinstance(e, n.Call):  # the commonest node after names and literals
-            return self.call(e, env)
-        if isinstance(e, n.ListExpr):
-            cost, item = Cost(), None
-            for x in e.items:
-                t, c = self.expr(x, env)
-                cost.add(c)
-                item = t if item is None else join(item, t)
-            return list_of(item or ANY, len(e.items)), cost
-        if isinstance(e, n.RecordExpr):
-            cost, fields = Cost(), {}
-            for k, value in zip(e.keys, e.values, strict=True):
-                t, c = self.expr(value, env)
-                fields[k] = t
-                cost.add(c)
-            return record(fields), cost
-        if isinstance(e, n.Field):
-            return self.field(e, env)
-        if isinstance(e, n.Index):
-            return self.index(e, env)
-        if isinstance(e, n.BinOp):
-            return self.binop(e, env)
-        if isinstance(e, n.Compare):
-            return self.compare(e, env)
-        if isinstance(e, n.BoolOp):
-            (a, ca), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
-            return (BOOL if a == b == BOOL else join(a, b)), ca.add(cb)
-        if isinstance(e, n.Not):
-            return BOOL, self.expr(e.operand, env)[1]
-        if isinstance(e, n.Neg):
-            t, cost = self.expr(e.operand, env)
-            if not t.numeric:
-                self.report(TYPE_ERROR, f"`-` needs a number, got {t}", e.span)
-            return t, cost
-        if isinstance(e, n.Cond):
-            _, c0 = self.expr(e.test, env)
-            (a, ca), (b, cb) = self.expr(e.body, env), self.expr(e.orelse, env)
-            return join(a, b), c0.add(ca.either(cb))
-        return self.fstring(e, env)
+    def literal(self, e: n.Literal, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        return _LITERAL_TYPES.get(type(e.value), NONE), Cost()
+
+    def name_expr(self, e: n.Name, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        return self.name(e, env), Cost()
+
+    def list_expr(self, e: n.ListExpr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        cost, item = Cost(), None
+        for x in e.items:
+            t, c = self.expr(x, env)
+            cost.add(c)
+            item = t if item is None else join(item, t)
+        return list_of(item or ANY, len(e.items)), cost
+
+    def record_expr(self, e: n.RecordExpr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        cost, fields = Cost(), {}
+        for k, value in zip(e.keys, e.values, strict=True):
+            t, c = self.expr(value, env)
+            fields[k] = t
+            cost.add(c)
+        return record(fields), cost
+
+    def boolop(self, e: n.BoolOp, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        (a, ca), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
+        return (BOOL if a == b == BOOL else join(a, b)), ca.add(cb)
+
+    def not_expr(self, e: n.Not, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        return BOOL, self.expr(e.operand, env)[1]
+
+    def neg(self, e: n.Neg, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        t, cost = self.expr(e.operand, env)
+        if not t.numeric:
+            self.report(TYPE_ERROR, f"`-` needs a number, got {t}", e.span)
+        return t, cost
+
+    def cond(self, e: n.Cond, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+        _, c0 = self.expr(e.test, env)
+        (a, ca), (b, cb) = self.expr(e.body, env), self.expr(e.orelse, env)
+        return join(a, b), c0.add(ca.either(cb))
 
     def name(self, e: n.Name, env: dict[str, _Binding]) -> DType:
         if e.id in env:
@@ -383,3 +389,22 @@ def _widen(t: DType, cap: int) -> DType:
     if t.kind is Kind.LIST and t.item is not None:
         return list_of(t.item, cap)
     return t
+
+
+# Each expression node's rule, by the node's exact type (one lookup instead of a chain of tests).
+_EXPRESSIONS: dict[type, Callable[[_Checker, Any, dict[str, _Binding]], tuple[DType, Cost]]] = {
+    n.Literal: _Checker.literal,
+    n.Name: _Checker.name_expr,
+    n.Call: _Checker.call,
+    n.ListExpr: _Checker.list_expr,
+    n.RecordExpr: _Checker.record_expr,
+    n.Field: _Checker.field,
+    n.Index: _Checker.index,
+    n.BinOp: _Checker.binop,
+    n.Compare: _Checker.compare,
+    n.BoolOp: _Checker.boolop,
+    n.Not: _Checker.not_expr,
+    n.Neg: _Checker.neg,
+    n.Cond: _Checker.cond,
+    n.FString: _Checker.fstring,
+}

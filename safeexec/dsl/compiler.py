@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import types
+from collections.abc import Callable
+from typing import Any
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.checker import Checked
@@ -19,11 +21,18 @@ from safeexec.dsl.valuetypes import Kind
 
 __all__ = ["CompiledShapeError", "compile_code", "compile_program"]
 
-_ARITH = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
-_COMPARE = {
-    "==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE,
-    "in": ast.In, "not in": ast.NotIn,
+# Operators and contexts have no fields and no position: one instance of each serves every node
+# (as in the trees ``ast.parse`` makes).
+_ARITH: dict[str, ast.operator] = {
+    "+": ast.Add(), "-": ast.Sub(), "*": ast.Mult(), "/": ast.Div(), "//": ast.FloorDiv(),
+    "%": ast.Mod(),
 }  # fmt: skip
+_COMPARE: dict[str, ast.cmpop] = {
+    "==": ast.Eq(), "!=": ast.NotEq(), "<": ast.Lt(), "<=": ast.LtE(), ">": ast.Gt(),
+    ">=": ast.GtE(), "in": ast.In(), "not in": ast.NotIn(),
+}  # fmt: skip
+_AND, _OR, _NOT, _NEG = ast.And(), ast.Or(), ast.Not(), ast.USub()
+_LOAD, _STORE = ast.Load(), ast.Store()
 
 
 # Every node the compiler makes (operators and contexts, which have no fields, aside): no
@@ -118,7 +127,7 @@ def _verify(node: ast.AST) -> None:
 
 
 def _name(id: str) -> ast.Name:
-    return ast.Name(id=id, ctx=ast.Load())
+    return ast.Name(id=id, ctx=_LOAD)
 
 
 def _call(func: str, *args: ast.expr, **keywords: ast.expr) -> ast.Call:
@@ -150,7 +159,7 @@ class _Compiler:
         line = s.span.start_line
         if isinstance(s, n.Assign):
             value = self.checked_aug(s)
-            target = ast.Name(id=s.name, ctx=ast.Store())
+            target = ast.Name(id=s.name, ctx=_STORE)
             return _at(ast.Assign(targets=[target], value=self.expr(value)), line)
         if isinstance(s, n.ExprStmt):
             return _at(ast.Expr(value=self.expr(s.value)), line)
@@ -159,7 +168,7 @@ class _Compiler:
         if isinstance(s, n.For):
             bound = self.checked.bounds[id(s)]
             iterable = _call("dsl_loop", self.expr(s.iterable), ast.Constant(bound))
-            target = ast.Name(id=s.var, ctx=ast.Store())
+            target = ast.Name(id=s.var, ctx=_STORE)
             loop = ast.For(target=target, iter=iterable, body=self.block(s.body), orelse=[])
             return _at(loop, line)
         test = self.expr(s.test)
@@ -172,48 +181,55 @@ class _Compiler:
         return self.checked.desugared[id(s)] if s.op else s.value
 
     def expr(self, e: n.Expr | n.Lambda) -> ast.expr:
-        if isinstance(e, n.Lambda):
-            params = ast.arguments(
-                posonlyargs=[],
-                args=[ast.arg(arg=p) for p in e.params],
-                kwonlyargs=[],
-                kw_defaults=[],
-                defaults=[],
-            )
-            return ast.Lambda(args=params, body=self.expr(e.body))
-        if isinstance(e, n.Literal):
-            return ast.Constant(e.value)
-        if isinstance(e, n.Name):
-            return _name(e.id)
-        if isinstance(e, n.ListExpr):
-            return ast.List(elts=[self.expr(x) for x in e.items], ctx=ast.Load())
-        if isinstance(e, n.RecordExpr):
-            return ast.Dict(
-                keys=[ast.Constant(k) for k in e.keys], values=[self.expr(v) for v in e.values]
-            )
-        if isinstance(e, n.Field):
-            return _call("dsl_field", self.expr(e.value), ast.Constant(e.name))
-        if isinstance(e, n.Index):
-            return _call("dsl_index", self.expr(e.value), self.expr(e.index))
-        if isinstance(e, n.BinOp):
-            return self.binop(e)
-        if isinstance(e, n.Compare):
-            op = _COMPARE[e.op]()
-            return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
-        if isinstance(e, n.BoolOp):
-            boolean: ast.boolop = ast.And() if e.op == "and" else ast.Or()
-            return ast.BoolOp(op=boolean, values=[self.expr(e.left), self.expr(e.right)])
-        if isinstance(e, n.Not):
-            return ast.UnaryOp(op=ast.Not(), operand=self.expr(e.operand))
-        if isinstance(e, n.Neg):
-            return ast.UnaryOp(op=ast.USub(), operand=self.expr(e.operand))
-        if isinstance(e, n.Cond):
-            return ast.IfExp(
-                test=self.expr(e.test), body=self.expr(e.body), orelse=self.expr(e.orelse)
-            )
-        if isinstance(e, n.FString):
-            return self.fstring(e)
-        return self.call(e)
+        made: ast.expr = _EMIT[type(e)](self, e)
+        return made
+
+    def lambda_expr(self, e: n.Lambda) -> ast.expr:
+        params = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=p) for p in e.params],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        )
+        return ast.Lambda(args=params, body=self.expr(e.body))
+
+    def literal(self, e: n.Literal) -> ast.expr:
+        return ast.Constant(e.value)
+
+    def name(self, e: n.Name) -> ast.expr:
+        return _name(e.id)
+
+    def list_expr(self, e: n.ListExpr) -> ast.expr:
+        return ast.List(elts=[self.expr(x) for x in e.items], ctx=_LOAD)
+
+    def record_expr(self, e: n.RecordExpr) -> ast.expr:
+        return ast.Dict(
+            keys=[ast.Constant(k) for k in e.keys], values=[self.expr(v) for v in e.values]
+        )
+
+    def field(self, e: n.Field) -> ast.expr:
+        return _call("dsl_field", self.expr(e.value), ast.Constant(e.name))
+
+    def index(self, e: n.Index) -> ast.expr:
+        return _call("dsl_index", self.expr(e.value), self.expr(e.index))
+
+    def compare(self, e: n.Compare) -> ast.expr:
+        op = _COMPARE[e.op]
+        return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
+
+    def boolop(self, e: n.BoolOp) -> ast.expr:
+        boolean = _AND if e.op == "and" else _OR
+        return ast.BoolOp(op=boolean, values=[self.expr(e.left), self.expr(e.right)])
+
+    def not_expr(self, e: n.Not) -> ast.expr:
+        return ast.UnaryOp(op=_NOT, operand=self.expr(e.operand))
+
+    def neg(self, e: n.Neg) -> ast.expr:
+        return ast.UnaryOp(op=_NEG, operand=self.expr(e.operand))
+
+    def cond(self, e: n.Cond) -> ast.expr:
+        return ast.IfExp(test=self.expr(e.test), body=self.expr(e.body), orelse=self.expr(e.orelse))
 
     def binop(self, e: n.BinOp) -> ast.expr:
         left, right = self.expr(e.left), self.expr(e.right)
@@ -223,7 +239,7 @@ class _Compiler:
             return _call("dsl_add", left, right)
         if e.op == "*" and kinds != {Kind.FLOAT}:
             return _call("dsl_mul", left, right)
-        return ast.BinOp(left=left, op=_ARITH[e.op](), right=right)
+        return ast.BinOp(left=left, op=_ARITH[e.op], right=right)
 
     def fstring(self, e: n.FString) -> ast.expr:
         values: list[ast.expr] = []
@@ -254,3 +270,23 @@ class _Compiler:
             bound = ast.Constant(self.checked.bounds[id(e)])
             keywords.append(ast.keyword(arg="bound", value=bound))
         return ast.Call(func=_name(func), args=args, keywords=keywords)
+
+
+# Each DSL node's emitter, by the node's exact type (one lookup instead of a chain of tests).
+_EMIT: dict[type, Callable[[_Compiler, Any], ast.expr]] = {
+    n.Lambda: _Compiler.lambda_expr,
+    n.Literal: _Compiler.literal,
+    n.Name: _Compiler.name,
+    n.Call: _Compiler.call,
+    n.ListExpr: _Compiler.list_expr,
+    n.RecordExpr: _Compiler.record_expr,
+    n.Field: _Compiler.field,
+    n.Index: _Compiler.index,
+    n.BinOp: _Compiler.binop,
+    n.Compare: _Compiler.compare,
+    n.BoolOp: _Compiler.boolop,
+    n.Not: _Compiler.not_expr,
+    n.Neg: _Compiler.neg,
+    n.Cond: _Compiler.cond,
+    n.FString: _Compiler.fstring,
+}

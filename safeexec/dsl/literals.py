@@ -45,6 +45,8 @@ def terminal(name: str) -> re.Pattern[str]:
 
 def unescape(body: str) -> str:
     """The text of a string literal's body (the grammar admits only ``\\\\ \\" \\' \\n \\t``)."""
+    if "\\" not in body:
+        return body  # no escape (most literals): the body is the text
     out: list[str] = []
     chars = iter(body)
     for char in chars:

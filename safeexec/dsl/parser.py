@@ -140,11 +140,8 @@ def caret(source: str, span: Span | None) -> str:
     return f"{line}\n{' ' * (span.start_column - 1)}^"
 
 
-_BRACKET = re.compile(r"[(\[{]")
-
-
 def _too_deep(text: str) -> Finding | None:
-    if len(_BRACKET.findall(text)) <= MAX_DEPTH:
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_DEPTH:
         return None  # too few brackets to nest too deep (most programs): no walk
     depth = 0
     for line_no, line in enumerate(text.split("\n"), start=1):
@@ -172,6 +169,8 @@ def _first_reserved_word(text: str) -> tuple[int, int, str] | None:
     if _ANY_RESERVED.search(text) is None:
         return None  # none anywhere, so none outside strings either (most programs): no walk
     for line_no, line in enumerate(text.split("\n"), start=1):
+        if _ANY_RESERVED.search(line) is None:
+            continue  # nor on this line (a keyword in a string elsewhere): no walk of its words
         for match in _WORD_OR_SKIP.finditer(line):
             word = match.group("word")
             if word is not None and word in KEYWORD_HINTS and word != "lambda":

@@ -23,10 +23,11 @@ import ast
 import re
 from bisect import bisect_right
 from collections.abc import Callable
+from typing import Any
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.literals import fstring_parts, terminal, unescape
-from safeexec.model import Span
+from safeexec.model import Span, span_at
 
 __all__ = ["expression_from_python", "program_from_python"]
 
@@ -35,11 +36,25 @@ ParseExpression = Callable[..., n.Expr]
 # Text CPython may read differently from the grammar (or warn about): a backslash not starting
 # an escape the grammar has (line continuations, ``\d``), a tab in indentation (Python and the
 # indenter count tabs differently), control characters but newline and tab (``\f``, ``\r``,
-# ``\v``), a number run into a keyword (``1if``, a SyntaxWarning).
-_HAND_TO_LARK = re.compile(
-    r"\\(?![\\\"'nt])|^ *\t|[\x00-\x08\x0b-\x1f\x7f]|[0-9](?:and|else|for|if|in|is|not|or)",
-    re.M,
-)
+# ``\v``), a number run into a keyword (``1if``, a SyntaxWarning). Four searches, the first two
+# only when their character is there at all: one pattern with four alternatives tried at every
+# character cost several times more.
+_BAD_BACKSLASH = re.compile(r"\\(?![\\\"'nt])")
+_INDENT_TAB = re.compile(r"^ *\t", re.M)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_NUMBER_KEYWORD = re.compile(r"[0-9](?:and|else|for|if|in|is|not|or)")
+
+
+def _hand_to_lark(text: str) -> bool:
+    """Whether ``text`` has something CPython may read differently from the grammar."""
+    return (
+        ("\\" in text and _BAD_BACKSLASH.search(text) is not None)
+        or ("\t" in text and _INDENT_TAB.search(text) is not None)
+        or _CONTROL.search(text) is not None
+        or _NUMBER_KEYWORD.search(text) is not None
+    )
+
+
 _GAP = r"(?:[ \t\n]|#[^\n]*)*"  # what may sit between two tokens: space, newlines, comments
 _CLOSE_PARENS = re.compile(rf"(?:{_GAP}\))*")
 _ITEM_GAP = re.compile(rf"(?:[ \t\n)]|#[^\n]*)*,{_GAP}")  # `) ,` before a bare key or lambda
@@ -71,7 +86,7 @@ def program_from_python(text: str, parse_expression: ParseExpression) -> n.Progr
     """The program ``text`` holds, built from CPython's parse, or ``None`` (then ask lark).
 
     ``text`` has ``\\n`` line ends; ``parse_expression`` parses f-string parts."""
-    if _HAND_TO_LARK.search(text) is not None:
+    if _hand_to_lark(text):
         return None
     try:
         module = ast.parse(text)
@@ -87,7 +102,7 @@ def expression_from_python(
     """The one-line expression ``text`` holds, placed at ``line``/``column``, or ``None``."""
     stripped = text.lstrip(" ")
     column += len(text) - len(stripped)
-    if "\n" in text or _HAND_TO_LARK.search(stripped) is not None:
+    if "\n" in text or _hand_to_lark(stripped):
         return None
     try:
         tree = ast.parse(stripped, mode="eval")
@@ -148,17 +163,13 @@ class _Converter:
         end_line, end_column = self._place(end)
         first = self._at(start_line, start_column)
         last = self._at(end_line, max(1, end_column - 1))
-        return Span(
-            start_line=first[0], start_column=first[1], end_line=last[0], end_column=last[1]
-        )
+        return span_at(first[0], first[1], last[0], last[1])
 
     def _node_span(self, node: _Located) -> Span:
-        if self.direct:
-            return Span(
-                start_line=node.lineno,
-                start_column=node.col_offset + 1,
-                end_line=node.end_lineno or node.lineno,
-                end_column=max(1, node.end_col_offset or 0),
+        if self.direct:  # an end column is never negative: ``or 1`` is ``max(1, ... or 0)``
+            line = node.lineno
+            return span_at(
+                line, node.col_offset + 1, node.end_lineno or line, node.end_col_offset or 1
             )
         return self._span(self._start(node), self._end(node))
 
@@ -179,7 +190,7 @@ class _Converter:
 
     def _name(self, name: str, start: int) -> str:
         """``name`` as written at ``start`` (CPython folds identifiers with NFKC), a DSL NAME."""
-        if self.text[start : start + len(name)] != name:
+        if not self.text.startswith(name, start):
             raise _NotDsl
         if name not in self.names:  # a name is matched against the grammar's NAME once
             if not _NAME.fullmatch(name):
@@ -272,52 +283,53 @@ class _Converter:
     # -- expressions ----------------------------------------------------------------------------
 
     def expr(self, e: ast.expr) -> n.Expr:
-        if isinstance(e, ast.Name):
-            start = self._start(e)
-            return n.Name(id=self._name(e.id, start), span=self._node_span(e))
-        if isinstance(e, ast.Constant):
-            return self.constant(e)
-        if isinstance(e, ast.Call):
-            return self.call(e)
-        if isinstance(e, ast.Attribute):
-            end = self._end(e)
-            name = self._name(e.attr, end - len(e.attr))
-            return n.Field(value=self.expr(e.value), name=name, span=self._node_span(e))
-        if isinstance(e, ast.Subscript):
-            value, index = self.expr(e.value), self.expr(e.slice)
-            return n.Index(value=value, index=index, span=self._node_span(e))
-        if isinstance(e, ast.BinOp):
-            op = _ARITH.get(type(e.op))
-            if op is None:
-                raise _NotDsl
-            left, right = self.expr(e.left), self.expr(e.right)
-            return n.BinOp(op=op, left=left, right=right, span=self._node_span(e))
-        if isinstance(e, ast.Compare):
-            if len(e.ops) != 1:
-                raise _NotDsl  # chained
-            op = _COMPARE.get(type(e.ops[0]))
-            if op is None:
-                raise _NotDsl
-            left, right = self.expr(e.left), self.expr(e.comparators[0])
-            return n.Compare(op=op, left=left, right=right, span=self._node_span(e))
-        if isinstance(e, ast.BoolOp):
-            return self.boolop(e)
-        if isinstance(e, ast.UnaryOp):
-            if isinstance(e.op, ast.USub):
-                return n.Neg(operand=self.expr(e.operand), span=self._node_span(e))
-            if isinstance(e.op, ast.Not):
-                return n.Not(operand=self.expr(e.operand), span=self._node_span(e))
+        convert = _EXPRESSIONS.get(type(e))
+        if convert is None:
             raise _NotDsl
-        if isinstance(e, ast.IfExp):
-            body, test, orelse = self.expr(e.body), self.expr(e.test), self.expr(e.orelse)
-            return n.Cond(test=test, body=body, orelse=orelse, span=self._node_span(e))
-        if isinstance(e, ast.List):
-            return n.ListExpr(items=tuple(self.expr(x) for x in e.elts), span=self._node_span(e))
-        if isinstance(e, ast.Dict):
-            return self.record(e)
-        if isinstance(e, ast.JoinedStr):
-            return self.fstring(e)
+        made: n.Expr = convert(self, e)
+        return made
+
+    def name(self, e: ast.Name) -> n.Name:
+        return n.Name(id=self._name(e.id, self._start(e)), span=self._node_span(e))
+
+    def attribute(self, e: ast.Attribute) -> n.Field:
+        end = self._end(e)
+        name = self._name(e.attr, end - len(e.attr))
+        return n.Field(value=self.expr(e.value), name=name, span=self._node_span(e))
+
+    def subscript(self, e: ast.Subscript) -> n.Index:
+        value, index = self.expr(e.value), self.expr(e.slice)
+        return n.Index(value=value, index=index, span=self._node_span(e))
+
+    def binop(self, e: ast.BinOp) -> n.BinOp:
+        op = _ARITH.get(type(e.op))
+        if op is None:
+            raise _NotDsl
+        left, right = self.expr(e.left), self.expr(e.right)
+        return n.BinOp(op=op, left=left, right=right, span=self._node_span(e))
+
+    def compare(self, e: ast.Compare) -> n.Compare:
+        if len(e.ops) != 1:
+            raise _NotDsl  # chained
+        op = _COMPARE.get(type(e.ops[0]))
+        if op is None:
+            raise _NotDsl
+        left, right = self.expr(e.left), self.expr(e.comparators[0])
+        return n.Compare(op=op, left=left, right=right, span=self._node_span(e))
+
+    def unary(self, e: ast.UnaryOp) -> n.Neg | n.Not:
+        if isinstance(e.op, ast.USub):
+            return n.Neg(operand=self.expr(e.operand), span=self._node_span(e))
+        if isinstance(e.op, ast.Not):
+            return n.Not(operand=self.expr(e.operand), span=self._node_span(e))
         raise _NotDsl
+
+    def conditional(self, e: ast.IfExp) -> n.Cond:
+        body, test, orelse = self.expr(e.body), self.expr(e.test), self.expr(e.orelse)
+        return n.Cond(test=test, body=body, orelse=orelse, span=self._node_span(e))
+
+    def list_expr(self, e: ast.List) -> n.ListExpr:
+        return n.ListExpr(items=tuple(self.expr(x) for x in e.elts), span=self._node_span(e))
 
     def constant(self, e: ast.Constant) -> n.Literal:
         start, end = self._start(e), self._end(e)
@@ -424,3 +436,21 @@ _FLOAT = terminal("FLOAT")
 _STRING = terminal("STRING")
 _FSTRING = terminal("FSTRING")
 _GAP_RE = re.compile(_GAP)
+
+
+# Each Python expression node the DSL has, by its exact type; any other is not DSL.
+_EXPRESSIONS: dict[type, Callable[[_Converter, Any], n.Expr]] = {
+    ast.Name: _Converter.name,
+    ast.Constant: _Converter.constant,
+    ast.Call: _Converter.call,
+    ast.Attribute: _Converter.attribute,
+    ast.Subscript: _Converter.subscript,
+    ast.BinOp: _Converter.binop,
+    ast.Compare: _Converter.compare,
+    ast.BoolOp: _Converter.boolop,
+    ast.UnaryOp: _Converter.unary,
+    ast.IfExp: _Converter.conditional,
+    ast.List: _Converter.list_expr,
+    ast.Dict: _Converter.record,
+    ast.JoinedStr: _Converter.fstring,
+}

@@ -13,7 +13,7 @@ from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.rules import TYPE_ERROR
 from safeexec.dsl.signatures import ToolSignature
-from safeexec.dsl.valuetypes import DType, assignable, from_schema, with_cap
+from safeexec.dsl.valuetypes import DType, assignable, from_schema
 from safeexec.model import Span
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def check_tool_call(
             computed=tuple(computed),
         )
     )
-    return with_cap(tool.result, checker.limits.max_items), cost
+    return checker.tool_result(tool), cost
 
 
 def _argument(
