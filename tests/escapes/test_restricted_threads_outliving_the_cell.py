@@ -97,13 +97,26 @@ def _indent(text: str, spaces: int) -> str:
         "try:\n" + _indent(_HEAVY, 4) + "except BaseException:\n"
         "    try:\n        raise\n    except BaseException:\n        pass\n",
         "with Swallow():\n" + _indent(_HEAVY, 4),
+        "with contextlib.suppress(BaseException):\n" + _indent(_HEAVY, 4),
+        "with contextlib.ExitStack() as stack:\n    stack.push(lambda *exc: True)\n"
+        + _indent(_HEAVY, 4),
     ],
-    ids=["except-base", "bare-except", "tuple", "alias", "finally-continue", "nested", "exit"],
+    ids=[
+        "except-base",
+        "bare-except",
+        "tuple",
+        "alias",
+        "finally-continue",
+        "nested",
+        "exit",
+        "suppress",
+        "exit-stack",
+    ],
 )
 def test_a_stopped_thread_cannot_swallow_its_stop(restricted_box: BoxFactory, loop: str) -> None:
-    box = restricted_box(imports=IMPORTS)
+    box = restricted_box(imports=(*IMPORTS, "contextlib"))
     code = (
-        "import threading\nstarted = threading.Event()\nCAUGHT = BaseException\n"
+        "import contextlib, threading\nstarted = threading.Event()\nCAUGHT = BaseException\n"
         + _SWALLOW
         + "def stubborn():\n    started.set()\n    while True:\n"
         + _indent(loop, 8)

@@ -98,6 +98,25 @@ def _wrap_contextmanager(
     return wrapped
 
 
+def _stop_aware(executor: RestrictedExecutor, manager: type[Any]) -> object:
+    """``suppress`` and ``ExitStack`` (whose pushed callbacks may return True): host code that
+    swallows what a ``with`` body raised. When it would, the runtime's stop check comes first,
+    as in a handler the code wrote (``_caught_``): a stopped thread's signal, or the closed
+    budget between cells, is never swallowed."""
+    check = executor._threads.check
+
+    class StopAware(manager):
+        def __exit__(self, *exc_info: Any) -> bool:
+            suppressed = bool(super().__exit__(*exc_info))
+            if suppressed:
+                check()
+            return suppressed
+
+    StopAware.__name__ = StopAware.__qualname__ = manager.__name__
+    StopAware.__module__ = manager.__module__
+    return StopAware
+
+
 def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> object:
     """``functools.wraps`` that only ever writes the standard attributes, to functions the code
     defined: ``assigned``/``updated`` would make ``update_wrapper`` (host code) read and merge
@@ -241,6 +260,8 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "functools.cache": _functions_only,
     "functools.lru_cache": _functions_only,
     "contextlib.contextmanager": _wrap_contextmanager,
+    "contextlib.suppress": _stop_aware,
+    "contextlib.ExitStack": _stop_aware,
     "abc.abstractmethod": _wrap_abstractmethod,
     "decimal.Context": _decimal_contexts,
     "decimal.localcontext": _decimal_contexts,

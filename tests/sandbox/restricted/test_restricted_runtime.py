@@ -288,6 +288,37 @@ def test_a_stopped_budget_ends_the_run_and_later_callbacks() -> None:
         later()  # type: ignore[operator]
 
 
+@pytest.mark.parametrize(
+    "swallow",
+    [
+        "try:\n        raise ValueError\n    except BaseException:\n        return 'swallowed'",
+        "try:\n        raise ValueError\n    finally:\n        return 'swallowed'",
+        "with contextlib.suppress(BaseException):\n        raise ValueError\n"
+        "    return 'swallowed'",
+        "with contextlib.ExitStack() as stack:\n        stack.push(lambda *exc: True)\n"
+        "        raise ValueError\n    return 'swallowed'",
+        "with Swallow():\n        raise ValueError\n    return 'swallowed'",
+    ],
+    ids=["handler", "finally", "suppress", "exit-stack", "own-exit"],
+)
+def test_code_run_after_its_cell_cannot_swallow_the_closed_budget(swallow: str) -> None:
+    # The worker's executor (no ticks): what the collector or a stopped thread runs after the
+    # cell meets the runtime's stop check wherever it would swallow an exception.
+    executor = RestrictedExecutor(imports=("contextlib",))
+    code = (
+        "import contextlib\nclass Swallow:\n    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return True\n"
+        f"def later():\n    {swallow}\nprint(later())\n"
+    )
+    printed = io.StringIO()
+    executor.set_sink(printed)
+    executor.execute(code, filename="<t>")
+    assert printed.getvalue() == "swallowed\n"  # during its cell it swallows as Python does
+    later = executor._namespace["later"]
+    with pytest.raises(StopIteration):  # outside a run, the budget is closed
+        later()  # type: ignore[operator]
+
+
 def test_uninstrumented_runtime_has_no_ticks() -> None:
     executor = RestrictedExecutor()
     executor.execute("def f():\n    for i in range(3):\n        pass", filename="<t>")
