@@ -12,6 +12,7 @@ from typing import ClassVar
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
 
 from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
+from safeexec.sandbox.restricted.receivers import method_receiver, receiver_attributes
 
 _RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
 # Expressions whose value is always an instance of a builtin type (never a class or ``super``).
@@ -27,6 +28,8 @@ _BUILTIN_VALUES = (
     ast.DictComp,
     ast.GeneratorExp,
 )
+# A method's local: is its receiver an instance of a class in ``_simple_`` (set on entry)?
+_SIMPLE_SELF = "_simple_self_"
 
 
 class SafeexecTransformer(RestrictingNodeTransformer):
@@ -50,6 +53,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # them (``visit_Call``), held so their ids stay theirs while the tree is built.
         self._class_checks: dict[int, ast.IfExp] = {}
         self._method_calls: dict[int, ast.IfExp] = {}
+        # The accesses ``self.name`` in a method's own scope (``receivers.receiver_attributes``),
+        # which test the method's ``_simple_self_`` first.
+        self._receiver_accesses: dict[int, ast.Attribute] = {}
 
     # -- names -----------------------------------------------------------------------------
     def check_name(
@@ -102,6 +108,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         if name.endswith("__roles__"):
             self.error(node, f'"{name}" is an invalid attribute name.')
         node = self.node_contents_visit(node)
+        if id(node) in self._receiver_accesses:
+            return self._receiver_access(node)
         guarded = name.startswith("_") or name in DENIED_ATTRIBUTES
         if isinstance(node.ctx, ast.Load):
             if not guarded:
@@ -138,6 +146,47 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         copy_locations(write, node.value)
         node.value = write
         return node
+
+    def _receiver_access(self, node: ast.Attribute) -> ast.expr:
+        """``self.name`` in a method, where ``_simple_self_`` says whether ``self`` is an
+        instance of a class in ``_simple_`` (see ``Guards.simple_own``), which is own and not
+        class-like.
+
+        Such an instance needs no check for a public read or any write. A private read is
+        ``_lookup_(self, name, _absent_)`` (the builtin ``getattr``), kept when its type is not
+        in ``_refused_`` (a module, or nothing found), else ``_getattr_``: on these classes the
+        lookup finds a name exactly where the full guard calls it the code's own. Otherwise
+        every form is the one a receiver of unknown type gets."""
+        assert isinstance(node.value, ast.Name)
+        receiver = node.value.id
+        simple = ast.Name(_SIMPLE_SELF, ast.Load())
+        if not isinstance(node.ctx, ast.Load):
+            write: ast.expr = ast.IfExp(
+                test=ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_own_")]),
+                body=ast.Name(receiver, ast.Load()),
+                orelse=_call("_write_", ast.Name(receiver, ast.Load())),
+            )
+            copy_locations(write, node.value)
+            node.value = write
+            return node
+        if not node.attr.startswith("_"):
+            hook = _call("_cattr_", ast.Name(receiver, ast.Load()), ast.Constant(node.attr))
+            test = ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_plain_")])
+            checked = ast.IfExp(test=test, body=node, orelse=hook)
+            copy_locations(checked, node)
+            self._class_checks[id(checked)] = checked
+            return checked
+        name = self._mangle(node.attr)
+        value = ast.NamedExpr(
+            target=ast.Name("_value_", ast.Store()), value=_lookup(receiver, name)
+        )
+        read = ast.IfExp(
+            test=ast.BoolOp(op=ast.And(), values=[simple, _type_not_refused(value)]),
+            body=ast.Name("_value_", ast.Load()),
+            orelse=_call("_getattr_", ast.Name(receiver, ast.Load()), ast.Constant(name)),
+        )
+        copy_locations(read, node)
+        return read
 
     def _class_checked(self, node: ast.Attribute) -> ast.expr:
         """A public ``a.b``: plain on an instance; on a class (or ``super`` object) through
@@ -225,7 +274,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             args=[receiver, ast.Constant(self._mangle(name))],
             keywords=[],
         )
-        if isinstance(receiver, ast.Name) and not (
+        if id(target) in self._receiver_accesses and isinstance(receiver, ast.Name):
+            hook = self._receiver_augmented(receiver.id, target, hook)
+        elif isinstance(receiver, ast.Name) and not (
             name.startswith("_") or name in DENIED_ATTRIBUTES
         ):
             hook = ast.IfExp(
@@ -245,6 +296,29 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         target.value = hook
         node.value = self.visit(node.value)
         return node
+
+    def _receiver_augmented(self, receiver: str, target: ast.Attribute, hook: ast.expr) -> ast.expr:
+        """The receiver of ``self.name op= v`` in a method (see ``_receiver_access``): ``self``
+        as it is for a public name; for a private one, when the inline read would hand its
+        value out and a second read gives the same object (what ``_augwrite_`` checks: a bound
+        method or a property's fresh value is refused), else ``hook``. The interpreter then
+        reads the name again, as it does after ``_augwrite_``."""
+        simple = ast.Name(_SIMPLE_SELF, ast.Load())
+        if not target.attr.startswith("_"):
+            test = ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_own_")])
+        else:
+            name = self._mangle(target.attr)
+            target.attr = name  # the name checked is the name the interpreter reads and writes
+            value = ast.NamedExpr(
+                target=ast.Name("_value_", ast.Store()), value=_lookup(receiver, name)
+            )
+            same = ast.Compare(
+                left=ast.Name("_value_", ast.Load()),
+                ops=[ast.Is()],
+                comparators=[ast.Attribute(ast.Name(receiver, ast.Load()), name, ast.Load())],
+            )
+            test = ast.BoolOp(op=ast.And(), values=[simple, _type_not_refused(value), same])
+        return ast.IfExp(test=test, body=ast.Name(receiver, ast.Load()), orelse=hook)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         return self.node_contents_visit(node)
@@ -333,15 +407,28 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         if self._in_class_body and dunder and node.name not in USER_DUNDERS:
             self.error(node, f'defining "{node.name}" is not allowed.')
         self.check_function_argument_names(node)
+        receiver = method_receiver(node) if self._in_class_body else None
+        accesses = [] if receiver is None else receiver_attributes(node.body, receiver)
+        self._receiver_accesses.update((id(access), access) for access in accesses)
         outer = self._in_class_body
         self._in_class_body = False
         try:
             node = self.node_contents_visit(node)
         finally:
             self._in_class_body = outer
+        position = 1 if ast.get_docstring(node, clean=False) is not None else 0
         if self.count_operations:
-            docstring = ast.get_docstring(node, clean=False) is not None
-            node.body.insert(1 if docstring else 0, self._tick_statement(node))
+            node.body.insert(position, self._tick_statement(node))
+            position += 1
+        if receiver is not None and accesses:
+            # ``_simple_self_ = _type_(self) in _simple_``: the receiver's class cannot change
+            # (``__class__`` is never written) and its name is never rebound in the method.
+            flag = ast.Assign(
+                targets=[ast.Name(_SIMPLE_SELF, ast.Store())],
+                value=_type_in(receiver, "_simple_"),
+            )
+            copy_locations(flag, node)
+            node.body.insert(position, flag)
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
@@ -517,6 +604,37 @@ class SafeexecTransformer(RestrictingNodeTransformer):
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
         return self.node_contents_visit(node)
+
+
+def _global(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_global(func), args=list(args), keywords=[])
+
+
+def _type_in(receiver: str, classes: str) -> ast.Compare:
+    """``_type_(receiver) in classes``."""
+    return ast.Compare(
+        left=_call("_type_", ast.Name(receiver, ast.Load())),
+        ops=[ast.In()],
+        comparators=[_global(classes)],
+    )
+
+
+def _lookup(receiver: str, name: str) -> ast.Call:
+    """``_lookup_(receiver, 'name', _absent_)``."""
+    return _call(
+        "_lookup_", ast.Name(receiver, ast.Load()), ast.Constant(name), _global("_absent_")
+    )
+
+
+def _type_not_refused(value: ast.expr) -> ast.Compare:
+    """``_type_(value) not in _refused_``."""
+    return ast.Compare(
+        left=_call("_type_", value), ops=[ast.NotIn()], comparators=[_global("_refused_")]
+    )
 
 
 class CountingTransformer(SafeexecTransformer):
