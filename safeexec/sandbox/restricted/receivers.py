@@ -1,9 +1,10 @@
-"""Which attribute accesses in a method are on its receiver (``self.x``), for the transformer's
-method fast paths: reading the syntax tree only, nothing is rewritten here."""
+"""What the transformer's fast paths read off the syntax tree: the nodes of one scope, a
+method's receiver (``self``) and its accesses. Nothing is rewritten here."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from safeexec.sandbox.restricted.allowlist import DENIED_ATTRIBUTES
 
@@ -61,24 +62,28 @@ def fast_path_name(name: str) -> bool:
     return not name.endswith("_") and name not in DENIED_ATTRIBUTES
 
 
-def receiver_attributes(body: list[ast.stmt], receiver: str) -> list[ast.Attribute]:
-    """The reads, writes and deletes ``receiver.name`` of a fast-path name in ``body``'s own
-    scope (annotations left out: they take no rewritten expression)."""
-    found: list[ast.Attribute] = []
+def scope_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of ``body``'s own scope: nested scopes and annotations left out."""
     todo: list[ast.AST] = list(body)
     while todo:
         node = todo.pop()
         if isinstance(node, _NESTED_SCOPES):
             continue
+        yield node
         if isinstance(node, ast.AnnAssign):
             todo.extend(part for part in (node.target, node.value) if part is not None)
-            continue
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == receiver
-            and fast_path_name(node.attr)
-        ):
-            found.append(node)
-        todo.extend(ast.iter_child_nodes(node))
-    return found
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def receiver_attributes(body: list[ast.stmt], receiver: str) -> list[ast.Attribute]:
+    """The reads, writes and deletes ``receiver.name`` of a fast-path name in ``body``'s own
+    scope (annotations left out: they take no rewritten expression)."""
+    return [
+        node
+        for node in scope_nodes(body)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == receiver
+        and fast_path_name(node.attr)
+    ]

@@ -12,7 +12,11 @@ from typing import ClassVar
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
 
 from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
-from safeexec.sandbox.restricted.receivers import method_receiver, receiver_attributes
+from safeexec.sandbox.restricted.receivers import (
+    method_receiver,
+    receiver_attributes,
+    scope_nodes,
+)
 
 _RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
 # Expressions whose value is always an instance of a builtin type (never a class or ``super``).
@@ -336,6 +340,27 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             self.check_name(node, name)
         return node
 
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        """The module, its reads of the runtime's names declared ``global``: the namespace is
+        both its globals and its locals, so the interpreter finds the same object, with the
+        cached ``LOAD_GLOBAL`` instead of ``LOAD_NAME`` (a loop's tick and checks)."""
+        node = self.node_contents_visit(node)
+        stored: set[str] = set()
+        loaded: set[str] = set()
+        for inner in scope_nodes(node.body):
+            if isinstance(inner, ast.Name) and _RESERVED_NAME.match(inner.id):
+                (loaded if isinstance(inner.ctx, ast.Load) else stored).add(inner.id)
+        names = sorted(loaded - stored)
+        if names:
+            # After the docstring and the ``__future__`` imports, which must come first.
+            position = 1 if ast.get_docstring(node, clean=False) is not None else 0
+            while position < len(node.body) and _future_import(node.body[position]):
+                position += 1
+            declaration = ast.Global(names=names)
+            copy_locations(declaration, node.body[min(position, len(node.body) - 1)])
+            node.body.insert(position, declaration)
+        return node
+
     def inject_print_collector(self, node: ast.AST, position: int = 0) -> None:
         """``print`` uses the run's single ``_print`` global (set by the executor)."""
 
@@ -604,6 +629,10 @@ class SafeexecTransformer(RestrictingNodeTransformer):
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
         return self.node_contents_visit(node)
+
+
+def _future_import(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
 
 
 def _global(name: str) -> ast.Name:

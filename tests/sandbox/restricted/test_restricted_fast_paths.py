@@ -86,7 +86,7 @@ def test_an_own_super_subclass_instance_gets_the_full_guard() -> None:
 # -- method calls and literal receivers ------------------------------------------------------------
 def test_a_method_call_on_a_name_runs_the_interpreter_s_method_call() -> None:
     code = transformed("parts.append(str(i) + ',')")
-    assert code == (
+    assert code.splitlines()[-1] == (
         "parts.append(str(i) + ',') if _type_(parts) in _plain_ "
         "else _cattr_(parts, 'append')(str(i) + ',')"
     )
@@ -341,3 +341,33 @@ def test_the_budget_stops_code_that_only_runs_the_receiver_fast_path(code: str) 
     with pytest.raises(Exception):  # noqa: B017 - whatever the code last raised
         executor.execute(code, filename="<t>", budget=budget)
     assert budget.exhausted and budget.reason() == "operations"
+
+
+# -- the module's reads of runtime names ----------------------------------------------------------
+def test_the_module_reads_runtime_names_as_globals_after_its_docstring_and_future_imports() -> None:
+    code = (
+        '"""doc"""\nfrom __future__ import annotations\ntotal = 0\n'
+        "for i in range(3):\n    total += i\n"
+    )
+    assert transformed(code).splitlines()[1:3] == [
+        "from __future__ import annotations",
+        "global _budget_, _next_",
+    ]
+    assert run(code + "total", "__future__", counting=True) == "3"
+
+
+def test_runtime_names_stored_by_the_module_are_not_declared() -> None:
+    # A hoisted match value is stored and read back as a module name: it keeps ``STORE_NAME``.
+    code = transformed("match 3:\n    case C.x:\n        pass\n")
+    assert code.startswith("global _cattr_, _mvalue_, _plain_, _type_\n_mv0_ = ")
+    assert run("class C:\n    x = 3\nmatch 3:\n    case C.x:\n        y = 1\ny") == "1"
+
+
+def test_the_budget_stops_a_module_level_loop_reading_runtime_names_as_globals() -> None:
+    executor = RestrictedExecutor(count_operations=True)
+    budget = OperationBudget(10_000)
+    with pytest.raises(StopIteration):
+        executor.execute(
+            "items = []\nwhile True:\n    items.append(1)", filename="<t>", budget=budget
+        )
+    assert budget.reason() == "operations"
