@@ -341,22 +341,29 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_Module(self, node: ast.Module) -> ast.AST:
-        """The module, its reads of the runtime's names declared ``global``: the namespace is
-        both its globals and its locals, so the interpreter finds the same object, with the
-        cached ``LOAD_GLOBAL`` instead of ``LOAD_NAME`` (a loop's tick and checks)."""
+        """The module, its names declared ``global``: the namespace is both its globals and its
+        locals, so the interpreter finds the same objects, with the cached ``LOAD_GLOBAL``
+        instead of ``LOAD_NAME`` (a module-level loop's own names, its tick and checks).
+
+        Left out: names an annotation binds (``x: int = 1`` cannot name a global) and names the
+        leading ``__future__`` imports bind (declared after them)."""
         node = self.node_contents_visit(node)
-        stored: set[str] = set()
-        loaded: set[str] = set()
+        # After the docstring and the ``__future__`` imports, which must come first.
+        position = 1 if ast.get_docstring(node, clean=False) is not None else 0
+        excluded: set[str] = set()
+        while position < len(node.body) and _future_import(node.body[position]):
+            excluded.update(a.asname or a.name for a in node.body[position].names)  # type: ignore[attr-defined]
+            position += 1
+        names: set[str] = set()
         for inner in scope_nodes(node.body):
-            if isinstance(inner, ast.Name) and _RESERVED_NAME.match(inner.id):
-                (loaded if isinstance(inner.ctx, ast.Load) else stored).add(inner.id)
-        names = sorted(loaded - stored)
-        if names:
-            # After the docstring and the ``__future__`` imports, which must come first.
-            position = 1 if ast.get_docstring(node, clean=False) is not None else 0
-            while position < len(node.body) and _future_import(node.body[position]):
-                position += 1
-            declaration = ast.Global(names=names)
+            if isinstance(inner, ast.Name):
+                names.add(inner.id)
+            elif isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
+                excluded.add(inner.target.id)
+            elif type(inner).__name__ == "TypeAlias":  # Python 3.12's ``type X = ...``
+                excluded.add(inner.name.id)  # type: ignore[attr-defined]
+        if names - excluded:
+            declaration = ast.Global(names=sorted(names - excluded))
             copy_locations(declaration, node.body[min(position, len(node.body) - 1)])
             node.body.insert(position, declaration)
         return node

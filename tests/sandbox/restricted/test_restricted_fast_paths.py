@@ -343,27 +343,41 @@ def test_the_budget_stops_code_that_only_runs_the_receiver_fast_path(code: str) 
     assert budget.exhausted and budget.reason() == "operations"
 
 
-# -- the module's reads of runtime names ----------------------------------------------------------
-def test_the_module_reads_runtime_names_as_globals_after_its_docstring_and_future_imports() -> None:
+# -- the module's names as globals -----------------------------------------------------------------
+def test_the_module_declares_its_names_global_after_its_docstring_and_future_imports() -> None:
     code = (
         '"""doc"""\nfrom __future__ import annotations\ntotal = 0\n'
         "for i in range(3):\n    total += i\n"
     )
     assert transformed(code).splitlines()[1:3] == [
         "from __future__ import annotations",
-        "global _budget_, _next_",
+        "global _budget_, _next_, i, range, total",
     ]
     assert run(code + "total", "__future__", counting=True) == "3"
 
 
-def test_runtime_names_stored_by_the_module_are_not_declared() -> None:
-    # A hoisted match value is stored and read back as a module name: it keeps ``STORE_NAME``.
-    code = transformed("match 3:\n    case C.x:\n        pass\n")
-    assert code.startswith("global _cattr_, _mvalue_, _plain_, _type_\n_mv0_ = ")
-    assert run("class C:\n    x = 3\nmatch 3:\n    case C.x:\n        y = 1\ny") == "1"
+@pytest.mark.parametrize("counting", [False, True], ids=["worker", "in-process"])
+def test_module_names_bound_every_way_keep_their_values(counting: bool) -> None:
+    code = (
+        "import math\nx: int = 2\ny = x + 1\n"
+        "try:\n    raise ValueError('v')\nexcept ValueError as e:\n    caught = str(e)\n"
+        "class K:\n    z = y\ndef f():\n    global w\n    w = K.z\nf()\n"
+        "match (1, 2):\n    case (a, *rest):\n        pass\n"
+        "match 3:\n    case K.z:\n        hit = True\n"
+        "squares = [q * q for q in range(3)]\ndel a\n"
+        "try:\n    a\n    gone = False\nexcept NameError:\n    gone = True\n"
+        "(math.floor(1.5), x, y, caught, w, rest, hit, squares, gone)"
+    )
+    assert "global " in transformed(code) and "x: int = 2" in transformed(code)
+    assert run(code, "math", counting=counting) == ("(1, 2, 3, 'v', 3, [2], True, [0, 1, 4], True)")
 
 
-def test_the_budget_stops_a_module_level_loop_reading_runtime_names_as_globals() -> None:
+def test_an_annotated_module_name_is_not_declared() -> None:
+    declaration = transformed("x: int = 1\ny = x\n").splitlines()[0]
+    assert declaration == "global y"
+
+
+def test_the_budget_stops_a_module_level_loop_of_global_reads() -> None:
     executor = RestrictedExecutor(count_operations=True)
     budget = OperationBudget(10_000)
     with pytest.raises(StopIteration):
