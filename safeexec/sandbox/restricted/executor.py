@@ -279,6 +279,7 @@ class RestrictedExecutor:
             "_lookup_": builtins.getattr,
             "_absent_": ABSENT,
             "_refused_": INLINE_REFUSED,
+            "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
             "_next_": next,
             "_budget_": self._budget.counter,

@@ -1,13 +1,17 @@
-"""What the transformer's fast paths read off the syntax tree: the nodes of one scope, a
-method's receiver (``self``) and its accesses. Nothing is rewritten here."""
+"""The method receiver fast paths (``self.x``): which accesses a method makes on its receiver,
+read off the syntax tree, and the inline forms of its private reads and augmented assignments
+(the transformer puts them in place)."""
 
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 
 from safeexec.sandbox.restricted.allowlist import DENIED_ATTRIBUTES
 
+# A method's local: is its receiver an instance of a class in ``_simple_`` (set on entry)?
+SIMPLE_SELF = "_simple_self_"
 # Nodes with a scope of their own: a name inside them may not be the method's (the first
 # iterable of a comprehension and a nested function's defaults are not, but are skipped too).
 _NESTED_SCOPES = (
@@ -87,3 +91,96 @@ def receiver_attributes(body: list[ast.stmt], receiver: str) -> list[ast.Attribu
         and node.value.id == receiver
         and fast_path_name(node.attr)
     ]
+
+
+def name_load(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def runtime_call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=name_load(func), args=list(args), keywords=[])
+
+
+def type_in(receiver: str, classes: str) -> ast.Compare:
+    """``_type_(receiver) in classes``."""
+    return ast.Compare(
+        left=runtime_call("_type_", name_load(receiver)),
+        ops=[ast.In()],
+        comparators=[name_load(classes)],
+    )
+
+
+def _type_not_refused(value: ast.expr) -> ast.Compare:
+    """``_type_(value) not in _refused_``."""
+    return ast.Compare(
+        left=runtime_call("_type_", value), ops=[ast.NotIn()], comparators=[name_load("_refused_")]
+    )
+
+
+def private_read(receiver: str, name: str) -> ast.expr:
+    """``self._name`` (``name`` mangled) in a method::
+
+        _value_ if _simple_self_ and _type_(_value_ := _lookup_(self, '_name', _absent_))
+            not in _refused_ else _getattr_(self, '_name')
+
+    ``_lookup_`` is the builtin ``getattr``; a module, or nothing found (``_absent_``), goes to
+    the full guard. On a class in ``_simple_`` the lookup finds a name exactly where the full
+    guard calls it the code's own (``Guards.simple_own``)."""
+    lookup = runtime_call(
+        "_lookup_", name_load(receiver), ast.Constant(name), name_load("_absent_")
+    )
+    value = ast.NamedExpr(target=ast.Name("_value_", ast.Store()), value=lookup)
+    return ast.IfExp(
+        test=ast.BoolOp(op=ast.And(), values=[name_load(SIMPLE_SELF), _type_not_refused(value)]),
+        body=name_load("_value_"),
+        orelse=runtime_call("_getattr_", name_load(receiver), ast.Constant(name)),
+    )
+
+
+def private_augmented(
+    node: ast.AugAssign, receiver: str, name: str, value: ast.expr, hook: ast.expr
+) -> list[ast.stmt]:
+    """``self._name op= v`` (``name`` mangled, ``value`` the transformed ``v``, ``hook`` the
+    ``_augwrite_`` call) in a method, as statements::
+
+        _current_ = _absent_            # or self._name, when _simple_self_ and it is found
+        if _type_(_current_) not in _refused_ and _current_ is self._name:
+            _current_ op= v
+            self._name = _current_
+        else:
+            _augwrite_(self, '_name')._name op= v
+
+    The inline branch takes what ``_augwrite_`` lets through: a value the read guard hands out
+    as it is, which a second read gives again (a bound method or a property's fresh value is
+    refused). The operator then works on the value checked, read once."""
+
+    def attribute(ctx: ast.expr_context) -> ast.Attribute:
+        return ast.Attribute(name_load(receiver), name, ctx)
+
+    def current(ctx: ast.expr_context) -> ast.Name:
+        return ast.Name("_current_", ctx)
+
+    absent = ast.Assign(targets=[current(ast.Store())], value=name_load("_absent_"))
+    found = ast.Try(
+        body=[ast.Assign(targets=[current(ast.Store())], value=attribute(ast.Load()))],
+        handlers=[
+            ast.ExceptHandler(
+                type=name_load("_attribute_error_"), name=None, body=[copy.deepcopy(absent)]
+            )
+        ],
+        orelse=[],
+        finalbody=[],
+    )
+    read = ast.If(test=name_load(SIMPLE_SELF), body=[found], orelse=[absent])
+    same = ast.Compare(
+        left=current(ast.Load()), ops=[ast.Is()], comparators=[attribute(ast.Load())]
+    )
+    inline = [
+        ast.AugAssign(target=current(ast.Store()), op=node.op, value=value),
+        ast.Assign(targets=[attribute(ast.Store())], value=current(ast.Load())),
+    ]
+    guarded = ast.AugAssign(
+        target=ast.Attribute(hook, name, ast.Store()), op=node.op, value=copy.deepcopy(value)
+    )
+    test = ast.BoolOp(op=ast.And(), values=[_type_not_refused(current(ast.Load())), same])
+    return [read, ast.If(test=test, body=inline, orelse=[guarded])]

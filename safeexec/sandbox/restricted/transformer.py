@@ -13,9 +13,14 @@ from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locati
 
 from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
 from safeexec.sandbox.restricted.receivers import (
+    SIMPLE_SELF,
     method_receiver,
+    private_augmented,
+    private_read,
     receiver_attributes,
+    runtime_call,
     scope_nodes,
+    type_in,
 )
 
 _RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
@@ -32,8 +37,6 @@ _BUILTIN_VALUES = (
     ast.DictComp,
     ast.GeneratorExp,
 )
-# A method's local: is its receiver an instance of a class in ``_simple_`` (set on entry)?
-_SIMPLE_SELF = "_simple_self_"
 
 
 class SafeexecTransformer(RestrictingNodeTransformer):
@@ -156,39 +159,29 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         instance of a class in ``_simple_`` (see ``Guards.simple_own``), which is own and not
         class-like.
 
-        Such an instance needs no check for a public read or any write. A private read is
-        ``_lookup_(self, name, _absent_)`` (the builtin ``getattr``), kept when its type is not
-        in ``_refused_`` (a module, or nothing found), else ``_getattr_``: on these classes the
-        lookup finds a name exactly where the full guard calls it the code's own. Otherwise
-        every form is the one a receiver of unknown type gets."""
+        Such an instance needs no check for a public read or any write; a private read is
+        ``receivers.private_read``. Otherwise every form is the one a receiver of unknown type
+        gets."""
         assert isinstance(node.value, ast.Name)
         receiver = node.value.id
-        simple = ast.Name(_SIMPLE_SELF, ast.Load())
+        simple = ast.Name(SIMPLE_SELF, ast.Load())
         if not isinstance(node.ctx, ast.Load):
             write: ast.expr = ast.IfExp(
-                test=ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_own_")]),
+                test=ast.BoolOp(op=ast.Or(), values=[simple, type_in(receiver, "_own_")]),
                 body=ast.Name(receiver, ast.Load()),
-                orelse=_call("_write_", ast.Name(receiver, ast.Load())),
+                orelse=runtime_call("_write_", ast.Name(receiver, ast.Load())),
             )
             copy_locations(write, node.value)
             node.value = write
             return node
         if not node.attr.startswith("_"):
-            hook = _call("_cattr_", ast.Name(receiver, ast.Load()), ast.Constant(node.attr))
-            test = ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_plain_")])
+            hook = runtime_call("_cattr_", ast.Name(receiver, ast.Load()), ast.Constant(node.attr))
+            test = ast.BoolOp(op=ast.Or(), values=[simple, type_in(receiver, "_plain_")])
             checked = ast.IfExp(test=test, body=node, orelse=hook)
             copy_locations(checked, node)
             self._class_checks[id(checked)] = checked
             return checked
-        name = self._mangle(node.attr)
-        value = ast.NamedExpr(
-            target=ast.Name("_value_", ast.Store()), value=_lookup(receiver, name)
-        )
-        read = ast.IfExp(
-            test=ast.BoolOp(op=ast.And(), values=[simple, _type_not_refused(value)]),
-            body=ast.Name("_value_", ast.Load()),
-            orelse=_call("_getattr_", ast.Name(receiver, ast.Load()), ast.Constant(name)),
-        )
+        read = private_read(receiver, self._mangle(node.attr))
         copy_locations(read, node)
         return read
 
@@ -262,7 +255,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         return self.node_contents_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.stmt]:
         target = node.target
         if not isinstance(target, ast.Attribute):
             return self.node_contents_visit(node)
@@ -279,7 +272,21 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             keywords=[],
         )
         if id(target) in self._receiver_accesses and isinstance(receiver, ast.Name):
-            hook = self._receiver_augmented(receiver.id, target, hook)
+            if name.startswith("_"):
+                statements = private_augmented(
+                    node, receiver.id, self._mangle(name), self.visit(node.value), hook
+                )
+                for statement in statements:
+                    copy_locations(statement, node)
+                return statements
+            hook = ast.IfExp(
+                test=ast.BoolOp(
+                    op=ast.Or(),
+                    values=[ast.Name(SIMPLE_SELF, ast.Load()), type_in(receiver.id, "_own_")],
+                ),
+                body=ast.Name(receiver.id, ast.Load()),
+                orelse=hook,
+            )
         elif isinstance(receiver, ast.Name) and not (
             name.startswith("_") or name in DENIED_ATTRIBUTES
         ):
@@ -300,29 +307,6 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         target.value = hook
         node.value = self.visit(node.value)
         return node
-
-    def _receiver_augmented(self, receiver: str, target: ast.Attribute, hook: ast.expr) -> ast.expr:
-        """The receiver of ``self.name op= v`` in a method (see ``_receiver_access``): ``self``
-        as it is for a public name; for a private one, when the inline read would hand its
-        value out and a second read gives the same object (what ``_augwrite_`` checks: a bound
-        method or a property's fresh value is refused), else ``hook``. The interpreter then
-        reads the name again, as it does after ``_augwrite_``."""
-        simple = ast.Name(_SIMPLE_SELF, ast.Load())
-        if not target.attr.startswith("_"):
-            test = ast.BoolOp(op=ast.Or(), values=[simple, _type_in(receiver, "_own_")])
-        else:
-            name = self._mangle(target.attr)
-            target.attr = name  # the name checked is the name the interpreter reads and writes
-            value = ast.NamedExpr(
-                target=ast.Name("_value_", ast.Store()), value=_lookup(receiver, name)
-            )
-            same = ast.Compare(
-                left=ast.Name("_value_", ast.Load()),
-                ops=[ast.Is()],
-                comparators=[ast.Attribute(ast.Name(receiver, ast.Load()), name, ast.Load())],
-            )
-            test = ast.BoolOp(op=ast.And(), values=[simple, _type_not_refused(value), same])
-        return ast.IfExp(test=test, body=ast.Name(receiver, ast.Load()), orelse=hook)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         return self.node_contents_visit(node)
@@ -456,8 +440,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             # ``_simple_self_ = _type_(self) in _simple_``: the receiver's class cannot change
             # (``__class__`` is never written) and its name is never rebound in the method.
             flag = ast.Assign(
-                targets=[ast.Name(_SIMPLE_SELF, ast.Store())],
-                value=_type_in(receiver, "_simple_"),
+                targets=[ast.Name(SIMPLE_SELF, ast.Store())],
+                value=type_in(receiver, "_simple_"),
             )
             copy_locations(flag, node)
             node.body.insert(position, flag)
@@ -640,37 +624,6 @@ class SafeexecTransformer(RestrictingNodeTransformer):
 
 def _future_import(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
-
-
-def _global(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
-
-
-def _call(func: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=_global(func), args=list(args), keywords=[])
-
-
-def _type_in(receiver: str, classes: str) -> ast.Compare:
-    """``_type_(receiver) in classes``."""
-    return ast.Compare(
-        left=_call("_type_", ast.Name(receiver, ast.Load())),
-        ops=[ast.In()],
-        comparators=[_global(classes)],
-    )
-
-
-def _lookup(receiver: str, name: str) -> ast.Call:
-    """``_lookup_(receiver, 'name', _absent_)``."""
-    return _call(
-        "_lookup_", ast.Name(receiver, ast.Load()), ast.Constant(name), _global("_absent_")
-    )
-
-
-def _type_not_refused(value: ast.expr) -> ast.Compare:
-    """``_type_(value) not in _refused_``."""
-    return ast.Compare(
-        left=_call("_type_", value), ops=[ast.NotIn()], comparators=[_global("_refused_")]
-    )
 
 
 class CountingTransformer(SafeexecTransformer):
