@@ -40,6 +40,8 @@ from safeexec.sandbox.restricted.derived_views import (
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
     _DENIALS,
+    ABSENT,
+    INLINE_REFUSED,
     GuardError,
     Guards,
     ModuleView,
@@ -273,6 +275,11 @@ class RestrictedExecutor:
             "_write_": guards.write_guard,
             "_type_": type,
             "_own_": guards.own_classes,
+            "_simple_": guards.simple_own,
+            "_lookup_": builtins.getattr,
+            "_absent_": ABSENT,
+            "_refused_": INLINE_REFUSED,
+            "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
             "_next_": next,
             "_budget_": self._budget.counter,

@@ -106,6 +106,18 @@ def _is_module(value: object) -> bool:
     return type(value) is types.ModuleType
 
 
+class _Absent:
+    """The type of :data:`ABSENT`."""
+
+    __slots__ = ()
+
+
+# What the inline private read (``getattr(obj, name, ABSENT)``) gets for a name the lookup does
+# not find; a value of a type in ``INLINE_REFUSED`` sends the read to the full guard instead.
+ABSENT = _Absent()
+INLINE_REFUSED = frozenset({types.ModuleType, _Absent})
+
+
 # What an exception says about the exceptions around it (``raise ... from ...`` chains).
 _EXCEPTION_LINKS = frozenset({"__cause__", "__context__", "__suppress_context__"})
 
@@ -229,6 +241,11 @@ class Guards:
         # The own classes whose instances are not class-like (no ``super`` subclass): reads off
         # their instances take the read guard's fast path (see ``_make_read_guard``).
         self._plain_own: set[type] = set()
+        # The own classes whose bases are all own classes or ``object``: on their instances the
+        # interpreter's lookup finds a non-dunder name exactly where ``_defined_by_code`` does
+        # (``object`` defines dunders only), so the transformer's method fast paths
+        # (``_simple_``, see ``SafeexecTransformer._receiver_access``) read it inline.
+        self.simple_own: set[type] = set()
         # Types whose instances are not class-like (the inline test of a public read, see
         # ``class_attribute``); filled as the code reads attributes.
         self.plain_types: set[type] = set()
@@ -269,6 +286,9 @@ class Guards:
                 self.own_classes.add(cls)
                 if not issubclass(cls, CLASS_LIKE):
                     self._plain_own.add(cls)
+                own = self.own_classes
+                if all(k in own or k is object for k in cls.__mro__[1:]):
+                    self.simple_own.add(cls)
         return cls
 
     def build_class(

@@ -12,6 +12,16 @@ from typing import ClassVar
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
 
 from safeexec.sandbox.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, USER_DUNDERS
+from safeexec.sandbox.restricted.receivers import (
+    SIMPLE_SELF,
+    method_receiver,
+    private_augmented,
+    private_read,
+    receiver_attributes,
+    runtime_call,
+    scope_nodes,
+    type_in,
+)
 
 _RESERVED_NAME = re.compile(r"^(_.*_|_print|_tmp\d+|__.*)$")
 # Expressions whose value is always an instance of a builtin type (never a class or ``super``).
@@ -50,6 +60,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # them (``visit_Call``), held so their ids stay theirs while the tree is built.
         self._class_checks: dict[int, ast.IfExp] = {}
         self._method_calls: dict[int, ast.IfExp] = {}
+        # The accesses ``self.name`` in a method's own scope (``receivers.receiver_attributes``),
+        # which test the method's ``_simple_self_`` first.
+        self._receiver_accesses: dict[int, ast.Attribute] = {}
 
     # -- names -----------------------------------------------------------------------------
     def check_name(
@@ -102,6 +115,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         if name.endswith("__roles__"):
             self.error(node, f'"{name}" is an invalid attribute name.')
         node = self.node_contents_visit(node)
+        if id(node) in self._receiver_accesses:
+            return self._receiver_access(node)
         guarded = name.startswith("_") or name in DENIED_ATTRIBUTES
         if isinstance(node.ctx, ast.Load):
             if not guarded:
@@ -138,6 +153,37 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         copy_locations(write, node.value)
         node.value = write
         return node
+
+    def _receiver_access(self, node: ast.Attribute) -> ast.expr:
+        """``self.name`` in a method, where ``_simple_self_`` says whether ``self`` is an
+        instance of a class in ``_simple_`` (see ``Guards.simple_own``), which is own and not
+        class-like.
+
+        Such an instance needs no check for a public read or any write; a private read is
+        ``receivers.private_read``. Otherwise every form is the one a receiver of unknown type
+        gets."""
+        assert isinstance(node.value, ast.Name)
+        receiver = node.value.id
+        simple = ast.Name(SIMPLE_SELF, ast.Load())
+        if not isinstance(node.ctx, ast.Load):
+            write: ast.expr = ast.IfExp(
+                test=ast.BoolOp(op=ast.Or(), values=[simple, type_in(receiver, "_own_")]),
+                body=ast.Name(receiver, ast.Load()),
+                orelse=runtime_call("_write_", ast.Name(receiver, ast.Load())),
+            )
+            copy_locations(write, node.value)
+            node.value = write
+            return node
+        if not node.attr.startswith("_"):
+            hook = runtime_call("_cattr_", ast.Name(receiver, ast.Load()), ast.Constant(node.attr))
+            test = ast.BoolOp(op=ast.Or(), values=[simple, type_in(receiver, "_plain_")])
+            checked = ast.IfExp(test=test, body=node, orelse=hook)
+            copy_locations(checked, node)
+            self._class_checks[id(checked)] = checked
+            return checked
+        read = private_read(receiver, self._mangle(node.attr))
+        copy_locations(read, node)
+        return read
 
     def _class_checked(self, node: ast.Attribute) -> ast.expr:
         """A public ``a.b``: plain on an instance; on a class (or ``super`` object) through
@@ -209,7 +255,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         return self.node_contents_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.stmt]:
         target = node.target
         if not isinstance(target, ast.Attribute):
             return self.node_contents_visit(node)
@@ -225,7 +271,23 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             args=[receiver, ast.Constant(self._mangle(name))],
             keywords=[],
         )
-        if isinstance(receiver, ast.Name) and not (
+        if id(target) in self._receiver_accesses and isinstance(receiver, ast.Name):
+            if name.startswith("_"):
+                statements = private_augmented(
+                    node, receiver.id, self._mangle(name), self.visit(node.value), hook
+                )
+                for statement in statements:
+                    copy_locations(statement, node)
+                return statements
+            hook = ast.IfExp(
+                test=ast.BoolOp(
+                    op=ast.Or(),
+                    values=[ast.Name(SIMPLE_SELF, ast.Load()), type_in(receiver.id, "_own_")],
+                ),
+                body=ast.Name(receiver.id, ast.Load()),
+                orelse=hook,
+            )
+        elif isinstance(receiver, ast.Name) and not (
             name.startswith("_") or name in DENIED_ATTRIBUTES
         ):
             hook = ast.IfExp(
@@ -260,6 +322,34 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_Global(self, node: ast.Global) -> ast.AST:
         for name in node.names:
             self.check_name(node, name)
+        return node
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        """The module, its names declared ``global``: the namespace is both its globals and its
+        locals, so the interpreter finds the same objects, with the cached ``LOAD_GLOBAL``
+        instead of ``LOAD_NAME`` (a module-level loop's own names, its tick and checks).
+
+        Left out: names an annotation binds (``x: int = 1`` cannot name a global) and names the
+        leading ``__future__`` imports bind (declared after them)."""
+        node = self.node_contents_visit(node)
+        # After the docstring and the ``__future__`` imports, which must come first.
+        position = 1 if ast.get_docstring(node, clean=False) is not None else 0
+        excluded: set[str] = set()
+        while position < len(node.body) and _future_import(node.body[position]):
+            excluded.update(a.asname or a.name for a in node.body[position].names)  # type: ignore[attr-defined]
+            position += 1
+        names: set[str] = set()
+        for inner in scope_nodes(node.body):
+            if isinstance(inner, ast.Name):
+                names.add(inner.id)
+            elif isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
+                excluded.add(inner.target.id)
+            elif type(inner).__name__ == "TypeAlias":  # Python 3.12's ``type X = ...``
+                excluded.add(inner.name.id)  # type: ignore[attr-defined]
+        if names - excluded:
+            declaration = ast.Global(names=sorted(names - excluded))
+            copy_locations(declaration, node.body[min(position, len(node.body) - 1)])
+            node.body.insert(position, declaration)
         return node
 
     def inject_print_collector(self, node: ast.AST, position: int = 0) -> None:
@@ -334,17 +424,30 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         if self._in_class_body and dunder and node.name not in USER_DUNDERS:
             self.error(node, f'defining "{node.name}" is not allowed.')
         self.check_function_argument_names(node)
+        receiver = method_receiver(node) if self._in_class_body else None
+        accesses = [] if receiver is None else receiver_attributes(node.body, receiver)
+        self._receiver_accesses.update((id(access), access) for access in accesses)
         outer = self._in_class_body
         self._in_class_body = False
         try:
             node = self.node_contents_visit(node)
         finally:
             self._in_class_body = outer
+        position = 1 if ast.get_docstring(node, clean=False) is not None else 0
         # An own ``__exit__`` returning True swallows what the ``with`` body raised, a stop
         # signal included: it checks first, as a handler does (counting: every call ticks).
         if self.count_operations or (outer and node.name in ("__exit__", "__aexit__")):
-            docstring = ast.get_docstring(node, clean=False) is not None
-            node.body.insert(1 if docstring else 0, self._stop_check(node))
+            node.body.insert(position, self._stop_check(node))
+            position += 1
+        if receiver is not None and accesses:
+            # ``_simple_self_ = _type_(self) in _simple_``: the receiver's class cannot change
+            # (``__class__`` is never written) and its name is never rebound in the method.
+            flag = ast.Assign(
+                targets=[ast.Name(SIMPLE_SELF, ast.Store())],
+                value=type_in(receiver, "_simple_"),
+            )
+            copy_locations(flag, node)
+            node.body.insert(position, flag)
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
@@ -520,6 +623,10 @@ class SafeexecTransformer(RestrictingNodeTransformer):
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
         return self.node_contents_visit(node)
+
+
+def _future_import(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
 
 
 class CountingTransformer(SafeexecTransformer):
