@@ -122,6 +122,15 @@ def test_a_native_run_imports_neither_restricted_python_nor_libcst(tmp_path: Pat
     assert not {m for m in loaded if m.startswith(("RestrictedPython", "libcst"))}
 
 
+def test_a_one_shot_run_imports_no_asyncio(tmp_path: Path) -> None:
+    # The session's async faces (arun, stream) import it when they are called.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert "safeexec.session" in loaded
+    assert not {m for m in loaded if m.startswith("asyncio")}
+
+
 def _is_group(name: str) -> bool:
     module, _, attribute = COMMANDS[name].target.partition(":")
     return isinstance(getattr(importlib.import_module(module), attribute), typer.Typer)
