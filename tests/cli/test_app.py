@@ -109,6 +109,13 @@ def test_explain_imports_no_part_of_the_gate() -> None:
     assert not {m for m in loaded if m.startswith(_GATE)}
 
 
+def test_loading_a_policy_loads_no_tool_layer() -> None:
+    # `run` starts its template once the policy is loaded: what that needs is on its critical path.
+    loaded = _imported_after("explain", "SX201")
+    assert "safeexec.tool_effects" in loaded
+    assert not {"safeexec.tool_specs", "safeexec.tool_targets"} & loaded
+
+
 def test_checking_code_imports_no_runtime(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("import math\nprint(math.sqrt(2))\n", encoding="utf-8")
     loaded = _imported_after("check", "t.py", cwd=tmp_path, exit_code=0)
