@@ -82,8 +82,16 @@ _RUNTIME = (
 
 
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
-# the parser cross-check's path), the session's steps and asyncio (only for a reply with no code).
-_NOT_FOR_CHECKING = (*_RUNTIME, "RestrictedPython", "libcst", "safeexec.steps", "asyncio")
+# the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
+# the observation step (its control escaping lives in safeexec.escaping).
+_NOT_FOR_CHECKING = (
+    *_RUNTIME,
+    "RestrictedPython",
+    "libcst",
+    "safeexec.steps",
+    "asyncio",
+    "safeexec.observe",
+)
 # What printing a rule does not need: the gate and everything it reads code with.
 _GATE = (
     "safeexec.cli.check",
