@@ -57,7 +57,7 @@ loaded = []
 warm = run_module._warm_backend
 def spy(*args, **kwargs):
     backend = warm(*args, **kwargs)
-    loaded.extend(m for m in sys.modules if m.startswith("safeexec."))
+    loaded.extend(m for m in sys.modules if m.startswith(("safeexec.", "importlib.resources")))
     return backend
 run_module._warm_backend = spy
 from safeexec.cli.app import app
@@ -86,3 +86,4 @@ def test_a_run_starts_its_template_before_it_loads_the_gate_or_the_tools(tmp_pat
     assert "safeexec.backends.native.template" in loaded
     early = ("safeexec.session", "safeexec.gate", "safeexec.analysis", "safeexec.capabilities")
     assert not {m for m in loaded if m.startswith((*early, "safeexec.tool_specs"))}
+    assert "importlib.resources" not in loaded  # the shipped packs are found without it
