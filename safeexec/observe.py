@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from safeexec.backends.capping import locate_omission
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
+from safeexec.escaping import escape_controls
 from safeexec.model import (
     BlobRef,
     Decision,
@@ -42,7 +43,7 @@ from safeexec.policy.schema import ObserveConfig
 from safeexec.sandbox.tracebacks import kept_traceback_lines
 from safeexec.units import format_bytes, format_seconds
 
-__all__ = ["OutputRelay", "escape_controls", "observe"]
+__all__ = ["OutputRelay", "observe"]
 
 # Only the first and last lines of an output are decoded (as many as could be shown, plus room
 # for a traceback), each side within _SCAN_BYTES; the middle is only counted.
@@ -55,13 +56,6 @@ _ANSI_ESCAPE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
     r"|\x1b[@-_]"
-)
-# What no reader should be handed raw: C0 controls but tab and newline, DEL, the C1 controls
-# (U+0080-U+009F: 8-bit CSI, NEL, ...), the bidi marks, embeddings, overrides and isolates that
-# reorder what a reader sees (U+061C, U+200E/F, U+202A-E, U+2066-9), and the Unicode line and
-# paragraph separators (U+2028/9) that split one line in two for many readers.
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 
 
@@ -541,15 +535,6 @@ def _size(line: str) -> int:
 
 def _one_line(text: str) -> str:
     return _clean(text.strip().split("\n", 1)[0])
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with every control a reader must not be handed raw (C0 but tab and newline, DEL,
-    C1, bidi controls, U+2028/9) replaced by U+FFFD, one for one, so columns stay where they were.
-
-    The one home of that escaping: observations use it, and so does every CLI text output.
-    """
-    return _CONTROL.sub("\ufffd", text)
 
 
 def _clean(text: str) -> str:

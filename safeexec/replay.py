@@ -21,8 +21,8 @@ from safeexec.backends.workdir import remove_tree
 from safeexec.blobs import BlobStore
 from safeexec.environment import distribution_changes, fingerprint
 from safeexec.errors import AuditError, ConfigurationError
+from safeexec.escaping import escape_controls
 from safeexec.model import Action, AuditEvent
-from safeexec.observe import escape_controls
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 from safeexec.session import TOOL_BACKEND, Session

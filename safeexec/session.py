@@ -18,7 +18,6 @@ anything else a backend raises is a bug and surfaces as ``InternalError`` (the s
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import tempfile
@@ -267,6 +266,8 @@ class Session:
         waits until the step is recorded and the session is back in step, then lets the
         ``CancelledError`` go on.
         """
+        import asyncio  # only for async harnesses: a one-shot run has no use for it
+
         step = asyncio.ensure_future(
             asyncio.to_thread(self.run, text, timeout=timeout, on_output=on_output)
         )
@@ -286,6 +287,8 @@ class Session:
         step is recorded, as cancelling :meth:`arun` does. An exception of the step is raised
         by the iterator after the chunks that came before it.
         """
+        import asyncio
+
         loop = asyncio.get_running_loop()
         chunks: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
 

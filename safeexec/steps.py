@@ -6,11 +6,11 @@ Split out of :mod:`safeexec.session`, which wires them into each step.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply, canonical_json
@@ -30,6 +30,9 @@ from safeexec.model import (
 )
 from safeexec.policy.engine_rules import CHECK_CRASHED, NO_CODE, engine_finding
 from safeexec.policy.schema import Rule
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "NO_CODE_FINDING",
@@ -91,6 +94,8 @@ def fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
 
 async def settle_abandoned(step: asyncio.Future[Outcome], interrupt: Callable[[], None]) -> None:
     """Interrupt a step its caller stopped waiting for, until it is recorded."""
+    import asyncio  # loaded by the async callers already; a one-shot run never gets here
+
     # Repeated until the step ends: the first request may land before the cell started.
     while not step.done():
         interrupt()

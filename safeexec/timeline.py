@@ -15,8 +15,8 @@ from pathlib import Path
 from safeexec.audit import read_log
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
+from safeexec.escaping import escape_controls
 from safeexec.model import AuditEvent, ToolCalled, ToolRefused
-from safeexec.observe import escape_controls
 from safeexec.units import format_bytes, format_seconds
 
 __all__ = ["show_log"]

@@ -15,12 +15,12 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import NewType
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError
+from safeexec.tool_effects import Effect
 from safeexec.tool_targets import BoundPath, CheckedURL
 
 __all__ = [
@@ -48,15 +48,6 @@ _MAX_DEPTH = 64
 _MAX_ITEMS = 1_000_000
 _MAX_TEXT_CHARS = 64 * 1024 * 1024
 _MAX_INT_BITS = 14_000  # about Python's 4300-digit limit on int-to-text conversion
-
-
-class Effect(StrEnum):
-    """What calling a tool may do to the world (recorded on every call)."""
-
-    READ = "read"
-    WRITE = "write"
-    NETWORK = "network"
-    MONEY = "money"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safeexec.blobs import BlobStore
+from safeexec.escaping import escape_controls
 from safeexec.model import (
     Action,
     Artifact,
@@ -24,7 +25,7 @@ from safeexec.model import (
     ToolRefused,
     Verdict,
 )
-from safeexec.observe import escape_controls, observe
+from safeexec.observe import observe
 from safeexec.parse import ParseFailure, parse
 from safeexec.policy.schema import ObserveConfig
 

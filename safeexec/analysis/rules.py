@@ -16,17 +16,21 @@ __all__ = ["CompiledRules", "NameTable", "compile_rules", "module_matches"]
 
 @dataclass(slots=True)
 class NameTable:
-    """Exact names in a dict, wildcard patterns in one list; ``lookup`` returns matching rules."""
+    """Exact names in a dict, wildcard patterns in one list; ``lookup`` returns matching rules.
+
+    A pattern is kept as its regular expression's source and compiled only when a looked-up name
+    matches the patterns joined (most names match none, and a run compiles the joined one only).
+    """
 
     exact: dict[str, list[Rule]] = field(default_factory=dict)
-    patterns: list[tuple[re.Pattern[str], Rule]] = field(default_factory=list)
+    patterns: list[tuple[str, Rule]] = field(default_factory=list)
     _any_pattern: re.Pattern[str] | None = None
     _memo: dict[str, list[Rule]] = field(default_factory=dict)
 
     def add(self, names: Iterable[str], rule: Rule) -> None:
         for name in names:
             if "*" in name or "?" in name:
-                self.patterns.append((re.compile(translate(name)), rule))
+                self.patterns.append((translate(name), rule))
             else:
                 self.exact.setdefault(name, []).append(rule)
         self._any_pattern = None  # joined again at the next lookup, not once per rule added
@@ -39,9 +43,9 @@ class NameTable:
             return found
         found = self.exact.get(name, [])
         if self.patterns and self._any_pattern is None:
-            self._any_pattern = re.compile("|".join(f"(?:{p.pattern})" for p, _ in self.patterns))
+            self._any_pattern = re.compile("|".join(f"(?:{p})" for p, _ in self.patterns))
         if self._any_pattern is not None and self._any_pattern.match(name):
-            found = found + [rule for pattern, rule in self.patterns if pattern.match(name)]
+            found = found + [rule for pattern, rule in self.patterns if re.match(pattern, name)]
         if len(self._memo) > 4096:
             self._memo.clear()
         self._memo[name] = found

@@ -6,20 +6,22 @@ through a :class:`ToolGateway`, which checks and runs each call in the host.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from safeexec.backends.streaming import OutputSink
 from safeexec.blobs import BlobStore
-
-# The tool-call value types live with the capabilities (the bottom layer that mints and checks
-# them); re-exported here because they are part of this seam.
-from safeexec.capabilities import ToolDescriptor, ToolReply
 from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
 from safeexec.model import ExecRequest, ExecResult, Limits
+
+if TYPE_CHECKING:
+    # The tool-call value types live with the capabilities (the bottom layer that mints and
+    # checks them); re-exported here because they are part of this seam.
+    from safeexec.capabilities import ToolDescriptor, ToolReply
 
 __all__ = [
     "CALL_LIMITS",
@@ -33,6 +35,17 @@ __all__ = [
     "ToolGateway",
     "ToolReply",
 ]
+
+# Loaded on first use: the capabilities pull in the tool layer, and ``safeexec run`` imports this
+# seam (with the backend) before it starts the template, which the tool layer would delay.
+_FROM_CAPABILITIES = frozenset({"ToolDescriptor", "ToolReply"})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _FROM_CAPABILITIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module("safeexec.capabilities"), name)
+
 
 # Which ``Limits`` fields bind what, as described on :class:`SessionSpec` (a test checks that
 # every field of ``Limits`` is in exactly one of them).

@@ -18,8 +18,8 @@ from safeexec.cli.groups import usage_error
 from safeexec.cli.inputs import read_input, reply_action
 from safeexec.decide import decide
 from safeexec.errors import ConfigurationError, PolicyError
+from safeexec.escaping import escape_controls
 from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
-from safeexec.observe import escape_controls
 from safeexec.policy.docs import render_rule
 from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES

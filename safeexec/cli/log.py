@@ -14,7 +14,7 @@ import typer
 from safeexec.audit import verify_log
 from safeexec.cli.groups import command_group
 from safeexec.errors import AuditError, ConfigurationError, PolicyError
-from safeexec.observe import escape_controls
+from safeexec.escaping import escape_controls
 from safeexec.replay import replay_log
 from safeexec.statedir import default_state_dir
 from safeexec.timeline import show_log

@@ -51,7 +51,7 @@ from safeexec.policy.vocabulary import (
     reserved_rule_id,
 )
 from safeexec.sandbox.layers import Layer
-from safeexec.tool_specs import Effect
+from safeexec.tool_effects import Effect
 
 __all__ = ["load_policy", "parse_policy_text"]
 

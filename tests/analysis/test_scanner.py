@@ -15,7 +15,7 @@ from safeexec.estimate import estimate
 from safeexec.model import Action, Bound, Enforcement, Estimate
 from safeexec.parse import Parsed, parse
 from safeexec.policy.loader import load_policy, parse_policy_text
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule
 from safeexec.policy.vocabulary import CHECKS, SYNTAX_NODE_TYPES
 
 DEFAULT = load_policy("default")
@@ -213,3 +213,23 @@ def test_a_policy_replaced_by_hand_is_not_served_stale_compiled_rules() -> None:
     without_calls = replace(DEFAULT, rules=tuple(r for r in DEFAULT.rules if r.id != "SX301"))
     assert without_calls.digest == DEFAULT.digest  # stale on purpose
     assert [f.rule for f in scan(parsed, without_calls)] == []
+
+
+def test_wildcard_rules_match_by_pattern_and_exact_names_by_name() -> None:
+    from safeexec.analysis.rules import NameTable
+
+    star, question, exact = (replace(_rule_for_table(), id=f"XX{n}00") for n in (1, 2, 3))
+    table = NameTable()
+    table.add(["numpy.ctypeslib.*"], star)
+    table.add(["os.spawn?", "os.system"], question)
+    table.add(["os.system"], exact)
+    assert table.lookup("numpy.ctypeslib.load_library") == [star]
+    assert table.lookup("os.spawnv") == [question]
+    assert table.lookup("os.system") == [question, exact]
+    assert table.lookup("os.spawnvp") == []
+    assert table.lookup("numpy.ctypes") == []
+    assert table.lookup("numpy.ctypeslib.load_library") == [star]  # from the memo, the same
+
+
+def _rule_for_table() -> Rule:
+    return load_policy("default").rules[0]

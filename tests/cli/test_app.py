@@ -41,7 +41,7 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert result.exit_code == 2
 
 
-_WATCHED = ("safeexec", "libcst", "lark", "RestrictedPython", "asyncio")
+_WATCHED = ("safeexec", "libcst", "lark", "RestrictedPython", "asyncio", "importlib.resources")
 
 
 def _imported_after(*argv: str, cwd: Path | None = None, exit_code: int | None = None) -> set[str]:
@@ -82,8 +82,16 @@ _RUNTIME = (
 
 
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
-# the parser cross-check's path), the session's steps and asyncio (only for a reply with no code).
-_NOT_FOR_CHECKING = (*_RUNTIME, "RestrictedPython", "libcst", "safeexec.steps", "asyncio")
+# the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
+# the observation step (its control escaping lives in safeexec.escaping).
+_NOT_FOR_CHECKING = (
+    *_RUNTIME,
+    "RestrictedPython",
+    "libcst",
+    "safeexec.steps",
+    "asyncio",
+    "safeexec.observe",
+)
 # What printing a rule does not need: the gate and everything it reads code with.
 _GATE = (
     "safeexec.cli.check",
@@ -109,6 +117,13 @@ def test_explain_imports_no_part_of_the_gate() -> None:
     assert not {m for m in loaded if m.startswith(_GATE)}
 
 
+def test_loading_a_policy_loads_neither_the_tool_layer_nor_importlib_resources() -> None:
+    # `run` starts its template once the policy is loaded: what that needs is on its critical path.
+    loaded = _imported_after("explain", "SX201")
+    assert "safeexec.tool_effects" in loaded
+    assert not {"safeexec.tool_specs", "safeexec.tool_targets", "importlib.resources"} & loaded
+
+
 def test_checking_code_imports_no_runtime(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("import math\nprint(math.sqrt(2))\n", encoding="utf-8")
     loaded = _imported_after("check", "t.py", cwd=tmp_path, exit_code=0)
@@ -120,6 +135,15 @@ def test_a_native_run_imports_neither_restricted_python_nor_libcst(tmp_path: Pat
     argv = ("run", "--mode", "native", "--state-dir", str(tmp_path / "state"), "t.py")
     loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
     assert not {m for m in loaded if m.startswith(("RestrictedPython", "libcst"))}
+
+
+def test_a_one_shot_run_imports_no_asyncio(tmp_path: Path) -> None:
+    # The session's async faces (arun, stream) import it when they are called.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert "safeexec.session" in loaded
+    assert not {m for m in loaded if m.startswith("asyncio")}
 
 
 def _is_group(name: str) -> bool:

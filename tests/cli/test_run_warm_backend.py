@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +48,42 @@ def test_without_a_mode_the_policys_default_is_warmed() -> None:
     backend = _warm_backend(policy, None)
     assert isinstance(backend, RestrictedBackend)
     backend.close()
+
+
+_PROBE = """
+import sys
+import safeexec.cli.run as run_module
+loaded = []
+warm = run_module._warm_backend
+def spy(*args, **kwargs):
+    backend = warm(*args, **kwargs)
+    loaded.extend(m for m in sys.modules if m.startswith(("safeexec.", "importlib.resources")))
+    return backend
+run_module._warm_backend = spy
+from safeexec.cli.app import app
+out, sys.stdout = sys.stdout, sys.stderr
+try:
+    app(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+out.write(" ".join([str(code), *loaded]))
+"""
+
+
+def test_a_run_starts_its_template_before_it_loads_the_gate_or_the_tools(tmp_path: Path) -> None:
+    # The template boots while the host imports the rest: what loads before it is on the path.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ["run", "--mode", "native", "--state-dir", str(tmp_path / "state"), "t.py"]
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    code, *loaded = done.stdout.split()
+    assert code == "0", done.stderr
+    assert "safeexec.backends.native.template" in loaded
+    early = ("safeexec.session", "safeexec.gate", "safeexec.analysis", "safeexec.capabilities")
+    assert not {m for m in loaded if m.startswith((*early, "safeexec.tool_specs"))}
+    assert "importlib.resources" not in loaded  # the shipped packs are found without it
