@@ -17,6 +17,7 @@ from safeexec.backends.native.disk import disk_support
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
+from safeexec.model import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
@@ -144,7 +145,7 @@ class NativeBackend:
         # which ``safeexec run`` would otherwise wait for before it starts the template.
         self._supported_layers: dict[Layer, LayerStatus] | None = None
         self._probe_lock = threading.Lock()
-        self._warm_groups = WarmGroups()
+        self._warm_groups = WarmGroups(Limits(), cpu_cores=cpu_cores)
         weakref.finalize(self, self._warm_groups.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
