@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
-from safeexec.backends.native.disk import disk_support
+from safeexec.backends.native.disk import SpareWorkdirs, disk_support
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
@@ -147,6 +147,12 @@ class NativeBackend:
         self._probe_lock = threading.Lock()
         self._warm_groups = WarmGroups(Limits(), cpu_cores=cpu_cores)
         weakref.finalize(self, self._warm_groups.close)
+        self._spare_workdirs = SpareWorkdirs(
+            size_bytes=disk_bytes,
+            inodes=self.artifact_limits.max_entries_scanned,
+            keep=pool_size,
+        )
+        weakref.finalize(self, self._spare_workdirs.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
     @property
@@ -169,7 +175,7 @@ class NativeBackend:
                     python=self.python,
                     preload=self.preload,
                     pool_size=self.pool_size,
-                    on_member=self._warm_groups.join,
+                    on_member=self._on_member,
                     on_exit=self._warm_groups.discard,
                 )
                 self._finalizer.detach()
@@ -184,6 +190,12 @@ class NativeBackend:
                 )
                 self._watchdog.start()
             return self._template
+
+    def _on_member(self, pid: int) -> None:
+        """The template forked a warm session process: give it a cgroup, and make a workdir
+        for the session that will claim it."""
+        self._warm_groups.join(pid)
+        self._spare_workdirs.fill()
 
     def start(self) -> None:
         """Start the template now rather than on the first ``open``."""
@@ -230,6 +242,7 @@ class NativeBackend:
                 self._template = None
             self._finalizer.detach()
         self._warm_groups.close()
+        self._spare_workdirs.close()
 
 
 class _OpenSessions:

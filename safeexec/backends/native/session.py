@@ -12,7 +12,6 @@ import select
 import selectors
 import signal
 import socket
-import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
@@ -118,23 +117,22 @@ class NativeSession:
         self._backend = backend
         workdir, tools = spec.workdir, spec.tools
         self._owns_workdir = workdir is None
-        self.workdir = (
-            Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else Path(workdir)
-        )
-        if not self.workdir.is_dir():
-            raise ConfigurationError(
-                f"workdir={str(self.workdir)!r} is not a directory; create it first"
-            )
-        if _read_only(self.workdir):
-            raise ConfigurationError(
-                f"workdir={str(self.workdir)!r} is read-only (a read-only mount, or not writable "
-                "by this user); the session writes its files there: pass a writable directory"
-            )
-        self._disk = WorkdirMount(
-            self.workdir if self._owns_workdir else None,
-            size_bytes=backend.disk_bytes,
-            inodes=backend.artifact_limits.max_entries_scanned,
-        )
+        if workdir is None:
+            # Made ahead (see ``SpareWorkdirs``): a fresh directory on a tmpfs of its own.
+            self.workdir, self._disk = backend._spare_workdirs.take()
+        else:
+            self.workdir = Path(workdir)
+            if not self.workdir.is_dir():
+                raise ConfigurationError(
+                    f"workdir={str(self.workdir)!r} is not a directory; create it first"
+                )
+            if _read_only(self.workdir):
+                raise ConfigurationError(
+                    f"workdir={str(self.workdir)!r} is read-only (a read-only mount, or not "
+                    "writable by this user); the session writes its files there: pass a "
+                    "writable directory"
+                )
+            self._disk = WorkdirMount(None, size_bytes=0, inodes=0)
         self.limits = limits = spec.limits
         self.blobs = spec.blobs
         self.tools = tools
