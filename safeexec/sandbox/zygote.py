@@ -224,7 +224,10 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    preconfined = preconfine(placement, template.seccomp_program, confinement)
+    # Above every descriptor of the claim's (channel, stdout, stderr, workdir mount).
+    preconfined = preconfine(
+        placement, template.seccomp_program, confinement, lowest_fd=_CHANNEL_FD + 2
+    )
     send_frame(sock, Prepared(root=preconfined.root if preconfined else None).to_message())
     claimed, fds = recv_frame_with_fds(sock, max_fds=Claim.fds)
     claim = Claim.from_message(claimed)
@@ -240,8 +243,19 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     if mount:
         workdir_mount = _CHANNEL_FD + 1
         os.dup2(mount[0], workdir_mount)
-    os.closerange(_CHANNEL_FD + 1 + len(mount), os.sysconf("SC_OPEN_MAX"))
+    rules = preconfined.session_rules if preconfined is not None else None
+    _close_all_from(_CHANNEL_FD + 1 + len(mount), keep=rules.fd if rules is not None else None)
     _session(claim, template, placement, confinement, preconfined, workdir_mount)
+
+
+def _close_all_from(first: int, *, keep: int | None) -> None:
+    """Close every descriptor from ``first`` on but ``keep``."""
+    last = os.sysconf("SC_OPEN_MAX")
+    if keep is None or keep < first:
+        os.closerange(first, last)
+        return
+    os.closerange(first, keep)
+    os.closerange(keep + 1, last)
 
 
 def _fork_member(template: _TemplateState) -> _Member:
