@@ -472,6 +472,10 @@ class NativeSession:
             if pidfd >= 0:
                 os.close(pidfd)
             raise BackendError(f"could not start a native session: {exc}") from exc
+        # While the worker finishes confining itself.
+        worker.private_pidns = _is_pid_one_of_own_namespace(worker.status)
+        for fd in (out_read, err_read):
+            os.set_blocking(fd, False)
         try:
             hello = Hello.from_message(recv_frame(host_end))
         except (OSError, EOFError, ProtocolError) as exc:
@@ -484,9 +488,6 @@ class NativeSession:
                 f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
             ) from exc
         host_end.settimeout(None)
-        worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
-        for fd in (out_read, err_read):
-            os.set_blocking(fd, False)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
         if not self._disk.active:
             worker.layers[Layer.DISK] = LayerStatus(
