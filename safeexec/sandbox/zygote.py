@@ -326,21 +326,24 @@ def _attach_workdir(
 
 
 def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateState) -> None:
-    """Give ``member`` the session: attach its workdir if it is pre-confined, announce it to
-    the host on its channel, then hand it the host's descriptors."""
+    """Give ``member`` the session: hand it the host's descriptors, attach its workdir if it is
+    pre-confined, then announce it to the host on its channel.
+
+    The member sets up its descriptors while the workdir is attached; it touches the workdir
+    only once the host's config arrives, which the host sends only after the announcement."""
     started = Started(pid=member.host_pid, pidns=member.pidns, uid=member.uid)
     mount = fds[3] if len(fds) > 3 else None
     try:
         if member.prepared is None:
             raise ProtocolError("the member has not said whether it is confined")
         root = member.prepared.root
+        claim = Claim(disk=mount is not None)
+        send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
         if root is not None:
             _attach_workdir(member, root, spawn.workdir, mount, template)
         channel = socket.socket(fileno=os.dup(fds[0]))
         send_frame_with_fds(channel, started.to_message(), [member.pidfd])
         channel.close()
-        claim = Claim(disk=mount is not None)
-        send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
     except (OSError, EOFError, ProtocolError):
         with contextlib.suppress(OSError):
             os.kill(member.pid, signal.SIGKILL)
