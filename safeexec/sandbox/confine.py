@@ -176,6 +176,8 @@ def preconfine(
     )
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
+    # No session's: the template's environment goes now, the session's comes with its config.
+    os.environ.clear()
     mapped = _mapped_bytes()
     _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
     _no_new_privs(confinement)

@@ -481,3 +481,5 @@ def test_only_the_environment_the_caller_passes_reaches_the_code(
         del os.environ["SAFEEXEC_HOST_ONLY"]
     names = json.loads(seen)
     assert "PASSED" in names and "SAFEEXEC_HOST_ONLY" not in names
+    # Nor what the template process runs with (it forks every session).
+    assert "OPENBLAS_NUM_THREADS" not in names
