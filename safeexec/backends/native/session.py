@@ -401,21 +401,6 @@ class NativeSession:
         host_end, child_end = socket.socketpair()
         out_read, out_write = os.pipe2(os.O_CLOEXEC)
         err_read, err_write = os.pipe2(os.O_CLOEXEC)
-        limits = self.limits
-        config = SessionConfig(
-            workdir=str(self.workdir),
-            env=self._session_env(),
-            memory_bytes=limits.memory_bytes,
-            cpu_seconds=limits.cpu_seconds,
-            file_size_bytes=limits.file_size_bytes,
-            max_processes=limits.max_processes,
-            max_open_files=limits.max_open_files,
-            executor=self._backend.executor,
-            imports=self.imports,
-            tool_names=self._tool_names,
-            workdir_symlinks=self.workdir_symlinks,
-            seed=self.seed,
-        )
         try:
             mount = self._disk.clone()
         except OSError as exc:
@@ -433,6 +418,22 @@ class NativeSession:
             os.close(err_write)
             if mount is not None:
                 os.close(mount)
+        # Built while the template hands the session process its descriptors.
+        limits = self.limits
+        config = SessionConfig(
+            workdir=str(self.workdir),
+            env=self._session_env(),
+            memory_bytes=limits.memory_bytes,
+            cpu_seconds=limits.cpu_seconds,
+            file_size_bytes=limits.file_size_bytes,
+            max_processes=limits.max_processes,
+            max_open_files=limits.max_open_files,
+            executor=self._backend.executor,
+            imports=self.imports,
+            tool_names=self._tool_names,
+            workdir_symlinks=self.workdir_symlinks,
+            seed=self.seed,
+        )
         host_end.settimeout(_STARTUP_SECONDS)
         pidfd = -1
         try:
