@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import SessionConfig
+from safeexec.sandbox.session_env import TMP_DIR, base_environment
 
 __all__ = [
     "Confinement",
@@ -176,8 +177,10 @@ def preconfine(
     )
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
-    # No session's: the template's environment goes now, the session's comes with its config.
+    # The template's environment is no session's: it goes now, for the one a session most
+    # likely gets (the base one, as it will see it); the claim changes only what differs.
     os.environ.clear()
+    os.environ.update(base_environment(rootfs.SANDBOX_WORKDIR))
     mapped = _mapped_bytes()
     _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
     _no_new_privs(confinement)
@@ -312,7 +315,7 @@ def _enter_workdir(config: SessionConfig, placement: Placement, confinement: Con
         if uid is not None and gid is not None:
             os.chown(config.workdir, uid, gid)
         os.chdir(config.workdir)
-        tmp = os.path.join(config.workdir, ".tmp")
+        tmp = os.path.join(config.workdir, TMP_DIR)
         os.makedirs(tmp, mode=0o700, exist_ok=True)
         if uid is not None and gid is not None:
             os.chown(tmp, uid, gid, follow_symlinks=False)
@@ -322,8 +325,12 @@ def _enter_workdir(config: SessionConfig, placement: Placement, confinement: Con
 
 
 def _scrub_environment(config: SessionConfig, confinement: Confinement) -> None:
-    os.environ.clear()
-    os.environ.update(config.env)
+    """Make the environment exactly the config's, changing only what differs."""
+    for name in [name for name in os.environ if name not in config.env]:
+        del os.environ[name]
+    for name, value in config.env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
     confinement.mark(
         Layer.ENV, True, f"{len(config.env)} variables: {', '.join(sorted(config.env))}"
     )

@@ -32,7 +32,6 @@ from safeexec.backends.native.procfs import (
 )
 from safeexec.backends.native.template import _STARTUP_SECONDS
 from safeexec.backends.workdir import (
-    TMP_DIR,
     Owners,
     chown_beneath,
     disk_usage,
@@ -59,6 +58,7 @@ from safeexec.sandbox.protocol import (
     SessionConfig,
     Started,
 )
+from safeexec.sandbox.session_env import base_environment
 
 if TYPE_CHECKING:
     from safeexec.backends.native.backend import NativeBackend
@@ -383,16 +383,7 @@ class NativeSession:
                 os.close(root)
 
     def _session_env(self) -> dict[str, str]:
-        tmp = str(self.workdir / TMP_DIR)
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(self.workdir),
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "MPLBACKEND": "Agg",
-            "MPLCONFIGDIR": f"{tmp}/matplotlib",
-        }
+        env = base_environment(str(self.workdir))
         env.update(self.env)
         return env
 

@@ -21,6 +21,7 @@ from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, ToolCalled
 from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.session_env import base_environment
 
 
 @pytest.fixture(scope="module")
@@ -483,3 +484,17 @@ def test_only_the_environment_the_caller_passes_reaches_the_code(
     assert "PASSED" in names and "SAFEEXEC_HOST_ONLY" not in names
     # Nor what the template process runs with (it forks every session).
     assert "OPENBLAS_NUM_THREADS" not in names
+
+
+def test_the_environment_is_exactly_the_base_one_and_the_callers(
+    backend: NativeBackend, blobs: BlobStore
+) -> None:
+    # A pool member sets the base environment ahead; the caller's variables override it.
+    env = {"LANG": "en_US.UTF-8", "EXTRA": "1"}
+    with backend.open(SessionSpec(limits=Limits(), blobs=blobs, env=env)) as session:
+        seen = json.loads(
+            out(session, run(session, "import json, os; print(json.dumps(dict(os.environ)))"))
+        )
+    home = seen["HOME"]
+    assert seen == {**base_environment(home), **env}
+    assert seen["LANG"] == "en_US.UTF-8" and seen["TMPDIR"] == f"{home}/.tmp"
