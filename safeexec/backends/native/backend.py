@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
 from safeexec.backends.native.disk import SpareWorkdirs, disk_support
+from safeexec.backends.native.spawn import SpawnedAhead
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
@@ -107,8 +108,9 @@ class NativeBackend:
 
     ``executor`` picks what runs cells inside the worker ("python" or "restricted");
     ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
-    ``pool_size`` session processes are kept forked ahead (not yet confined) so an open only
-    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold;
+    ``pool_size`` session processes are kept forked and confined ahead, and as many spawned
+    ahead with workdirs of their own, so an open only sends its config and waits for the
+    session's hello; ``disk_bytes`` caps what a session's workdir may hold;
     ``cpu_cores`` caps how much of the machine's CPU a session's cgroup may use at once.
     """
 
@@ -153,6 +155,8 @@ class NativeBackend:
             keep=pool_size,
         )
         weakref.finalize(self, self._spare_workdirs.close)
+        self._spawned_ahead = SpawnedAhead(self._spare_workdirs, keep=pool_size)
+        weakref.finalize(self, self._spawned_ahead.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
     @property
@@ -192,9 +196,12 @@ class NativeBackend:
             return self._template
 
     def _on_member(self, pid: int) -> None:
-        """The template forked a warm session process: give it a cgroup, and make a workdir
-        for the session that will claim it."""
+        """The template forked a warm session process: give it a cgroup, spawn a session ahead
+        (with a workdir of its own), and make a workdir for an open that finds none."""
         self._warm_groups.join(pid)
+        template = self._template
+        if template is not None and template.alive:
+            self._spawned_ahead.fill(template)
         self._spare_workdirs.fill()
 
     def start(self) -> None:
@@ -241,6 +248,7 @@ class NativeBackend:
                 self._template.close()
                 self._template = None
             self._finalizer.detach()
+        self._spawned_ahead.close()
         self._warm_groups.close()
         self._spare_workdirs.close()
 

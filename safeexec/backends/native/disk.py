@@ -19,7 +19,7 @@ from pathlib import Path
 from safeexec.sandbox import namespaces
 from safeexec.sandbox.layers import Layer, LayerStatus
 
-__all__ = ["SpareWorkdirs", "WorkdirMount", "disk_support"]
+__all__ = ["SpareWorkdirs", "WorkdirMount", "disk_support", "remove_workdir"]
 
 
 def disk_support() -> LayerStatus:
@@ -105,7 +105,7 @@ class SpareWorkdirs:
             if not self._closed and len(self._spares) < self._keep:
                 self._spares.append(spare)
                 return
-        _discard(spare)
+        remove_workdir(*spare)
 
     def take(self) -> tuple[Path, WorkdirMount]:
         """A new private workdir and its mount: a spare if one is ready, else made now."""
@@ -120,15 +120,15 @@ class SpareWorkdirs:
             self._closed = True
             spares, self._spares = self._spares, []
         for spare in spares:
-            _discard(spare)
+            remove_workdir(*spare)
 
     def _make(self) -> tuple[Path, WorkdirMount]:
         path = Path(tempfile.mkdtemp(prefix="safeexec-"))
         return path, WorkdirMount(path, size_bytes=self._size_bytes, inodes=self._inodes)
 
 
-def _discard(spare: tuple[Path, WorkdirMount]) -> None:
-    path, mount = spare
+def remove_workdir(path: Path, mount: WorkdirMount) -> None:
+    """Unmount and remove a private workdir that no session took (it is empty)."""
     mount.remove()
     with contextlib.suppress(OSError):
         os.rmdir(path)

@@ -30,6 +30,7 @@ from safeexec.backends.native.procfs import (
     _is_zombie,
     _processes_in_pid_namespace,
 )
+from safeexec.backends.native.spawn import Spawned, spawn
 from safeexec.backends.native.template import _STARTUP_SECONDS
 from safeexec.backends.workdir import (
     Owners,
@@ -117,9 +118,15 @@ class NativeSession:
         self._backend = backend
         workdir, tools = spec.workdir, spec.tools
         self._owns_workdir = workdir is None
+        ahead: Spawned | None = None
         if workdir is None:
-            # Made ahead (see ``SpareWorkdirs``): a fresh directory on a tmpfs of its own.
-            self.workdir, self._disk = backend._spare_workdirs.take()
+            # Made ahead: a fresh directory on a tmpfs of its own, most often with a session
+            # process spawned for it already (see ``SpawnedAhead``).
+            taken = backend._spawned_ahead.take(backend._get_template())
+            if taken is not None:
+                self.workdir, self._disk, ahead = taken
+            else:
+                self.workdir, self._disk = backend._spare_workdirs.take()
         else:
             self.workdir = Path(workdir)
             if not self.workdir.is_dir():
@@ -170,7 +177,16 @@ class NativeSession:
         self._interrupt_requested = threading.Event()
         self._in_call = False  # still True at the next run: the last call was abandoned mid-way
         try:
-            self._worker = self._start_worker()
+            if ahead is not None:
+                try:
+                    self._worker = self._start_worker(ahead)
+                except BackendUnavailable:
+                    raise
+                except BackendError:
+                    # Its template is gone, or it died waiting: spawn one now instead.
+                    self._worker = self._start_worker()
+            else:
+                self._worker = self._start_worker()
         except BaseException:
             self.close()
             raise
@@ -387,29 +403,14 @@ class NativeSession:
         env.update(self.env)
         return env
 
-    def _start_worker(self) -> _Worker:
+    def _start_worker(self, spawned: Spawned | None = None) -> _Worker:
+        """Start a worker: from ``spawned`` (a session process spawned ahead for this workdir,
+        waiting for its config), else spawned now."""
         template = self._backend._get_template()
-        host_end, child_end = socket.socketpair()
-        out_read, out_write = os.pipe2(os.O_CLOEXEC)
-        err_read, err_write = os.pipe2(os.O_CLOEXEC)
-        try:
-            mount = self._disk.clone()
-        except OSError as exc:
-            for fd in (out_read, out_write, err_read, err_write):
-                os.close(fd)
-            host_end.close()
-            child_end.close()
-            raise BackendError(f"could not start a native session: {exc}") from exc
-        try:
-            fds = [child_end.fileno(), out_write, err_write, *([] if mount is None else [mount])]
-            template.spawn(fds, workdir=str(self.workdir))
-        finally:
-            child_end.close()
-            os.close(out_write)
-            os.close(err_write)
-            if mount is not None:
-                os.close(mount)
-        # Built while the template hands the session process its descriptors.
+        if spawned is None:
+            spawned = spawn(template, self.workdir, self._disk)
+        host_end, out_read, err_read = spawned.channel, spawned.stdout, spawned.stderr
+        # Built while the template hands a session process spawned now its descriptors.
         limits = self.limits
         config = SessionConfig(
             workdir=str(self.workdir),
