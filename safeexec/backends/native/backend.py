@@ -196,13 +196,12 @@ class NativeBackend:
             return self._template
 
     def _on_member(self, pid: int) -> None:
-        """The template forked a warm session process: give it a cgroup, spawn a session ahead
-        (with a workdir of its own), and make a workdir for an open that finds none."""
+        """The template forked a warm session process: give it a cgroup, and top up the
+        sessions spawned ahead (with workdirs of their own) and the spare workdirs."""
         self._warm_groups.join(pid)
         template = self._template
         if template is not None and template.alive:
-            self._spawned_ahead.fill(template)
-        self._spare_workdirs.fill()
+            self._spawned_ahead.request(template)
 
     def start(self) -> None:
         """Start the template now rather than on the first ``open``."""

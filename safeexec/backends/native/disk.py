@@ -80,9 +80,9 @@ class WorkdirMount:
 
 
 class SpareWorkdirs:
-    """Private workdirs made ahead, each a fresh directory with its tmpfs: the backend makes one
-    per warm session process the template announces (at most ``keep``), so an open that needs
-    its own workdir takes one instead of making it (a directory and a mount, ~0.3 ms).
+    """Private workdirs made ahead, each a fresh directory with its tmpfs (at most ``keep``), so
+    an open or a session spawned ahead that needs one takes it instead of making it (a
+    directory and a mount, ~0.3 ms).
 
     A spare is never reused: the session that takes it owns and removes it on close.
     """
@@ -95,17 +95,18 @@ class SpareWorkdirs:
         self._spares: list[tuple[Path, WorkdirMount]] = []
         self._closed = False
 
-    def fill(self) -> None:
-        """Make one spare, unless ``keep`` are ready or the backend closed."""
+    def fill(self) -> bool:
+        """Make one spare, unless ``keep`` are ready or the backend closed (then False)."""
         with self._lock:
             if self._closed or len(self._spares) >= self._keep:
-                return
+                return False
         spare = self._make()
         with self._lock:
             if not self._closed and len(self._spares) < self._keep:
                 self._spares.append(spare)
-                return
+                return True
         remove_workdir(*spare)
+        return False
 
     def take(self) -> tuple[Path, WorkdirMount]:
         """A new private workdir and its mount: a spare if one is ready, else made now."""
