@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
 from safeexec.model import Artifact
+from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [
     "TMP_DIR",
@@ -41,7 +42,6 @@ __all__ = [
     "upload_file",
 ]
 
-TMP_DIR = ".tmp"  # a session's TMPDIR inside its workdir; never reported as artifacts
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

@@ -167,6 +167,11 @@ class SessionCgroup:
         if "cpu" in have and ("cpuacct" in have or self._dirs["cpu"][1] == 2):
             controllers.add(Controller.CPU)
         self._controllers = frozenset(controllers)
+        # The limits last written (None until a write succeeded) and the layer report's
+        # descriptions read back after it: an open whose limits the group already has (a warm
+        # group written ahead, see ``WarmGroups``) writes and reads nothing.
+        self._limits: tuple[int, int, float] | None = None
+        self._descriptions: dict[Controller, str] = {}
 
     def _meter(self, hierarchy: str, name: str) -> str:
         """The text of counter file ``name`` in the group's ``hierarchy`` directory now, read
@@ -183,7 +188,14 @@ class SessionCgroup:
         return self._controllers
 
     def describe(self, controller: Controller) -> str:
-        """Where ``controller`` is enforced and with what limit, for the layer report."""
+        """Where ``controller`` is enforced and with what limit, for the layer report (read back
+        from the kernel once per limits written)."""
+        described = self._descriptions.get(controller)
+        if described is None:
+            described = self._descriptions[controller] = self._read_back(controller)
+        return described
+
+    def _read_back(self, controller: Controller) -> str:
         directory, version = self._dirs[controller.value]
         names = {
             (Controller.MEMORY, 1): "memory.limit_in_bytes",
@@ -201,10 +213,17 @@ class SessionCgroup:
         return f"cgroup v{version} {directory}: {name}={value}"
 
     def set_limits(self, *, memory_bytes: int, max_processes: int, cpu_cores: float) -> None:
-        """Write the limits (cheap, unlike :meth:`add`); raises ``OSError``."""
+        """Write the limits (cheap, unlike :meth:`add`; nothing when the group has them
+        already); raises ``OSError``."""
+        wanted = (memory_bytes, max_processes, cpu_cores)
+        if wanted == self._limits:
+            return
+        self._limits = None
+        self._descriptions.clear()
         _set_limits(
             self._dirs, memory_bytes=memory_bytes, max_processes=max_processes, cpu_cores=cpu_cores
         )
+        self._limits = wanted
 
     def add(self, pid: int) -> None:
         """Move process ``pid`` (not yet running user code) into every hierarchy's group.
@@ -264,6 +283,8 @@ class SessionCgroup:
         """Kill everything inside, then remove the group's directories; idempotent."""
         self.kill()
         self._controllers = frozenset()
+        self._limits = None
+        self._descriptions.clear()
         meters, self._meters = list(self._meters.values()), {}
         for fd in meters:
             os.close(fd)
@@ -336,9 +357,7 @@ def _set_limits(
             with contextlib.suppress(FileNotFoundError):  # no swap accounting configured
                 _write(os.path.join(directory, "memory.swap.max"), "0")
         else:
-            _write(os.path.join(directory, "memory.limit_in_bytes"), str(memory_bytes))
-            with contextlib.suppress(FileNotFoundError):  # memory + swap: no escape into swap
-                _write(os.path.join(directory, "memory.memsw.limit_in_bytes"), str(memory_bytes))
+            _set_v1_memory(directory, str(memory_bytes))
     if "pids" in dirs:
         _write(os.path.join(dirs["pids"][0], "pids.max"), str(max_processes))
     if "cpu" in dirs:
@@ -349,3 +368,23 @@ def _set_limits(
         else:
             _write(os.path.join(directory, "cpu.cfs_period_us"), str(_CPU_PERIOD_US))
             _write(os.path.join(directory, "cpu.cfs_quota_us"), str(quota))
+
+
+def _set_v1_memory(directory: str, value: str) -> None:
+    """Set v1's memory limit and its memory + swap limit (no escape into swap) to ``value``.
+
+    The kernel refuses a memory limit above the memory + swap one (EINVAL): a group whose
+    limits are raised gets the second first.
+    """
+    memory = os.path.join(directory, "memory.limit_in_bytes")
+    raised = False
+    try:
+        _write(memory, value)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        raised = True
+    with contextlib.suppress(FileNotFoundError):  # no swap accounting configured
+        _write(os.path.join(directory, "memory.memsw.limit_in_bytes"), value)
+    if raised:
+        _write(memory, value)

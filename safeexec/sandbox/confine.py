@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import SessionConfig
+from safeexec.sandbox.session_env import TMP_DIR, base_environment
 
 __all__ = [
     "Confinement",
@@ -136,15 +137,18 @@ def confine(
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Preconfined:
     """A pooled session process confined ahead of its claim: where its root lies in its mount
-    namespace (the template attaches the workdir at :data:`rootfs.SANDBOX_WORKDIR` beneath it)
-    and its mapped size before any session state, the base of its address-space limit."""
+    namespace (the template attaches the workdir at :data:`rootfs.SANDBOX_WORKDIR` beneath it),
+    its mapped size before any session state, the base of its address-space limit, and the
+    session's own Landlock layer with every rule but the workdir's, built ahead (None when the
+    first layer did not apply, or building it failed: then it is built whole at the claim)."""
 
     root: str
     mapped_bytes: int
+    session_rules: landlock.Ruleset | None
 
 
 def preconfine(
-    placement: Placement, seccomp_program: bytes, confinement: Confinement
+    placement: Placement, seccomp_program: bytes, confinement: Confinement, *, lowest_fd: int
 ) -> Preconfined | None:
     """Before any claim, apply every layer that does not depend on the session.
 
@@ -152,7 +156,8 @@ def preconfine(
     Landlock (read-write beneath the workdir's parent, which holds nothing else) and seccomp.
     What is left for :func:`finish_preconfined` only narrows: the workdir (attached by the
     template, which this process can no longer do), environment, rlimits, the session's own
-    Landlock layer.
+    Landlock layer (whose rules but the workdir's are added here, on a descriptor numbered
+    ``lowest_fd`` or above: the claim's descriptors go below it).
     Returns None, having changed nothing that :func:`confine` would redo differently, when the
     layering does not allow it (no private root, or a runtime path beside the workdir).
     """
@@ -172,12 +177,19 @@ def preconfine(
     )
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
+    # The template's environment is no session's: it goes now, for the one a session most
+    # likely gets (the base one, as it will see it); the claim changes only what differs.
+    os.environ.clear()
+    os.environ.update(base_environment(rootfs.SANDBOX_WORKDIR))
     mapped = _mapped_bytes()
     _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
     _no_new_privs(confinement)
     _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
+    session_rules = None
+    if confinement.layers[Layer.LANDLOCK.value]["active"]:
+        session_rules = _session_rules(placement, lowest_fd)
     _seccomp(seccomp_program, confinement)
-    return Preconfined(root=root, mapped_bytes=mapped)
+    return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules)
 
 
 def finish_preconfined(
@@ -202,7 +214,13 @@ def finish_preconfined(
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement, preconfined.mapped_bytes)
     if confinement.layers[Layer.LANDLOCK.value]["active"]:
-        _landlock(config, placement, confinement)
+        _restrict(
+            config.workdir,
+            placement,
+            confinement,
+            make_symlinks=config.workdir_symlinks,
+            rules=preconfined.session_rules,
+        )
     return config
 
 
@@ -297,7 +315,7 @@ def _enter_workdir(config: SessionConfig, placement: Placement, confinement: Con
         if uid is not None and gid is not None:
             os.chown(config.workdir, uid, gid)
         os.chdir(config.workdir)
-        tmp = os.path.join(config.workdir, ".tmp")
+        tmp = os.path.join(config.workdir, TMP_DIR)
         os.makedirs(tmp, mode=0o700, exist_ok=True)
         if uid is not None and gid is not None:
             os.chown(tmp, uid, gid, follow_symlinks=False)
@@ -307,8 +325,12 @@ def _enter_workdir(config: SessionConfig, placement: Placement, confinement: Con
 
 
 def _scrub_environment(config: SessionConfig, confinement: Confinement) -> None:
-    os.environ.clear()
-    os.environ.update(config.env)
+    """Make the environment exactly the config's, changing only what differs."""
+    for name in [name for name in os.environ if name not in config.env]:
+        del os.environ[name]
+    for name, value in config.env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
     confinement.mark(
         Layer.ENV, True, f"{len(config.env)} variables: {', '.join(sorted(config.env))}"
     )
@@ -438,17 +460,43 @@ def _landlock(config: SessionConfig, placement: Placement, confinement: Confinem
     _restrict(config.workdir, placement, confinement, make_symlinks=config.workdir_symlinks)
 
 
-def _restrict(
-    granted: str, placement: Placement, confinement: Confinement, *, make_symlinks: bool
-) -> None:
-    """Landlock with read-write beneath ``granted`` (the workdir, or its empty parent)."""
+def _session_rules(placement: Placement, lowest_fd: int) -> landlock.Ruleset | None:
+    """A Landlock ruleset with every rule :func:`_restrict` adds but the granted directory's."""
     try:
-        result = landlock.restrict(
-            read_only=placement.read_only,
-            read_write=(granted, *_DEVICES_READ_WRITE),
-            make_symlinks=make_symlinks,
-        )
+        rules = landlock.ruleset(lowest_fd=lowest_fd)
+    except OSError:
+        return None
+    try:
+        rules.allow(read_only=placement.read_only, read_write=_DEVICES_READ_WRITE)
+    except OSError:
+        rules.close()
+        return None
+    return rules
+
+
+def _restrict(
+    granted: str,
+    placement: Placement,
+    confinement: Confinement,
+    *,
+    make_symlinks: bool,
+    rules: landlock.Ruleset | None = None,
+) -> None:
+    """Landlock with read-write beneath ``granted`` (the workdir, or its empty parent);
+    ``rules`` holds the other rules already (see :func:`_session_rules`)."""
+    try:
+        if rules is None:
+            result = landlock.restrict(
+                read_only=placement.read_only,
+                read_write=(granted, *_DEVICES_READ_WRITE),
+                make_symlinks=make_symlinks,
+            )
+        else:
+            rules.allow(read_write=(granted,), make_symlinks=make_symlinks)
+            result = rules.enforce()
     except OSError as exc:
+        if rules is not None:
+            rules.close()
         reason = f"landlock: {exc.strerror or exc}"
         for layer in (Layer.LANDLOCK, Layer.LANDLOCK_NET, Layer.LANDLOCK_SCOPE):
             confinement.mark(layer, False, reason)

@@ -8,6 +8,7 @@ anything not granted below is denied.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import stat
 from collections.abc import Iterable
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from safeexec.sandbox.syscalls import syscall
 
-__all__ = ["LandlockResult", "abi_version", "restrict"]
+__all__ = ["LandlockResult", "Ruleset", "abi_version", "restrict", "ruleset"]
 
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
@@ -85,6 +86,73 @@ class LandlockResult:
     scoped: bool
 
 
+class Ruleset:
+    """A Landlock ruleset being built: rules are added by :meth:`allow`, and :meth:`enforce`
+    confines the calling process with them. Its descriptor is close-on-exec."""
+
+    def __init__(self, fd: int, abi: int) -> None:
+        self.fd = fd
+        self.abi = abi
+        self._handled_fs = _fs_rights(abi)
+
+    def allow(
+        self,
+        *,
+        read_only: Iterable[str] = (),
+        read_write: Iterable[str] = (),
+        make_symlinks: bool = False,
+    ) -> None:
+        """Grant ``read_only`` paths read and execute, ``read_write`` ones every right but
+        making device nodes and, unless ``make_symlinks``, symbolic links; raises ``OSError``.
+        Paths that do not exist are skipped."""
+        handled_fs = self._handled_fs
+        read_rights = EXECUTE | READ_FILE | READ_DIR
+        for path in read_only:
+            _add_path(self.fd, path, read_rights & handled_fs)
+        withheld = MAKE_CHAR | MAKE_BLOCK | (0 if make_symlinks else MAKE_SYM)
+        for path in read_write:
+            _add_path(self.fd, path, handled_fs & ~withheld)
+
+    def enforce(self) -> LandlockResult:
+        """Confine this process (and its future children) to the rules; closes the ruleset."""
+        try:
+            syscall("landlock_restrict_self", self.fd, 0)
+        finally:
+            self.close()
+        return LandlockResult(abi=self.abi, net=self.abi >= 4, scoped=self.abi >= 6)
+
+    def close(self) -> None:
+        """Drop the ruleset unenforced; idempotent."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def ruleset(*, lowest_fd: int = 0) -> Ruleset:
+    """A new, empty ruleset handling every right the running ABI knows (so anything not granted
+    is denied), TCP bind/connect and scoping where supported; its descriptor is ``lowest_fd``
+    or above. Raises ``OSError``."""
+    abi = abi_version()
+    if abi < 1:
+        raise OSError(38, "landlock is not supported by this kernel")
+    attr = _RulesetAttr(handled_access_fs=_fs_rights(abi), handled_access_net=0, scoped=0)
+    size = ctypes.sizeof(ctypes.c_uint64)
+    if abi >= 4:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        size = 2 * ctypes.sizeof(ctypes.c_uint64)
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = ctypes.sizeof(_RulesetAttr)
+    fd = syscall("landlock_create_ruleset", ctypes.byref(attr), size, 0)
+    if fd < lowest_fd:
+        try:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, lowest_fd)
+        finally:
+            os.close(fd)
+        fd = moved
+    return Ruleset(fd, abi)
+
+
 def restrict(
     *, read_only: Iterable[str], read_write: Iterable[str], make_symlinks: bool = False
 ) -> LandlockResult:
@@ -95,30 +163,12 @@ def restrict(
     first step of every race against a host that opens paths there. Paths that do not exist are
     skipped. TCP bind/connect and out-of-domain signals are denied where supported.
     """
-    abi = abi_version()
-    if abi < 1:
-        raise OSError(38, "landlock is not supported by this kernel")
-    handled_fs = _fs_rights(abi)
-    attr = _RulesetAttr(handled_access_fs=handled_fs, handled_access_net=0, scoped=0)
-    size = ctypes.sizeof(ctypes.c_uint64)
-    if abi >= 4:
-        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
-        size = 2 * ctypes.sizeof(ctypes.c_uint64)
-    if abi >= 6:
-        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
-        size = ctypes.sizeof(_RulesetAttr)
-    ruleset = syscall("landlock_create_ruleset", ctypes.byref(attr), size, 0)
+    rules = ruleset()
     try:
-        read_rights = EXECUTE | READ_FILE | READ_DIR
-        for path in read_only:
-            _add_path(ruleset, path, read_rights & handled_fs)
-        withheld = MAKE_CHAR | MAKE_BLOCK | (0 if make_symlinks else MAKE_SYM)
-        for path in read_write:
-            _add_path(ruleset, path, handled_fs & ~withheld)
-        syscall("landlock_restrict_self", ruleset, 0)
+        rules.allow(read_only=read_only, read_write=read_write, make_symlinks=make_symlinks)
+        return rules.enforce()
     finally:
-        os.close(ruleset)
-    return LandlockResult(abi=abi, net=abi >= 4, scoped=abi >= 6)
+        rules.close()
 
 
 def _add_path(ruleset: int, path: str, rights: int) -> None:

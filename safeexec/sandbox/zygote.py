@@ -224,7 +224,10 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    preconfined = preconfine(placement, template.seccomp_program, confinement)
+    # Above every descriptor of the claim's (channel, stdout, stderr, workdir mount).
+    preconfined = preconfine(
+        placement, template.seccomp_program, confinement, lowest_fd=_CHANNEL_FD + 2
+    )
     send_frame(sock, Prepared(root=preconfined.root if preconfined else None).to_message())
     claimed, fds = recv_frame_with_fds(sock, max_fds=Claim.fds)
     claim = Claim.from_message(claimed)
@@ -240,8 +243,19 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     if mount:
         workdir_mount = _CHANNEL_FD + 1
         os.dup2(mount[0], workdir_mount)
-    os.closerange(_CHANNEL_FD + 1 + len(mount), os.sysconf("SC_OPEN_MAX"))
+    rules = preconfined.session_rules if preconfined is not None else None
+    _close_all_from(_CHANNEL_FD + 1 + len(mount), keep=rules.fd if rules is not None else None)
     _session(claim, template, placement, confinement, preconfined, workdir_mount)
+
+
+def _close_all_from(first: int, *, keep: int | None) -> None:
+    """Close every descriptor from ``first`` on but ``keep``."""
+    last = os.sysconf("SC_OPEN_MAX")
+    if keep is None or keep < first:
+        os.closerange(first, last)
+        return
+    os.closerange(first, keep)
+    os.closerange(keep + 1, last)
 
 
 def _fork_member(template: _TemplateState) -> _Member:
@@ -312,21 +326,24 @@ def _attach_workdir(
 
 
 def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateState) -> None:
-    """Give ``member`` the session: attach its workdir if it is pre-confined, announce it to
-    the host on its channel, then hand it the host's descriptors."""
+    """Give ``member`` the session: hand it the host's descriptors, attach its workdir if it is
+    pre-confined, then announce it to the host on its channel.
+
+    The member sets up its descriptors while the workdir is attached; it touches the workdir
+    only once the host's config arrives, which the host sends only after the announcement."""
     started = Started(pid=member.host_pid, pidns=member.pidns, uid=member.uid)
     mount = fds[3] if len(fds) > 3 else None
     try:
         if member.prepared is None:
             raise ProtocolError("the member has not said whether it is confined")
         root = member.prepared.root
+        claim = Claim(disk=mount is not None)
+        send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
         if root is not None:
             _attach_workdir(member, root, spawn.workdir, mount, template)
         channel = socket.socket(fileno=os.dup(fds[0]))
         send_frame_with_fds(channel, started.to_message(), [member.pidfd])
         channel.close()
-        claim = Claim(disk=mount is not None)
-        send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
     except (OSError, EOFError, ProtocolError):
         with contextlib.suppress(OSError):
             os.kill(member.pid, signal.SIGKILL)

@@ -110,3 +110,24 @@ def test_the_workdirs_parent_may_hold_nothing_but_the_workdir(
     paths: tuple[str, ...], empty: bool
 ) -> None:
     assert rootfs.workdir_parent_is_empty(paths) is empty
+
+
+def test_a_claimed_session_holds_no_descriptor_but_its_streams_and_channel(
+    tmp_path: Path,
+) -> None:
+    # A pool member keeps descriptors of its own until the claim (its pool socket, the session's
+    # Landlock ruleset built ahead); none may reach the session's code.
+    backend = NativeBackend(pool_size=2)
+    code = (
+        "import os\nopen_fds = []\nfor fd in range(4096):\n    try:\n        os.fstat(fd)\n"
+        "        open_fds.append(fd)\n    except OSError:\n        pass\nprint(open_fds)\n"
+    )
+    try:
+        blobs = BlobStore(tmp_path / "b")
+        for _ in range(3):
+            with backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as session:
+                ran = session.run(ExecRequest(action_id="a", code=code))
+                assert ran.status is ExecStatus.OK
+                assert blobs.get(ran.stdout).decode().strip() == "[0, 1, 2, 3]"
+    finally:
+        backend.close()

@@ -50,6 +50,18 @@ def test_limits_are_written_to_each_controller() -> None:
         group.remove()
 
 
+def test_limits_can_be_raised_and_lowered_again() -> None:
+    group = cgroups.create(memory_bytes=64 << 20, max_processes=7, cpu_cores=0.5)
+    try:
+        for memory, processes in ((128 << 20, 9), (32 << 20, 5), (32 << 20, 5)):
+            group.set_limits(memory_bytes=memory, max_processes=processes, cpu_cores=1.0)
+            assert group.describe(Controller.MEMORY).endswith(f"={memory}")
+            assert group.describe(Controller.PIDS).endswith(f"pids.max={processes}")
+            assert "=100000" in group.describe(Controller.CPU)
+    finally:
+        group.remove()
+
+
 def test_the_cgroup_meters_cpu_that_procfs_cannot_see() -> None:
     group = cgroups.create(memory_bytes=64 << 20, max_processes=8, cpu_cores=1.0)
     try:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
-from safeexec.backends.native.disk import disk_support
+from safeexec.backends.native.disk import SpareWorkdirs, disk_support
+from safeexec.backends.native.spawn import SpawnedAhead
 from safeexec.backends.native.template import _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
+from safeexec.model import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
@@ -106,8 +108,9 @@ class NativeBackend:
 
     ``executor`` picks what runs cells inside the worker ("python" or "restricted");
     ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
-    ``pool_size`` session processes are kept forked ahead (not yet confined) so an open only
-    pays for confinement; ``disk_bytes`` caps what a session's workdir may hold;
+    ``pool_size`` session processes are kept forked and confined ahead, and as many spawned
+    ahead with workdirs of their own, so an open only sends its config and waits for the
+    session's hello; ``disk_bytes`` caps what a session's workdir may hold;
     ``cpu_cores`` caps how much of the machine's CPU a session's cgroup may use at once.
     """
 
@@ -144,8 +147,16 @@ class NativeBackend:
         # which ``safeexec run`` would otherwise wait for before it starts the template.
         self._supported_layers: dict[Layer, LayerStatus] | None = None
         self._probe_lock = threading.Lock()
-        self._warm_groups = WarmGroups()
+        self._warm_groups = WarmGroups(Limits(), cpu_cores=cpu_cores)
         weakref.finalize(self, self._warm_groups.close)
+        self._spare_workdirs = SpareWorkdirs(
+            size_bytes=disk_bytes,
+            inodes=self.artifact_limits.max_entries_scanned,
+            keep=pool_size,
+        )
+        weakref.finalize(self, self._spare_workdirs.close)
+        self._spawned_ahead = SpawnedAhead(self._spare_workdirs, keep=pool_size)
+        weakref.finalize(self, self._spawned_ahead.close)
         self._finalizer = weakref.finalize(self, _close_template, [None])
 
     @property
@@ -168,7 +179,7 @@ class NativeBackend:
                     python=self.python,
                     preload=self.preload,
                     pool_size=self.pool_size,
-                    on_member=self._warm_groups.join,
+                    on_member=self._on_member,
                     on_exit=self._warm_groups.discard,
                 )
                 self._finalizer.detach()
@@ -183,6 +194,14 @@ class NativeBackend:
                 )
                 self._watchdog.start()
             return self._template
+
+    def _on_member(self, pid: int) -> None:
+        """The template forked a warm session process: give it a cgroup, and top up the
+        sessions spawned ahead (with workdirs of their own) and the spare workdirs."""
+        self._warm_groups.join(pid)
+        template = self._template
+        if template is not None and template.alive:
+            self._spawned_ahead.request(template)
 
     def start(self) -> None:
         """Start the template now rather than on the first ``open``."""
@@ -228,7 +247,9 @@ class NativeBackend:
                 self._template.close()
                 self._template = None
             self._finalizer.detach()
+        self._spawned_ahead.close()
         self._warm_groups.close()
+        self._spare_workdirs.close()
 
 
 class _OpenSessions:

@@ -8,6 +8,7 @@ layers report why, so a policy can ``require`` them.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from safeexec.backends.native.procfs import _process_cpu_seconds
@@ -47,16 +48,19 @@ class WarmGroups:
     """Cgroups made and joined ahead of time by the template's warm session processes.
 
     Joining a group waits for an RCU grace period (~10 ms on a busy machine, measured), so the
-    host moves each warm process into an empty group of its own as soon as the template
-    announces it; an open then only writes its limits.
+    host moves each warm process into a group of its own as soon as the template announces it.
+    The group gets the limits the next open most likely asks for (those of the last session
+    opened, at first ``limits``), read back for the layer report; an open with the same limits
+    then writes and reads nothing, one with others writes its own.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits, *, cpu_cores: float) -> None:
         self._usable = not all(cgroups.available().values())
         self._groups: dict[int, SessionCgroup] = {}
         self._pending: set[int] = set()
         self._claimed: set[int] = set()
         self._changed = threading.Condition()
+        self._expected = (limits.memory_bytes, limits.max_processes, cpu_cores)
 
     def join(self, pid: int) -> None:
         """Give the warm process ``pid`` a group (called from the template's reader thread)."""
@@ -74,15 +78,19 @@ class WarmGroups:
             if group is not None:
                 group.remove()
             group = None
+        if group is not None:
+            _write_ahead(group, self._expected)
         with self._changed:
             self._pending.discard(pid)
             if group is not None:
                 self._groups[pid] = group
             self._changed.notify_all()
 
-    def take(self, pid: int) -> SessionCgroup | None:
-        """The group ``pid`` joined ahead of time, if any (waiting for a join under way)."""
+    def take(self, pid: int, limits: Limits, *, cpu_cores: float) -> SessionCgroup | None:
+        """The group ``pid`` joined ahead of time, if any (waiting for a join under way), for a
+        session with ``limits``: the ones later groups are given ahead."""
         with self._changed:
+            self._expected = (limits.memory_bytes, limits.max_processes, cpu_cores)
             self._claimed.add(pid)
             self._changed.wait_for(lambda: pid not in self._pending, timeout=_JOIN_WAIT_SECONDS)
             return self._groups.pop(pid, None)
@@ -102,6 +110,18 @@ class WarmGroups:
             group.remove()
 
 
+def _write_ahead(group: SessionCgroup, limits: tuple[int, int, float]) -> None:
+    """Give a warm group ``limits`` and read them back, off any open's path; a failure here is
+    left for the open, which writes its limits again and reports what it could not."""
+    memory_bytes, max_processes, cpu_cores = limits
+    with contextlib.suppress(OSError):
+        group.set_limits(
+            memory_bytes=memory_bytes, max_processes=max_processes, cpu_cores=cpu_cores
+        )
+        for controller in group.controllers:
+            group.describe(controller)
+
+
 class SessionGroup:
     """The cgroup of a session's current worker, or the reason there is none."""
 
@@ -111,23 +131,23 @@ class SessionGroup:
         self._warm = warm
         self._group: SessionCgroup | None = None
         self._enforced = False
-        self._unavailable = cgroups.available()
 
     def adopt(self, pid: int) -> dict[Layer, LayerStatus]:
         """Put the worker ``pid`` (not yet running code) in a group with the session's limits,
         replacing the previous worker's group, and report each layer."""
         self.remove()
         why = ""
-        group = self._warm.take(pid) if self._warm is not None else None
+        limits, cores = self._limits, self._cpu_cores
+        group = self._warm.take(pid, limits, cpu_cores=cores) if self._warm is not None else None
         try:
-            if group is None and not all(self._unavailable.values()):
+            if group is None and not all(cgroups.available().values()):
                 group = cgroups.make()
                 group.add(pid)
             if group is not None:
                 group.set_limits(
-                    memory_bytes=self._limits.memory_bytes,
-                    max_processes=self._limits.max_processes,
-                    cpu_cores=self._cpu_cores,
+                    memory_bytes=limits.memory_bytes,
+                    max_processes=limits.max_processes,
+                    cpu_cores=cores,
                 )
         except OSError as exc:
             why = f"could not put pid {pid} in a cgroup of its own: {exc.strerror or exc}"
@@ -141,7 +161,7 @@ class SessionGroup:
                     layer=layer, active=True, detail=group.describe(controller)
                 )
             else:
-                detail = why or self._unavailable[controller] or "not enforced by the group"
+                detail = why or cgroups.available()[controller] or "not enforced by the group"
                 report[layer] = LayerStatus(layer=layer, active=False, detail=detail)
         return report
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
+import threading
 from pathlib import Path
 
 from safeexec.sandbox import namespaces
 from safeexec.sandbox.layers import Layer, LayerStatus
 
-__all__ = ["WorkdirMount", "disk_support"]
+__all__ = ["SpareWorkdirs", "WorkdirMount", "disk_support", "remove_workdir"]
 
 
 def disk_support() -> LayerStatus:
@@ -75,3 +77,59 @@ class WorkdirMount:
             with contextlib.suppress(OSError):
                 namespaces.detach(str(self._path))
             self._mounted = False
+
+
+class SpareWorkdirs:
+    """Private workdirs made ahead, each a fresh directory with its tmpfs (at most ``keep``), so
+    an open or a session spawned ahead that needs one takes it instead of making it (a
+    directory and a mount, ~0.3 ms).
+
+    A spare is never reused: the session that takes it owns and removes it on close.
+    """
+
+    def __init__(self, *, size_bytes: int, inodes: int, keep: int) -> None:
+        self._size_bytes = size_bytes
+        self._inodes = inodes
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._spares: list[tuple[Path, WorkdirMount]] = []
+        self._closed = False
+
+    def fill(self) -> bool:
+        """Make one spare, unless ``keep`` are ready or the backend closed (then False)."""
+        with self._lock:
+            if self._closed or len(self._spares) >= self._keep:
+                return False
+        spare = self._make()
+        with self._lock:
+            if not self._closed and len(self._spares) < self._keep:
+                self._spares.append(spare)
+                return True
+        remove_workdir(*spare)
+        return False
+
+    def take(self) -> tuple[Path, WorkdirMount]:
+        """A new private workdir and its mount: a spare if one is ready, else made now."""
+        with self._lock:
+            if self._spares:
+                return self._spares.pop()
+        return self._make()
+
+    def close(self) -> None:
+        """Remove every spare; later fills make none."""
+        with self._lock:
+            self._closed = True
+            spares, self._spares = self._spares, []
+        for spare in spares:
+            remove_workdir(*spare)
+
+    def _make(self) -> tuple[Path, WorkdirMount]:
+        path = Path(tempfile.mkdtemp(prefix="safeexec-"))
+        return path, WorkdirMount(path, size_bytes=self._size_bytes, inodes=self._inodes)
+
+
+def remove_workdir(path: Path, mount: WorkdirMount) -> None:
+    """Unmount and remove a private workdir that no session took (it is empty)."""
+    mount.remove()
+    with contextlib.suppress(OSError):
+        os.rmdir(path)

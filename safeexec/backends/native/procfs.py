@@ -49,17 +49,16 @@ def _peak_rss_bytes(status_fd: int) -> int:
         return 0
 
 
-def _is_pid_one_of_own_namespace(pid: int) -> bool:
-    """Whether ``pid`` is pid 1 of a pid namespace below ours (then its death kills its tree)."""
+def _is_pid_one_of_own_namespace(status_fd: int) -> bool:
+    """Whether a process is pid 1 of a pid namespace below ours (then its death kills its
+    tree), from its ``/proc/<pid>/status``, opened once by the caller."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    levels = line.split()[1:]
-                    return len(levels) >= 2 and levels[-1] == "1"
-    except OSError:
-        pass
-    return False
+        text = os.pread(status_fd, _STATUS_BYTES, 0)
+        start = text.index(b"\nNSpid:") + 7
+        levels = text[start : text.index(b"\n", start)].split()
+    except (OSError, ValueError):
+        return False
+    return len(levels) >= 2 and levels[-1] == b"1"
 
 
 def _descendants(pid: int) -> list[int]:

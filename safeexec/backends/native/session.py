@@ -12,7 +12,6 @@ import select
 import selectors
 import signal
 import socket
-import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
@@ -31,9 +30,9 @@ from safeexec.backends.native.procfs import (
     _is_zombie,
     _processes_in_pid_namespace,
 )
+from safeexec.backends.native.spawn import Spawned, spawn
 from safeexec.backends.native.template import _STARTUP_SECONDS
 from safeexec.backends.workdir import (
-    TMP_DIR,
     Owners,
     chown_beneath,
     disk_usage,
@@ -60,6 +59,7 @@ from safeexec.sandbox.protocol import (
     SessionConfig,
     Started,
 )
+from safeexec.sandbox.session_env import base_environment
 
 if TYPE_CHECKING:
     from safeexec.backends.native.backend import NativeBackend
@@ -118,23 +118,28 @@ class NativeSession:
         self._backend = backend
         workdir, tools = spec.workdir, spec.tools
         self._owns_workdir = workdir is None
-        self.workdir = (
-            Path(tempfile.mkdtemp(prefix="safeexec-")) if workdir is None else Path(workdir)
-        )
-        if not self.workdir.is_dir():
-            raise ConfigurationError(
-                f"workdir={str(self.workdir)!r} is not a directory; create it first"
-            )
-        if _read_only(self.workdir):
-            raise ConfigurationError(
-                f"workdir={str(self.workdir)!r} is read-only (a read-only mount, or not writable "
-                "by this user); the session writes its files there: pass a writable directory"
-            )
-        self._disk = WorkdirMount(
-            self.workdir if self._owns_workdir else None,
-            size_bytes=backend.disk_bytes,
-            inodes=backend.artifact_limits.max_entries_scanned,
-        )
+        ahead: Spawned | None = None
+        if workdir is None:
+            # Made ahead: a fresh directory on a tmpfs of its own, most often with a session
+            # process spawned for it already (see ``SpawnedAhead``).
+            taken = backend._spawned_ahead.take(backend._get_template())
+            if taken is not None:
+                self.workdir, self._disk, ahead = taken
+            else:
+                self.workdir, self._disk = backend._spare_workdirs.take()
+        else:
+            self.workdir = Path(workdir)
+            if not self.workdir.is_dir():
+                raise ConfigurationError(
+                    f"workdir={str(self.workdir)!r} is not a directory; create it first"
+                )
+            if _read_only(self.workdir):
+                raise ConfigurationError(
+                    f"workdir={str(self.workdir)!r} is read-only (a read-only mount, or not "
+                    "writable by this user); the session writes its files there: pass a "
+                    "writable directory"
+                )
+            self._disk = WorkdirMount(None, size_bytes=0, inodes=0)
         self.limits = limits = spec.limits
         self.blobs = spec.blobs
         self.tools = tools
@@ -172,7 +177,16 @@ class NativeSession:
         self._interrupt_requested = threading.Event()
         self._in_call = False  # still True at the next run: the last call was abandoned mid-way
         try:
-            self._worker = self._start_worker()
+            if ahead is not None:
+                try:
+                    self._worker = self._start_worker(ahead)
+                except BackendUnavailable:
+                    raise
+                except BackendError:
+                    # Its template is gone, or it died waiting: spawn one now instead.
+                    self._worker = self._start_worker()
+            else:
+                self._worker = self._start_worker()
         except BaseException:
             self.close()
             raise
@@ -385,24 +399,18 @@ class NativeSession:
                 os.close(root)
 
     def _session_env(self) -> dict[str, str]:
-        tmp = str(self.workdir / TMP_DIR)
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(self.workdir),
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "MPLBACKEND": "Agg",
-            "MPLCONFIGDIR": f"{tmp}/matplotlib",
-        }
+        env = base_environment(str(self.workdir))
         env.update(self.env)
         return env
 
-    def _start_worker(self) -> _Worker:
+    def _start_worker(self, spawned: Spawned | None = None) -> _Worker:
+        """Start a worker: from ``spawned`` (a session process spawned ahead for this workdir,
+        waiting for its config), else spawned now."""
         template = self._backend._get_template()
-        host_end, child_end = socket.socketpair()
-        out_read, out_write = os.pipe2(os.O_CLOEXEC)
-        err_read, err_write = os.pipe2(os.O_CLOEXEC)
+        if spawned is None:
+            spawned = spawn(template, self.workdir, self._disk)
+        host_end, out_read, err_read = spawned.channel, spawned.stdout, spawned.stderr
+        # Built while the template hands a session process spawned now its descriptors.
         limits = self.limits
         config = SessionConfig(
             workdir=str(self.workdir),
@@ -418,23 +426,6 @@ class NativeSession:
             workdir_symlinks=self.workdir_symlinks,
             seed=self.seed,
         )
-        try:
-            mount = self._disk.clone()
-        except OSError as exc:
-            for fd in (out_read, out_write, err_read, err_write):
-                os.close(fd)
-            host_end.close()
-            child_end.close()
-            raise BackendError(f"could not start a native session: {exc}") from exc
-        try:
-            fds = [child_end.fileno(), out_write, err_write, *([] if mount is None else [mount])]
-            template.spawn(fds, workdir=str(self.workdir))
-        finally:
-            child_end.close()
-            os.close(out_write)
-            os.close(err_write)
-            if mount is not None:
-                os.close(mount)
         host_end.settimeout(_STARTUP_SECONDS)
         pidfd = -1
         try:
@@ -474,6 +465,10 @@ class NativeSession:
             if pidfd >= 0:
                 os.close(pidfd)
             raise BackendError(f"could not start a native session: {exc}") from exc
+        # While the worker finishes confining itself.
+        worker.private_pidns = _is_pid_one_of_own_namespace(worker.status)
+        for fd in (out_read, err_read):
+            os.set_blocking(fd, False)
         try:
             hello = Hello.from_message(recv_frame(host_end))
         except (OSError, EOFError, ProtocolError) as exc:
@@ -486,9 +481,6 @@ class NativeSession:
                 f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
             ) from exc
         host_end.settimeout(None)
-        worker.private_pidns = _is_pid_one_of_own_namespace(worker.pid)
-        for fd in (out_read, err_read):
-            os.set_blocking(fd, False)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
         if not self._disk.active:
             worker.layers[Layer.DISK] = LayerStatus(

@@ -8,6 +8,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, ToolCalled
 from safeexec.sandbox.layers import Layer
+from safeexec.sandbox.session_env import base_environment
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +178,16 @@ def test_sessions_leave_no_host_descriptors_behind(
         run(opened, "import ctypes; ctypes.string_at(0)")  # the worker dies; the next replaces it
         run(opened, "x = 1")
         opened.close()
-    assert set(os.listdir("/proc/self/fd")) <= before
+    # Sessions spawned ahead for later opens hold the backend's ends of their channels.
+    deadline = time.monotonic() + 30
+    while len(backend._spawned_ahead._ready) < backend.pool_size and time.monotonic() < deadline:
+        time.sleep(0.02)
+    ahead = {
+        str(fd)
+        for _template, _workdir, _disk, spawned in backend._spawned_ahead._ready
+        for fd in (spawned.channel.fileno(), spawned.stdout, spawned.stderr)
+    }
+    assert set(os.listdir("/proc/self/fd")) - ahead <= before
 
 
 class _Calculator:
@@ -481,3 +492,19 @@ def test_only_the_environment_the_caller_passes_reaches_the_code(
         del os.environ["SAFEEXEC_HOST_ONLY"]
     names = json.loads(seen)
     assert "PASSED" in names and "SAFEEXEC_HOST_ONLY" not in names
+    # Nor what the template process runs with (it forks every session).
+    assert "OPENBLAS_NUM_THREADS" not in names
+
+
+def test_the_environment_is_exactly_the_base_one_and_the_callers(
+    backend: NativeBackend, blobs: BlobStore
+) -> None:
+    # A pool member sets the base environment ahead; the caller's variables override it.
+    env = {"LANG": "en_US.UTF-8", "EXTRA": "1"}
+    with backend.open(SessionSpec(limits=Limits(), blobs=blobs, env=env)) as session:
+        seen = json.loads(
+            out(session, run(session, "import json, os; print(json.dumps(dict(os.environ)))"))
+        )
+    home = seen["HOME"]
+    assert seen == {**base_environment(home), **env}
+    assert seen["LANG"] == "en_US.UTF-8" and seen["TMPDIR"] == f"{home}/.tmp"

@@ -1,0 +1,35 @@
+"""What the host reads of a session's processes: whether a worker is pid 1 of its namespace."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from safeexec.backends.base import SessionSpec
+from safeexec.backends.native import NativeBackend
+from safeexec.backends.native.procfs import _is_pid_one_of_own_namespace
+from safeexec.blobs import BlobStore
+from safeexec.model import Limits
+
+
+def _status_fd(pid: int) -> int:
+    return os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def test_a_worker_is_pid_one_of_its_own_namespace_and_the_host_is_not(tmp_path: Path) -> None:
+    own = _status_fd(os.getpid())
+    try:
+        assert not _is_pid_one_of_own_namespace(own)
+    finally:
+        os.close(own)
+    backend = NativeBackend(pool_size=1)
+    try:
+        with backend.open(SessionSpec(limits=Limits(), blobs=BlobStore(tmp_path / "b"))) as one:
+            assert one.pid is not None
+            fd = _status_fd(one.pid)
+            try:
+                assert _is_pid_one_of_own_namespace(fd)
+            finally:
+                os.close(fd)
+    finally:
+        backend.close()
