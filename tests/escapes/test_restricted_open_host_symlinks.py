@@ -91,19 +91,26 @@ def test_a_link_swapped_in_after_the_check_is_never_followed(
 
     flipper = threading.Thread(target=flip)
     flipper.start()
+    outcomes = []
     try:
-        outcome = box.run(
-            "seen = {}\nfor _ in range(3000):\n    try:\n"
-            "        text = open('t/f').read()\n    except Exception as exc:\n"
-            "        text = type(exc).__name__\n    seen[text] = seen.get(text, 0) + 1\n"
-            "print(sorted(seen.items()))"
-        )
+        # On a loaded machine the flipper may sit out a whole run: run again until the file was
+        # read too (the race ran), and hold every run to the same bar.
+        for _ in range(5):
+            outcome = box.run(
+                "seen = {}\nfor _ in range(3000):\n    try:\n"
+                "        text = open('t/f').read()\n    except Exception as exc:\n"
+                "        text = type(exc).__name__\n    seen[text] = seen.get(text, 0) + 1\n"
+                "print(sorted(seen.items()))"
+            )
+            outcomes.append(outcome)
+            assert outcome.status.value == "ok", outcome.text
+            assert canaries.secret not in outcome.stdout, outcome.text
+            if "'plain'" in outcome.stdout:
+                break
     finally:
         done.set()
         flipper.join()
-    assert outcome.status.value == "ok", outcome.text
-    assert canaries.secret not in outcome.stdout, outcome.text
-    assert "'plain'" in outcome.stdout, outcome.text  # the race ran: the file was read too
+    assert "'plain'" in outcomes[-1].stdout, [o.text for o in outcomes]  # the race ran
 
 
 def test_file_not_found_names_the_path_the_code_wrote(restricted_box: BoxFactory) -> None:
