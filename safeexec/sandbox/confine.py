@@ -27,6 +27,7 @@ __all__ = [
     "Confinement",
     "Placement",
     "Preconfined",
+    "assemble_shared_root",
     "confine",
     "enter_template_namespaces",
     "finish_preconfined",
@@ -51,6 +52,9 @@ class Placement:
     uid: int | None  # set when the host runs as root: the unprivileged identity to become
     gid: int | None
     read_only: tuple[str, ...]
+    # The minimal root the template assembled once (rootfs.assemble_shared_root), for pool
+    # members to enter; None: each builds its own.
+    shared_root: str | None = None
 
 
 @dataclass(slots=True)
@@ -161,12 +165,16 @@ def preconfine(
     Returns None, having changed nothing that :func:`confine` would redo differently, when the
     layering does not allow it (no private root, or a runtime path beside the workdir).
     """
-    if not rootfs.workdir_parent_is_empty((*placement.read_only, *_DEVICES_READ_WRITE)):
+    if not rootfs.workdir_parent_is_empty(_root_paths(placement.read_only)):
         return None
     try:
-        root = rootfs.enter_private_root(
-            read_only=placement.read_only, read_write=_DEVICES_READ_WRITE, workdir=None
-        )
+        if placement.shared_root is not None:
+            root = placement.shared_root
+            rootfs.enter_shared_root(root)
+        else:
+            root = rootfs.enter_private_root(
+                read_only=placement.read_only, read_write=_DEVICES_READ_WRITE, workdir=None
+            )
     except OSError:
         return None
     confinement.mark(
@@ -190,6 +198,23 @@ def preconfine(
         session_rules = _session_rules(placement, lowest_fd)
     _seccomp(seccomp_program, confinement)
     return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules)
+
+
+def _root_paths(read_only: tuple[str, ...]) -> tuple[str, ...]:
+    """Every path a pre-confined session's root holds besides its workdir."""
+    return (*read_only, *_DEVICES_READ_WRITE)
+
+
+def assemble_shared_root(read_only: tuple[str, ...]) -> str | None:
+    """In the template, once: the root every pool member enters (see
+    :func:`rootfs.assemble_shared_root`), or None when members cannot pre-confine or it cannot
+    be built (then each builds its own, as before)."""
+    if not rootfs.workdir_parent_is_empty(_root_paths(read_only)):
+        return None
+    try:
+        return rootfs.assemble_shared_root(read_only=read_only, read_write=_DEVICES_READ_WRITE)
+    except OSError:
+        return None
 
 
 def finish_preconfined(

@@ -21,6 +21,7 @@ __all__ = [
     "attach_mount",
     "clone_mount",
     "detach",
+    "make_private",
     "make_root_private",
     "map_current_ids",
     "mount_bind",
@@ -114,7 +115,12 @@ def _mount(
 
 def make_root_private() -> None:
     """Stop mounts made in this mount namespace from propagating back to the host."""
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+    make_private("/")
+
+
+def make_private(target: str) -> None:
+    """Make the mount at ``target`` and every mount below it private (no propagation either way)."""
+    _mount(None, target, None, _MS_REC | _MS_PRIVATE, None)
 
 
 def mount_tmpfs(target: str, *, mode: int = 0o755) -> None:

@@ -17,7 +17,14 @@ import stat
 
 from safeexec.sandbox import namespaces
 
-__all__ = ["SANDBOX_WORKDIR", "WORKDIR_PARENT", "enter_private_root", "workdir_parent_is_empty"]
+__all__ = [
+    "SANDBOX_WORKDIR",
+    "WORKDIR_PARENT",
+    "assemble_shared_root",
+    "enter_private_root",
+    "enter_shared_root",
+    "workdir_parent_is_empty",
+]
 
 SANDBOX_WORKDIR = "/home/sandbox"
 WORKDIR_PARENT = os.path.dirname(SANDBOX_WORKDIR)
@@ -87,15 +94,65 @@ def enter_private_root(
     pid namespace whose ``/proc`` it mounts. Raises ``OSError`` on any failure, after putting
     the old view back (in a mount namespace of the caller's own).
     """
+    namespaces.unshare(namespaces.CLONE_NEWNS)
+    namespaces.make_root_private()
+    root = _assemble(
+        read_only=read_only, read_write=read_write, workdir=workdir, workdir_mount=workdir_mount
+    )
+    try:
+        _enter(root)
+    except OSError:
+        namespaces.detach(root)  # back to the view we had, in a namespace of our own
+        raise
+    if workdir_mount is not None or workdir is not None:
+        os.chdir(SANDBOX_WORKDIR)
+    return root
+
+
+def assemble_shared_root(*, read_only: tuple[str, ...], read_write: tuple[str, ...]) -> str:
+    """Once, in the template's own mount namespace: build the minimal root (read-only, private,
+    an empty workdir mount point, no ``/proc`` yet) for pool members to enter with
+    :func:`enter_shared_root`; returns where it lies. Raises ``OSError``, having detached it.
+
+    Every member gets a copy of its mounts in a mount namespace of its own; the tmpfs beneath is
+    one for all, read-only, and nothing in a session can make it writable (no capabilities;
+    seccomp refuses mount), so no session can leave anything in it for another.
+    """
+    root = _assemble(read_only=read_only, read_write=read_write, workdir=None, workdir_mount=None)
+    try:
+        # Private: a mount made in one member's copy (its /proc, its workdir) reaches no other.
+        namespaces.make_private(root)
+    except OSError:
+        namespaces.detach(root)
+        raise
+    return root
+
+
+def enter_shared_root(root: str) -> None:
+    """In a pool member: a mount namespace of its own (a copy of the template's, holding the
+    root :func:`assemble_shared_root` built), a fresh ``/proc`` in it, and a chroot into it.
+
+    Needs what :func:`enter_private_root` needs; raises ``OSError``."""
+    namespaces.unshare(namespaces.CLONE_NEWNS)
+    namespaces.make_root_private()
+    _enter(root)
+
+
+def _assemble(
+    *,
+    read_only: tuple[str, ...],
+    read_write: tuple[str, ...],
+    workdir: str | None,
+    workdir_mount: int | None,
+) -> str:
+    """Mount the minimal root, read-only, in the caller's mount namespace; returns where."""
     clash = [p for p in (*read_only, *read_write) if (p + "/").startswith(SANDBOX_WORKDIR + "/")]
     if clash:
         raise OSError(17, f"runtime paths {clash} lie where the workdir goes ({SANDBOX_WORKDIR})")
     links = _top_level_links()
     root = _staging([*([workdir] if workdir is not None else []), *read_only, *read_write])
-    namespaces.unshare(namespaces.CLONE_NEWNS)
-    namespaces.make_root_private()
-    # Descriptors of the sources, opened in the new namespace: a bind's source must be a mount
-    # of the caller's own namespace.
+    # Descriptors of the sources, opened in the caller's namespace: a bind's source must be a
+    # mount of the caller's own namespace.
     sources: list[tuple[str, int, bool]] = []
     try:
         for path, writable in [*((p, False) for p in read_only), *((p, True) for p in read_write)]:
@@ -113,10 +170,8 @@ def enter_private_root(
                 namespaces.attach_mount(workdir_mount, mount_point)
             _build(root, sources, links)
         except OSError:
-            namespaces.detach(root)  # back to the view we had, in a namespace of our own
+            namespaces.detach(root)
             raise
-        if workdir_mount is not None or workdir is not None:
-            os.chdir(SANDBOX_WORKDIR)
     finally:
         for _path, fd, _writable in sources:
             os.close(fd)
@@ -137,7 +192,8 @@ def _staging(needed: list[str]) -> str:
 
 
 def _build(root: str, sources: list[tuple[str, int, bool]], links: dict[str, str]) -> None:
-    """Fill the tmpfs at ``root`` with the session's view and chroot into it."""
+    """Fill the tmpfs at ``root`` with the session's view, a mount point for ``/proc``, and make
+    it read-only."""
     for path, fd, writable in sources:
         directory = stat.S_ISDIR(os.fstat(fd).st_mode)
         target = _mount_point(root, path, directory=directory)
@@ -150,8 +206,12 @@ def _build(root: str, sources: list[tuple[str, int, bool]], links: dict[str, str
         if not os.path.lexists(f"{root}/dev/{name}"):
             os.symlink(target, f"{root}/dev/{name}")
     os.makedirs(root + "/proc", mode=0o555, exist_ok=True)
-    namespaces.mount_proc(root + "/proc")
     namespaces.remount_read_only(root)
+
+
+def _enter(root: str) -> None:
+    """Mount a fresh ``/proc`` of the caller's pid namespace in the root and chroot into it."""
+    namespaces.mount_proc(root + "/proc")
     # chroot, not pivot_root: unmounting the host's tree after a pivot waits for an RCU grace
     # period (~14 ms per open, measured). Left mounted but outside our root, it is reachable by
     # no path: no descriptor from outside is open, capabilities go next, and seccomp refuses

@@ -40,6 +40,7 @@ from safeexec.sandbox.confine import (
     Confinement,
     Placement,
     Preconfined,
+    assemble_shared_root,
     confine,
     enter_template_namespaces,
     finish_preconfined,
@@ -164,6 +165,7 @@ def _session(
 @dataclass(slots=True, kw_only=True)
 class _TemplateState:
     read_only: tuple[str, ...]
+    shared_root: str | None  # the root pool members enter, assembled once (None: each builds one)
     seccomp_program: bytes
     netns: dict[str, object]
     pidns_fd: int  # the template's own pid namespace, to return to after each session fork
@@ -218,7 +220,12 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     """In a forked pool member: take the identity the template names, confine what does not
     depend on the session, say so, wait for the claim, then become the session."""
     prepare = Prepare.from_message(recv_frame(sock))
-    placement = Placement(uid=prepare.uid, gid=prepare.gid, read_only=template.read_only)
+    placement = Placement(
+        uid=prepare.uid,
+        gid=prepare.gid,
+        read_only=template.read_only,
+        shared_root=template.shared_root,
+    )
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
@@ -480,13 +487,17 @@ def main() -> None:
     read_only = runtime_read_only_paths()
     netns = enter_template_namespaces(read_only)
     pidns_fd = -1
+    shared_root = None
     refused = {"active": False, "detail": f"the template has no namespaces: {netns['detail']}"}
     if netns["active"]:
         _become_pid_one(control)
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        # In our own mount namespace (never the host's): built once here instead of per member.
+        shared_root = assemble_shared_root(read_only)
     template = _TemplateState(
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
+        shared_root=shared_root,
         seccomp_program=setup.seccomp_program,
         netns=netns,
         pidns_fd=pidns_fd,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -129,5 +130,60 @@ def test_a_claimed_session_holds_no_descriptor_but_its_streams_and_channel(
                 ran = session.run(ExecRequest(action_id="a", code=code))
                 assert ran.status is ExecStatus.OK
                 assert blobs.get(ran.stdout).decode().strip() == "[0, 1, 2, 3]"
+    finally:
+        backend.close()
+
+
+_ROOT_PROBE = """
+import ctypes, json
+writes = {}
+for path in ("/planted", "/usr/planted", "/dev/planted"):
+    try:
+        open(path, "w").close()
+        writes[path] = "written"
+    except OSError as exc:
+        writes[path] = exc.errno
+libc = ctypes.CDLL(None, use_errno=True)
+# MS_REMOUNT | MS_BIND: make the root writable again, as it was while the template built it.
+remount = libc.mount(None, b"/", None, ctypes.c_ulong(32 | 4096), None)
+print(json.dumps({"writes": writes, "remount": remount}))
+"""
+
+
+def _mounts(pid: int) -> list[list[str]]:
+    with open(f"/proc/{pid}/mountinfo") as fh:
+        return [line.split() for line in fh]
+
+
+def test_the_root_pool_members_share_is_read_only_private_and_gets_a_proc_each(
+    tmp_path: Path,
+) -> None:
+    # The template assembles the minimal root once; each member enters a copy of it in a mount
+    # namespace of its own and mounts its own /proc there. Nothing of it may be writable, carry
+    # mounts between sessions, or be remounted from inside.
+    backend = NativeBackend(pool_size=2)
+    try:
+        blobs = BlobStore(tmp_path / "b")
+        with (
+            backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as first,
+            backend.open(SessionSpec(limits=Limits(), blobs=blobs)) as second,
+        ):
+            procs = set()
+            for session in (first, second):
+                assert session.layers["mountns"].active and session.pid is not None
+                ran = session.run(ExecRequest(action_id="a", code=_ROOT_PROBE))
+                assert ran.status is ExecStatus.OK, blobs.get(ran.stderr)
+                probe = json.loads(blobs.get(ran.stdout))
+                assert "written" not in probe["writes"].values(), probe
+                assert probe["remount"] == -1
+                # As the session sees its mounts (its root is "/" of its chroot): the root
+                # read-only, no mount in a peer group or receiving from a master.
+                mounts = _mounts(session.pid)
+                root = [m for m in mounts if m[4] == "/"]
+                assert root and "ro" in root[-1][5].split(","), root
+                assert all(m[6] == "-" for m in mounts), [m for m in mounts if m[6] != "-"]
+                procs.add(os.stat(f"/proc/{session.pid}/root/proc").st_dev)
+                assert _status(session.pid)["NSpid"].split()[-1] == "1"
+            assert len(procs) == 2  # a /proc each, of its own pid namespace
     finally:
         backend.close()
