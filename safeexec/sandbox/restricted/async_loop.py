@@ -565,18 +565,19 @@ class EventLoop(_Final):
         resumed later by the collector, in whatever thread and cell collects them. Async
         generators need no closing: their finalizer is this loop's, which does nothing once
         the loop is closed."""
-        tasks = [*self._tasks, *self._closers]
-        self._tasks.clear()
-        self._closers.clear()
-        self._ready.clear()
-        self._asyncgens.clear()
-        for task in tasks:
-            if task.done():
-                continue
-            with contextlib.suppress(BaseException):  # the stop again, or the coroutine's end
-                task._coro.close()
-            task._callbacks = []  # nothing of the code runs after a stop
-            Future.set_exception(task, stop)
+        with self._state.executor._threads.unwinding():  # a second stop would cut it short
+            tasks = [*self._tasks, *self._closers]
+            self._tasks.clear()
+            self._closers.clear()
+            self._ready.clear()
+            self._asyncgens.clear()
+            for task in tasks:
+                if task.done():
+                    continue
+                with contextlib.suppress(BaseException):  # the stop again, or the coroutine's end
+                    task._coro.close()
+                task._callbacks = []  # nothing of the code runs after a stop
+                Future.set_exception(task, stop)
 
     # -- async generator hooks (what asyncio's own loop does: finalize on the loop) -------------
     def _firstiter(self, agen: object) -> None:

@@ -2,18 +2,20 @@
 the sliced waits every view offers, and the stop at the end of a cell (see concurrency_views.py).
 
 A thread still running when its cell is stopped gets :class:`ThreadStopped` raised in it (through
-``PyThreadState_SetAsyncExc``, at its next bytecode), again and again until it ends; in the worker
-a thread that will not end keeps the cell from returning, and the host's grace kill ends the
-process. In-process, a stopped cell waits a second for its threads and leaves any left to their
-closed budget, which ends them at their next loop step or call (a single C operation outlasts it,
-as in the cell's own thread).
+``PyThreadState_SetAsyncExc``, at its next bytecode), again and again until it ends, unless it
+is unwinding (the runtime's own clean-up after the stop, which a second stop would cut short).
+In the worker a thread that will not end keeps the cell from returning, and the host's grace
+kill ends the process. In-process, a stopped cell waits a second for its threads and leaves any
+left to their closed budget, which ends them at their next loop step or call (a single C
+operation outlasts it, as in the cell's own thread).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.budget import _closed_budget
@@ -83,6 +85,7 @@ class CellThreads:
         self._live: dict[int, tuple[ThreadState, object]] = {}
         self._pools: list[Any] = []
         self._stopping = threading.Event()
+        self._unwinding: set[int] = set()
         self._count = 0
 
     def __reduce__(self) -> str | tuple[object, ...]:
@@ -92,6 +95,21 @@ class CellThreads:
     def stopping(self) -> bool:
         """The cell's threads are being stopped (what they raise now is the stop's own end)."""
         return self._stopping.is_set()
+
+    @contextlib.contextmanager
+    def unwinding(self) -> Iterator[None]:
+        """The calling thread runs the runtime's clean-up after its stop: stop rounds wait for
+        it without raising again (sandboxed code the clean-up reaches starts with the stop
+        check, so it cannot go on; in-process the wait is bounded, in the worker the host's
+        grace kill bounds it)."""
+        ident = threading.get_ident()
+        with self._lock:
+            self._unwinding.add(ident)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._unwinding.discard(ident)
 
     # -- waiting -------------------------------------------------------------------------------
     def check(self) -> None:
@@ -212,6 +230,7 @@ class CellThreads:
             self._pools = []
             self._prune()
             live = list(self._live.items())
+            unwinding = set(self._unwinding)
         if not live or (self._executor._counting and time.monotonic() > deadline):
             self._stopping.clear()
             return True
@@ -221,7 +240,8 @@ class CellThreads:
             self._executor._namespace["_budget_"] = _closed_budget().counter
             self._stopping.set()
         for ident, _entry in live:
-            _raise_in_thread(ident)
+            if ident not in unwinding:
+                _raise_in_thread(ident)
         for _ident, (state, _) in live:
             state.finished.wait(_SLICE_SECONDS)
         return False

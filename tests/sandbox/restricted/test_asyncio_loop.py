@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import time
 import types
 
 import pytest
 
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.restricted.async_loop import EventLoop, LoopState
-from safeexec.sandbox.restricted.cell_threads import ThreadStopped
+from safeexec.sandbox.restricted.cell_threads import _SLICE_SECONDS, ThreadState, ThreadStopped
 
 
 def _executor(operations: int = 10_000) -> RestrictedExecutor:
@@ -109,3 +110,29 @@ def test_a_stopped_threads_tasks_are_closed_in_that_thread_not_left_to_the_colle
         and obj.cr_frame is not None
     ]
     assert suspended == []
+
+
+def test_a_thread_unwinding_from_its_stop_is_not_stopped_again() -> None:
+    # Stop rounds raise again every slice; under load that used to cut the loop's clean-up
+    # after the first stop short, leaving coroutines for the collector. The clean-up here is
+    # host code that outlasts several slices.
+    executor = RestrictedExecutor(imports=("threading",))
+    threads = executor._threads
+    finished: list[str] = []
+
+    def body() -> None:
+        try:
+            while True:
+                time.sleep(0.001)
+        except ThreadStopped:
+            with threads.unwinding():
+                deadline = time.monotonic() + 10 * _SLICE_SECONDS
+                while time.monotonic() < deadline:
+                    pass
+                finished.append("clean-up")
+
+    state = ThreadState(target=body, name="t", args=(), kwargs={}, daemon=True)
+    threads.start(object(), state, body)
+    threads.stop_all()
+    assert state.finished.is_set()
+    assert finished == ["clean-up"]
