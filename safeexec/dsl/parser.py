@@ -98,12 +98,10 @@ def _parse_cached(source: str) -> n.Program | Finding:
     too_deep = _too_deep(text)
     if too_deep is not None:
         return too_deep
-    reserved = _first_reserved_word(text)
-    if reserved is None:
-        program = program_from_python(text, parse_expression)
-        if program is not None:
-            return program
-    return _by_lark(text, reserved)
+    program = program_from_python(text, parse_expression)
+    if program is not None:  # never for a text with a keyword the DSL lacks (each is a Python
+        return program  # node the conversion refuses), so the search for one waits for lark
+    return _by_lark(text, _first_reserved_word(text))
 
 
 def _by_lark(text: str, reserved: tuple[int, int, str] | None) -> n.Program | Finding:

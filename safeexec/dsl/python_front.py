@@ -201,7 +201,7 @@ class _Converter:
     # -- statements -----------------------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt]) -> tuple[n.Stmt, ...]:
-        return tuple(self.stmt(s) for s in stmts)
+        return tuple([self.stmt(s) for s in stmts])
 
     def _own_line(self, node: ast.stmt) -> int:
         """``node`` starts its line (only indentation before it); its start offset."""
@@ -223,17 +223,17 @@ class _Converter:
         if isinstance(s, ast.Assign):
             (target,) = s.targets
             name = self._target(target, start)
-            return n.Assign(name=name, value=self.expr(s.value), op="", span=span)
+            return n.make_assign(name, self.expr(s.value), "", span)
         if isinstance(s, ast.AugAssign):
             op = _AUG.get(type(s.op))
             if op is None:
                 raise _NotDsl
             name = self._target(s.target, start)
-            return n.Assign(name=name, value=self.expr(s.value), op=op, span=span)
+            return n.make_assign(name, self.expr(s.value), op, span)
         if isinstance(s, ast.Return) and s.value is not None:
-            return n.Return(value=self.expr(s.value), span=span)
+            return n.make_return(self.expr(s.value), span)
         if isinstance(s, ast.Expr):
-            return n.ExprStmt(value=self.expr(s.value), span=span)
+            return n.make_expr_stmt(self.expr(s.value), span)
         raise _NotDsl
 
     def _target(self, target: ast.expr, start: int) -> str:
@@ -253,7 +253,7 @@ class _Converter:
         iterable = self.expr(s.iter)
         self._expect(_HEADER_END, self._end(s.iter))
         body = self.block(s.body)
-        return n.For(var=var, iterable=iterable, body=body, span=self._block_span(start, s))
+        return n.make_for(var, iterable, body, self._block_span(start, s))
 
     def if_stmt(self, s: ast.If, start: int, *, clause: bool = False) -> n.If:
         """An ``if`` statement, or (``clause``) an ``elif`` clause, whose span ends with its
@@ -270,7 +270,7 @@ class _Converter:
             else:
                 orelse = self.block(s.orelse)
         span = self._block_span(start, s.body[-1] if clause else s)
-        return n.If(test=test, body=body, orelse=orelse, span=span)
+        return n.make_if(test, body, orelse, span)
 
     def _block_span(self, start: int, s: ast.stmt) -> Span:
         """From the keyword to where the newline token after the last simple statement in ``s``
@@ -290,23 +290,23 @@ class _Converter:
         return made
 
     def name(self, e: ast.Name) -> n.Name:
-        return n.Name(id=self._name(e.id, self._start(e)), span=self._node_span(e))
+        return n.make_name(self._name(e.id, self._start(e)), self._node_span(e))
 
     def attribute(self, e: ast.Attribute) -> n.Field:
         end = self._end(e)
         name = self._name(e.attr, end - len(e.attr))
-        return n.Field(value=self.expr(e.value), name=name, span=self._node_span(e))
+        return n.make_field(self.expr(e.value), name, self._node_span(e))
 
     def subscript(self, e: ast.Subscript) -> n.Index:
         value, index = self.expr(e.value), self.expr(e.slice)
-        return n.Index(value=value, index=index, span=self._node_span(e))
+        return n.make_index(value, index, self._node_span(e))
 
     def binop(self, e: ast.BinOp) -> n.BinOp:
         op = _ARITH.get(type(e.op))
         if op is None:
             raise _NotDsl
         left, right = self.expr(e.left), self.expr(e.right)
-        return n.BinOp(op=op, left=left, right=right, span=self._node_span(e))
+        return n.make_binop(op, left, right, self._node_span(e))
 
     def compare(self, e: ast.Compare) -> n.Compare:
         if len(e.ops) != 1:
@@ -315,21 +315,21 @@ class _Converter:
         if op is None:
             raise _NotDsl
         left, right = self.expr(e.left), self.expr(e.comparators[0])
-        return n.Compare(op=op, left=left, right=right, span=self._node_span(e))
+        return n.make_compare(op, left, right, self._node_span(e))
 
     def unary(self, e: ast.UnaryOp) -> n.Neg | n.Not:
         if isinstance(e.op, ast.USub):
-            return n.Neg(operand=self.expr(e.operand), span=self._node_span(e))
+            return n.make_neg(self.expr(e.operand), self._node_span(e))
         if isinstance(e.op, ast.Not):
-            return n.Not(operand=self.expr(e.operand), span=self._node_span(e))
+            return n.make_not(self.expr(e.operand), self._node_span(e))
         raise _NotDsl
 
     def conditional(self, e: ast.IfExp) -> n.Cond:
         body, test, orelse = self.expr(e.body), self.expr(e.test), self.expr(e.orelse)
-        return n.Cond(test=test, body=body, orelse=orelse, span=self._node_span(e))
+        return n.make_cond(test, body, orelse, self._node_span(e))
 
     def list_expr(self, e: ast.List) -> n.ListExpr:
-        return n.ListExpr(items=tuple(self.expr(x) for x in e.elts), span=self._node_span(e))
+        return n.make_list(tuple([self.expr(x) for x in e.elts]), self._node_span(e))
 
     def constant(self, e: ast.Constant) -> n.Literal:
         start, end = self._start(e), self._end(e)
@@ -346,7 +346,7 @@ class _Converter:
             literal = value
         else:
             raise _NotDsl
-        return n.Literal(value=literal, span=self._node_span(e))
+        return n.make_literal(literal, self._node_span(e))
 
     def fstring(self, e: ast.expr) -> n.FString:
         start, end = self._start(e), self._end(e)
@@ -355,7 +355,7 @@ class _Converter:
             raise _NotDsl
         line, column = self._at(*self._place(start))
         parts = fstring_parts(written[2:-1], line, column + 2, self.parse_expression)
-        return n.FString(parts=tuple(parts), span=self._node_span(e))
+        return n.make_fstring(tuple(parts), self._node_span(e))
 
     def boolop(self, e: ast.BoolOp) -> n.BoolOp:
         """CPython's flat ``a or b or c`` as the grammar's left-nested pairs, each inner pair
@@ -366,7 +366,7 @@ class _Converter:
         left: n.Expr = self.expr(values[0])
         for i, value in enumerate(values[1:], start=1):
             end = self._end(e) if i == len(values) - 1 else self._container_end(value)
-            left = n.BoolOp(op=op, left=left, right=self.expr(value), span=self._span(start, end))
+            left = n.make_boolop(op, left, self.expr(value), self._span(start, end))
         assert isinstance(left, n.BoolOp)
         return left
 
@@ -384,8 +384,8 @@ class _Converter:
                 raise _NotDsl
             keys.append(unescape(written[1:-1]))
             after = self._end(e.values[i])
-        values = tuple(self.expr(v) for v in e.values)
-        return n.RecordExpr(keys=tuple(keys), values=values, span=self._node_span(e))
+        values = tuple([self.expr(v) for v in e.values])
+        return n.make_record(tuple(keys), values, self._node_span(e))
 
     def call(self, e: ast.Call) -> n.Call:
         func = e.func
@@ -415,11 +415,8 @@ class _Converter:
                 argument: n.Expr | n.Lambda = self.lambda_expr(value)
             else:
                 argument = self.expr(value)
-            keywords.append(n.Keyword(name=keyword_name, value=argument, span=self._node_span(k)))
-        return n.Call(
-            func=name, args=tuple(args), keywords=tuple(keywords), span=self._node_span(e),
-            func_span=func_span,
-        )  # fmt: skip
+            keywords.append(n.make_keyword(keyword_name, argument, self._node_span(k)))
+        return n.make_call(name, tuple(args), tuple(keywords), self._node_span(e), func_span)
 
     def lambda_expr(self, e: ast.Lambda) -> n.Lambda:
         a = e.args
@@ -427,7 +424,7 @@ class _Converter:
             raise _NotDsl
         params = tuple(self._name(p.arg, self._start(p)) for p in a.args)
         self._expect(_LAMBDA_COLON, self._end(a.args[-1]))  # no trailing comma: `lambda x,: x`
-        return n.Lambda(params=params, body=self.expr(e.body), span=self._node_span(e))
+        return n.make_lambda(params, self.expr(e.body), self._node_span(e))
 
 
 _NAME = terminal("NAME")

@@ -106,18 +106,22 @@ def _method_call(value: ast.expr) -> ast.expr:
 
 
 # A compiler bug that emitted any other shape is refused before compile(): the session runs the
-# code with no builtins and no RestrictedPython pass, so this check is the fourth wall.
+# code with no builtins and no RestrictedPython pass, so this check is the fourth wall. A node
+# not made by the compiler's constructors is refused where it would become a child, whatever it
+# holds (a private name, a bytes constant, a starred child two levels down).
 @pytest.mark.parametrize(
     ("swap", "says"),
     [
         (lambda v: ast.Attribute(value=v, attr="__class__", ctx=ast.Load()), "Attribute node"),
         (lambda v: ast.Subscript(value=v, slice=ast.Constant(0), ctx=ast.Load()), "Subscript"),
-        (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "'__builtins__'"),
-        (lambda v: ast.Name(id="dsl_give", ctx=ast.Store()), "'dsl_give'"),
-        (_method_call, "call of a non-name"),
-        (lambda v: ast.Constant(value=b"bytes"), "non-JSON constant"),
-        (lambda v: ast.List(elts=[v, object()], ctx=ast.Load()), "object node"),
-        (lambda v: ast.UnaryOp(op=ast.Not(), operand=ast.Starred(v, ast.Load())), "Starred"),
+        (lambda v: ast.Name(id="__builtins__", ctx=ast.Load()), "Name node"),
+        (lambda v: ast.Name(id="dsl_give", ctx=ast.Store()), "Name node"),
+        (_method_call, "Call node"),
+        (lambda v: ast.Constant(value=b"bytes"), "Constant node"),
+        (lambda v: ast.List(elts=[v, object()], ctx=ast.Load()), "List node"),
+        (lambda v: ast.UnaryOp(op=ast.Not(), operand=ast.Starred(v, ast.Load())), "UnaryOp"),
+        (lambda v: object(), "object node"),
+        (lambda v: [v], "list node"),
     ],
     ids=[
         "attribute",
@@ -128,6 +132,8 @@ def _method_call(value: ast.expr) -> ast.expr:
         "bytes",
         "foreign",
         "starred",
+        "object",
+        "unhashable",
     ],
 )
 def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
@@ -146,6 +152,67 @@ def test_a_node_outside_the_compilers_shapes_is_refused_before_it_compiles(
     assert result.checked is not None
     with pytest.raises(CompiledShapeError, match=says):
         compile_code(result.checked)
+
+
+def test_a_statement_outside_the_compilers_shapes_is_refused_before_it_compiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from safeexec.dsl import compiler
+
+    def buggy(self: object, s: object) -> ast.stmt:
+        return ast.Import(names=[ast.alias(name="os")], lineno=1, col_offset=0)
+
+    monkeypatch.setattr(compiler._Compiler, "stmt", buggy)
+    result = front("x = 1\nreturn x")
+    assert result.checked is not None
+    with pytest.raises(CompiledShapeError, match="Import node"):
+        compile_code(result.checked)
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda c: c._load("__builtins__"), "'__builtins__'"),
+        (lambda c: c._store("dsl_give"), "'dsl_give'"),
+        (lambda c: c._store("_x"), "'_x'"),
+        (lambda c: c._param("dsl_loop"), "parameter 'dsl_loop'"),
+        (lambda c: c._constant(b"bytes"), "non-JSON constant"),
+        (lambda c: c._constant(1j), "non-JSON constant"),
+    ],
+    ids=["private-name", "helper-rebound", "private-store", "helper-parameter", "bytes", "complex"],
+)
+def test_what_a_program_chooses_is_checked_as_its_node_is_made(make: object, says: str) -> None:
+    from safeexec.dsl import compiler
+
+    result = front("x = 1\nreturn x")
+    assert result.checked is not None
+    with pytest.raises(CompiledShapeError, match=says):
+        make(compiler._Compiler(result.checked))  # type: ignore[operator]
+
+
+def test_the_wall_fails_when_its_record_of_made_nodes_is_not_consulted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The mechanism can fail: a constructor that takes any child lets a foreign node through to
+    # compile(), which the test above would then see.
+    from safeexec.dsl import compiler
+
+    monkeypatch.setattr(compiler._Compiler, "_kid", lambda self, node: node)
+    monkeypatch.setattr(compiler._Compiler, "_kids", lambda self, nodes: nodes)
+    plain = compiler._Compiler.expr
+
+    def buggy(self: object, e: object) -> ast.expr:
+        made = plain(self, e)  # type: ignore[arg-type]
+        if isinstance(made, ast.Name):
+            attribute = ast.Attribute(value=made, attr="__class__", ctx=ast.Load())
+            return ast.copy_location(attribute, made)
+        return made
+
+    monkeypatch.setattr(compiler._Compiler, "expr", buggy)
+    result = front("x = 1\nreturn x")
+    assert result.checked is not None
+    module = compile_program(result.checked)  # no CompiledShapeError: the wall is off
+    assert any(isinstance(node, ast.Attribute) for node in ast.walk(module))
 
 
 def test_a_changed_grant_is_checked_again_not_served_from_the_cache(tmp_path: Path) -> None:
@@ -186,3 +253,34 @@ def test_signatures_are_shared_between_runs_and_follow_the_calls_left() -> None:
     after = {s.name: s for s in signatures_of(caps)}
     assert after["get_quote"].max_calls == 1
     assert after["get_fx_rate"] is before["get_fx_rate"]
+
+
+def test_only_the_compilers_constructors_make_nodes_and_only_the_emitted_shapes() -> None:
+    # The static half of the wall: every node class the compiler's source instantiates is one of
+    # the emitted shapes, and outside the constructors (methods named with a leading `_`) it
+    # instantiates none but the module itself and the shared operators and contexts.
+    from safeexec.dsl import compiler
+
+    tree = ast.parse(Path(compiler.__file__).read_text(encoding="utf-8"))
+    scopes: list[tuple[str, list[ast.stmt]]] = [
+        ("<module>", [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))])
+    ]
+    scopes += [(f.name, f.body) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    made: dict[str, set[str]] = {}
+    for where, body in scopes:
+        for node in (x for s in body for x in ast.walk(s)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "ast"
+                and isinstance(getattr(ast, node.func.attr, None), type)
+            ):
+                made.setdefault(where, set()).add(node.func.attr)
+    everywhere = set().union(*made.values())
+    assert everywhere <= EMITTED, everywhere - EMITTED
+    outside = {where: kinds for where, kinds in made.items() if not where.startswith("_")}
+    operators = {"Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Eq", "NotEq", "Lt", "LtE"}
+    operators |= {"Gt", "GtE", "In", "NotIn", "And", "Or", "Not", "USub", "Load", "Store"}
+    assert outside.pop("compile_program") == {"Module"}
+    assert set().union(*outside.values()) <= operators, outside
