@@ -82,7 +82,8 @@ class CellThreads:
         self._lock = threading.Lock()
         self._live: dict[int, tuple[ThreadState, object]] = {}
         self._pools: list[Any] = []
-        self._stopping = threading.Event()
+        # Set while the cell's threads are being stopped (a plain flag: nothing waits on it).
+        self._stopping = False
         self._count = 0
 
     def __reduce__(self) -> str | tuple[object, ...]:
@@ -91,7 +92,7 @@ class CellThreads:
     @property
     def stopping(self) -> bool:
         """The cell's threads are being stopped (what they raise now is the stop's own end)."""
-        return self._stopping.is_set()
+        return self._stopping
 
     # -- waiting -------------------------------------------------------------------------------
     def check(self) -> None:
@@ -99,7 +100,7 @@ class CellThreads:
         budget = self._executor._budget
         if budget.exhausted:
             next(budget.counter)  # raises as every budget tick does
-        if self._stopping.is_set() and threading.get_ident() in self._live:
+        if self._stopping and threading.get_ident() in self._live:
             raise ThreadStopped("the cell ended; its threads are stopped")
 
     def wait(self, attempt: Callable[[float], bool], timeout: float | None) -> bool:
@@ -159,9 +160,13 @@ class CellThreads:
 
     def _idle(self) -> bool:
         """No thread, pool or stop is on record: the end of a cell and a stop have nothing to
-        do (most cells start no thread; this keeps their fixed cost down)."""
-        with self._lock:
-            return not self._live and not self._pools and not self._stopping.is_set()
+        do (most cells start no thread; this keeps their fixed cost down).
+
+        Read without the lock (each read is atomic under the GIL): the cell's own thread (or the
+        host between cells) asks, so a ``start`` or ``add_pool`` racing this read runs in a
+        sandbox thread, which is on record in ``_live`` by then (its own ``start`` records it
+        under the lock that any ``start`` of its waits for) until its body has returned."""
+        return not self._live and not self._pools and not self._stopping
 
     def _prune(self) -> None:
         for ident in [i for i, (state, _) in self._live.items() if not state.alive]:
@@ -213,13 +218,13 @@ class CellThreads:
             self._prune()
             live = list(self._live.items())
         if not live or (self._executor._counting and time.monotonic() > deadline):
-            self._stopping.clear()
+            self._stopping = False
             return True
-        if not self._stopping.is_set():
+        if not self._stopping:
             # The cell is stopped: every loop step and call of its threads raises from now on
             # (their code reads the budget from the namespace), until the next cell begins.
             self._executor._namespace["_budget_"] = _closed_budget().counter
-            self._stopping.set()
+            self._stopping = True
         for ident, _entry in live:
             _raise_in_thread(ident)
         for _ident, (state, _) in live:

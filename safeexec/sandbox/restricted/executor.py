@@ -113,6 +113,11 @@ class RestrictedExecutor:
         self._views: dict[str, ModuleView] = {}
         self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
+        # The cell this executor compiled last: (code, file name, code objects), checked before
+        # the shared cache (an agent resends its cell; the same transformer made it).
+        self._last_compiled: tuple[str, str, _Compiled] | None = None
+        # ``print`` of every run: restarted (emptied, given the current sink) as each run begins.
+        self._printer = PrintCollector(self._sink, cap_bytes=output_bytes)
         self._seed = seed
         self._threads = CellThreads(self)
         self.last_denials: tuple[tuple[str, str], ...] = ()
@@ -155,7 +160,8 @@ class RestrictedExecutor:
         denials: list[tuple[str, str]] = []
         token = _DENIALS.set(denials)
         try:
-            return self._execute(code, filename, budget)
+            body, final = self._compile(code, filename)
+            return self._run(body, final, budget)
         finally:
             _DENIALS.reset(token)
             self.last_denials = tuple(denials)
@@ -179,10 +185,6 @@ class RestrictedExecutor:
             _DENIALS.reset(token)
             self.last_denials = tuple(denials)
 
-    def _execute(self, code: str, filename: str, budget: OperationBudget | None) -> str | None:
-        body, final = self._compile(code, filename)
-        return self._run(body, final, budget)
-
     def _run(
         self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
     ) -> str | None:
@@ -190,7 +192,7 @@ class RestrictedExecutor:
         # In-process, a thread an earlier cell could not stop (it was inside a C operation) is
         # stopped again before this cell's budget opens.
         self._threads.stop_all()
-        namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
+        self._printer.restart(self._sink)
         self._budget = budget if budget is not None else OperationBudget(2**62)
         namespace["_budget_"] = self._budget.counter
         try:
@@ -216,16 +218,19 @@ class RestrictedExecutor:
 
     # -- internals --------------------------------------------------------------------------------
     def _compile(self, code: str, filename: str) -> _Compiled:
+        last = self._last_compiled
+        if last is not None and last[0] == code and last[1] == filename:
+            return last[2]  # the cell this executor ran last, resent under the same name
         key = (self._transformer, code)
         compiled = _COMPILED.get(key)
         if compiled is None:
             compiled = self._compile_restricted(code, filename)
             _COMPILED.put(key, compiled, size=len(code))
-            return compiled
-        body, final = compiled
-        if body.co_filename == filename:
-            return compiled  # resent under the same name (nested code carries it too)
-        return _renamed(body, filename), None if final is None else _renamed(final, filename)
+        elif compiled[0].co_filename != filename:
+            body, final = compiled
+            compiled = (_renamed(body, filename), final and _renamed(final, filename))
+        self._last_compiled = (code, filename, compiled)
+        return compiled
 
     def _compile_restricted(self, code: str, filename: str) -> _Compiled:
         try:
@@ -284,6 +289,7 @@ class RestrictedExecutor:
             "_next_": next,
             "_budget_": self._budget.counter,
             "_caught_": self._threads.check,
+            "_print": self._printer,
         }
         namespace.update(self._tools)
         return namespace

@@ -558,10 +558,18 @@ class PrintCollector:
     """``print`` for sandboxed code: writes to the run's sink and keeps at most ``cap_bytes`` of
     text for RestrictedPython's ``printed`` name."""
 
+    __slots__ = ("_cap", "_kept", "_kept_size", "_sink")
+
     def __init__(self, sink: TextSink, *, cap_bytes: int) -> None:
         self._sink = sink
         self._cap = cap_bytes
         self._kept: list[str] = []
+        self._kept_size = 0
+
+    def restart(self, sink: TextSink) -> None:
+        """Begin a run: nothing kept, output to ``sink`` (as a collector made afresh)."""
+        self._sink = sink
+        self._kept = []
         self._kept_size = 0
 
     def __reduce__(self) -> str | tuple[object, ...]:

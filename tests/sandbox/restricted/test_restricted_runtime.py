@@ -242,6 +242,16 @@ def test_print_goes_to_the_sink_and_printed_is_capped() -> None:
     assert sink.getvalue() == "x" * 50 + "\n"
 
 
+def test_each_run_prints_afresh_to_the_sink_of_its_time() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    executor = RestrictedExecutor(sink=first, output_bytes=10)
+    executor.execute("def say(t):\n    print(t)\nsay('a')", filename="<t>")
+    executor.set_sink(second)
+    assert executor.execute("printed", filename="<t>") == repr("")
+    assert executor.execute("say('b')\nprinted", filename="<t>") == repr("b\n")
+    assert (first.getvalue(), second.getvalue()) == ("a\n", "b\n")
+
+
 def test_base_exceptions_become_sandbox_exit() -> None:
     for code in (
         "raise SystemExit(2)",
