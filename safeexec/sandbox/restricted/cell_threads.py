@@ -158,7 +158,7 @@ class CellThreads:
         with self._lock:
             self._pools.append(pool)
 
-    def _idle(self) -> bool:
+    def idle(self) -> bool:
         """No thread, pool or stop is on record: the end of a cell and a stop have nothing to
         do (most cells start no thread; this keeps their fixed cost down).
 
@@ -176,7 +176,7 @@ class CellThreads:
     def end_of_cell(self) -> None:
         """The code ended normally: shut open pools down, wait for non-daemon threads (within
         the cell's limits), then stop what is left."""
-        if self._idle():
+        if self.idle():
             return
         try:
             with self._lock:
@@ -198,7 +198,7 @@ class CellThreads:
         """Stop every live sandbox thread: :class:`ThreadStopped` in each until it ends. In the
         worker this waits as long as it takes, through the host's interrupts too (a cell cannot
         return while a thread of it runs; the host's grace kill bounds the wait)."""
-        if self._idle():
+        if self.idle():
             return
         deadline = time.monotonic() + _IN_PROCESS_STOP_SECONDS
         interrupted = False

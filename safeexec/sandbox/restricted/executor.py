@@ -39,7 +39,6 @@ from safeexec.sandbox.restricted.derived_views import (
 )
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
-    _DENIALS,
     ABSENT,
     INLINE_REFUSED,
     GuardError,
@@ -52,6 +51,7 @@ from safeexec.sandbox.restricted.guards import (
     _record_denial,
     _SinkProxy,
     _view_value,
+    denial_recorder,
     why,
 )
 from safeexec.sandbox.restricted.logging_view import logging_view
@@ -157,13 +157,15 @@ class RestrictedExecutor:
 
         Refusals by the compiler raise ``SyntaxError`` naming every offending line.
         """
+        recorder = denial_recorder()
+        outer = recorder.current
         denials: list[tuple[str, str]] = []
-        token = _DENIALS.set(denials)
+        recorder.current = denials
         try:
             body, final = self._compile(code, filename)
             return self._run(body, final, budget)
         finally:
-            _DENIALS.reset(token)
+            recorder.current = outer
             self.last_denials = tuple(denials)
 
     def execute_module(
@@ -171,8 +173,10 @@ class RestrictedExecutor:
     ) -> None:
         """Run an already-built module (the DSL compiler's output) under the same transformer,
         guards and budget as source text; the tree is consumed."""
+        recorder = denial_recorder()
+        outer = recorder.current
         denials: list[tuple[str, str]] = []
-        token = _DENIALS.set(denials)
+        recorder.current = denials
         try:
             errors: list[str] = []
             body = self._compile_tree(tree, filename, "exec", errors)
@@ -182,16 +186,19 @@ class RestrictedExecutor:
                 raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
             self._run(body, None, budget)
         finally:
-            _DENIALS.reset(token)
+            recorder.current = outer
             self.last_denials = tuple(denials)
 
     def _run(
         self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
     ) -> str | None:
         namespace = self._namespace
+        threads = self._threads
         # In-process, a thread an earlier cell could not stop (it was inside a C operation) is
-        # stopped again before this cell's budget opens.
-        self._threads.stop_all()
+        # stopped again before this cell's budget opens. (Most cells start no thread: the idle
+        # check is made here, one call fewer.)
+        if not threads.idle():
+            threads.stop_all()
         self._printer.restart(self._sink)
         self._budget = budget if budget is not None else OperationBudget(2**62)
         namespace["_budget_"] = self._budget.counter
@@ -200,9 +207,10 @@ class RestrictedExecutor:
                 exec(body, namespace)
                 value = None if final is None else eval(final, namespace)
             except BaseException:
-                self._threads.stop_all()
+                threads.stop_all()
                 raise
-            self._threads.end_of_cell()  # a cell's threads end with it (concurrency_views.py)
+            if not threads.idle():
+                threads.end_of_cell()  # a cell's threads end with it (concurrency_views.py)
             if value is None:
                 return None
             namespace["_"] = value

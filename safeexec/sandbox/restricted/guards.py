@@ -29,16 +29,41 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> int: ...
 
 
-# The refusals of the run in progress (``RestrictedExecutor.execute`` sets it): every refusal is
-# recorded for the audit log even when the code catches the error.
-_DENIALS: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+class DenialRecorder:
+    """Where one thread records the refusals of its run in progress (``current``, set by
+    ``RestrictedExecutor.execute``): every refusal goes to the audit log even when the code
+    catches the error. A nested run saves and restores the outer run's list."""
+
+    __slots__ = ("current", "thread")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.current: list[tuple[str, str]] | None = None
+
+
+# The recorder of the current context, made once per context and thread rather than set per run
+# (a context variable's set and reset cost more than the rest of a short run).
+_DENIALS: contextvars.ContextVar[DenialRecorder | None] = contextvars.ContextVar(
     "safeexec_restricted_denials", default=None
 )
 _MAX_DENIALS = 64
 
 
+def denial_recorder() -> DenialRecorder:
+    """The calling thread's recorder in the current context, made and set the first time.
+
+    A context copied into another thread (``asyncio.to_thread``) holds the first thread's
+    recorder: a run there gets a recorder of its own, so two threads never share one."""
+    recorder = _DENIALS.get()
+    if recorder is None or recorder.thread != threading.get_ident():
+        recorder = DenialRecorder()
+        _DENIALS.set(recorder)
+    return recorder
+
+
 def _record_denial(guard: str, detail: str) -> None:
-    denials = _DENIALS.get()
+    recorder = _DENIALS.get()
+    denials = None if recorder is None else recorder.current
     if denials is not None and len(denials) < _MAX_DENIALS:
         denials.append((guard, detail[:300]))
 

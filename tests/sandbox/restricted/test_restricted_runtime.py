@@ -382,6 +382,48 @@ except Exception:
     assert executor.last_denials[0][0] == "compile"
 
 
+def test_a_nested_run_records_its_own_refusals_and_the_outer_run_keeps_its() -> None:
+    inner = RestrictedExecutor()
+    outer = RestrictedExecutor()
+
+    def nested() -> None:
+        inner.execute("try:\n    import os\nexcept ImportError:\n    pass", filename="<in>")
+
+    outer.bind_tools({"nested": nested})
+    refused = "try:\n    ().__class__.__bases__\nexcept Exception:\n    pass\n"
+    outer.execute(refused + "nested()\n" + refused, filename="<out>")
+    assert [guard for guard, _ in inner.last_denials] == ["import"]
+    assert [guard for guard, _ in outer.last_denials] == ["guard", "guard"]
+    outer.execute("x = 1", filename="<out>")
+    GuardError("raised by the host between runs")
+    assert outer.last_denials == ()
+
+
+def test_a_context_copied_into_another_thread_records_into_its_own_run() -> None:
+    import contextvars
+    import threading
+
+    from safeexec.sandbox.restricted.guards import denial_recorder
+
+    here = denial_recorder()
+    executor = RestrictedExecutor()
+    there: list[object] = []
+
+    def run_there() -> None:
+        there.append(denial_recorder())
+        executor.execute("try:\n    import os\nexcept ImportError:\n    pass", filename="<t>")
+
+    here.current = mine = []
+    try:
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(run_there,))
+        thread.start()
+        thread.join()
+    finally:
+        here.current = None
+    assert there and there[0] is not here
+    assert mine == [] and [guard for guard, _ in executor.last_denials] == ["import"]
+
+
 def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
     from safeexec.backends.restricted import RestrictedBackend
     from safeexec.blobs import BlobStore
