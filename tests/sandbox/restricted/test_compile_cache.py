@@ -72,3 +72,12 @@ def test_the_last_cell_of_an_executor_is_reused_only_for_the_same_code_and_name(
     assert executor.execute(one, filename="<cell-1>") == "1"
     renamed, _ = executor._compile(one, "<cell-2>")
     assert renamed.co_filename == "<cell-2>"  # same code, other name
+
+
+def test_the_last_cell_memo_is_what_runs_so_its_key_must_hold() -> None:
+    # The memo is trusted as it stands: a wrong entry under a cell's key would run instead of
+    # the cell (which is why the tests above pin the key to the code and the file name).
+    executor = RestrictedExecutor()
+    other = executor._compile("x = 'other'\nx\n", "<t>")
+    executor._last_compiled = ("x = 'mine'\nx\n", "<t>", other)
+    assert executor.execute("x = 'mine'\nx\n", filename="<t>") == "'other'"
