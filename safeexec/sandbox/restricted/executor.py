@@ -39,6 +39,7 @@ from safeexec.sandbox.restricted.derived_views import (
 )
 from safeexec.sandbox.restricted.environment_views import FRESH_VALUES, environment_views
 from safeexec.sandbox.restricted.guards import (
+    _DENIALS,
     ABSENT,
     INLINE_REFUSED,
     GuardError,
@@ -51,7 +52,6 @@ from safeexec.sandbox.restricted.guards import (
     _record_denial,
     _SinkProxy,
     _view_value,
-    denial_recorder,
     why,
 )
 from safeexec.sandbox.restricted.logging_view import logging_view
@@ -157,15 +157,14 @@ class RestrictedExecutor:
 
         Refusals by the compiler raise ``SyntaxError`` naming every offending line.
         """
-        recorder = denial_recorder()
-        outer = recorder.current
+        outer = _DENIALS.current
         denials: list[tuple[str, str]] = []
-        recorder.current = denials
+        _DENIALS.current = denials
         try:
             body, final = self._compile(code, filename)
             return self._run(body, final, budget)
         finally:
-            recorder.current = outer
+            _DENIALS.current = outer
             self.last_denials = tuple(denials)
 
     def execute_module(
@@ -173,10 +172,9 @@ class RestrictedExecutor:
     ) -> None:
         """Run an already-built module (the DSL compiler's output) under the same transformer,
         guards and budget as source text; the tree is consumed."""
-        recorder = denial_recorder()
-        outer = recorder.current
+        outer = _DENIALS.current
         denials: list[tuple[str, str]] = []
-        recorder.current = denials
+        _DENIALS.current = denials
         try:
             errors: list[str] = []
             body = self._compile_tree(tree, filename, "exec", errors)
@@ -186,7 +184,7 @@ class RestrictedExecutor:
                 raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
             self._run(body, None, budget)
         finally:
-            recorder.current = outer
+            _DENIALS.current = outer
             self.last_denials = tuple(denials)
 
     def _run(

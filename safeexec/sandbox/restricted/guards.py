@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import contextvars
 import io
 import string
 import threading
@@ -29,41 +28,25 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> int: ...
 
 
-class DenialRecorder:
-    """Where one thread records the refusals of its run in progress (``current``, set by
+class _Denials(threading.local):
+    """The refusals of the run in progress in this thread (``current``, set by
     ``RestrictedExecutor.execute``): every refusal goes to the audit log even when the code
-    catches the error. A nested run saves and restores the outer run's list."""
+    catches it. A nested run saves and restores the outer run's list.
 
-    __slots__ = ("current", "thread")
+    Per thread rather than a context variable: a run never suspends, so a thread has one run in
+    progress at a time (nested ones aside), and a context variable's set and reset cost more
+    than the rest of a short run. Threads the code starts record nothing, as before (a new
+    thread began with an empty context)."""
 
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-        self.current: list[tuple[str, str]] | None = None
+    current: list[tuple[str, str]] | None = None
 
 
-# The recorder of the current context, made once per context and thread rather than set per run
-# (a context variable's set and reset cost more than the rest of a short run).
-_DENIALS: contextvars.ContextVar[DenialRecorder | None] = contextvars.ContextVar(
-    "safeexec_restricted_denials", default=None
-)
+_DENIALS = _Denials()
 _MAX_DENIALS = 64
 
 
-def denial_recorder() -> DenialRecorder:
-    """The calling thread's recorder in the current context, made and set the first time.
-
-    A context copied into another thread (``asyncio.to_thread``) holds the first thread's
-    recorder: a run there gets a recorder of its own, so two threads never share one."""
-    recorder = _DENIALS.get()
-    if recorder is None or recorder.thread != threading.get_ident():
-        recorder = DenialRecorder()
-        _DENIALS.set(recorder)
-    return recorder
-
-
 def _record_denial(guard: str, detail: str) -> None:
-    recorder = _DENIALS.get()
-    denials = None if recorder is None else recorder.current
+    denials = _DENIALS.current
     if denials is not None and len(denials) < _MAX_DENIALS:
         denials.append((guard, detail[:300]))
 

@@ -399,29 +399,30 @@ def test_a_nested_run_records_its_own_refusals_and_the_outer_run_keeps_its() -> 
     assert outer.last_denials == ()
 
 
-def test_a_context_copied_into_another_thread_records_into_its_own_run() -> None:
+def test_refusals_in_another_thread_never_land_in_this_threads_run() -> None:
     import contextvars
     import threading
 
-    from safeexec.sandbox.restricted.guards import denial_recorder
+    from safeexec.sandbox.restricted.guards import _DENIALS
 
-    here = denial_recorder()
     executor = RestrictedExecutor()
-    there: list[object] = []
 
-    def run_there() -> None:
-        there.append(denial_recorder())
+    def elsewhere() -> None:
+        GuardError("refused in a thread with no run in progress")
         executor.execute("try:\n    import os\nexcept ImportError:\n    pass", filename="<t>")
 
-    here.current = mine = []
+    mine: list[tuple[str, str]] = []
+    _DENIALS.current = mine
     try:
-        thread = threading.Thread(target=contextvars.copy_context().run, args=(run_there,))
-        thread.start()
-        thread.join()
+        for run in (elsewhere, contextvars.copy_context().run):
+            args = () if run is elsewhere else (elsewhere,)
+            thread = threading.Thread(target=run, args=args)
+            thread.start()
+            thread.join()
+            assert [guard for guard, _ in executor.last_denials] == ["import"]
     finally:
-        here.current = None
-    assert there and there[0] is not here
-    assert mine == [] and [guard for guard, _ in executor.last_denials] == ["import"]
+        _DENIALS.current = None
+    assert mine == []
 
 
 def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
