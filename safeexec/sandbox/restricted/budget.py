@@ -19,6 +19,8 @@ class OperationBudget:
     head and function entry raises.
     """
 
+    __slots__ = ("_counter", "deadline", "deadline_reason", "max_operations", "stopped_by")
+
     def __init__(
         self,
         max_operations: int,

@@ -84,7 +84,8 @@ class CellThreads:
         self._lock = threading.Lock()
         self._live: dict[int, tuple[ThreadState, object]] = {}
         self._pools: list[Any] = []
-        self._stopping = threading.Event()
+        # Set while the cell's threads are being stopped (a plain flag: nothing waits on it).
+        self._stopping = False
         self._unwinding: set[int] = set()
         self._count = 0
 
@@ -94,7 +95,7 @@ class CellThreads:
     @property
     def stopping(self) -> bool:
         """The cell's threads are being stopped (what they raise now is the stop's own end)."""
-        return self._stopping.is_set()
+        return self._stopping
 
     @contextlib.contextmanager
     def unwinding(self) -> Iterator[None]:
@@ -117,7 +118,7 @@ class CellThreads:
         budget = self._executor._budget
         if budget.exhausted:
             next(budget.counter)  # raises as every budget tick does
-        if self._stopping.is_set() and threading.get_ident() in self._live:
+        if self._stopping and threading.get_ident() in self._live:
             raise ThreadStopped("the cell ended; its threads are stopped")
 
     def wait(self, attempt: Callable[[float], bool], timeout: float | None) -> bool:
@@ -175,11 +176,15 @@ class CellThreads:
         with self._lock:
             self._pools.append(pool)
 
-    def _idle(self) -> bool:
+    def idle(self) -> bool:
         """No thread, pool or stop is on record: the end of a cell and a stop have nothing to
-        do (most cells start no thread; this keeps their fixed cost down)."""
-        with self._lock:
-            return not self._live and not self._pools and not self._stopping.is_set()
+        do (most cells start no thread; this keeps their fixed cost down).
+
+        Read without the lock (each read is atomic under the GIL): the cell's own thread (or the
+        host between cells) asks, so a ``start`` or ``add_pool`` racing this read runs in a
+        sandbox thread, which is on record in ``_live`` by then (its own ``start`` records it
+        under the lock that any ``start`` of its waits for) until its body has returned."""
+        return not self._live and not self._pools and not self._stopping
 
     def _prune(self) -> None:
         for ident in [i for i, (state, _) in self._live.items() if not state.alive]:
@@ -189,7 +194,7 @@ class CellThreads:
     def end_of_cell(self) -> None:
         """The code ended normally: shut open pools down, wait for non-daemon threads (within
         the cell's limits), then stop what is left."""
-        if self._idle():
+        if self.idle():
             return
         try:
             with self._lock:
@@ -211,7 +216,7 @@ class CellThreads:
         """Stop every live sandbox thread: :class:`ThreadStopped` in each until it ends. In the
         worker this waits as long as it takes, through the host's interrupts too (a cell cannot
         return while a thread of it runs; the host's grace kill bounds the wait)."""
-        if self._idle():
+        if self.idle():
             return
         deadline = time.monotonic() + _IN_PROCESS_STOP_SECONDS
         interrupted = False
@@ -232,13 +237,13 @@ class CellThreads:
             live = list(self._live.items())
             unwinding = set(self._unwinding)
         if not live or (self._executor._counting and time.monotonic() > deadline):
-            self._stopping.clear()
+            self._stopping = False
             return True
-        if not self._stopping.is_set():
+        if not self._stopping:
             # The cell is stopped: every loop step and call of its threads raises from now on
             # (their code reads the budget from the namespace), until the next cell begins.
             self._executor._namespace["_budget_"] = _closed_budget().counter
-            self._stopping.set()
+            self._stopping = True
         for ident, _entry in live:
             if ident not in unwinding:
                 _raise_in_thread(ident)

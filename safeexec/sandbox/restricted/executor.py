@@ -113,6 +113,11 @@ class RestrictedExecutor:
         self._views: dict[str, ModuleView] = {}
         self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
+        # The cell this executor compiled last: (code, file name, code objects), checked before
+        # the shared cache (an agent resends its cell; the same transformer made it).
+        self._last_compiled: tuple[str, str, _Compiled] | None = None
+        # ``print`` of every run: restarted (emptied, given the current sink) as each run begins.
+        self._printer = PrintCollector(self._sink, cap_bytes=output_bytes)
         self._seed = seed
         self._threads = CellThreads(self)
         self.last_denials: tuple[tuple[str, str], ...] = ()
@@ -152,12 +157,14 @@ class RestrictedExecutor:
 
         Refusals by the compiler raise ``SyntaxError`` naming every offending line.
         """
+        outer = _DENIALS.current
         denials: list[tuple[str, str]] = []
-        token = _DENIALS.set(denials)
+        _DENIALS.current = denials
         try:
-            return self._execute(code, filename, budget)
+            body, final = self._compile(code, filename)
+            return self._run(body, final, budget)
         finally:
-            _DENIALS.reset(token)
+            _DENIALS.current = outer
             self.last_denials = tuple(denials)
 
     def execute_module(
@@ -165,8 +172,9 @@ class RestrictedExecutor:
     ) -> None:
         """Run an already-built module (the DSL compiler's output) under the same transformer,
         guards and budget as source text; the tree is consumed."""
+        outer = _DENIALS.current
         denials: list[tuple[str, str]] = []
-        token = _DENIALS.set(denials)
+        _DENIALS.current = denials
         try:
             errors: list[str] = []
             body = self._compile_tree(tree, filename, "exec", errors)
@@ -176,21 +184,20 @@ class RestrictedExecutor:
                 raise SyntaxError("restricted mode refused the code:\n" + "\n".join(errors))
             self._run(body, None, budget)
         finally:
-            _DENIALS.reset(token)
+            _DENIALS.current = outer
             self.last_denials = tuple(denials)
-
-    def _execute(self, code: str, filename: str, budget: OperationBudget | None) -> str | None:
-        body, final = self._compile(code, filename)
-        return self._run(body, final, budget)
 
     def _run(
         self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
     ) -> str | None:
         namespace = self._namespace
+        threads = self._threads
         # In-process, a thread an earlier cell could not stop (it was inside a C operation) is
-        # stopped again before this cell's budget opens.
-        self._threads.stop_all()
-        namespace["_print"] = PrintCollector(self._sink, cap_bytes=self._output_bytes)
+        # stopped again before this cell's budget opens. (Most cells start no thread: the idle
+        # check is made here, one call fewer.)
+        if not threads.idle():
+            threads.stop_all()
+        self._printer.restart(self._sink)
         self._budget = budget if budget is not None else OperationBudget(2**62)
         namespace["_budget_"] = self._budget.counter
         try:
@@ -198,9 +205,10 @@ class RestrictedExecutor:
                 exec(body, namespace)
                 value = None if final is None else eval(final, namespace)
             except BaseException:
-                self._threads.stop_all()
+                threads.stop_all()
                 raise
-            self._threads.end_of_cell()  # a cell's threads end with it (concurrency_views.py)
+            if not threads.idle():
+                threads.end_of_cell()  # a cell's threads end with it (concurrency_views.py)
             if value is None:
                 return None
             namespace["_"] = value
@@ -216,16 +224,19 @@ class RestrictedExecutor:
 
     # -- internals --------------------------------------------------------------------------------
     def _compile(self, code: str, filename: str) -> _Compiled:
+        last = self._last_compiled
+        if last is not None and last[0] == code and last[1] == filename:
+            return last[2]  # the cell this executor ran last, resent under the same name
         key = (self._transformer, code)
         compiled = _COMPILED.get(key)
         if compiled is None:
             compiled = self._compile_restricted(code, filename)
             _COMPILED.put(key, compiled, size=len(code))
-            return compiled
-        body, final = compiled
-        if body.co_filename == filename:
-            return compiled  # resent under the same name (nested code carries it too)
-        return _renamed(body, filename), None if final is None else _renamed(final, filename)
+        elif compiled[0].co_filename != filename:
+            body, final = compiled
+            compiled = (_renamed(body, filename), final and _renamed(final, filename))
+        self._last_compiled = (code, filename, compiled)
+        return compiled
 
     def _compile_restricted(self, code: str, filename: str) -> _Compiled:
         try:
@@ -284,6 +295,7 @@ class RestrictedExecutor:
             "_next_": next,
             "_budget_": self._budget.counter,
             "_caught_": self._threads.check,
+            "_print": self._printer,
         }
         namespace.update(self._tools)
         return namespace

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import contextvars
 import io
 import string
 import threading
@@ -29,16 +28,25 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> int: ...
 
 
-# The refusals of the run in progress (``RestrictedExecutor.execute`` sets it): every refusal is
-# recorded for the audit log even when the code catches the error.
-_DENIALS: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
-    "safeexec_restricted_denials", default=None
-)
+class _Denials(threading.local):
+    """The refusals of the run in progress in this thread (``current``, set by
+    ``RestrictedExecutor.execute``): every refusal goes to the audit log even when the code
+    catches it. A nested run saves and restores the outer run's list.
+
+    Per thread rather than a context variable: a run never suspends, so a thread has one run in
+    progress at a time (nested ones aside), and a context variable's set and reset cost more
+    than the rest of a short run. Threads the code starts record nothing, as before (a new
+    thread began with an empty context)."""
+
+    current: list[tuple[str, str]] | None = None
+
+
+_DENIALS = _Denials()
 _MAX_DENIALS = 64
 
 
 def _record_denial(guard: str, detail: str) -> None:
-    denials = _DENIALS.get()
+    denials = _DENIALS.current
     if denials is not None and len(denials) < _MAX_DENIALS:
         denials.append((guard, detail[:300]))
 
@@ -558,10 +566,18 @@ class PrintCollector:
     """``print`` for sandboxed code: writes to the run's sink and keeps at most ``cap_bytes`` of
     text for RestrictedPython's ``printed`` name."""
 
+    __slots__ = ("_cap", "_kept", "_kept_size", "_sink")
+
     def __init__(self, sink: TextSink, *, cap_bytes: int) -> None:
         self._sink = sink
         self._cap = cap_bytes
         self._kept: list[str] = []
+        self._kept_size = 0
+
+    def restart(self, sink: TextSink) -> None:
+        """Begin a run: nothing kept, output to ``sink`` (as a collector made afresh)."""
+        self._sink = sink
+        self._kept = []
         self._kept_size = 0
 
     def __reduce__(self) -> str | tuple[object, ...]:

@@ -61,3 +61,23 @@ def test_a_cell_resent_under_its_own_name_reuses_its_code_objects() -> None:
     assert executor._compile(code, "<cell-1>") is first  # nothing to rename
     renamed, _ = executor._compile(code, "<cell-2>")
     assert renamed is not first[0] and renamed.co_filename == "<cell-2>"
+
+
+def test_the_last_cell_of_an_executor_is_reused_only_for_the_same_code_and_name() -> None:
+    executor = RestrictedExecutor()
+    one, two = "x = 1\nx\n", "x = 2\nx\n"
+    first = executor._compile(one, "<cell-1>")
+    assert executor._compile(one, "<cell-1>") is first
+    assert executor.execute(two, filename="<cell-1>") == "2"  # other code, same name
+    assert executor.execute(one, filename="<cell-1>") == "1"
+    renamed, _ = executor._compile(one, "<cell-2>")
+    assert renamed.co_filename == "<cell-2>"  # same code, other name
+
+
+def test_the_last_cell_memo_is_what_runs_so_its_key_must_hold() -> None:
+    # The memo is trusted as it stands: a wrong entry under a cell's key would run instead of
+    # the cell (which is why the tests above pin the key to the code and the file name).
+    executor = RestrictedExecutor()
+    other = executor._compile("x = 'other'\nx\n", "<t>")
+    executor._last_compiled = ("x = 'mine'\nx\n", "<t>", other)
+    assert executor.execute("x = 'mine'\nx\n", filename="<t>") == "'other'"

@@ -242,6 +242,16 @@ def test_print_goes_to_the_sink_and_printed_is_capped() -> None:
     assert sink.getvalue() == "x" * 50 + "\n"
 
 
+def test_each_run_prints_afresh_to_the_sink_of_its_time() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    executor = RestrictedExecutor(sink=first, output_bytes=10)
+    executor.execute("def say(t):\n    print(t)\nsay('a')", filename="<t>")
+    executor.set_sink(second)
+    assert executor.execute("printed", filename="<t>") == repr("")
+    assert executor.execute("say('b')\nprinted", filename="<t>") == repr("b\n")
+    assert (first.getvalue(), second.getvalue()) == ("a\n", "b\n")
+
+
 def test_base_exceptions_become_sandbox_exit() -> None:
     for code in (
         "raise SystemExit(2)",
@@ -370,6 +380,49 @@ except Exception:
     with pytest.raises(SyntaxError):
         executor.execute("eval('1')", filename="<t>")
     assert executor.last_denials[0][0] == "compile"
+
+
+def test_a_nested_run_records_its_own_refusals_and_the_outer_run_keeps_its() -> None:
+    inner = RestrictedExecutor()
+    outer = RestrictedExecutor()
+
+    def nested() -> None:
+        inner.execute("try:\n    import os\nexcept ImportError:\n    pass", filename="<in>")
+
+    outer.bind_tools({"nested": nested})
+    refused = "try:\n    ().__class__.__bases__\nexcept Exception:\n    pass\n"
+    outer.execute(refused + "nested()\n" + refused, filename="<out>")
+    assert [guard for guard, _ in inner.last_denials] == ["import"]
+    assert [guard for guard, _ in outer.last_denials] == ["guard", "guard"]
+    outer.execute("x = 1", filename="<out>")
+    GuardError("raised by the host between runs")
+    assert outer.last_denials == ()
+
+
+def test_refusals_in_another_thread_never_land_in_this_threads_run() -> None:
+    import contextvars
+    import threading
+
+    from safeexec.sandbox.restricted.guards import _DENIALS
+
+    executor = RestrictedExecutor()
+
+    def elsewhere() -> None:
+        GuardError("refused in a thread with no run in progress")
+        executor.execute("try:\n    import os\nexcept ImportError:\n    pass", filename="<t>")
+
+    mine: list[tuple[str, str]] = []
+    _DENIALS.current = mine
+    try:
+        for run in (elsewhere, contextvars.copy_context().run):
+            args = () if run is elsewhere else (elsewhere,)
+            thread = threading.Thread(target=run, args=args)
+            thread.start()
+            thread.join()
+            assert [guard for guard, _ in executor.last_denials] == ["import"]
+    finally:
+        _DENIALS.current = None
+    assert mine == []
 
 
 def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
