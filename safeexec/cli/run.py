@@ -199,7 +199,8 @@ def _warm_backend(policy: Policy, mode: str | None) -> Backend | None:
         return None  # the gate denies the step; nothing should start
     from safeexec.backends.registry import default_backend
 
-    backend = default_backend(chosen)
+    # One session: a template that forks the first member only, not a warm pool of them.
+    backend = default_backend(chosen, pool_size=1)
     if not isinstance(backend, _Startable):
         return None
     threading.Thread(target=_start_quietly, args=(backend,), daemon=True).start()

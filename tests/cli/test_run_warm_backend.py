@@ -40,6 +40,20 @@ def test_the_chosen_mode_gets_its_backend_started(mode: str, kind: type) -> None
     backend.close()
 
 
+@pytest.mark.parametrize("mode", ["native", "restricted"])
+def test_a_run_forks_one_session_process_ahead_not_a_pool(mode: str) -> None:
+    # A run holds one session: more members, spawned sessions and workdirs made ahead would
+    # only compete with it for the CPU.
+    policy = replace(
+        load_policy("default"), backends=BackendsConfig(allowed=("native", "restricted"))
+    )
+    backend = _warm_backend(policy, mode)
+    assert backend is not None
+    native = backend if isinstance(backend, NativeBackend) else backend._native_backend()
+    assert native.pool_size == 1
+    backend.close()
+
+
 def test_without_a_mode_the_policys_default_is_warmed() -> None:
     policy = replace(
         load_policy("default"),
