@@ -262,7 +262,7 @@ def _as_seen_inside(config: SessionConfig) -> SessionConfig:
     """``config`` with the workdir (and the environment's paths into it) at the neutral path."""
     host_workdir, workdir = config.workdir, rootfs.SANDBOX_WORKDIR
     env = {name: _moved(value, host_workdir, workdir) for name, value in config.env.items()}
-    return dataclasses.replace(config, workdir=workdir, env=env)
+    return config.replace(workdir=workdir, env=env)
 
 
 def _disk(

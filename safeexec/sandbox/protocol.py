@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast, dataclass_transform
 
-from safeexec.codec import JSONValue
 from safeexec.sandbox.channel import ProtocolError
+
+if TYPE_CHECKING:
+    from safeexec.codec import JSONValue
 
 __all__ = [
     "MAX_DISPLAY_ITEMS",
@@ -98,6 +99,88 @@ class Op(StrEnum):
 _T = TypeVar("_T")
 
 
+class _Factory:
+    """A field's default made afresh for each frame (``_default(default_factory=dict)``)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make = make
+
+
+def _default(*, default_factory: Callable[[], _T]) -> _T:
+    return cast(_T, _Factory(default_factory))
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(_default,))
+class _FrameType(type):
+    """Makes frame classes what ``@dataclass(frozen=True, slots=True, kw_only=True)`` would:
+    slotted, keyword-only, frozen, compared, hashed and shown field by field.
+
+    Without the per-class code generation of ``dataclasses`` (some 0.5 ms a class, and its
+    import with ``inspect``): the template and a one-shot ``safeexec run`` import every frame
+    before the first session can start. Fields are the annotations that are not ``ClassVar``.
+    """
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> _FrameType:
+        annotations: dict[str, str] = namespace.get("__annotations__", {})
+        fields = tuple(n for n, a in annotations.items() if not a.startswith("ClassVar"))
+        defaults = {n: namespace.pop(n) for n in fields if n in namespace}
+        namespace["__slots__"] = fields
+        cls = super().__new__(mcs, name, bases, namespace)
+        cls._fields = fields  # type: ignore[attr-defined]
+        cls._defaults = defaults  # type: ignore[attr-defined]
+        return cls
+
+
+class _Frame(metaclass=_FrameType):
+    """The base of every frame and option value here (see :class:`_FrameType`)."""
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]]
+    _defaults: ClassVar[dict[str, object]]
+
+    def __init__(self, **values: object) -> None:
+        cls = type(self)
+        for name in cls._fields:
+            if name in values:
+                value = values.pop(name)
+            elif name in cls._defaults:
+                value = cls._defaults[name]
+                if isinstance(value, _Factory):
+                    value = value.make()
+            else:
+                raise TypeError(f"{cls.__name__}() missing keyword argument {name!r}")
+            object.__setattr__(self, name, value)
+        if values:
+            raise TypeError(f"{cls.__name__}() got unexpected keyword arguments {sorted(values)}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == cast(_Frame, other)._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def replace(self, **changes: object) -> Self:
+        """A copy with ``changes`` (``dataclasses.replace`` for frames)."""
+        return type(self)(**{**dict(zip(self._fields, self._values(), strict=True)), **changes})
+
+
 def _expect_op(message: Mapping[str, object], op: Op) -> None:
     got = message.get("op")
     if got != op.value:
@@ -133,8 +216,7 @@ def _string_map(message: Mapping[str, object], name: str) -> dict[str, str]:
 # -- host ↔ template ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TemplateOptions:
+class TemplateOptions(_Frame):
     """How the host starts the template: the command-line argument after the control fd."""
 
     preload: tuple[str, ...] = ()  # modules imported once, shared by every session
@@ -152,15 +234,14 @@ class TemplateOptions:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Setup:
+class Setup(_Frame):
     """The host's first frame to the template, sent while it boots: the seccomp filter the host
     compiled and the numbers of the syscalls the sandbox side calls (libseccomp's work, done by
     the host so that the template never loads it; :mod:`safeexec.sandbox.syscalls`)."""
 
     op: ClassVar[Op] = Op.SETUP
     seccomp_program: bytes  # the compiled classic-BPF filter every session loads
-    syscall_numbers: Mapping[str, int] = field(default_factory=dict)
+    syscall_numbers: Mapping[str, int] = _default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -184,14 +265,13 @@ class Setup:
         return cls(seccomp_program=program, syscall_numbers=dict(numbers))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ready:
+class Ready(_Frame):
     """The template is serving: its pid as the host sees it, and what it preloaded."""
 
     op: ClassVar[Op] = Op.READY
     pid: int
     preloaded: tuple[str, ...] = ()
-    failed: Mapping[str, str] = field(default_factory=dict)
+    failed: Mapping[str, str] = _default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -211,8 +291,7 @@ class Ready:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Spawn:
+class Spawn(_Frame):
     """Host to template: start a session on the descriptors attached to this frame.
 
     Three or four: the session's channel, stdout and stderr, and the host's detached,
@@ -237,8 +316,7 @@ class Spawn:
         return cls(workdir=workdir)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Exit:
+class Exit(_Frame):
     """Template to host: a session process it reaped, with its wait status."""
 
     op: ClassVar[Op] = Op.EXIT
@@ -254,8 +332,7 @@ class Exit:
         return cls(pid=_field(message, "pid", int), status=_field(message, "status", int))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Member:
+class Member(_Frame):
     """Template to host: a warm session process it forked ahead (not yet claimed), by its pid
     as the host sees it, so the host can move it into a cgroup of its own before any claim."""
 
@@ -284,8 +361,7 @@ def parse_template_frame(message: Mapping[str, object]) -> Exit | Member:
 # -- template → session process ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prepare:
+class Prepare(_Frame):
     """Template to a pooled session process, once, right after the fork: confine yourself now.
 
     ``uid``/``gid`` are set when the host runs as root: the unprivileged identity to become.
@@ -304,8 +380,7 @@ class Prepare:
         return cls(uid=_optional_int(message, "uid"), gid=_optional_int(message, "gid"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prepared:
+class Prepared(_Frame):
     """Pooled session process to template, before any claim: whether it confined itself.
 
     ``root`` is where its private root lies in its own mount namespace (the template attaches
@@ -328,8 +403,7 @@ class Prepared:
         return cls(root=root)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claim:
+class Claim(_Frame):
     """Template to a pooled session process: serve the host on the attached descriptors.
 
     Three or four: the session's channel, stdout, stderr and, for a process not yet confined,
@@ -353,8 +427,7 @@ class Claim:
 # -- host ↔ session ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Started:
+class Started(_Frame):
     """Template to host, first on a session's channel, with the worker's pidfd attached."""
 
     op: ClassVar[Op] = Op.STARTED
@@ -375,8 +448,7 @@ class Started:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionConfig:
+class SessionConfig(_Frame):
     """What the host asks of one session: built on the host, read by the session process.
 
     Sent straight to the session on its own channel, never through the template (whatever the
@@ -438,8 +510,7 @@ class SessionConfig:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hello:
+class Hello(_Frame):
     """Worker to host once confined: the layer report (checked by the host, see ``layers``)."""
 
     op: ClassVar[Op] = Op.HELLO
@@ -454,8 +525,7 @@ class Hello:
         return cls(layers=_field(message, "layers", dict))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Run:
+class Run(_Frame):
     """Host to worker: run one cell; ``stream`` asks for each line to be flushed as written.
 
     Output itself never travels as frames: stdout and stderr are the worker's own descriptors
@@ -475,14 +545,13 @@ class Run:
         return cls(code=_field(message, "code", str), stream=_field(message, "stream", bool))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
+class ToolCall(_Frame):
     """Worker to host mid-run: call granted tool ``name``; answered by one :class:`Reply`."""
 
     op: ClassVar[Op] = Op.TOOL
     name: str
     args: tuple[JSONValue, ...] = ()
-    kwargs: Mapping[str, JSONValue] = field(default_factory=dict)
+    kwargs: Mapping[str, JSONValue] = _default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -505,8 +574,7 @@ class ToolCall:
         return cls(name=_field(message, "name", str), args=tuple(args), kwargs=kwargs)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reply:
+class Reply(_Frame):
     """Host to worker: the answer to one :class:`ToolCall`."""
 
     op: ClassVar[Op] = Op.REPLY
@@ -522,13 +590,12 @@ class Reply:
         _expect_op(message, cls.op)
         return cls(
             ok=_field(message, "ok", bool),
-            value=cast(JSONValue, message.get("value")),  # decoded JSON is a JSONValue
+            value=cast("JSONValue", message.get("value")),  # decoded JSON is a JSONValue
             error=_field(message, "error", str),
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Display:
+class Display(_Frame):
     """Worker to host mid-run: a rich value as a MIME bundle (``kind`` ``result`` or ``display``).
 
     ``data`` maps media types to payloads: text as is, binary types (see :func:`is_textual`)
@@ -574,8 +641,7 @@ def is_textual(media_type: str) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Done:
+class Done(_Frame):
     """Worker to host: the cell finished; if it raised, the exception's type, message and
     trimmed traceback (its last :data:`MAX_TRACEBACK_CHARS` characters)."""
 
@@ -618,8 +684,7 @@ class Done:
 # -- host → layer probe (``safeexec doctor``) ----------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeOptions:
+class ProbeOptions(_Frame):
     """What a single-layer probe (``safeexec.sandbox.probe``) tries to reach: its argument."""
 
     read_only: tuple[str, ...]  # the runtime paths Landlock leaves readable
@@ -648,8 +713,7 @@ class ProbeOptions:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeVerdict:
+class ProbeVerdict(_Frame):
     """What a probe prints as its last line: did the layer block what it tried, and how."""
 
     blocked: bool
