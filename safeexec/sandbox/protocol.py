@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast, dataclass_transform
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from safeexec.sandbox.channel import ProtocolError
+from safeexec.sandbox.record import Record, default
 
 if TYPE_CHECKING:
     from safeexec.codec import JSONValue
@@ -99,88 +100,6 @@ class Op(StrEnum):
 _T = TypeVar("_T")
 
 
-class _Factory:
-    """A field's default made afresh for each frame (``_default(default_factory=dict)``)."""
-
-    __slots__ = ("make",)
-
-    def __init__(self, make: Callable[[], object]) -> None:
-        self.make = make
-
-
-def _default(*, default_factory: Callable[[], _T]) -> _T:
-    return cast(_T, _Factory(default_factory))
-
-
-@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(_default,))
-class _FrameType(type):
-    """Makes frame classes what ``@dataclass(frozen=True, slots=True, kw_only=True)`` would:
-    slotted, keyword-only, frozen, compared, hashed and shown field by field.
-
-    Without the per-class code generation of ``dataclasses`` (some 0.5 ms a class, and its
-    import with ``inspect``): the template and a one-shot ``safeexec run`` import every frame
-    before the first session can start. Fields are the annotations that are not ``ClassVar``.
-    """
-
-    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> _FrameType:
-        annotations: dict[str, str] = namespace.get("__annotations__", {})
-        fields = tuple(n for n, a in annotations.items() if not a.startswith("ClassVar"))
-        defaults = {n: namespace.pop(n) for n in fields if n in namespace}
-        namespace["__slots__"] = fields
-        cls = super().__new__(mcs, name, bases, namespace)
-        cls._fields = fields  # type: ignore[attr-defined]
-        cls._defaults = defaults  # type: ignore[attr-defined]
-        return cls
-
-
-class _Frame(metaclass=_FrameType):
-    """The base of every frame and option value here (see :class:`_FrameType`)."""
-
-    __slots__ = ()
-    _fields: ClassVar[tuple[str, ...]]
-    _defaults: ClassVar[dict[str, object]]
-
-    def __init__(self, **values: object) -> None:
-        cls = type(self)
-        for name in cls._fields:
-            if name in values:
-                value = values.pop(name)
-            elif name in cls._defaults:
-                value = cls._defaults[name]
-                if isinstance(value, _Factory):
-                    value = value.make()
-            else:
-                raise TypeError(f"{cls.__name__}() missing keyword argument {name!r}")
-            object.__setattr__(self, name, value)
-        if values:
-            raise TypeError(f"{cls.__name__}() got unexpected keyword arguments {sorted(values)}")
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == cast(_Frame, other)._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def replace(self, **changes: object) -> Self:
-        """A copy with ``changes`` (``dataclasses.replace`` for frames)."""
-        return type(self)(**{**dict(zip(self._fields, self._values(), strict=True)), **changes})
-
-
 def _expect_op(message: Mapping[str, object], op: Op) -> None:
     got = message.get("op")
     if got != op.value:
@@ -216,7 +135,7 @@ def _string_map(message: Mapping[str, object], name: str) -> dict[str, str]:
 # -- host ↔ template ------------------------------------------------------------------------
 
 
-class TemplateOptions(_Frame):
+class TemplateOptions(Record):
     """How the host starts the template: the command-line argument after the control fd."""
 
     preload: tuple[str, ...] = ()  # modules imported once, shared by every session
@@ -234,14 +153,14 @@ class TemplateOptions(_Frame):
         )
 
 
-class Setup(_Frame):
+class Setup(Record):
     """The host's first frame to the template, sent while it boots: the seccomp filter the host
     compiled and the numbers of the syscalls the sandbox side calls (libseccomp's work, done by
     the host so that the template never loads it; :mod:`safeexec.sandbox.syscalls`)."""
 
     op: ClassVar[Op] = Op.SETUP
     seccomp_program: bytes  # the compiled classic-BPF filter every session loads
-    syscall_numbers: Mapping[str, int] = _default(default_factory=dict)
+    syscall_numbers: Mapping[str, int] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -265,13 +184,13 @@ class Setup(_Frame):
         return cls(seccomp_program=program, syscall_numbers=dict(numbers))
 
 
-class Ready(_Frame):
+class Ready(Record):
     """The template is serving: its pid as the host sees it, and what it preloaded."""
 
     op: ClassVar[Op] = Op.READY
     pid: int
     preloaded: tuple[str, ...] = ()
-    failed: Mapping[str, str] = _default(default_factory=dict)
+    failed: Mapping[str, str] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -291,7 +210,7 @@ class Ready(_Frame):
         )
 
 
-class Spawn(_Frame):
+class Spawn(Record):
     """Host to template: start a session on the descriptors attached to this frame.
 
     Three or four: the session's channel, stdout and stderr, and the host's detached,
@@ -316,7 +235,7 @@ class Spawn(_Frame):
         return cls(workdir=workdir)
 
 
-class Exit(_Frame):
+class Exit(Record):
     """Template to host: a session process it reaped, with its wait status."""
 
     op: ClassVar[Op] = Op.EXIT
@@ -332,7 +251,7 @@ class Exit(_Frame):
         return cls(pid=_field(message, "pid", int), status=_field(message, "status", int))
 
 
-class Member(_Frame):
+class Member(Record):
     """Template to host: a warm session process it forked ahead (not yet claimed), by its pid
     as the host sees it, so the host can move it into a cgroup of its own before any claim."""
 
@@ -361,7 +280,7 @@ def parse_template_frame(message: Mapping[str, object]) -> Exit | Member:
 # -- template → session process ---------------------------------------------------------------
 
 
-class Prepare(_Frame):
+class Prepare(Record):
     """Template to a pooled session process, once, right after the fork: confine yourself now.
 
     ``uid``/``gid`` are set when the host runs as root: the unprivileged identity to become.
@@ -380,7 +299,7 @@ class Prepare(_Frame):
         return cls(uid=_optional_int(message, "uid"), gid=_optional_int(message, "gid"))
 
 
-class Prepared(_Frame):
+class Prepared(Record):
     """Pooled session process to template, before any claim: whether it confined itself.
 
     ``root`` is where its private root lies in its own mount namespace (the template attaches
@@ -403,7 +322,7 @@ class Prepared(_Frame):
         return cls(root=root)
 
 
-class Claim(_Frame):
+class Claim(Record):
     """Template to a pooled session process: serve the host on the attached descriptors.
 
     Three or four: the session's channel, stdout, stderr and, for a process not yet confined,
@@ -427,7 +346,7 @@ class Claim(_Frame):
 # -- host ↔ session ---------------------------------------------------------------------------
 
 
-class Started(_Frame):
+class Started(Record):
     """Template to host, first on a session's channel, with the worker's pidfd attached."""
 
     op: ClassVar[Op] = Op.STARTED
@@ -448,7 +367,7 @@ class Started(_Frame):
         )
 
 
-class SessionConfig(_Frame):
+class SessionConfig(Record):
     """What the host asks of one session: built on the host, read by the session process.
 
     Sent straight to the session on its own channel, never through the template (whatever the
@@ -510,7 +429,7 @@ class SessionConfig(_Frame):
         )
 
 
-class Hello(_Frame):
+class Hello(Record):
     """Worker to host once confined: the layer report (checked by the host, see ``layers``)."""
 
     op: ClassVar[Op] = Op.HELLO
@@ -525,7 +444,7 @@ class Hello(_Frame):
         return cls(layers=_field(message, "layers", dict))
 
 
-class Run(_Frame):
+class Run(Record):
     """Host to worker: run one cell; ``stream`` asks for each line to be flushed as written.
 
     Output itself never travels as frames: stdout and stderr are the worker's own descriptors
@@ -545,13 +464,13 @@ class Run(_Frame):
         return cls(code=_field(message, "code", str), stream=_field(message, "stream", bool))
 
 
-class ToolCall(_Frame):
+class ToolCall(Record):
     """Worker to host mid-run: call granted tool ``name``; answered by one :class:`Reply`."""
 
     op: ClassVar[Op] = Op.TOOL
     name: str
     args: tuple[JSONValue, ...] = ()
-    kwargs: Mapping[str, JSONValue] = _default(default_factory=dict)
+    kwargs: Mapping[str, JSONValue] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -574,7 +493,7 @@ class ToolCall(_Frame):
         return cls(name=_field(message, "name", str), args=tuple(args), kwargs=kwargs)
 
 
-class Reply(_Frame):
+class Reply(Record):
     """Host to worker: the answer to one :class:`ToolCall`."""
 
     op: ClassVar[Op] = Op.REPLY
@@ -595,7 +514,7 @@ class Reply(_Frame):
         )
 
 
-class Display(_Frame):
+class Display(Record):
     """Worker to host mid-run: a rich value as a MIME bundle (``kind`` ``result`` or ``display``).
 
     ``data`` maps media types to payloads: text as is, binary types (see :func:`is_textual`)
@@ -641,7 +560,7 @@ def is_textual(media_type: str) -> bool:
     )
 
 
-class Done(_Frame):
+class Done(Record):
     """Worker to host: the cell finished; if it raised, the exception's type, message and
     trimmed traceback (its last :data:`MAX_TRACEBACK_CHARS` characters)."""
 
@@ -684,7 +603,7 @@ class Done(_Frame):
 # -- host → layer probe (``safeexec doctor``) ----------------------------------------------------
 
 
-class ProbeOptions(_Frame):
+class ProbeOptions(Record):
     """What a single-layer probe (``safeexec.sandbox.probe``) tries to reach: its argument."""
 
     read_only: tuple[str, ...]  # the runtime paths Landlock leaves readable
@@ -713,7 +632,7 @@ class ProbeOptions(_Frame):
         )
 
 
-class ProbeVerdict(_Frame):
+class ProbeVerdict(Record):
     """What a probe prints as its last line: did the layer block what it tried, and how."""
 
     blocked: bool

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,3 +244,15 @@ def test_frame_defaults_are_fresh_and_replace_keeps_the_rest() -> None:
     assert moved.replace(workdir="/w") == CONFIG
     assert Spawn.fds == 4
     assert Spawn.op is Op.SPAWN
+
+
+def test_the_template_loads_neither_dataclasses_nor_the_codec() -> None:
+    # Both load before the first session can start: ``dataclasses`` (with ``inspect``) and its
+    # code generation per class were a sixth of the template's imports.
+    probe = "import sys, safeexec.sandbox.zygote; print(sorted(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = done.stdout.strip().strip("[]").replace("'", "").split(", ")
+    assert "safeexec.sandbox.zygote" in loaded
+    assert not {"dataclasses", "inspect", "safeexec.codec"} & set(loaded)
