@@ -38,8 +38,13 @@ class _RecordType(type):
     """Gives each record class its slots, field names and defaults."""
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> _RecordType:
-        annotations: dict[str, str] = namespace.get("__annotations__", {})
-        fields = tuple(n for n, a in annotations.items() if not a.startswith("ClassVar"))
+        annotations: dict[str, object] = namespace.get("__annotations__", {})
+        # Strings under ``from __future__ import annotations``, else typing objects.
+        fields = tuple(
+            n
+            for n, a in annotations.items()
+            if not str(a).startswith(("ClassVar", "typing.ClassVar"))
+        )
         defaults = {n: namespace.pop(n) for n in fields if n in namespace}
         namespace["__slots__"] = fields
         cls = super().__new__(mcs, name, bases, namespace)
