@@ -9,10 +9,11 @@ and referenced from every audit event (``environment_ref``).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
+from collections.abc import Iterable, Iterator
 from functools import cache
-from importlib import metadata
 
 from safeexec import __version__
 
@@ -23,8 +24,7 @@ __all__ = ["distribution_changes", "fingerprint"]
 def fingerprint() -> bytes:
     """This process's environment as canonical JSON (computed once per process)."""
     distributions: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name, version = _name_and_version(dist)
+    for name, version in _installed():
         if name:
             distributions[name.lower().replace("_", "-")] = version
     document = {
@@ -36,21 +36,50 @@ def fingerprint() -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
-    """``Name`` and ``Version`` from the top of the core metadata file.
+def _installed() -> Iterator[tuple[str, str]]:
+    """``Name`` and ``Version`` of each distribution on ``sys.path``, in the order
+    ``importlib.metadata.distributions()`` finds them: from a ``*.dist-info`` or ``*.egg-info``
+    directory's ``METADATA``, else its ``PKG-INFO``.
 
-    ``dist.name`` and ``dist.version`` parse the whole file with the email parser, which made
-    this fingerprint most of a one-shot ``safeexec run`` (some 140 distributions); both headers
-    are single lines in the header block, which ends at the first blank line.
+    Read here rather than through ``importlib.metadata``, whose import (with the email package
+    and zipfile) cost a one-shot ``safeexec run`` some 10 ms before its first step.
     """
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    for entry in sys.path:
+        root = os.fspath(entry) or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            continue  # gone, not a directory, or a zip archive (the stdlib's holds none)
+        for child in children:
+            if not child.lower().endswith((".dist-info", ".egg-info")):
+                continue
+            for filename in ("METADATA", "PKG-INFO"):
+                try:
+                    with open(os.path.join(root, child, filename), encoding="utf-8") as fh:
+                        found = _name_and_version(fh)
+                except (OSError, UnicodeDecodeError):
+                    continue
+                yield found
+                break
+
+
+def _name_and_version(lines: Iterable[str]) -> tuple[str, str]:
+    """``Name`` and ``Version`` from the top of a core metadata file's lines.
+
+    The email parser ``importlib.metadata`` uses reads the whole file, which made this
+    fingerprint most of a one-shot ``safeexec run`` (some 140 distributions); both headers are
+    single lines in the header block, which ends at the first blank line, and reading stops
+    once both are found.
+    """
     found: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             break
         key, sep, value = line.partition(":")
         if sep and key in ("Name", "Version") and key not in found:
             found[key] = value.strip()
+            if len(found) == 2:
+                break
     return found.get("Name", ""), found.get("Version", "")
 
 

@@ -11,7 +11,7 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Self
+from typing import ClassVar, Self, cast
 
 from safeexec import codec
 from safeexec.errors import Denied
@@ -59,9 +59,31 @@ _MiB = 1024 * 1024
 
 
 class _JSON:
-    """Mixin: the stable JSON form of a value type."""
+    """Mixin: the stable JSON form of a value type, and its field-wise ``==``, hash and repr.
+
+    Those three are what ``@dataclass(frozen=True)`` would generate for each class, written once
+    here as it writes them (fields compared as a tuple, only with an instance of the same class,
+    shown as ``Name(field=value, ...)``); each class says ``eq=False, repr=False``. Generating
+    them for every class was a third of importing this module, on every one-shot run's path.
+    """
 
     __slots__ = ()
+
+    def _field_values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in codec.field_names(type(self)) or ())
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._field_values() == cast(_JSON, other)._field_values()
+
+    def __hash__(self) -> int:
+        return hash(self._field_values())
+
+    def __repr__(self) -> str:
+        names = codec.field_names(type(self)) or ()
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({shown})"
 
     def to_json(self) -> codec.JSONValue:
         """Return this value as JSON-compatible data (dicts, lists, scalars)."""
@@ -145,7 +167,7 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Span(_JSON):
     """A source range; lines and columns are 1-based, ``end_*`` inclusive of the last character."""
 
@@ -173,7 +195,7 @@ def span_at(start_line: int, start_column: int, end_line: int, end_column: int) 
     return span
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Action(_JSON):
     """One piece of code the model asked to run."""
 
@@ -202,7 +224,7 @@ class Action(_JSON):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Finding(_JSON):
     """One reason (or note) a rule raised about an action."""
 
@@ -215,7 +237,7 @@ class Finding(_JSON):
     evidence: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Bound(_JSON):
     """A static bound: ``known`` with a value, or ``unbounded``/``unknown`` with the reason."""
 
@@ -236,7 +258,7 @@ class Bound(_JSON):
         return cls(kind=BoundKind.UNBOUNDED, reason=reason)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Estimate(_JSON):
     """Static resource bounds: ``cpu`` in basic operations, ``memory``/``output`` in bytes."""
 
@@ -246,7 +268,7 @@ class Estimate(_JSON):
     tool_calls: Bound
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Limits(_JSON):
     """Execution limits for one run; every field has a default and its unit in its name."""
 
@@ -259,7 +281,7 @@ class Limits(_JSON):
     max_open_files: int = 256
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Budget(_JSON):
     """The double budget: agent steps and execution resources left for the session."""
 
@@ -288,7 +310,7 @@ class Budget(_JSON):
         return tuple(out)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Decision(_JSON):
     """The outcome of the static gate: the verdict and the reasons for it."""
 
@@ -310,7 +332,7 @@ class Decision(_JSON):
             raise Denied(self)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ExecRequest(_JSON):
     """What a backend session is asked to run."""
 
@@ -319,7 +341,7 @@ class ExecRequest(_JSON):
     limits: Limits = field(default_factory=Limits)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class BlobRef(_JSON):
     """A content-addressed reference to bytes in the blob store."""
 
@@ -331,7 +353,7 @@ class BlobRef(_JSON):
         return f"blob://sha256:{self.sha256}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Artifact(_JSON):
     """A file the code created or changed (path relative to the workdir), stored as a blob."""
 
@@ -340,7 +362,7 @@ class Artifact(_JSON):
     blob: BlobRef
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Usage(_JSON):
     """Resources one run used, as measured from outside the sandbox."""
 
@@ -351,7 +373,7 @@ class Usage(_JSON):
     tool_calls: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ToolCalled(_JSON):
     kind: ClassVar[str] = "tool_called"
     tool: str
@@ -362,7 +384,7 @@ class ToolCalled(_JSON):
     ok: bool = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ToolRefused(_JSON):
     kind: ClassVar[str] = "tool_refused"
     tool: str
@@ -370,21 +392,21 @@ class ToolRefused(_JSON):
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class GuardDenied(_JSON):
     kind: ClassVar[str] = "guard_denied"
     guard: str
     detail: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class LimitHit(_JSON):
     kind: ClassVar[str] = "limit_hit"
     limit: str
     value: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SyscallKilled(_JSON):
     kind: ClassVar[str] = "syscall_killed"
     signal: int
@@ -394,7 +416,7 @@ class SyscallKilled(_JSON):
 ExecutionEvent = ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKilled
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class MimeItem(_JSON):
     """One representation of a rich value (``text/plain``, ``text/html``, ``image/png``, ...).
 
@@ -407,7 +429,7 @@ class MimeItem(_JSON):
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class DisplayData(_JSON):
     """A rich value as a MIME bundle, like Jupyter's ``display_data`` / ``execute_result``.
 
@@ -424,7 +446,7 @@ class DisplayData(_JSON):
         return next((item for item in self.items if item.media_type == media_type), None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class OutputCut(_JSON):
     """What the sandbox's output cap left out of one stream (its middle), counted exactly."""
 
@@ -432,7 +454,7 @@ class OutputCut(_JSON):
     omitted_lines: int  # newlines in the omitted bytes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ExecError(_JSON):
     """What the code raised, as a value (Jupyter's ``ename``/``evalue``/``traceback``, E2B's
     ``ExecutionError``): the exception's class name, its message, and its traceback trimmed to
@@ -443,7 +465,7 @@ class ExecError(_JSON):
     traceback: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ExecResult(_JSON):
     """What running one request produced. Crashes and timeouts are statuses, not exceptions."""
 
@@ -464,7 +486,7 @@ class ExecResult(_JSON):
     error: ExecError | None = None  # set when the code raised (status error or limit_exceeded)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class OutputChunk(_JSON):
     """Output a running cell wrote, delivered while it runs (see ``Session.run(on_output=)``).
 
@@ -477,7 +499,7 @@ class OutputChunk(_JSON):
     text: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Observation(_JSON):
     """The bounded view of an outcome handed back to the model."""
 
@@ -487,7 +509,7 @@ class Observation(_JSON):
     stderr_ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class AuditEvent(_JSON):
     """One audit-log line per action: enough to replay and to account for every effect.
 
@@ -526,7 +548,7 @@ class AuditEvent(_JSON):
     prev_sha256: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Outcome(_JSON):
     """Everything one ``Session.run`` step produced for one action."""
 

@@ -51,7 +51,6 @@ from safeexec.capabilities import (
 )
 from safeexec.codec import JSONValue
 from safeexec.decide import decide
-from safeexec.dsl.approval import approved_plan_calls
 from safeexec.environment import fingerprint
 from safeexec.errors import (
     BackendUnavailable,
@@ -571,9 +570,14 @@ class Session:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
+        approved = None
+        if decision.verdict is Verdict.NEEDS_APPROVAL:
+            # Loaded only then: the DSL's plans are no part of a step that needs no approval.
+            from safeexec.dsl.approval import approved_plan_calls
+
+            approved = approved_plan_calls(decision, self._approver)  # an approved plan's calls
         self._capabilities.begin_step(
-            tool_calls_left=self._budget.tool_calls_left,
-            approved=approved_plan_calls(decision, self._approver),  # an approved plan's calls
+            tool_calls_left=self._budget.tool_calls_left, approved=approved
         )
         self._running = session
         try:

@@ -8,18 +8,27 @@ from safeexec.errors import BackendUnavailable
 __all__ = ["default_backend"]
 
 
-def default_backend(name: str) -> Backend:
-    """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had."""
+def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
+    """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had.
+
+    ``pool_size``: how many sessions a backend with a template keeps forked ahead (None: its
+    default); a caller that opens a single session (``safeexec run``) asks for 1.
+    """
     # Imported here so that a missing optional piece fails only the mode that needs it.
     try:
         if name == "native":
             from safeexec.backends.native import NativeBackend
 
-            return NativeBackend()
+            return NativeBackend() if pool_size is None else NativeBackend(pool_size=pool_size)
         if name == "restricted":
+            from safeexec.backends.native import NativeBackend
             from safeexec.backends.restricted import RestrictedBackend
 
-            return RestrictedBackend()
+            if pool_size is None:
+                return RestrictedBackend()
+            return RestrictedBackend(
+                native=NativeBackend(executor="restricted", pool_size=pool_size)
+            )
         if name == "restricted-inprocess":
             from safeexec.backends.restricted import InProcessRestrictedBackend
 

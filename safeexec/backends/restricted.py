@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec
 from safeexec.backends.capping import CappedText
@@ -76,6 +76,9 @@ from safeexec.model import (
 )
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
+
+if TYPE_CHECKING:
+    from safeexec.backends.native.template import TemplateProcess
 
 __all__ = [
     "InProcessRestrictedBackend",
@@ -142,10 +145,13 @@ class RestrictedBackend:
                 self._native = NativeBackend(executor="restricted")
             return self._native
 
-    def start(self) -> None:
-        """Start the worker template now (a no-op in-process)."""
+    def start(self, process: TemplateProcess | None = None) -> None:
+        """Start the worker template now (a no-op in-process); from ``process``, one started
+        ahead, if it was started with this backend's options (else it is closed)."""
         if not self.in_process:
-            self._native_backend().start()
+            self._native_backend().start(process)
+        elif process is not None:
+            process.close()
 
     def close(self) -> None:
         """Stop the worker template (open sessions keep running until closed)."""

@@ -7,7 +7,9 @@ Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import sys
 import threading
 from enum import StrEnum
 from pathlib import Path
@@ -16,23 +18,21 @@ from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 import typer
 
 from safeexec.cli.groups import usage_error
-from safeexec.cli.inputs import read_input
 from safeexec.errors import ConfigurationError, SafeExecError
-from safeexec.model import ExecStatus, Outcome
-from safeexec.policy.loader import load_policy
-from safeexec.policy.narrow import narrow_limits
-from safeexec.policy.schema import Policy
 from safeexec.units import parse_bytes
 
 if TYPE_CHECKING:
     from safeexec.backends.base import Backend
+    from safeexec.backends.native.template import TemplateProcess
+    from safeexec.model import ExecStatus, Outcome
+    from safeexec.policy.schema import Policy
 
 
 @runtime_checkable
 class _Startable(Protocol):
     """A backend with a template that can boot ahead of its first session."""
 
-    def start(self) -> None: ...
+    def start(self, process: TemplateProcess | None = None) -> None: ...
 
 
 __all__ = ["Mode", "exit_code", "run"]
@@ -42,15 +42,23 @@ EXIT_RAISED = 1
 EXIT_DENIED = 3
 EXIT_LIMIT = 4
 
-_STATUS_EXIT = {
-    ExecStatus.OK: EXIT_OK,
-    ExecStatus.ERROR: EXIT_RAISED,
-    ExecStatus.DENIED_AT_RUNTIME: EXIT_DENIED,
-    ExecStatus.TIMEOUT: EXIT_LIMIT,
-    ExecStatus.LIMIT_EXCEEDED: EXIT_LIMIT,
-    ExecStatus.KILLED: EXIT_LIMIT,
-    ExecStatus.INTERRUPTED: EXIT_LIMIT,
-}
+# A run holds one session: its template forks the first session process ahead, not a pool.
+_POOL_SIZE = 1
+
+
+@functools.cache
+def _status_exit() -> dict[ExecStatus, int]:
+    from safeexec.model import ExecStatus
+
+    return {
+        ExecStatus.OK: EXIT_OK,
+        ExecStatus.ERROR: EXIT_RAISED,
+        ExecStatus.DENIED_AT_RUNTIME: EXIT_DENIED,
+        ExecStatus.TIMEOUT: EXIT_LIMIT,
+        ExecStatus.LIMIT_EXCEEDED: EXIT_LIMIT,
+        ExecStatus.KILLED: EXIT_LIMIT,
+        ExecStatus.INTERRUPTED: EXIT_LIMIT,
+    }
 
 
 class Mode(StrEnum):
@@ -65,7 +73,7 @@ def exit_code(outcome: Outcome) -> int:
     """The process exit code one outcome stands for."""
     if outcome.result is None:
         return EXIT_DENIED
-    return _STATUS_EXIT[outcome.result.status]
+    return _status_exit()[outcome.result.status]
 
 
 def run(
@@ -144,7 +152,12 @@ def run(
     4 timeout, limit exceeded or killed (with several files, the worst).
     """
     warm: Backend | None = None
+    # Started before the policy, the gate and the backend load (they load while it boots).
+    early = _launch_template(mode)
     try:
+        from safeexec.policy.loader import load_policy
+        from safeexec.policy.narrow import narrow_limits
+
         replies = [(name, _read(name)) for name in (files or ["-"])]
         code = EXIT_OK
         chosen = None if mode is None else mode.value
@@ -154,7 +167,7 @@ def run(
             cpu_seconds=cpu,
             memory_bytes=None if memory is None else parse_bytes(memory),
         )
-        warm = _warm_backend(narrowed, chosen)
+        warm, early = _warm_backend(narrowed, chosen, early), None
         # Imported once the template is starting: the gate's parsers load while it boots.
         from safeexec.session import Session
 
@@ -182,33 +195,54 @@ def run(
     except OSError as exc:
         usage_error(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
     finally:
+        if early is not None:
+            early.close()
         if warm is not None:
             warm.close()
     raise typer.Exit(code)
 
 
-def _warm_backend(policy: Policy, mode: str | None) -> Backend | None:
-    """The backend of the run's one mode with its template booting in the background, so that
-    importing and running the gate overlaps the template's start; ``None`` for modes without a
-    template (the session then makes its own).
+def _launch_template(mode: Mode | None) -> TemplateProcess | None:
+    """A native template process started ahead, for a run whose mode may use one (the
+    policy's default is not known yet). It runs nothing until a backend takes it over
+    (:func:`_warm_backend`), which confines every session as it would its own template's."""
+    if mode not in (None, Mode.NATIVE, Mode.RESTRICTED):
+        return None
+    from safeexec.backends.native.template import TemplateProcess
+
+    try:
+        return TemplateProcess(python=sys.executable, preload=(), pool_size=_POOL_SIZE)
+    except (SafeExecError, OSError):
+        return None  # the backend starts its own, and reports what fails
+
+
+def _warm_backend(
+    policy: Policy, mode: str | None, early: TemplateProcess | None = None
+) -> Backend | None:
+    """The backend of the run's one mode with its template booting in the background (from
+    ``early``, if it was started as this backend would), so that importing and running the
+    gate overlaps the template's start; ``None`` for modes without a template (the session
+    then makes its own). ``early`` is taken over or closed.
 
     A start that fails here is retried by the session's first open, which reports it.
     """
     chosen = mode or policy.backends.default
-    if chosen not in policy.backends.allowed:
-        return None  # the gate denies the step; nothing should start
-    from safeexec.backends.registry import default_backend
+    backend = None
+    if chosen in policy.backends.allowed:  # else the gate denies the step; nothing should start
+        from safeexec.backends.registry import default_backend
 
-    backend = default_backend(chosen)
+        backend = default_backend(chosen, pool_size=_POOL_SIZE)
     if not isinstance(backend, _Startable):
+        if early is not None:
+            early.close()
         return None
-    threading.Thread(target=_start_quietly, args=(backend,), daemon=True).start()
+    threading.Thread(target=_start_quietly, args=(backend, early), daemon=True).start()
     return backend
 
 
-def _start_quietly(backend: _Startable) -> None:
+def _start_quietly(backend: _Startable, early: TemplateProcess | None) -> None:
     with contextlib.suppress(SafeExecError, OSError):
-        backend.start()
+        backend.start(early)
 
 
 def _split_transfer(spec: str) -> tuple[str, str]:
@@ -218,6 +252,8 @@ def _split_transfer(spec: str) -> tuple[str, str]:
 
 
 def _read(name: str) -> str:
+    from safeexec.cli.inputs import read_input
+
     try:
         return read_input(name, what="files holding model replies")
     except ConfigurationError as exc:

@@ -12,15 +12,14 @@ namespaces when it forks it, because a pid namespace only applies to children of
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import resource
 import stat
-from dataclasses import dataclass, field
 
 from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import SessionConfig
+from safeexec.sandbox.record import Record
 from safeexec.sandbox.session_env import TMP_DIR, base_environment
 
 __all__ = [
@@ -44,8 +43,7 @@ _STACK_BYTES = 16 * 1024 * 1024
 _DEVICES_READ_WRITE = ("/dev/null", "/dev/zero")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Placement:
+class Placement(Record):
     """What the template adds to the host's :class:`SessionConfig`: who the session becomes and
     which runtime paths it may read."""
 
@@ -57,11 +55,13 @@ class Placement:
     shared_root: str | None = None
 
 
-@dataclass(slots=True)
 class Confinement:
     """The layer report a session sends to the host in its ``hello`` frame."""
 
-    layers: dict[str, dict[str, object]] = field(default_factory=dict)
+    __slots__ = ("layers",)
+
+    def __init__(self) -> None:
+        self.layers: dict[str, dict[str, object]] = {}
 
     def mark(self, layer: Layer, active: bool, detail: str = "") -> None:
         self.layers[layer.value] = {"active": active, "detail": detail}
@@ -138,8 +138,7 @@ def confine(
     return config
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Preconfined:
+class Preconfined(Record):
     """A pooled session process confined ahead of its claim: where its root lies in its mount
     namespace (the template attaches the workdir at :data:`rootfs.SANDBOX_WORKDIR` beneath it),
     its mapped size before any session state, the base of its address-space limit, and the
@@ -235,7 +234,7 @@ def finish_preconfined(
     """
     config = _as_seen_inside(config)
     _disk(config, confinement, None, private_root=True, attached=disk)
-    _enter_workdir(config, dataclasses.replace(placement, uid=None, gid=None), confinement)
+    _enter_workdir(config, placement.replace(uid=None, gid=None), confinement)
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement, preconfined.mapped_bytes)
     if confinement.layers[Layer.LANDLOCK.value]["active"]:
@@ -287,7 +286,7 @@ def _as_seen_inside(config: SessionConfig) -> SessionConfig:
     """``config`` with the workdir (and the environment's paths into it) at the neutral path."""
     host_workdir, workdir = config.workdir, rootfs.SANDBOX_WORKDIR
     env = {name: _moved(value, host_workdir, workdir) for name, value in config.env.items()}
-    return dataclasses.replace(config, workdir=workdir, env=env)
+    return config.replace(workdir=workdir, env=env)
 
 
 def _disk(

@@ -12,8 +12,8 @@ import fcntl
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from safeexec.sandbox.record import Record
 from safeexec.sandbox.syscalls import syscall
 
 __all__ = ["LandlockResult", "Ruleset", "abi_version", "restrict", "ruleset"]
@@ -79,8 +79,10 @@ def abi_version() -> int:
         return 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LandlockResult:
+class LandlockResult(Record):
+    """The Landlock ABI a process was restricted under, and whether network and scope rules
+    applied."""
+
     abi: int
     net: bool
     scoped: bool

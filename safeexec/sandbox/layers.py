@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
+
+from safeexec.sandbox.record import Record
 
 __all__ = ["ALWAYS_REQUIRED", "DEFAULT_REQUIRED", "Layer", "LayerStatus", "parse_layer_report"]
 
@@ -47,8 +48,7 @@ ALWAYS_REQUIRED = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayerStatus:
+class LayerStatus(Record):
     """Whether one layer is in force for a session, and why not when it is not."""
 
     layer: Layer

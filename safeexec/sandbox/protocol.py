@@ -30,12 +30,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
-from safeexec.codec import JSONValue
 from safeexec.sandbox.channel import ProtocolError
+from safeexec.sandbox.record import Record, default
+
+if TYPE_CHECKING:
+    from safeexec.codec import JSONValue
 
 __all__ = [
     "MAX_DISPLAY_ITEMS",
@@ -133,8 +135,7 @@ def _string_map(message: Mapping[str, object], name: str) -> dict[str, str]:
 # -- host ↔ template ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TemplateOptions:
+class TemplateOptions(Record):
     """How the host starts the template: the command-line argument after the control fd."""
 
     preload: tuple[str, ...] = ()  # modules imported once, shared by every session
@@ -152,15 +153,14 @@ class TemplateOptions:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Setup:
+class Setup(Record):
     """The host's first frame to the template, sent while it boots: the seccomp filter the host
     compiled and the numbers of the syscalls the sandbox side calls (libseccomp's work, done by
     the host so that the template never loads it; :mod:`safeexec.sandbox.syscalls`)."""
 
     op: ClassVar[Op] = Op.SETUP
     seccomp_program: bytes  # the compiled classic-BPF filter every session loads
-    syscall_numbers: Mapping[str, int] = field(default_factory=dict)
+    syscall_numbers: Mapping[str, int] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -184,14 +184,13 @@ class Setup:
         return cls(seccomp_program=program, syscall_numbers=dict(numbers))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ready:
+class Ready(Record):
     """The template is serving: its pid as the host sees it, and what it preloaded."""
 
     op: ClassVar[Op] = Op.READY
     pid: int
     preloaded: tuple[str, ...] = ()
-    failed: Mapping[str, str] = field(default_factory=dict)
+    failed: Mapping[str, str] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -211,8 +210,7 @@ class Ready:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Spawn:
+class Spawn(Record):
     """Host to template: start a session on the descriptors attached to this frame.
 
     Three or four: the session's channel, stdout and stderr, and the host's detached,
@@ -237,8 +235,7 @@ class Spawn:
         return cls(workdir=workdir)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Exit:
+class Exit(Record):
     """Template to host: a session process it reaped, with its wait status."""
 
     op: ClassVar[Op] = Op.EXIT
@@ -254,8 +251,7 @@ class Exit:
         return cls(pid=_field(message, "pid", int), status=_field(message, "status", int))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Member:
+class Member(Record):
     """Template to host: a warm session process it forked ahead (not yet claimed), by its pid
     as the host sees it, so the host can move it into a cgroup of its own before any claim."""
 
@@ -284,8 +280,7 @@ def parse_template_frame(message: Mapping[str, object]) -> Exit | Member:
 # -- template → session process ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prepare:
+class Prepare(Record):
     """Template to a pooled session process, once, right after the fork: confine yourself now.
 
     ``uid``/``gid`` are set when the host runs as root: the unprivileged identity to become.
@@ -304,8 +299,7 @@ class Prepare:
         return cls(uid=_optional_int(message, "uid"), gid=_optional_int(message, "gid"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Prepared:
+class Prepared(Record):
     """Pooled session process to template, before any claim: whether it confined itself.
 
     ``root`` is where its private root lies in its own mount namespace (the template attaches
@@ -328,8 +322,7 @@ class Prepared:
         return cls(root=root)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claim:
+class Claim(Record):
     """Template to a pooled session process: serve the host on the attached descriptors.
 
     Three or four: the session's channel, stdout, stderr and, for a process not yet confined,
@@ -353,8 +346,7 @@ class Claim:
 # -- host ↔ session ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Started:
+class Started(Record):
     """Template to host, first on a session's channel, with the worker's pidfd attached."""
 
     op: ClassVar[Op] = Op.STARTED
@@ -375,8 +367,7 @@ class Started:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionConfig:
+class SessionConfig(Record):
     """What the host asks of one session: built on the host, read by the session process.
 
     Sent straight to the session on its own channel, never through the template (whatever the
@@ -438,8 +429,7 @@ class SessionConfig:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hello:
+class Hello(Record):
     """Worker to host once confined: the layer report (checked by the host, see ``layers``)."""
 
     op: ClassVar[Op] = Op.HELLO
@@ -454,8 +444,7 @@ class Hello:
         return cls(layers=_field(message, "layers", dict))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Run:
+class Run(Record):
     """Host to worker: run one cell; ``stream`` asks for each line to be flushed as written.
 
     Output itself never travels as frames: stdout and stderr are the worker's own descriptors
@@ -475,14 +464,13 @@ class Run:
         return cls(code=_field(message, "code", str), stream=_field(message, "stream", bool))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
+class ToolCall(Record):
     """Worker to host mid-run: call granted tool ``name``; answered by one :class:`Reply`."""
 
     op: ClassVar[Op] = Op.TOOL
     name: str
     args: tuple[JSONValue, ...] = ()
-    kwargs: Mapping[str, JSONValue] = field(default_factory=dict)
+    kwargs: Mapping[str, JSONValue] = default(default_factory=dict)
 
     def to_message(self) -> dict[str, object]:
         return {
@@ -505,8 +493,7 @@ class ToolCall:
         return cls(name=_field(message, "name", str), args=tuple(args), kwargs=kwargs)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reply:
+class Reply(Record):
     """Host to worker: the answer to one :class:`ToolCall`."""
 
     op: ClassVar[Op] = Op.REPLY
@@ -522,13 +509,12 @@ class Reply:
         _expect_op(message, cls.op)
         return cls(
             ok=_field(message, "ok", bool),
-            value=cast(JSONValue, message.get("value")),  # decoded JSON is a JSONValue
+            value=cast("JSONValue", message.get("value")),  # decoded JSON is a JSONValue
             error=_field(message, "error", str),
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Display:
+class Display(Record):
     """Worker to host mid-run: a rich value as a MIME bundle (``kind`` ``result`` or ``display``).
 
     ``data`` maps media types to payloads: text as is, binary types (see :func:`is_textual`)
@@ -574,8 +560,7 @@ def is_textual(media_type: str) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Done:
+class Done(Record):
     """Worker to host: the cell finished; if it raised, the exception's type, message and
     trimmed traceback (its last :data:`MAX_TRACEBACK_CHARS` characters)."""
 
@@ -618,8 +603,7 @@ class Done:
 # -- host → layer probe (``safeexec doctor``) ----------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeOptions:
+class ProbeOptions(Record):
     """What a single-layer probe (``safeexec.sandbox.probe``) tries to reach: its argument."""
 
     read_only: tuple[str, ...]  # the runtime paths Landlock leaves readable
@@ -648,8 +632,7 @@ class ProbeOptions:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbeVerdict:
+class ProbeVerdict(Record):
     """What a probe prints as its last line: did the layer block what it tried, and how."""
 
     blocked: bool

@@ -21,7 +21,7 @@ import socket
 from functools import cache
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.syscalls import check, libc
+from safeexec.sandbox.syscalls import check, libc, load_pyseccomp
 
 if TYPE_CHECKING:
     import pyseccomp
@@ -163,7 +163,7 @@ def build_filter(*, allow: Allowlist | None = None) -> pyseccomp.SyscallFilter:
     rule refuses stays refused, and conditionally refused calls (``clone`` with namespace flags,
     ``ioctl(TIOCSTI)``, ``socketpair`` other than ``AF_UNIX``) stay refused on those arguments.
     """
-    import pyseccomp
+    pyseccomp = load_pyseccomp()
 
     eperm = pyseccomp.ERRNO(errno.EPERM)
     enosys = pyseccomp.ERRNO(errno.ENOSYS)
@@ -197,7 +197,7 @@ def build_filter(*, allow: Allowlist | None = None) -> pyseccomp.SyscallFilter:
 def _allow(rules: pyseccomp.SyscallFilter, allow: Allowlist) -> None:
     """The allowlist variant's ALLOW rules. libseccomp lets an unconditional rule override the
     conditional refusals of the same syscall, so those are allowed on the complement only."""
-    import pyseccomp
+    pyseccomp = load_pyseccomp()
 
     for name in sorted(allow.syscalls - _UNCONDITIONALLY_REFUSED - _CONDITIONALLY_REFUSED):
         rules.add_rule(pyseccomp.ALLOW, name)
@@ -235,7 +235,7 @@ _UNCONDITIONALLY_REFUSED = frozenset(
 @cache
 def newest_known_syscall() -> int:
     """The highest syscall number libseccomp has a name for on this architecture."""
-    import pyseccomp
+    pyseccomp = load_pyseccomp()
 
     arch = pyseccomp.system_arch()
     # From the ceiling down: the first number with a name is the highest (a few dozen lookups

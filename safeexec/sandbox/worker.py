@@ -25,9 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import cast
-
-from safeexec.codec import JSONValue
+from typing import TYPE_CHECKING, cast
 
 # One exception class for refused or failed tool calls in every mode, so sandboxed code can
 # ``except ToolError`` whether it runs here or in-process.
@@ -38,6 +36,9 @@ from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall
 from safeexec.sandbox.tracebacks import exception_message, format_exception
 from safeexec.sandbox.worker_display import bundle_of
 from safeexec.sandbox.worker_seed import seed_randomness
+
+if TYPE_CHECKING:
+    from safeexec.codec import JSONValue
 
 __all__ = ["ToolError", "serve"]
 
@@ -135,8 +136,8 @@ class _ToolChannel:
             # Checked above: exact JSON types only.
             call = ToolCall(
                 name=name,
-                args=cast(tuple[JSONValue, ...], args),
-                kwargs=cast(dict[str, JSONValue], kwargs),
+                args=cast("tuple[JSONValue, ...]", args),
+                kwargs=cast("dict[str, JSONValue]", kwargs),
             )
             # An interrupt between the request and its reply would leave the reply unread and
             # hand it to the next call: hold it until the reply is in.

@@ -24,7 +24,6 @@ import sys
 import sysconfig
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import safeexec
@@ -162,16 +161,40 @@ def _session(
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class _TemplateState:
-    read_only: tuple[str, ...]
-    shared_root: str | None  # the root pool members enter, assembled once (None: each builds one)
-    seccomp_program: bytes
-    netns: dict[str, object]
-    pidns_fd: int  # the template's own pid namespace, to return to after each session fork
-    mntns_fd: int  # the template's own mount namespace, to return to after attaching a workdir
-    sessions: dict[int, int] = field(default_factory=dict)  # our pid -> the host's pid
-    session_namespaces: dict[str, dict[str, object]]
+    __slots__ = (
+        "mntns_fd",
+        "netns",
+        "pidns_fd",
+        "read_only",
+        "seccomp_program",
+        "session_namespaces",
+        "sessions",
+        "shared_root",
+    )
+
+    def __init__(
+        self,
+        *,
+        read_only: tuple[str, ...],
+        shared_root: str | None,
+        seccomp_program: bytes,
+        netns: dict[str, object],
+        pidns_fd: int,
+        mntns_fd: int,
+        session_namespaces: dict[str, dict[str, object]],
+    ) -> None:
+        self.read_only = read_only
+        # The root pool members enter, assembled once (None: each builds one).
+        self.shared_root = shared_root
+        self.seccomp_program = seccomp_program
+        self.netns = netns
+        # The template's own pid namespace, to return to after each session fork.
+        self.pidns_fd = pidns_fd
+        # The template's own mount namespace, to return to after attaching a workdir.
+        self.mntns_fd = mntns_fd
+        self.sessions: dict[int, int] = {}  # our pid -> the host's pid
+        self.session_namespaces = session_namespaces
 
 
 def _enter_session_namespaces(template: _TemplateState) -> bool:
@@ -200,20 +223,31 @@ def _host_pid(pidfd: int) -> int:
     raise OSError(2, "no Pid in pidfd fdinfo")
 
 
-@dataclass(slots=True)
 class _Member:
     """A forked session process waiting to be claimed (the warm pool), confined ahead if the
     layering allows (``prepared`` says, once read)."""
 
-    pid: int  # in the template's pid namespace
-    host_pid: int
-    pidns: int
-    pidfd: int
-    sock: socket.socket
-    uid: int | None
-    prepared: Prepared | None = None
-    # A claim waiting for ``prepared``: the host's spawn and its descriptors.
-    pending: tuple[Spawn, list[int]] | None = None
+    __slots__ = ("host_pid", "pending", "pid", "pidfd", "pidns", "prepared", "sock", "uid")
+
+    def __init__(
+        self,
+        *,
+        pid: int,
+        host_pid: int,
+        pidns: int,
+        pidfd: int,
+        sock: socket.socket,
+        uid: int | None,
+    ) -> None:
+        self.pid = pid  # in the template's pid namespace
+        self.host_pid = host_pid
+        self.pidns = pidns
+        self.pidfd = pidfd
+        self.sock = sock
+        self.uid = uid
+        self.prepared: Prepared | None = None
+        # A claim waiting for ``prepared``: the host's spawn and its descriptors.
+        self.pending: tuple[Spawn, list[int]] | None = None
 
 
 def _member(sock: socket.socket, template: _TemplateState) -> None:

@@ -146,6 +146,15 @@ def test_a_one_shot_run_imports_no_asyncio(tmp_path: Path) -> None:
     assert not {m for m in loaded if m.startswith("asyncio")}
 
 
+def test_a_one_shot_run_that_needs_no_approval_imports_no_dsl_plans(tmp_path: Path) -> None:
+    # The session loads the DSL's plan approval for a step that needs approval only.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert "safeexec.session" in loaded
+    assert not {"safeexec.dsl.approval", "safeexec.dsl.plan", "importlib.metadata"} & loaded
+
+
 def _is_group(name: str) -> bool:
     module, _, attribute = COMMANDS[name].target.partition(":")
     return isinstance(getattr(importlib.import_module(module), attribute), typer.Typer)

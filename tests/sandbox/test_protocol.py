@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,3 +211,48 @@ def test_no_module_builds_a_frame_by_hand() -> None:
         if path.name != "protocol.py" and pattern.search(path.read_text())
     ]
     assert offenders == []
+
+
+def test_frames_are_frozen_keyword_only_values() -> None:
+    # What ``@dataclass(frozen=True, slots=True, kw_only=True)`` gave, without its code
+    # generation at import.
+    exit_ = Exit(pid=7, status=9)
+    assert exit_ == Exit(pid=7, status=9)
+    assert exit_ != Exit(pid=7, status=0)
+    assert exit_ != Member(pid=7)
+    assert hash(exit_) == hash(Exit(pid=7, status=9))
+    assert repr(exit_) == "Exit(pid=7, status=9)"
+    assert not hasattr(exit_, "__dict__")
+    with pytest.raises(AttributeError, match="cannot assign to field 'pid'"):
+        exit_.pid = 8  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del exit_.status
+    with pytest.raises(TypeError):
+        Exit(7, 9)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="missing keyword argument 'status'"):
+        Exit(pid=7)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        Exit(pid=7, status=9, extra=1)  # type: ignore[call-arg]
+
+
+def test_frame_defaults_are_fresh_and_replace_keeps_the_rest() -> None:
+    assert Ready(pid=1).failed == {}
+    assert Ready(pid=1).failed is not Ready(pid=1).failed
+    assert Prepare() == Prepare(uid=None, gid=None)
+    moved = CONFIG.replace(workdir="/elsewhere")
+    assert moved.workdir == "/elsewhere"
+    assert moved.replace(workdir="/w") == CONFIG
+    assert Spawn.fds == 4
+    assert Spawn.op is Op.SPAWN
+
+
+def test_the_template_loads_neither_dataclasses_nor_the_codec() -> None:
+    # Both load before the first session can start: ``dataclasses`` (with ``inspect``) and its
+    # code generation per class were a sixth of the template's imports.
+    probe = "import sys, safeexec.sandbox.zygote; print(sorted(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = done.stdout.strip().strip("[]").replace("'", "").split(", ")
+    assert "safeexec.sandbox.zygote" in loaded
+    assert not {"dataclasses", "inspect", "safeexec.codec"} & set(loaded)

@@ -46,3 +46,39 @@ def test_installed_numbers_are_used_without_loading_libseccomp() -> None:
         [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [str(numbers["capset"]), "False", "True"]
+
+
+_COMPILE = (
+    "import sys\n"
+    "spawned = []\n"
+    "sys.addaudithook(lambda event, args: event == 'subprocess.Popen' and spawned.append(args))\n"
+    "{load}\n"
+    "import ctypes.util\n"
+    "from safeexec.sandbox import seccomp, syscalls\n"
+    "print(seccomp.compile_filter().hex(), sorted(syscalls.resolve(syscalls.CALLED).items()))\n"
+    "print(len(spawned), ctypes.util.find_library.__qualname__)\n"
+)
+
+
+def test_the_host_compiles_the_same_filter_without_running_ldconfig() -> None:
+    # pyseccomp imported as is looks its libraries up through ``ldconfig -p``; loaded by
+    # load_pyseccomp it must find the same ones, so the filter and the numbers are the same.
+    plain, quick = (
+        subprocess.run(
+            [sys.executable, "-I", "-c", _COMPILE.format(load=load)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        for load in ("import pyseccomp", "pass")
+    )
+    assert quick[0] == plain[0]
+    assert int(plain[1].split()[0]) >= 1  # ldconfig ran (the case this saves)
+    assert quick[1] == "0 find_library"  # nothing ran, and the real lookup is back in place
+
+
+def test_the_sonames_tried_first_are_what_the_real_lookup_finds() -> None:
+    import ctypes.util
+
+    for name, soname in syscalls._SONAMES.items():
+        assert ctypes.util.find_library(name) == soname

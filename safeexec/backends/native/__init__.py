@@ -18,12 +18,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from safeexec.backends.native.backend import NativeBackend, NativeStatistics, supported_layers
-from safeexec.backends.workdir import ArtifactLimits
-
 if TYPE_CHECKING:
+    from safeexec.backends.native.backend import NativeBackend, NativeStatistics, supported_layers
     from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
     from safeexec.backends.native.session import NativeSession
+    from safeexec.backends.workdir import ArtifactLimits
 
 __all__ = [
     "ArtifactLimits",
@@ -36,17 +35,21 @@ __all__ = [
     "supported_layers",
 ]
 
-# The session and the doctor load on first use: a one-shot run imports the backend, starts its
-# template, and only then the session's modules (they load while the template boots).
+# Every name loads on first use: a one-shot run starts its template from ``template`` before
+# it imports the backend, and the session's modules load while the template boots.
 _LAZY = {
-    "DoctorReport": "doctor",
-    "LayerCheck": "doctor",
-    "diagnose": "doctor",
-    "NativeSession": "session",
+    "ArtifactLimits": "safeexec.backends.workdir",
+    "DoctorReport": f"{__name__}.doctor",
+    "LayerCheck": f"{__name__}.doctor",
+    "NativeBackend": f"{__name__}.backend",
+    "NativeSession": f"{__name__}.session",
+    "NativeStatistics": f"{__name__}.backend",
+    "diagnose": f"{__name__}.doctor",
+    "supported_layers": f"{__name__}.backend",
 }
 
 
 def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

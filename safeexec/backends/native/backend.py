@@ -15,7 +15,7 @@ from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
 from safeexec.backends.native.disk import SpareWorkdirs, disk_support
 from safeexec.backends.native.spawn import SpawnedAhead
-from safeexec.backends.native.template import _Template
+from safeexec.backends.native.template import TemplateProcess, _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
 from safeexec.model import Limits
@@ -170,7 +170,7 @@ class NativeBackend:
                 self._supported_layers = supported_layers()
             return self._supported_layers
 
-    def _get_template(self) -> _Template:
+    def _get_template(self, process: TemplateProcess | None = None) -> _Template:
         with self._lock:
             if self._template is None or not self._template.alive:
                 if self._template is not None:
@@ -181,9 +181,12 @@ class NativeBackend:
                     pool_size=self.pool_size,
                     on_member=self._on_member,
                     on_exit=self._warm_groups.discard,
+                    process=process,
                 )
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_template, [self._template])
+            elif process is not None:
+                process.close()  # a template serves already
             if self._watchdog is None or not self._watchdog.is_alive():
                 self._stopping = threading.Event()
                 self._watchdog = threading.Thread(
@@ -203,9 +206,10 @@ class NativeBackend:
         if template is not None and template.alive:
             self._spawned_ahead.request(template)
 
-    def start(self) -> None:
-        """Start the template now rather than on the first ``open``."""
-        self._get_template()
+    def start(self, process: TemplateProcess | None = None) -> None:
+        """Start the template now rather than on the first ``open``; from ``process``, one
+        started ahead, if it was started with this backend's options (else it is closed)."""
+        self._get_template(process)
 
     def statistics(self) -> NativeStatistics:
         """Live figures: the template's pid, open sessions, the pool size, preloaded modules."""

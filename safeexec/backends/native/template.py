@@ -37,25 +37,19 @@ _READ_CHUNK = 1 << 16
 _STARTUP_SECONDS = 30.0
 
 
-class _Template:
-    """Client of one zygote: spawns sessions and learns their exit statuses."""
+class TemplateProcess:
+    """A template process just started, its ``setup`` frame on the way; not yet serving.
 
-    def __init__(
-        self,
-        *,
-        python: str,
-        preload: tuple[str, ...],
-        pool_size: int,
-        on_member: Callable[[int], None] | None = None,
-        on_exit: Callable[[int], None] | None = None,
-    ) -> None:
-        """``on_member(pid)`` hears of each warm session process the template forks ahead,
-        ``on_exit(pid)`` of each that exits (both from the template's reader thread)."""
-        self._on_member = on_member
-        self._on_exit = on_exit
-        self._lock = threading.Lock()
-        self._statuses: dict[int, int] = {}
-        self._changed = threading.Condition()
+    Started with ``execve`` and a minimal environment; the seccomp filter and syscall numbers
+    are made here while it boots (libseccomp loads in this process, once; see ``Setup``) and
+    sent from a thread. A :class:`_Template` takes it over (``safeexec run`` starts one before
+    it loads the policy and the backend), or :meth:`close` stops it.
+    """
+
+    def __init__(self, *, python: str, preload: tuple[str, ...], pool_size: int) -> None:
+        self.python = python
+        self.preload = preload
+        self.pool_size = pool_size
         host_end, child_end = socket.socketpair()
         env = {
             "PATH": "/usr/bin:/bin",
@@ -68,42 +62,103 @@ class _Template:
             "MPLCONFIGDIR": _template_cache_dir(),
         }
         options = TemplateOptions(preload=preload, pool_size=pool_size)
-        self._process = subprocess.Popen(
-            [
-                python,
-                "-I",
-                "-m",
-                "safeexec.sandbox.zygote",
-                str(child_end.fileno()),
-                options.to_argument(),
-            ],
-            env=env,
-            cwd="/",
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            pass_fds=[child_end.fileno()],
-            start_new_session=True,
-        )
-        child_end.close()
-        self._control = host_end
-        host_end.settimeout(_STARTUP_SECONDS)
         try:
-            # Made while the template boots: the filter and numbers need libseccomp, which
-            # loads in this process, once (see ``Setup``).
+            self.process = subprocess.Popen(
+                [
+                    python,
+                    "-I",
+                    "-m",
+                    "safeexec.sandbox.zygote",
+                    str(child_end.fileno()),
+                    options.to_argument(),
+                ],
+                env=env,
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=[child_end.fileno()],
+                start_new_session=True,
+            )
+        except BaseException:
+            host_end.close()
+            raise
+        finally:
+            child_end.close()
+        self.control = host_end
+        host_end.settimeout(_STARTUP_SECONDS)
+        self._setup_error: BaseException | None = None
+        self._setup = threading.Thread(target=self._send_setup, name="safeexec-setup", daemon=True)
+        self._setup.start()
+
+    def _send_setup(self) -> None:
+        try:
             program, numbers = _sandbox_constants()
             setup = Setup(seccomp_program=program, syscall_numbers=numbers)
-            send_frame(host_end, setup.to_message())
-            ready = Ready.from_message(recv_frame(host_end))
+            send_frame(self.control, setup.to_message())
+        except BaseException as exc:  # re-raised by ``ready``, in the thread that waits
+            self._setup_error = exc
+
+    def ready(self) -> Ready:
+        """Wait for the template to serve; ``BackendUnavailable`` (the process killed) if it
+        does not."""
+        try:
+            self._setup.join()
+            if self._setup_error is not None:
+                raise self._setup_error
+            ready = Ready.from_message(recv_frame(self.control))
         except BackendUnavailable:
-            self._process.kill()
-            self._process.wait()
+            self.close()
             raise
         except (OSError, EOFError, ProtocolError) as exc:
-            self._process.kill()
+            self.close()
             raise BackendUnavailable(
                 f"the native template process did not start: {exc!r}; run `safeexec doctor`"
             ) from exc
-        host_end.settimeout(None)
+        self.control.settimeout(None)
+        return ready
+
+    def serves(self, *, python: str, preload: tuple[str, ...], pool_size: int) -> bool:
+        """Was this process started as a template with these options would be?"""
+        return (python, preload, pool_size) == (self.python, self.preload, self.pool_size)
+
+    def close(self) -> None:
+        """Stop the process (a template that has not sent ``ready`` holds no session)."""
+        self.control.close()
+        self.process.kill()
+        self.process.wait()
+
+
+class _Template:
+    """Client of one zygote: spawns sessions and learns their exit statuses."""
+
+    def __init__(
+        self,
+        *,
+        python: str,
+        preload: tuple[str, ...],
+        pool_size: int,
+        on_member: Callable[[int], None] | None = None,
+        on_exit: Callable[[int], None] | None = None,
+        process: TemplateProcess | None = None,
+    ) -> None:
+        """``on_member(pid)`` hears of each warm session process the template forks ahead,
+        ``on_exit(pid)`` of each that exits (both from the template's reader thread).
+        ``process``: one started ahead, taken over if it has these options (else closed)."""
+        self._on_member = on_member
+        self._on_exit = on_exit
+        self._lock = threading.Lock()
+        self._statuses: dict[int, int] = {}
+        self._changed = threading.Condition()
+        if process is not None and not process.serves(
+            python=python, preload=preload, pool_size=pool_size
+        ):
+            process.close()
+            process = None
+        if process is None:
+            process = TemplateProcess(python=python, preload=preload, pool_size=pool_size)
+        ready = process.ready()
+        self._process = process.process
+        self._control = process.control
         # The process that forks sessions (a child of the one we started, in its own pid ns).
         self.pid = ready.pid
         self.preloaded = ready.preloaded
