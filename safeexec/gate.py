@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from safeexec.analysis import scan
 from safeexec.capabilities import CapabilitySet, ToolSpec
+from safeexec.collector import gc_paused
 from safeexec.decide import decide
 from safeexec.estimate import estimate
 from safeexec.memo import BoundedCache, CacheStatistics
@@ -33,7 +34,7 @@ from safeexec.model import (
     Severity,
     sha256_hex,
 )
-from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
+from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import mode_imports
