@@ -155,6 +155,15 @@ def test_a_one_shot_run_that_needs_no_approval_imports_no_dsl_plans(tmp_path: Pa
     assert not {"safeexec.dsl.approval", "safeexec.dsl.plan", "importlib.metadata"} & loaded
 
 
+def test_a_one_shot_run_imports_no_grant_reconciliation(tmp_path: Path) -> None:
+    # Session.grant loads it: a run from the CLI grants no tools.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert "safeexec.session" in loaded
+    assert "safeexec.policy.grants" not in loaded
+
+
 def _is_group(name: str) -> bool:
     module, _, attribute = COMMANDS[name].target.partition(":")
     return isinstance(getattr(importlib.import_module(module), attribute), typer.Typer)
