@@ -37,14 +37,16 @@ def usage_error(message: str) -> NoReturn:
 @contextmanager
 def one_shot() -> Iterator[None]:
     """Around a command that loads, works once and exits: no collection meanwhile, and what it
-    made is then frozen, never scanned.
+    made is then old, scanned only by a full collection.
 
     Such a command allocates mostly what it keeps until the process exits (modules, the policy,
     a session): the collector would scan the young objects some 30 times for nothing, and once
-    more, all of them, as the pause ended.
+    more, all of them, at the first allocation after the pause.
     """
     with gc_paused():
         try:
             yield
         finally:
+            # Into the oldest generation: freezing and unfreezing is the collector's one way.
             gc.freeze()
+            gc.unfreeze()
