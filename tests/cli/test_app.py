@@ -83,7 +83,8 @@ _RUNTIME = (
 
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
 # the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
-# the observation step (its control escaping lives in safeexec.escaping).
+# the observation step (its control escaping lives in safeexec.escaping), the tool layer (tools
+# are granted to sessions; a Python check reads only the policy's tool names).
 _NOT_FOR_CHECKING = (
     *_RUNTIME,
     "RestrictedPython",
@@ -91,6 +92,9 @@ _NOT_FOR_CHECKING = (
     "safeexec.steps",
     "asyncio",
     "safeexec.observe",
+    "safeexec.capabilities",
+    "safeexec.tool_specs",
+    "safeexec.tool_targets",
 )
 # What printing a rule does not need: the gate and everything it reads code with.
 _GATE = (
