@@ -43,10 +43,12 @@ def one_shot() -> Iterator[None]:
     a session): the collector would scan the young objects some 30 times for nothing, and once
     more, all of them, at the first allocation after the pause.
     """
+    # Unfreezing would thaw what the embedding process froze: then the objects stay young.
+    promote = gc.get_freeze_count() == 0
     with gc_paused():
         try:
             yield
         finally:
-            # Into the oldest generation: freezing and unfreezing is the collector's one way.
-            gc.freeze()
-            gc.unfreeze()
+            if promote:  # into the oldest generation: freeze and unfreeze is the one way
+                gc.freeze()
+                gc.unfreeze()

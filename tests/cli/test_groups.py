@@ -47,3 +47,14 @@ def test_a_one_shot_command_that_raises_turns_the_collector_back_on(
     with pytest.raises(ZeroDivisionError), one_shot():
         _ = 1 / 0
     assert gc.isenabled()
+
+
+def test_a_one_shot_command_leaves_what_the_process_froze_frozen() -> None:
+    gc.freeze()  # as a pre-forking server embedding the CLI might
+    try:
+        frozen = gc.get_freeze_count()
+        with one_shot():
+            [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
