@@ -68,6 +68,8 @@ def estimate(parsed: Parsed, *, tool_names: Collection[str] = ()) -> Estimate:
 
 @dataclass(slots=True)
 class _Cost:
+    """What a statement or block costs: CPU steps, output, tool calls, memory growth and peak."""
+
     cpu: Amount = ZERO
     output: Amount = ZERO
     tools: Amount = ZERO
@@ -116,6 +118,8 @@ _LEAF_COST = _Cost(cpu=ONE)
 
 @dataclass(slots=True)
 class _Function:
+    """A function defined in the code, its cost once computed, and whether it was called."""
+
     node: ast.FunctionDef | ast.AsyncFunctionDef
     cost: _Cost | None = None
     in_progress: bool = False
@@ -124,6 +128,8 @@ class _Function:
 
 @dataclass(slots=True)
 class _Estimator:
+    """One walk over a module's tree, costing each statement in the names it knows so far."""
+
     tree: ast.Module
     tool_names: frozenset[str]
     functions: dict[str, _Function] = field(default_factory=dict)

@@ -43,6 +43,8 @@ _MAX_JSON_DEPTH = 8
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Block:
+    """One fenced block of a reply: its info string and its code."""
+
     info: str
     code: str
 

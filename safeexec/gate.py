@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from safeexec.analysis import scan
-from safeexec.capabilities import CapabilitySet, ToolSpec
+from safeexec.collector import gc_paused
 from safeexec.decide import decide
 from safeexec.estimate import estimate
 from safeexec.memo import BoundedCache, CacheStatistics
@@ -33,13 +33,14 @@ from safeexec.model import (
     Severity,
     sha256_hex,
 )
-from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
+from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import mode_imports
 from safeexec.policy.schema import MatchKind, Policy
 
-if TYPE_CHECKING:  # the DSL (lark, its checker) is imported on first use: Python never needs it
+if TYPE_CHECKING:  # imported on first use: the DSL (lark, its checker) and the tool layer
+    from safeexec.capabilities import CapabilitySet, ToolSpec
     from safeexec.dsl.front import FrontResult
     from safeexec.dsl.signatures import ToolSignature
 

@@ -375,6 +375,8 @@ class Usage(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ToolCalled(_JSON):
+    """A host tool the code called through its capability (digests of the arguments and result)."""
+
     kind: ClassVar[str] = "tool_called"
     tool: str
     capability_id: str
@@ -386,6 +388,8 @@ class ToolCalled(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class ToolRefused(_JSON):
+    """A tool call the capability layer refused, and why."""
+
     kind: ClassVar[str] = "tool_refused"
     tool: str
     capability_id: str
@@ -394,6 +398,8 @@ class ToolRefused(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class GuardDenied(_JSON):
+    """An operation a runtime guard refused while the code ran (restricted modes)."""
+
     kind: ClassVar[str] = "guard_denied"
     guard: str
     detail: str
@@ -401,6 +407,8 @@ class GuardDenied(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class LimitHit(_JSON):
+    """A resource limit the code reached: which one, and its value."""
+
     kind: ClassVar[str] = "limit_hit"
     limit: str
     value: float
@@ -408,6 +416,8 @@ class LimitHit(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class SyscallKilled(_JSON):
+    """The worker killed by ``signal`` for a system call the seccomp filter forbids."""
+
     kind: ClassVar[str] = "syscall_killed"
     signal: int
     syscall: str = ""

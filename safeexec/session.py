@@ -80,7 +80,6 @@ from safeexec.policy.engine_rules import (
     BACKEND_UNAVAILABLE,
     CHECK_CRASHED,
 )
-from safeexec.policy.grants import reconcile_grant
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 from safeexec.session_stats import SessionStatistics, StepCounters
@@ -412,6 +411,8 @@ class Session:
         ``CapabilityError``. Grant tools before the first ``run`` of a mode (its sandbox learns
         the tool names when it starts).
         """
+        from safeexec.policy.grants import reconcile_grant  # a one-shot run grants no tools
+
         name = tool.tool if isinstance(tool, Capability) else getattr(tool, "name", None)
         held = tool if isinstance(tool, Capability) else None
         terms = reconcile_grant(

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safeexec.model import Action, Enforcement, Severity, Span
-from safeexec.parse import Parsed, ParseFailure, gc_paused, parse
+from safeexec.parse import Parsed, ParseFailure, parse
 
 
 def _parsed(code: str) -> Parsed:
@@ -532,10 +532,3 @@ def test_parse_leaves_the_garbage_collector_as_it_found_it(code: str) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
-
-
-def test_a_pause_turns_the_collector_back_on_after_an_exception() -> None:
-    with pytest.raises(ZeroDivisionError), gc_paused():
-        assert not gc.isenabled()
-        _ = 1 / 0
-    assert gc.isenabled()

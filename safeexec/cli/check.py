@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from safeexec import __version__
-from safeexec.cli.groups import usage_error
+from safeexec.cli.groups import one_shot, usage_error
 from safeexec.cli.inputs import read_input, reply_action
 from safeexec.decide import decide
 from safeexec.errors import ConfigurationError, PolicyError
@@ -74,33 +74,34 @@ def check(
     ] = False,
 ) -> None:
     """Check code against a policy without running it."""
-    if output_format not in ("text", "json", "sarif"):
-        usage_error(f"--format={output_format!r} is not one of text, json, sarif")
-    try:
-        loaded = load_policy(policy)
-    except PolicyError as exc:
-        usage_error(str(exc))
-    if suggest:
-        actions = [reply_action(_read(name), action_id=name) for name in files or ["-"]]
-        code = "\n".join(action.code for action in actions if action is not None)
-        from safeexec.gate import suggest_policy
+    with one_shot():
+        if output_format not in ("text", "json", "sarif"):
+            usage_error(f"--format={output_format!r} is not one of text, json, sarif")
+        try:
+            loaded = load_policy(policy)
+        except PolicyError as exc:
+            usage_error(str(exc))
+        if suggest:
+            actions = [reply_action(_read(name), action_id=name) for name in files or ["-"]]
+            code = "\n".join(action.code for action in actions if action is not None)
+            from safeexec.gate import suggest_policy
 
-        suggestion = suggest_policy(code, loaded, backend=backend)
-        typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
-        for finding in suggestion.remaining:
-            typer.echo(f"# still refused: {finding.rule} {escape_controls(finding.message)}")
-        raise typer.Exit(EXIT_DENIED if suggestion.remaining else EXIT_OK)
-    results: list[tuple[str, GateResult]] = []
-    for name in files or ["-"]:
-        results.append((name, _check_reply(name, loaded, backend)))
-    if output_format == "json":
-        typer.echo(json.dumps(render_json(results), indent=2))
-    elif output_format == "sarif":
-        typer.echo(json.dumps(render_sarif(results, loaded), indent=2))
-    else:
-        typer.echo(render_text(results), nl=False)
-    denied = any(r.decision.verdict is not Verdict.ALLOW for _, r in results)
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+            suggestion = suggest_policy(code, loaded, backend=backend)
+            typer.echo(suggestion.toml or f"# no import extension needed under {loaded.info.id!r}")
+            for finding in suggestion.remaining:
+                typer.echo(f"# still refused: {finding.rule} {escape_controls(finding.message)}")
+            raise typer.Exit(EXIT_DENIED if suggestion.remaining else EXIT_OK)
+        results: list[tuple[str, GateResult]] = []
+        for name in files or ["-"]:
+            results.append((name, _check_reply(name, loaded, backend)))
+        if output_format == "json":
+            typer.echo(json.dumps(render_json(results), indent=2))
+        elif output_format == "sarif":
+            typer.echo(json.dumps(render_sarif(results, loaded), indent=2))
+        else:
+            typer.echo(render_text(results), nl=False)
+        denied = any(r.decision.verdict is not Verdict.ALLOW for _, r in results)
+        raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
 # ---------------------------------------------------------------------------------------------

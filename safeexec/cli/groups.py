@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import typer
 
-__all__ = ["EXIT_USAGE", "command_group", "usage_error"]
+from safeexec.collector import gc_paused
+
+__all__ = ["EXIT_USAGE", "command_group", "one_shot", "usage_error"]
 
 EXIT_USAGE = 2
 
@@ -27,3 +32,23 @@ def usage_error(message: str) -> NoReturn:
     """Print ``safeexec: error: <message>`` to stderr and exit with :data:`EXIT_USAGE`."""
     typer.echo(f"safeexec: error: {message}", err=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+@contextmanager
+def one_shot() -> Iterator[None]:
+    """Around a command that loads, works once and exits: no collection meanwhile, and what it
+    made is then old, scanned only by a full collection.
+
+    Such a command allocates mostly what it keeps until the process exits (modules, the policy,
+    a session): the collector would scan the young objects some 30 times for nothing, and once
+    more, all of them, at the first allocation after the pause.
+    """
+    # Unfreezing would thaw what the embedding process froze: then the objects stay young.
+    promote = gc.get_freeze_count() == 0
+    with gc_paused():
+        try:
+            yield
+        finally:
+            if promote:  # into the oldest generation: freeze and unfreeze is the one way
+                gc.freeze()
+                gc.unfreeze()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 
 import typer
 
-from safeexec.cli.groups import usage_error
+from safeexec.cli.groups import one_shot, usage_error
 from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.units import parse_bytes
 
@@ -151,55 +151,60 @@ def run(
     Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
     4 timeout, limit exceeded or killed (with several files, the worst).
     """
-    warm: Backend | None = None
-    # Started before the policy, the gate and the backend load (they load while it boots).
-    early = _launch_template(mode)
-    try:
-        from safeexec.policy.loader import load_policy
-        from safeexec.policy.narrow import narrow_limits
+    with one_shot():
+        warm: Backend | None = None
+        # Started before the policy, the gate and the backend load (they load while it boots).
+        early = _launch_template(mode)
+        try:
+            from safeexec.policy.loader import load_policy
+            from safeexec.policy.narrow import narrow_limits
 
-        replies = [(name, _read(name)) for name in (files or ["-"])]
-        code = EXIT_OK
-        chosen = None if mode is None else mode.value
-        narrowed = narrow_limits(
-            load_policy(policy),
-            wall_seconds=timeout,
-            cpu_seconds=cpu,
-            memory_bytes=None if memory is None else parse_bytes(memory),
-        )
-        warm, early = _warm_backend(narrowed, chosen, early), None
-        # Imported once the template is starting: the gate's parsers load while it boots.
-        from safeexec.session import Session
+            replies = [(name, _read(name)) for name in (files or ["-"])]
+            code = EXIT_OK
+            chosen = None if mode is None else mode.value
+            narrowed = narrow_limits(
+                load_policy(policy),
+                wall_seconds=timeout,
+                cpu_seconds=cpu,
+                memory_bytes=None if memory is None else parse_bytes(memory),
+            )
+            warm, early = _warm_backend(narrowed, chosen, early), None
+            # Imported once the template is starting: the gate's parsers load while it boots.
+            from safeexec.session import Session
 
-        backends = None if warm is None else {chosen or narrowed.backends.default: warm}
-        with Session(
-            policy=narrowed, mode=chosen, workdir=workdir, state_dir=state_dir, backends=backends
-        ) as session:
-            for spec in upload or []:
-                source, dest = _split_transfer(spec)
-                session.files.write(dest or Path(source).name, Path(source).read_bytes())
-            for name, text in replies:
-                outcome = session.run(text)
-                code = max(code, exit_code(outcome))
-                if json_output:
-                    typer.echo(json.dumps(outcome.to_json()))
-                else:
-                    if len(replies) > 1:
-                        typer.echo(f"==> {name}: {outcome.decision.verdict.value} <==")
-                    typer.echo(outcome.observation.text)
-            for spec in download or []:
-                name, dest = _split_transfer(spec)
-                Path(dest or Path(name).name).write_bytes(session.files.read(name))
-    except SafeExecError as exc:
-        usage_error(str(exc))
-    except OSError as exc:
-        usage_error(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
-    finally:
-        if early is not None:
-            early.close()
-        if warm is not None:
-            warm.close()
-    raise typer.Exit(code)
+            backends = None if warm is None else {chosen or narrowed.backends.default: warm}
+            with Session(
+                policy=narrowed,
+                mode=chosen,
+                workdir=workdir,
+                state_dir=state_dir,
+                backends=backends,
+            ) as session:
+                for spec in upload or []:
+                    source, dest = _split_transfer(spec)
+                    session.files.write(dest or Path(source).name, Path(source).read_bytes())
+                for name, text in replies:
+                    outcome = session.run(text)
+                    code = max(code, exit_code(outcome))
+                    if json_output:
+                        typer.echo(json.dumps(outcome.to_json()))
+                    else:
+                        if len(replies) > 1:
+                            typer.echo(f"==> {name}: {outcome.decision.verdict.value} <==")
+                        typer.echo(outcome.observation.text)
+                for spec in download or []:
+                    name, dest = _split_transfer(spec)
+                    Path(dest or Path(name).name).write_bytes(session.files.read(name))
+        except SafeExecError as exc:
+            usage_error(str(exc))
+        except OSError as exc:
+            usage_error(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
+        finally:
+            if early is not None:
+                early.close()
+            if warm is not None:
+                warm.close()
+        raise typer.Exit(code)
 
 
 def _launch_template(mode: Mode | None) -> TemplateProcess | None:

@@ -33,15 +33,13 @@ cross-check) and ``result`` (the values returned, and a failure's span and caret
 from __future__ import annotations
 
 import ast
-import gc
 import io
 import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 
+from safeexec.collector import gc_paused
 from safeexec.model import Action, Span
 from safeexec.parse.cross_check import _concrete_check, _parsers_may_differ
 from safeexec.parse.fields import CHILD_FIELDS
@@ -64,7 +62,7 @@ from safeexec.policy.engine_rules import (
     SYNTAX_ERROR,
 )
 
-__all__ = ["ParseFailure", "Parsed", "gc_paused", "parse"]
+__all__ = ["ParseFailure", "Parsed", "parse"]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -116,25 +114,6 @@ def parse(
             max_parse_work=max_parse_work,
             always_cross_check=always_cross_check,
         )
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector during a burst of allocations.
-
-    Parsing allocates tens of thousands of syntax-tree nodes, freed by reference counting (the
-    trees hold no cycles). The burst would otherwise trigger collections that traverse the
-    host's whole heap, each one longer the bigger the host; any cycles made meanwhile are
-    collected after the pause. Nested or concurrent pauses are safe: only a pause that found
-    the collector enabled turns it back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parse(

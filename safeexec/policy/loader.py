@@ -75,6 +75,8 @@ _LAYERS = tuple(layer.value for layer in Layer)
 
 @dataclass(slots=True)
 class _Context:
+    """One policy file being read: its name and where its keys are, for precise errors."""
+
     file: str
     locator: TomlLocator
 

@@ -45,6 +45,8 @@ class MatchKind(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyInfo:
+    """Who the policy is: its id, version, description and owners (the ``[policy]`` table)."""
+
     id: str = "builtin-deny-all"
     version: str = "0"
     description: str = ""

@@ -83,7 +83,8 @@ _RUNTIME = (
 
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
 # the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
-# the observation step (its control escaping lives in safeexec.escaping).
+# the observation step (its control escaping lives in safeexec.escaping), the tool layer (tools
+# are granted to sessions; a Python check reads only the policy's tool names).
 _NOT_FOR_CHECKING = (
     *_RUNTIME,
     "RestrictedPython",
@@ -91,6 +92,9 @@ _NOT_FOR_CHECKING = (
     "safeexec.steps",
     "asyncio",
     "safeexec.observe",
+    "safeexec.capabilities",
+    "safeexec.tool_specs",
+    "safeexec.tool_targets",
 )
 # What printing a rule does not need: the gate and everything it reads code with.
 _GATE = (
@@ -153,6 +157,15 @@ def test_a_one_shot_run_that_needs_no_approval_imports_no_dsl_plans(tmp_path: Pa
     loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
     assert "safeexec.session" in loaded
     assert not {"safeexec.dsl.approval", "safeexec.dsl.plan", "importlib.metadata"} & loaded
+
+
+def test_a_one_shot_run_imports_no_grant_reconciliation(tmp_path: Path) -> None:
+    # Session.grant loads it: a run from the CLI grants no tools.
+    (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
+    argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
+    loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
+    assert "safeexec.session" in loaded
+    assert "safeexec.policy.grants" not in loaded
 
 
 def _is_group(name: str) -> bool:
