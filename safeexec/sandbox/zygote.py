@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 
 import safeexec
-from safeexec.sandbox import namespaces, worker
+from safeexec.sandbox import namespaces, privileges, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
     recv_frame,
@@ -63,6 +63,7 @@ from safeexec.sandbox.protocol import (
     TemplateOptions,
 )
 from safeexec.sandbox.rootfs import SANDBOX_WORKDIR
+from safeexec.sandbox.session_env import base_environment
 from safeexec.sandbox.syscalls import install, libc
 
 __all__ = ["main"]
@@ -216,10 +217,16 @@ def _enter_session_namespaces(template: _TemplateState) -> bool:
 
 def _host_pid(pidfd: int) -> int:
     """The pid of a process as the host's /proc (and the host) sees it."""
-    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
-        for line in fh:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
+    # os.read, not open(): what the template touches after a fork, every member keeps a
+    # private copy of (here, the text-file stack's objects).
+    info = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        text = os.read(info, 4096)
+    finally:
+        os.close(info)
+    for line in text.splitlines():
+        if line.startswith(b"Pid:"):
+            return int(line.split()[1])
     raise OSError(2, "no Pid in pidfd fdinfo")
 
 
@@ -538,6 +545,13 @@ def main() -> None:
         session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},
     )
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Once here rather than in every session process, which inherits both: no capability it
+    # could ever gain back (the template keeps the ones it holds, and never executes anything),
+    # and the environment a session most likely gets, as it will see it (the claim changes
+    # only what differs). The template's own is no session's; what it set is read already.
+    privileges.drop_bounding_set()
+    os.environ.clear()
+    os.environ.update(base_environment(SANDBOX_WORKDIR))
     # Everything imported so far is shared with every session; keep the collector from touching
     # (and so copying) those pages in each child. No collection first: the blocks it frees are
     # where each child's first allocations would land, dirtying shared pages (~120 KiB of USS
