@@ -20,7 +20,7 @@ from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import SessionConfig
 from safeexec.sandbox.record import Record
-from safeexec.sandbox.session_env import TMP_DIR, base_environment
+from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [
     "Confinement",
@@ -184,10 +184,6 @@ def preconfine(
     )
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
-    # The template's environment is no session's: it goes now, for the one a session most
-    # likely gets (the base one, as it will see it); the claim changes only what differs.
-    os.environ.clear()
-    os.environ.update(base_environment(rootfs.SANDBOX_WORKDIR))
     mapped = _mapped_bytes()
     _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
     _no_new_privs(confinement)
@@ -361,8 +357,12 @@ def _scrub_environment(config: SessionConfig, confinement: Confinement) -> None:
 
 
 def _mapped_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[0]) * _PAGE
+    # os.read, not open(): the text-file stack costs a session process some 0.1 ms of CPU.
+    statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return int(os.read(statm, 64).split()[0]) * _PAGE
+    finally:
+        os.close(statm)
 
 
 def _as_headroom(memory_bytes: int) -> int:

@@ -8,7 +8,13 @@ import os
 
 from safeexec.sandbox.syscalls import check, libc, syscall
 
-__all__ = ["drop_capabilities", "drop_to", "has_no_new_privs", "set_no_new_privs"]
+__all__ = [
+    "drop_bounding_set",
+    "drop_capabilities",
+    "drop_to",
+    "has_no_new_privs",
+    "set_no_new_privs",
+]
 
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
@@ -52,13 +58,19 @@ def drop_to(uid: int, gid: int) -> None:
         raise OSError(1, "privilege drop did not take")
 
 
-def drop_capabilities() -> None:
-    """Empty the bounding, ambient, effective, permitted and inheritable capability sets."""
+def drop_bounding_set() -> None:
+    """Empty the capability bounding set: what no ``execve`` of this process or of any child
+    forked later can gain back. The effective and permitted sets are left as they are."""
     for cap in range(_CAP_LAST_CAP_GUESS + 1):
         try:
             _prctl(_PR_CAPBSET_DROP, cap)
         except OSError:
             break  # EINVAL past the last capability; EPERM when we hold no CAP_SETPCAP
+
+
+def drop_capabilities() -> None:
+    """Empty the ambient, effective, permitted and inheritable capability sets (the bounding
+    set is inherited: see :func:`drop_bounding_set`)."""
     with contextlib.suppress(OSError):  # kernels before 4.3 have no ambient set to clear
         _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)
     header = _CapHeader(version=_LINUX_CAPABILITY_VERSION_3, pid=0)

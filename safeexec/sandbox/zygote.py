@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 
 import safeexec
-from safeexec.sandbox import namespaces, worker
+from safeexec.sandbox import namespaces, privileges, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
     recv_frame,
@@ -63,6 +63,7 @@ from safeexec.sandbox.protocol import (
     TemplateOptions,
 )
 from safeexec.sandbox.rootfs import SANDBOX_WORKDIR
+from safeexec.sandbox.session_env import base_environment
 from safeexec.sandbox.syscalls import install, libc
 
 __all__ = ["main"]
@@ -71,7 +72,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _CHANNEL_FD = 3
 _MEMBER_FD = 4
-_REFILL_DELAY_SECONDS = 0.01
+_REFILL_DELAY_SECONDS = 0.002
 _UID_BASE = 1_600_000_000  # + a session's host pid: the unprivileged uid of a root host's session
 # System locations the runtime needs besides the interpreter tree (loader cache, shared libraries).
 _SYSTEM_READ_ONLY = (
@@ -216,10 +217,16 @@ def _enter_session_namespaces(template: _TemplateState) -> bool:
 
 def _host_pid(pidfd: int) -> int:
     """The pid of a process as the host's /proc (and the host) sees it."""
-    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
-        for line in fh:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
+    # os.read, not open(): what the template touches after a fork, every member keeps a
+    # private copy of (here, the text-file stack's objects).
+    info = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        text = os.read(info, 4096)
+    finally:
+        os.close(info)
+    for line in text.splitlines():
+        if line.startswith(b"Pid:"):
+            return int(line.split()[1])
     raise OSError(2, "no Pid in pidfd fdinfo")
 
 
@@ -538,6 +545,13 @@ def main() -> None:
         session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},
     )
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Once here rather than in every session process, which inherits both: no capability it
+    # could ever gain back (the template keeps the ones it holds, and never executes anything),
+    # and the environment a session most likely gets, as it will see it (the claim changes
+    # only what differs). The template's own is no session's; what it set is read already.
+    privileges.drop_bounding_set()
+    os.environ.clear()
+    os.environ.update(base_environment(SANDBOX_WORKDIR))
     # Everything imported so far is shared with every session; keep the collector from touching
     # (and so copying) those pages in each child. No collection first: the blocks it frees are
     # where each child's first allocations would land, dirtying shared pages (~120 KiB of USS
@@ -608,8 +622,10 @@ def main() -> None:
                     continue
                 _start_claim(claimed, spawn, fds, template)
                 # Refill a little later: forking now would compete for the CPU with the
-                # session just claimed, which finishes confining itself on the open's path.
-                refill_at = time.monotonic() + _REFILL_DELAY_SECONDS
+                # session just claimed, which finishes confining itself on the open's path
+                # (some 1.5 ms). Not later still for each claim that follows: under a steady
+                # stream of opens the refill never came, and every open waited for a fork.
+                refill_at = refill_at or time.monotonic() + _REFILL_DELAY_SECONDS
     except ConnectionError:
         return  # the host closed the channel while we wrote to it: it is gone, nobody to tell
     finally:

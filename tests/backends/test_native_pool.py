@@ -50,6 +50,7 @@ def test_pool_members_are_confined_before_any_claim_and_hold_no_workdir(tmp_path
                 status = _status(pid)
                 assert status["NoNewPrivs"] == "1"
                 assert int(status["CapEff"], 16) == 0
+                assert int(status["CapBnd"], 16) == 0
                 if os.geteuid() == 0:
                     assert all(int(uid) != 0 for uid in status["Uid"].split())
                 # Its view: the private root, whose workdir mount point is still empty.

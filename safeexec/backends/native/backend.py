@@ -29,6 +29,7 @@ __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
 _EXECUTORS = ("python", "restricted")
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
+_LAYER_NAMES = frozenset(layer.value for layer in Layer)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,11 +235,11 @@ class NativeBackend:
         return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
 
     def _required(self, require: frozenset[str]) -> frozenset[Layer]:
-        known = {layer.value for layer in Layer}
-        unknown = sorted(set(require) - known)
+        unknown = sorted(set(require) - _LAYER_NAMES)
         if unknown:
             raise ConfigurationError(
-                f"unknown confinement layer require={unknown!r}; known layers: {sorted(known)}"
+                f"unknown confinement layer require={unknown!r}; "
+                f"known layers: {sorted(_LAYER_NAMES)}"
             )
         defaults = {layer for layer in DEFAULT_REQUIRED if self._supported()[layer].active}
         return frozenset({Layer(name) for name in require} | defaults | ALWAYS_REQUIRED)
