@@ -19,7 +19,8 @@ import pytest
 from safeexec import tool_targets
 from safeexec.capabilities import CapabilitySet, tool
 
-CALLS = 600
+CALLS = 600  # at least; then on until the race ran both ways (under load the flipper can sit
+MAX_CALLS = 20_000  # out hundreds of calls), at most this many
 OLD_CALLS = 50_000  # the old check leaks within a few thousand calls; stop at the first leak
 # renameat2(RENAME_EXCHANGE) in a tight loop, a bounded number of times (it stops by itself).
 _FLIPPER = r"""
@@ -91,16 +92,18 @@ def raced(tmp_path: Path) -> Iterator[tuple[CapabilitySet, subprocess.Popen[str]
 
 
 def _race(
-    caps: CapabilitySet, flipper: subprocess.Popen[str], *, calls: int = CALLS
+    caps: CapabilitySet, flipper: subprocess.Popen[str], *, calls: int, both_ways: bool
 ) -> dict[str, int]:
+    """Call the tool up to ``calls`` times: until the canary comes back or, with ``both_ways``
+    and at least :data:`CALLS` made, until both a plain read and a refusal were seen."""
     seen = {"plain": 0, "CANARY": 0, "refused": 0}
-    for _ in range(calls):
+    for made in range(1, calls + 1):
         reply = caps.invoke("read", {"args": ["f"], "kwargs": {}})
         if reply.ok:
             seen[str(reply.value)] += 1
         else:
             seen["refused"] += 1
-        if seen["CANARY"]:
+        if seen["CANARY"] or (both_ways and made >= CALLS and seen["plain"] and seen["refused"]):
             break
     assert flipper.poll() is None, "the flipper stopped before the calls did"
     return seen
@@ -109,7 +112,7 @@ def _race(
 def test_a_path_flipped_to_a_link_during_calls_never_returns_the_canary(
     raced: tuple[CapabilitySet, subprocess.Popen[str]],
 ) -> None:
-    seen = _race(*raced)
+    seen = _race(*raced, calls=MAX_CALLS, both_ways=True)
     assert seen["CANARY"] == 0, seen
     assert seen["plain"] > 0 and seen["refused"] > 0, seen  # the race really ran both ways
 
@@ -117,5 +120,5 @@ def test_a_path_flipped_to_a_link_during_calls_never_returns_the_canary(
 def test_the_race_returns_the_canary_under_the_old_pathname_check(
     old_pathname_check: None, raced: tuple[CapabilitySet, subprocess.Popen[str]]
 ) -> None:
-    seen = _race(*raced, calls=OLD_CALLS)
+    seen = _race(*raced, calls=OLD_CALLS, both_ways=False)
     assert seen["CANARY"] > 0, seen
