@@ -16,28 +16,25 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from escape_support import CANARY_ENV, Canaries, Listener, Sandbox
 
-# The restricted variants, the refusal rule and the restricted-only fixtures (hooks and fixtures
-# must be names in this module for pytest to find them).
+# The restricted variants and the restricted-only fixtures (hooks and fixtures must be names in
+# this module for pytest to find them).
 from restricted_support import (  # noqa: F401
-    AttackRefused,
     InProcessRestrictedHarness,
     pytest_runtest_makereport,
-    refused_by_restricted,
     restricted_box,
     worker_restricted_backend,
 )
 
 from safeexec.backends.base import SessionSpec
-from safeexec.backends.native import NativeBackend, NativeSession
+from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
-from safeexec.sandbox.layers import Layer
+from safeexec.model import Limits
 
 # A small disk budget keeps the disk-filling attacks cheap.
 BACKENDS: dict[str, Callable[[], NativeBackend]] = {
@@ -47,68 +44,6 @@ BACKENDS: dict[str, Callable[[], NativeBackend]] = {
     ),
     "restricted-in-process": InProcessRestrictedHarness,  # type: ignore[dict-item]
 }
-
-CANARY_ENV = "SAFEEXEC_CANARY_SECRET"
-
-
-@dataclass
-class _Listener:
-    """A loopback TCP or UDP endpoint that records whether anything reached it."""
-
-    kind: int
-    host: str = "127.0.0.1"
-    hits: list[bytes] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, self.kind)
-        self.sock.bind((self.host, 0))
-        self.port = self.sock.getsockname()[1]
-        if self.kind == socket.SOCK_STREAM:
-            self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if self.kind == socket.SOCK_STREAM:
-                    conn, _ = self.sock.accept()
-                    self.hits.append(b"connect")
-                    conn.close()
-                else:
-                    data, _ = self.sock.recvfrom(4096)
-                    self.hits.append(data)
-            except (TimeoutError, OSError):
-                continue
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
-
-
-@dataclass
-class Canaries:
-    secret: str
-    secret_file: Path
-    tcp: _Listener
-    udp: _Listener
-    unix_path: Path
-    unix_hits: list[bytes]
-    victim: subprocess.Popen[bytes]
-
-    def leaked(self, text: str) -> bool:
-        return self.secret in text
-
-    def assert_intact(self) -> None:
-        assert os.environ[CANARY_ENV] == self.secret
-        assert self.secret_file.read_text() == self.secret, "the file outside the workdir changed"
-        assert self.tcp.hits == [], "something reached the host's loopback TCP listener"
-        assert self.udp.hits == [], "something reached the host's loopback UDP listener"
-        assert self.unix_hits == [], "something reached the host's unix socket service"
-        assert self.victim.poll() is None, "the host process was signalled"
 
 
 @pytest.fixture(scope="session")
@@ -140,8 +75,8 @@ def canaries() -> Iterator[Canaries]:
 
     unix_thread = threading.Thread(target=serve_unix, daemon=True)
     unix_thread.start()
-    tcp = _Listener(socket.SOCK_STREAM)
-    udp = _Listener(socket.SOCK_DGRAM)
+    tcp = Listener(socket.SOCK_STREAM)
+    udp = Listener(socket.SOCK_DGRAM)
     victim = subprocess.Popen(["sleep", "3600"])
     try:
         yield Canaries(
@@ -171,64 +106,6 @@ def backend(request: pytest.FixtureRequest, canaries: Canaries) -> Iterator[Nati
     instance.start()
     yield instance
     instance.close()
-
-
-@dataclass
-class Ran:
-    result: ExecResult
-    stdout: str
-    stderr: str
-
-    @property
-    def text(self) -> str:
-        return self.stdout + self.stderr + self.result.message
-
-
-class Sandbox:
-    """One session under attack, with helpers to run code and check the host afterwards."""
-
-    def __init__(
-        self,
-        session: NativeSession,
-        blobs: BlobStore,
-        canaries: Canaries,
-        *,
-        restricted: bool = False,
-    ) -> None:
-        self.session = session
-        self.blobs = blobs
-        self.canaries = canaries
-        self.restricted = restricted
-
-    def run(self, code: str, **limits: float) -> Ran:
-        request = ExecRequest(action_id="attack", code=code, limits=Limits(**limits))  # type: ignore[arg-type]
-        result = self.session.run(request)
-        ran = Ran(
-            result=result,
-            stdout=self.blobs.get(result.stdout).decode("utf-8", "replace"),
-            stderr=self.blobs.get(result.stderr).decode("utf-8", "replace"),
-        )
-        assert not self.canaries.leaked(ran.text), f"canary secret leaked: {ran.text[:2000]}"
-        for artifact in result.artifacts:
-            assert not self.canaries.leaked(self.blobs.get(artifact.blob).decode("latin-1"))
-        if self.restricted and refused_by_restricted(result):
-            self.canaries.assert_intact()
-            raise AttackRefused(result.message)
-        return ran
-
-    def needs(self, layer: Layer) -> None:
-        """On a host that cannot give the session ``layer`` (no delegated cgroup, no root for a
-        mount), the attack it stops is a known hole there: xfail, and say why."""
-        status = getattr(self.session, "layers", {}).get(layer)
-        if status is not None and not status.active:
-            pytest.xfail(f"known hole on this host without {layer.value}: {status.detail}")
-
-    def assert_usable(self) -> None:
-        """The host is unaffected and the session answers ordinary code again."""
-        self.canaries.assert_intact()
-        ran = self.run("print(6 * 7)")
-        assert ran.result.status is ExecStatus.OK, ran.text
-        assert ran.stdout.strip() == "42"
 
 
 @pytest.fixture

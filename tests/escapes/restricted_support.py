@@ -34,7 +34,7 @@ from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 
 if TYPE_CHECKING:
-    from conftest import Canaries
+    from escape_support import Canaries
 
 DEFAULT_IMPORTS = load_policy("default").imports.allow
 

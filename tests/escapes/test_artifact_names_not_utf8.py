@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_a_file_name_that_is_not_utf8_never_reaches_the_host_as_an_artifact(

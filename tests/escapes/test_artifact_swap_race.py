@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_swapping_files_for_links_during_collection_leaks_nothing(sandbox: Sandbox) -> None:

@@ -16,7 +16,7 @@ from safeexec.model import ExecStatus
 from safeexec.sandbox.layers import Layer
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 # Each child burns ~0.1 CPU-seconds and exits unreaped; ROUNDS of them in sequence.
 BURNERS = """

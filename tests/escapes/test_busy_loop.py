@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_an_endless_loop_dies_at_the_wall_limit(sandbox: Sandbox) -> None:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_raw_syscalls_through_ctypes_meet_the_same_walls(sandbox: Sandbox) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Canaries, Sandbox
+    from escape_support import Canaries, Sandbox
     from restricted_support import BoxFactory
 
 PRELUDE = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"

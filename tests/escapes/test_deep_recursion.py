@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_deep_recursion_is_a_recursion_error(sandbox: Sandbox) -> None:

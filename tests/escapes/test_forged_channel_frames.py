@@ -15,7 +15,7 @@ import pytest
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 CHANNEL = """
 import socket, struct, time

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_a_forked_child_falling_out_of_the_cell_never_answers_the_host(sandbox: Sandbox) -> None:

@@ -18,7 +18,7 @@ import safeexec
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def _runtime_entries_under_tmp() -> set[str]:

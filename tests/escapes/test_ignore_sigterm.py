@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_ignoring_sigterm_does_not_survive_a_timeout(sandbox: Sandbox) -> None:

@@ -16,7 +16,7 @@ from safeexec.model import ExecStatus
 from safeexec.sandbox.syscalls import syscall_number
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 PROBE = """
 import ctypes, errno, os

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_killing_the_parent_or_everything_hurts_nobody_outside(sandbox: Sandbox) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def _outcomes(sandbox: Sandbox, code: str) -> dict[str, str]:

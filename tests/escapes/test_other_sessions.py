@@ -9,7 +9,7 @@ from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_a_session_cannot_see_or_signal_another(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_a_thread_printing_after_the_call_does_not_hurt_the_host(sandbox: Sandbox) -> None:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_printing_a_gigabyte_is_capped_while_it_is_read(sandbox: Sandbox) -> None:

@@ -7,7 +7,7 @@ import pytest
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 @pytest.mark.parametrize("request_code", [16, 0])  # PTRACE_ATTACH to the parent, PTRACE_TRACEME

@@ -18,7 +18,7 @@ from safeexec.model import ExecStatus
 from safeexec.sandbox.seccomp import newest_known_syscall
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 PROBE = """
 import ctypes, os, signal

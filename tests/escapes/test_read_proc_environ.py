@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_host_environment_is_not_visible_through_proc(sandbox: Sandbox) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_the_host_users_ssh_directory_is_unreadable(sandbox: Sandbox) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import Canaries
+    from escape_support import Canaries
     from restricted_support import BoxFactory
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Canaries
+    from escape_support import Canaries
     from restricted_support import BoxFactory
 
 

@@ -7,7 +7,7 @@ from test_outliving_threads_and_processes import _alive
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 DAEMON = """

@@ -16,7 +16,7 @@ from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 KEY = 0x5AFE0001
 SYSV = f"""

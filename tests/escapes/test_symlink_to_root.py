@@ -9,7 +9,7 @@ from safeexec.errors import ConfigurationError
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_a_symlink_to_root_opens_nothing_outside(sandbox: Sandbox) -> None:

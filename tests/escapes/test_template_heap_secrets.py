@@ -19,7 +19,7 @@ from safeexec.blobs import BlobStore
 from safeexec.model import ExecRequest, ExecStatus, Limits
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 NEEDLE = "TEMPLATE-HEAP-"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from conftest import Canaries
+from escape_support import Canaries
 from tool_support import tool_backend
 
 from safeexec.backends.base import SessionSpec

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from safeexec.model import ExecStatus
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 
 def test_connecting_to_a_host_unix_service_is_blocked(sandbox: Sandbox) -> None:

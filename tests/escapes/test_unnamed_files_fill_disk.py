@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Canaries, Sandbox
+from escape_support import Canaries, Sandbox
 
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend

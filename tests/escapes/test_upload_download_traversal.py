@@ -18,7 +18,7 @@ import pytest
 from safeexec.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from conftest import Sandbox
+    from escape_support import Sandbox
 
 BAD_NAMES = ["../escape.txt", "/etc/passwd", "a/../../b", "nul\0byte", "ok.txt\0/../../x", ""]
 

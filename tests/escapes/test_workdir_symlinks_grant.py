@@ -19,7 +19,7 @@ from safeexec import Session
 from safeexec.policy.loader import load_policy
 
 if TYPE_CHECKING:
-    from conftest import Canaries
+    from escape_support import Canaries
 
 # ``pathlib`` rather than ``os.symlink``, which the default pack's gate refuses by name (SX304):
 # the key changes the kernel layer, and that layer is what this test holds to account.
