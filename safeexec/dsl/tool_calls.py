@@ -35,9 +35,9 @@ class CallSite:
 
 def check_tool_call(
     checker: _Checker, e: n.Call, tool: ToolSignature, env: dict[str, _Binding]
-) -> tuple[DType, Cost]:
+) -> DType:
     """Type a call of a granted tool against its schema; records the call site for the plan."""
-    cost = Cost(calls={tool.name: 1})
+    checker.cost.add(Cost(calls={tool.name: 1}))
     if e.args:
         names = ", ".join(f"{p}=..." for p in (tool.properties or {})) or "name=..."
         checker.report(
@@ -46,13 +46,12 @@ def check_tool_call(
             e.span,
         )
         for arg in e.args:
-            cost.add(checker.expr(arg, env)[1])
+            checker.expr(arg, env)
     properties = tool.properties
     constants: list[tuple[str, JSONValue]] = []
     computed: list[str] = []
     for keyword in e.keywords:
-        t, c = checker.expr(keyword.value, env)
-        cost.add(c)
+        t = checker.expr(keyword.value, env)
         if isinstance(keyword.value, n.Literal):
             constants.append((keyword.name, keyword.value.value))
         else:
@@ -76,7 +75,7 @@ def check_tool_call(
             computed=tuple(computed),
         )
     )
-    return checker.tool_result(tool), cost
+    return checker.tool_result(tool)
 
 
 def _argument(
