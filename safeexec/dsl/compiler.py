@@ -248,11 +248,11 @@ class _Compiler:
 
     def binop(self, e: n.BinOp) -> ast.expr:
         left, right = self.expr(e.left), self.expr(e.right)
-        kinds = {self.checked.types[id(e.left)].kind, self.checked.types[id(e.right)].kind}
         # Only float arithmetic is plain Python; ints, strings and lists can grow without bound.
-        if e.op == "+" and kinds != {Kind.FLOAT}:
+        floats = self.checked.operands[id(e)] == (Kind.FLOAT, Kind.FLOAT)
+        if e.op == "+" and not floats:
             return self._call("dsl_add", [left, right])
-        if e.op == "*" and kinds != {Kind.FLOAT}:
+        if e.op == "*" and not floats:
             return self._call("dsl_mul", [left, right])
         return self._binop(left, e.op, right)
 

@@ -108,6 +108,8 @@ def optional(inner: DType) -> DType:
 
 def with_cap(t: DType, cap: int) -> DType:
     """``t`` with every ``CAPPED`` list bound replaced by ``cap``."""
+    if t.item is None and not t.fields and t.bound != CAPPED:
+        return t  # a scalar (most of a tool result's fields): nothing to replace
     item = None if t.item is None else with_cap(t.item, cap)
     fields = tuple((k, with_cap(v, cap)) for k, v in t.fields)
     bound = cap if t.bound == CAPPED else t.bound
