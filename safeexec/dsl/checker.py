@@ -189,13 +189,14 @@ class _Checker:
         it = self.expr(stmt.iterable, env)
         item, bound = self.iteration(it, stmt.iterable.span)
         self.bounds[id(stmt)] = bound
-        outer = {k: b.type for k, b in env.items()}
+        outer = dict(env)
         mark = len(self.state.findings), len(self.state.sites)
         body_cost = self.loop_body(stmt, env, item, bound)
-        changed = [k for k in outer if env[k].type != outer[k]]
+        changed = [k for k, b in outer.items() if env[k] is not b and env[k].type != b.type]
         if changed:  # a second pass with the types widened to what the loop can make them
             for k in changed:
-                env[k] = _Binding(_widen(join(outer[k], env[k].type), self.limits.max_items), False)
+                widened = _widen(join(outer[k].type, env[k].type), self.limits.max_items)
+                env[k] = _Binding(widened, False)
             del self.state.findings[mark[0] :]
             del self.state.sites[mark[1] :]
             body_cost = self.loop_body(stmt, env, item, bound)
@@ -209,8 +210,9 @@ class _Checker:
         self.state.multiplier = saved * max(bound, 1)
         _, body_cost = self.measure(lambda: self.block(stmt.body, inner, top=False))
         self.state.multiplier = saved
-        for k in env:  # the body may run no time at all: a name holds what it held, or more
-            env[k] = _Binding(join(env[k].type, inner[k].type), env[k].fixed)
+        for k, before in env.items():  # the body may run no time at all: a name holds what it
+            if inner[k] is not before:  # held, or what the body bound to it
+                env[k] = _Binding(join(before.type, inner[k].type), before.fixed)
         return body_cost
 
     def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> None:
@@ -218,9 +220,10 @@ class _Checker:
         then_env, else_env = dict(env), dict(env)
         _, then_cost = self.measure(lambda: self.block(stmt.body, then_env, top=False))
         _, else_cost = self.measure(lambda: self.block(stmt.orelse, else_env, top=False))
-        for k in list(then_env):
-            if k in else_env:
-                env[k] = _Binding(join(then_env[k].type, else_env[k].type), then_env[k].fixed)
+        for k, then in then_env.items():
+            orelse = else_env.get(k)
+            if orelse is not None and orelse is not then:  # bound in both, rebound in either
+                env[k] = _Binding(join(then.type, orelse.type), then.fixed)
         self.cost.add(then_cost.either(else_cost))
 
     def iteration(self, t: DType, span: Span) -> tuple[DType, int]:
