@@ -172,18 +172,15 @@ def make_plan(
     asks = frozenset(approval_effects)
     by_name = {t.name: t for t in tools}
     planned = []
-    first_line: dict[str, int] = {}
-    for site in checked.sites:
-        first_line.setdefault(site.tool, site.span.start_line)
-    for name, count in sorted(checked.cost.calls.items(), key=lambda kv: first_line[kv[0]]):
-        signature = by_name[name]
-        sites = tuple(
+    calls: dict[str, list[PlannedCall]] = {}  # each tool's sites, in one pass over them
+    for s in checked.sites:
+        calls.setdefault(s.tool, []).append(
             PlannedCall(
                 line=s.span.start_line, times=s.times, arguments=s.arguments, computed=s.computed
             )
-            for s in checked.sites
-            if s.tool == name
         )
+    for name, count in sorted(checked.cost.calls.items(), key=lambda kv: calls[kv[0]][0].line):
+        signature = by_name[name]
         planned.append(
             PlannedTool(
                 name=name,
@@ -191,7 +188,7 @@ def make_plan(
                 effects=signature.effects,
                 granted_calls=signature.max_calls,
                 requires_approval=signature.requires_approval,
-                sites=sites,
+                sites=tuple(calls[name]),
                 approval_effects=tuple(e for e in signature.effects if e in asks)
                 if signature.effects_known
                 else tuple(sorted(asks)),
