@@ -73,8 +73,10 @@ class _Compiler:
     # -- the wall: records and checks ----------------------------------------------------------
 
     def _made(self, node: _Node) -> _Node:
-        node.lineno = node.end_lineno = self.line  # type: ignore[attr-defined]
-        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        # No end position: compile() takes a node's end as its start, the code it makes is the
+        # same (and a statement's nodes all start where it does).
+        node.lineno = self.line  # type: ignore[attr-defined]
+        node.col_offset = 0  # type: ignore[attr-defined]
         self.made[id(node)] = node
         return node
 
