@@ -6,12 +6,13 @@ and which of them need approval — and its comparison with the grants, the budg
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
+from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import (
     BUDGET,
     CALLS,
@@ -160,6 +161,12 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
+# PlannedCall(line, times, arguments, computed), made faster (one per call site planned).
+_planned_call: Callable[
+    [int, int, tuple[tuple[str, JSONValue], ...], tuple[str, ...]], PlannedCall
+] = maker(PlannedCall)
+
+
 def make_plan(
     checked: Checked,
     tools: Iterable[ToolSignature],
@@ -174,11 +181,8 @@ def make_plan(
     planned = []
     calls: dict[str, list[PlannedCall]] = {}  # each tool's sites, in one pass over them
     for s in checked.sites:
-        calls.setdefault(s.tool, []).append(
-            PlannedCall(
-                line=s.span.start_line, times=s.times, arguments=s.arguments, computed=s.computed
-            )
-        )
+        planned_call = _planned_call(s.span.start_line, s.times, s.arguments, s.computed)
+        calls.setdefault(s.tool, []).append(planned_call)
     for name, count in sorted(checked.cost.calls.items(), key=lambda kv: calls[kv[0]][0].line):
         signature = by_name[name]
         planned.append(

@@ -5,12 +5,14 @@ recorded with its multiplicity and constant arguments for the plan."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
+from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import TYPE_ERROR
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.dsl.valuetypes import DType, assignable, from_schema
@@ -31,6 +33,12 @@ class CallSite:
     times: int
     arguments: tuple[tuple[str, JSONValue], ...]
     computed: tuple[str, ...]
+
+
+# CallSite(tool, span, times, arguments, computed), made faster (one per call site checked).
+_call_site: Callable[
+    [str, Span, int, tuple[tuple[str, JSONValue], ...], tuple[str, ...]], CallSite
+] = maker(CallSite)
 
 
 def check_tool_call(
@@ -66,15 +74,10 @@ def check_tool_call(
     missing = [r for r in tool.required if r not in given]
     if missing and not e.args:  # positional arguments were already reported
         checker.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
-    checker.state.sites.append(
-        CallSite(
-            tool=tool.name,
-            span=e.span,
-            times=checker.state.multiplier,
-            arguments=tuple(constants),
-            computed=tuple(computed),
-        )
+    site = _call_site(
+        tool.name, e.span, checker.state.multiplier, tuple(constants), tuple(computed)
     )
+    checker.state.sites.append(site)
     return checker.tool_result(tool)
 
 
