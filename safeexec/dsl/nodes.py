@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from safeexec.dsl.makers import maker
-from safeexec.model import Span
+from safeexec.model import Span, span_at
 
 __all__ = [
     "Assign",
@@ -153,7 +153,13 @@ class Call:
     args: tuple[Expr | Lambda, ...]
     keywords: tuple[Keyword, ...]
     span: Span
-    func_span: Span
+
+    @property
+    def func_span(self) -> Span:
+        """The callee's name: a call starts with it (the grammar's ``NAME "(" ...``)."""
+        start = self.span
+        end_column = start.start_column + len(self.func) - 1
+        return span_at(start.start_line, start.start_column, start.start_line, end_column)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,9 +241,7 @@ make_neg: Callable[[Expr, Span], Neg] = maker(Neg)
 make_cond: Callable[[Expr, Expr, Expr, Span], Cond] = maker(Cond)
 make_lambda: Callable[[tuple[str, ...], Expr, Span], Lambda] = maker(Lambda)
 make_keyword: Callable[[str, Expr | Lambda, Span], Keyword] = maker(Keyword)
-make_call: Callable[[str, tuple[Expr | Lambda, ...], tuple[Keyword, ...], Span, Span], Call] = (
-    maker(Call)
-)
+make_call: Callable[[str, tuple[Expr | Lambda, ...], tuple[Keyword, ...], Span], Call] = maker(Call)
 make_fstring: Callable[[tuple[str | tuple[Expr, str], ...], Span], FString] = maker(FString)
 make_assign: Callable[[str, Expr, str, Span], Assign] = maker(Assign)
 make_expr_stmt: Callable[[Expr, Span], ExprStmt] = maker(ExprStmt)
