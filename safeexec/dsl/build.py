@@ -55,11 +55,6 @@ class _Builder(Transformer_NonRecursive):
         end = self._at(meta.end_line, max(1, meta.end_column - 1))
         return Span(start_line=start[0], start_column=start[1], end_line=end[0], end_column=end[1])
 
-    def _token_span(self, token: Token) -> Span:
-        start = self._at(token.line or 1, token.column or 1)
-        end = self._at(token.end_line or 1, max(1, (token.end_column or 2) - 1))
-        return Span(start_line=start[0], start_column=start[1], end_line=end[0], end_column=end[1])
-
     # -- statements -----------------------------------------------------------------------------
 
     def start(self, meta: Meta, *stmts: n.Stmt) -> n.Program:
@@ -149,7 +144,6 @@ class _Builder(Transformer_NonRecursive):
             args=tuple(positional),
             keywords=tuple(keywords),
             span=self._span(meta),
-            func_span=self._token_span(func),
         )
 
     def arguments(self, meta: Meta, *items: Any) -> tuple[Any, ...]:

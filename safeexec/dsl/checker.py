@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
@@ -41,6 +41,7 @@ __all__ = ["CallSite", "Checked", "DslLimits", "check_program"]
 _RESERVED_PREFIX = "dsl_"
 _FORMAT_SPEC = frozenset("<>^=+- 0123456789.,_dfeEgGs%x")
 _LITERAL_TYPES = {bool: BOOL, int: INT, float: FLOAT, str: STR}
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -53,7 +54,7 @@ class Checked:
     sites: tuple[CallSite, ...]
     result: DType
     bounds: Mapping[int, int]  # id(For or op Call node) -> its iteration bound
-    types: Mapping[int, DType]  # id(expression) -> its type
+    operands: Mapping[int, tuple[Kind, Kind]]  # id(BinOp) -> the kinds of its two operands
     desugared: Mapping[int, n.BinOp]  # id(``x op= v`` Assign) -> the ``x op v`` it was checked as
 
     @property
@@ -91,10 +92,13 @@ class _Checker:
         self.limits = limits
         self.state = _State()
         self.bounds: dict[int, int] = {}
-        self.types: dict[int, DType] = {}
+        self.operands: dict[int, tuple[Kind, Kind]] = {}
         self.result: DType = NONE
         self.aug_values: dict[int, n.BinOp] = {}  # id(Assign with op) -> its desugared value
         self.results: dict[str, DType] = {}  # tool name -> its result type under the cap
+        # The cost of the piece being checked (the program, a loop body, a branch, a lambda's
+        # body): every expression adds its own to it, so none returns one.
+        self.cost = Cost()
 
     # -- findings -------------------------------------------------------------------------------
 
@@ -106,6 +110,14 @@ class _Checker:
         close = difflib.get_close_matches(name, sorted(set(choices)), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         self.report(UNKNOWN_NAME, f"unknown {what} `{name}`{hint}", span)
+
+    def measure(self, check: Callable[[], _T]) -> tuple[_T, Cost]:
+        """What ``check`` returns and the cost of what it checks, kept out of the current piece
+        (a loop body's runs many times, only one branch of an ``if`` runs)."""
+        outer, self.cost = self.cost, Cost()
+        made = check()
+        piece, self.cost = self.cost, outer
+        return made, piece
 
     def tool_result(self, tool: ToolSignature) -> DType:
         """A granted tool's result type with the session's ``max_items`` (made once per check)."""
@@ -122,39 +134,36 @@ class _Checker:
         for i, stmt in enumerate(body):
             if isinstance(stmt, n.Return) and i != len(body) - 1:
                 self.report(STRUCTURE, "`return` must be the last statement", stmt.span)
-        cost = self.block(body, env, top=True)
+        self.block(body, env, top=True)
         findings = tuple(dict.fromkeys(self.state.findings))
         return Checked(
             program=self.program,
             findings=findings,
-            cost=cost,
+            cost=self.cost,
             sites=tuple(self.state.sites),
             result=self.result,
             bounds=self.bounds,
-            types=self.types,
+            operands=self.operands,
             desugared=self.aug_values,
         )
 
-    def block(self, stmts: tuple[n.Stmt, ...], env: dict[str, _Binding], *, top: bool) -> Cost:
-        cost = Cost()
+    def block(self, stmts: tuple[n.Stmt, ...], env: dict[str, _Binding], *, top: bool) -> None:
         for stmt in stmts:
-            cost.add(self.stmt(stmt, env, top=top))
-        return cost
+            self.stmt(stmt, env, top=top)
 
-    def stmt(self, stmt: n.Stmt, env: dict[str, _Binding], *, top: bool) -> Cost:
+    def stmt(self, stmt: n.Stmt, env: dict[str, _Binding], *, top: bool) -> None:
         if isinstance(stmt, n.Assign):
-            return self.assign(stmt, env)
-        if isinstance(stmt, n.ExprStmt):
-            return self.expr(stmt.value, env)[1]
-        if isinstance(stmt, n.Return):
+            self.assign(stmt, env)
+        elif isinstance(stmt, n.ExprStmt):
+            self.expr(stmt.value, env)
+        elif isinstance(stmt, n.Return):
             if not top:
                 self.report(STRUCTURE, "`return` is allowed only at the top level", stmt.span)
-            t, cost = self.expr(stmt.value, env)
-            self.result = t
-            return cost
-        if isinstance(stmt, n.For):
-            return self.for_stmt(stmt, env)
-        return self.if_stmt(stmt, env)
+            self.result = self.expr(stmt.value, env)
+        elif isinstance(stmt, n.For):
+            self.for_stmt(stmt, env)
+        else:
+            self.if_stmt(stmt, env)
 
     def bindable(self, name: str, span: Span, env: dict[str, _Binding]) -> bool:
         if name in self.tools or name in OPS or name.startswith(_RESERVED_PREFIX):
@@ -165,33 +174,33 @@ class _Checker:
             return False
         return True
 
-    def assign(self, stmt: n.Assign, env: dict[str, _Binding]) -> Cost:
+    def assign(self, stmt: n.Assign, env: dict[str, _Binding]) -> None:
         value = stmt.value
         if stmt.op:
             value = n.BinOp(
                 op=stmt.op, left=n.Name(id=stmt.name, span=stmt.span), right=value, span=stmt.span
             )
             self.aug_values[id(stmt)] = value
-        t, cost = self.expr(value, env)
+        t = self.expr(value, env)
         if self.bindable(stmt.name, stmt.span, env):
             env[stmt.name] = _Binding(t, fixed=False)
-        return cost
 
-    def for_stmt(self, stmt: n.For, env: dict[str, _Binding]) -> Cost:
-        it, cost = self.expr(stmt.iterable, env)
+    def for_stmt(self, stmt: n.For, env: dict[str, _Binding]) -> None:
+        it = self.expr(stmt.iterable, env)
         item, bound = self.iteration(it, stmt.iterable.span)
         self.bounds[id(stmt)] = bound
-        outer = {k: b.type for k, b in env.items()}
+        outer = dict(env)
         mark = len(self.state.findings), len(self.state.sites)
         body_cost = self.loop_body(stmt, env, item, bound)
-        changed = [k for k in outer if env[k].type != outer[k]]
+        changed = [k for k, b in outer.items() if env[k] is not b and env[k].type != b.type]
         if changed:  # a second pass with the types widened to what the loop can make them
             for k in changed:
-                env[k] = _Binding(_widen(join(outer[k], env[k].type), self.limits.max_items), False)
+                widened = _widen(join(outer[k].type, env[k].type), self.limits.max_items)
+                env[k] = _Binding(widened, False)
             del self.state.findings[mark[0] :]
             del self.state.sites[mark[1] :]
             body_cost = self.loop_body(stmt, env, item, bound)
-        return cost.add(Cost(iterations=bound)).add(body_cost.times(bound))
+        self.cost.add(Cost(iterations=bound)).add(body_cost.times(bound))
 
     def loop_body(self, stmt: n.For, env: dict[str, _Binding], item: DType, bound: int) -> Cost:
         inner = dict(env)
@@ -199,23 +208,23 @@ class _Checker:
             inner[stmt.var] = _Binding(item, fixed=True)
         saved = self.state.multiplier
         self.state.multiplier = saved * max(bound, 1)
-        try:
-            body_cost = self.block(stmt.body, inner, top=False)
-        finally:
-            self.state.multiplier = saved
-        for k in env:  # the body may run no time at all: a name holds what it held, or more
-            env[k] = _Binding(join(env[k].type, inner[k].type), env[k].fixed)
+        _, body_cost = self.measure(lambda: self.block(stmt.body, inner, top=False))
+        self.state.multiplier = saved
+        for k, before in env.items():  # the body may run no time at all: a name holds what it
+            if inner[k] is not before:  # held, or what the body bound to it
+                env[k] = _Binding(join(before.type, inner[k].type), before.fixed)
         return body_cost
 
-    def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> Cost:
-        _, cost = self.expr(stmt.test, env)
+    def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> None:
+        self.expr(stmt.test, env)
         then_env, else_env = dict(env), dict(env)
-        then_cost = self.block(stmt.body, then_env, top=False)
-        else_cost = self.block(stmt.orelse, else_env, top=False)
-        for k in list(then_env):
-            if k in else_env:
-                env[k] = _Binding(join(then_env[k].type, else_env[k].type), then_env[k].fixed)
-        return cost.add(then_cost.either(else_cost))
+        _, then_cost = self.measure(lambda: self.block(stmt.body, then_env, top=False))
+        _, else_cost = self.measure(lambda: self.block(stmt.orelse, else_env, top=False))
+        for k, then in then_env.items():
+            orelse = else_env.get(k)
+            if orelse is not None and orelse is not then:  # bound in both, rebound in either
+                env[k] = _Binding(join(then.type, orelse.type), then.fixed)
+        self.cost.add(then_cost.either(else_cost))
 
     def iteration(self, t: DType, span: Span) -> tuple[DType, int]:
         """The item type and iteration bound of looping over a value of type ``t``."""
@@ -230,54 +239,46 @@ class _Checker:
 
     # -- expressions ----------------------------------------------------------------------------
 
-    def expr(self, e: n.Expr | n.Lambda, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+    def expr(self, e: n.Expr | n.Lambda, env: dict[str, _Binding]) -> DType:
         rule = _EXPRESSIONS.get(type(e))
         if rule is None:  # a lambda: the only node of the closed tree that is not an expression
             self.report(STRUCTURE, "a lambda is allowed only as an op's function argument", e.span)
-            return ANY, Cost()
-        t, cost = rule(self, e, env)
-        self.types[id(e)] = t
-        return t, cost
+            return ANY
+        return rule(self, e, env)
 
-    def literal(self, e: n.Literal, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        return _LITERAL_TYPES.get(type(e.value), NONE), Cost()
+    def literal(self, e: n.Literal, env: dict[str, _Binding]) -> DType:
+        return _LITERAL_TYPES.get(type(e.value), NONE)
 
-    def name_expr(self, e: n.Name, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        return self.name(e, env), Cost()
-
-    def list_expr(self, e: n.ListExpr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        cost, item = Cost(), None
+    def list_expr(self, e: n.ListExpr, env: dict[str, _Binding]) -> DType:
+        item = None
         for x in e.items:
-            t, c = self.expr(x, env)
-            cost.add(c)
+            t = self.expr(x, env)
             item = t if item is None else join(item, t)
-        return list_of(item or ANY, len(e.items)), cost
+        return list_of(item or ANY, len(e.items))
 
-    def record_expr(self, e: n.RecordExpr, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        cost, fields = Cost(), {}
-        for k, value in zip(e.keys, e.values, strict=True):
-            t, c = self.expr(value, env)
-            fields[k] = t
-            cost.add(c)
-        return record(fields), cost
+    def record_expr(self, e: n.RecordExpr, env: dict[str, _Binding]) -> DType:
+        return record({k: self.expr(v, env) for k, v in zip(e.keys, e.values, strict=True)})
 
-    def boolop(self, e: n.BoolOp, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        (a, ca), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
-        return (BOOL if a == b == BOOL else join(a, b)), ca.add(cb)
+    def boolop(self, e: n.BoolOp, env: dict[str, _Binding]) -> DType:
+        a, b = self.expr(e.left, env), self.expr(e.right, env)
+        return BOOL if a == b == BOOL else join(a, b)
 
-    def not_expr(self, e: n.Not, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        return BOOL, self.expr(e.operand, env)[1]
+    def not_expr(self, e: n.Not, env: dict[str, _Binding]) -> DType:
+        self.expr(e.operand, env)
+        return BOOL
 
-    def neg(self, e: n.Neg, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        t, cost = self.expr(e.operand, env)
+    def neg(self, e: n.Neg, env: dict[str, _Binding]) -> DType:
+        t = self.expr(e.operand, env)
         if not t.numeric:
             self.report(TYPE_ERROR, f"`-` needs a number, got {t}", e.span)
-        return t, cost
+        return t
 
-    def cond(self, e: n.Cond, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        _, c0 = self.expr(e.test, env)
-        (a, ca), (b, cb) = self.expr(e.body, env), self.expr(e.orelse, env)
-        return join(a, b), c0.add(ca.either(cb))
+    def cond(self, e: n.Cond, env: dict[str, _Binding]) -> DType:
+        self.expr(e.test, env)
+        a, body_cost = self.measure(lambda: self.expr(e.body, env))
+        b, else_cost = self.measure(lambda: self.expr(e.orelse, env))
+        self.cost.add(body_cost.either(else_cost))
+        return join(a, b)
 
     def name(self, e: n.Name, env: dict[str, _Binding]) -> DType:
         if e.id in env:
@@ -288,30 +289,29 @@ class _Checker:
             self.unknown("name", e.id, env, e.span)
         return ANY
 
-    def field(self, e: n.Field, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        t, cost = self.expr(e.value, env)
+    def field(self, e: n.Field, env: dict[str, _Binding]) -> DType:
+        t = self.expr(e.value, env)
         base = t.item if t.kind is Kind.OPTIONAL and t.item is not None else t
         if base.kind is Kind.RECORD:
             found = base.field(e.name)
             if found is None:
                 self.unknown("field", e.name, (k for k, _ in base.fields), e.span)
-                return ANY, cost
-            return found, cost
+                return ANY
+            return found
         if base.kind is Kind.MAP and base.item is not None:
-            return base.item, cost
+            return base.item
         if base.kind is not Kind.ANY:
             self.report(TYPE_ERROR, f"`.{e.name}` needs a record, got {t}", e.span)
-        return ANY, cost
+        return ANY
 
-    def index(self, e: n.Index, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        (t, cost), (i, ci) = self.expr(e.value, env), self.expr(e.index, env)
-        cost.add(ci)
+    def index(self, e: n.Index, env: dict[str, _Binding]) -> DType:
+        t, i = self.expr(e.value, env), self.expr(e.index, env)
         if t.kind is Kind.LIST and t.item is not None:
             if i.kind not in (Kind.INT, Kind.ANY):
                 self.report(TYPE_ERROR, f"a list index must be an int, got {i}", e.index.span)
-            return t.item, cost
+            return t.item
         if t.kind is Kind.STR:
-            return STR, cost
+            return STR
         if t.kind in (Kind.MAP, Kind.RECORD):
             if i.kind not in (Kind.STR, Kind.ANY):
                 self.report(TYPE_ERROR, f"a record key must be a string, got {i}", e.index.span)
@@ -320,33 +320,32 @@ class _Checker:
                 found = t.field(key)
                 if found is None:
                     self.unknown("field", key, (k for k, _ in t.fields), e.index.span)
-                return found or ANY, cost
-            return (t.item or ANY), cost
+                return found or ANY
+            return t.item or ANY
         if t.kind is not Kind.ANY:
             self.report(TYPE_ERROR, f"cannot index a value of type {t}", e.span)
-        return ANY, cost
+        return ANY
 
-    def binop(self, e: n.BinOp, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        (a, cost), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
-        cost.add(cb)
+    def binop(self, e: n.BinOp, env: dict[str, _Binding]) -> DType:
+        a, b = self.expr(e.left, env), self.expr(e.right, env)
+        self.operands[id(e)] = a.kind, b.kind
         if a.kind is Kind.ANY or b.kind is Kind.ANY:
-            return ANY, cost
+            return ANY
         if a.numeric and b.numeric:
             if e.op == "/":
-                return FLOAT, cost
-            return (INT if a.kind is b.kind is Kind.INT else FLOAT), cost
+                return FLOAT
+            return INT if a.kind is b.kind is Kind.INT else FLOAT
         if e.op == "+" and a.kind is b.kind is Kind.STR:
-            return STR, cost
+            return STR
         if e.op == "+" and a.kind is b.kind is Kind.LIST:
             assert a.item is not None and b.item is not None
             bound = min(a.bound + b.bound, self.limits.max_items)
-            return list_of(join(a.item, b.item), bound), cost
+            return list_of(join(a.item, b.item), bound)
         self.report(TYPE_ERROR, f"`{e.op}` cannot combine {a} and {b}", e.span)
-        return ANY, cost
+        return ANY
 
-    def compare(self, e: n.Compare, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        (a, cost), (b, cb) = self.expr(e.left, env), self.expr(e.right, env)
-        cost.add(cb)
+    def compare(self, e: n.Compare, env: dict[str, _Binding]) -> DType:
+        a, b = self.expr(e.left, env), self.expr(e.right, env)
         if e.op in ("<", "<=", ">", ">="):
             ok = (a.numeric and b.numeric) or (a.kind is b.kind is Kind.STR)
             if not ok and Kind.ANY not in (a.kind, b.kind):
@@ -355,33 +354,31 @@ class _Checker:
             Kind.LIST, Kind.STR, Kind.MAP, Kind.RECORD, Kind.ANY
         ):  # fmt: skip
             self.report(TYPE_ERROR, f"`{e.op}` needs a list, string or record, got {b}", e.span)
-        return BOOL, cost
+        return BOOL
 
-    def fstring(self, e: n.FString, env: dict[str, _Binding]) -> tuple[DType, Cost]:
-        cost = Cost()
+    def fstring(self, e: n.FString, env: dict[str, _Binding]) -> DType:
         for part in e.parts:
             if isinstance(part, str):
                 continue
             value, spec = part
-            cost.add(self.expr(value, env)[1])
+            self.expr(value, env)
             width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
             if not set(spec) <= _FORMAT_SPEC or len(width) > 3 or len(spec) > 12:
                 self.report(TYPE_ERROR, f"format spec {spec!r} is not allowed", value.span)
-        return STR, cost
+        return STR
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def call(self, e: n.Call, env: dict[str, _Binding]) -> tuple[DType, Cost]:
+    def call(self, e: n.Call, env: dict[str, _Binding]) -> DType:
         if e.func in self.tools:
             return check_tool_call(self, e, self.tools[e.func], env)
         if e.func in OPS:
             return OPS[e.func].check(OpContext(self, e, env))
         self.unknown("tool or op", e.func, [*self.tools, *OPS], e.func_span)
-        cost = Cost()
         for arg in (*e.args, *(k.value for k in e.keywords)):
             if not isinstance(arg, n.Lambda):
-                cost.add(self.expr(arg, env)[1])
-        return ANY, cost
+                self.expr(arg, env)
+        return ANY
 
 
 def _widen(t: DType, cap: int) -> DType:
@@ -392,9 +389,9 @@ def _widen(t: DType, cap: int) -> DType:
 
 
 # Each expression node's rule, by the node's exact type (one lookup instead of a chain of tests).
-_EXPRESSIONS: dict[type, Callable[[_Checker, Any, dict[str, _Binding]], tuple[DType, Cost]]] = {
+_EXPRESSIONS: dict[type, Callable[[_Checker, Any, dict[str, _Binding]], DType]] = {
     n.Literal: _Checker.literal,
-    n.Name: _Checker.name_expr,
+    n.Name: _Checker.name,
     n.Call: _Checker.call,
     n.ListExpr: _Checker.list_expr,
     n.RecordExpr: _Checker.record_expr,

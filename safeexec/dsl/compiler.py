@@ -73,8 +73,10 @@ class _Compiler:
     # -- the wall: records and checks ----------------------------------------------------------
 
     def _made(self, node: _Node) -> _Node:
-        node.lineno = node.end_lineno = self.line  # type: ignore[attr-defined]
-        node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        # No end position: compile() takes a node's end as its start, the code it makes is the
+        # same (and a statement's nodes all start where it does).
+        node.lineno = self.line  # type: ignore[attr-defined]
+        node.col_offset = 0  # type: ignore[attr-defined]
         self.made[id(node)] = node
         return node
 
@@ -248,11 +250,11 @@ class _Compiler:
 
     def binop(self, e: n.BinOp) -> ast.expr:
         left, right = self.expr(e.left), self.expr(e.right)
-        kinds = {self.checked.types[id(e.left)].kind, self.checked.types[id(e.right)].kind}
         # Only float arithmetic is plain Python; ints, strings and lists can grow without bound.
-        if e.op == "+" and kinds != {Kind.FLOAT}:
+        floats = self.checked.operands[id(e)] == (Kind.FLOAT, Kind.FLOAT)
+        if e.op == "+" and not floats:
             return self._call("dsl_add", [left, right])
-        if e.op == "*" and kinds != {Kind.FLOAT}:
+        if e.op == "*" and not floats:
             return self._call("dsl_mul", [left, right])
         return self._binop(left, e.op, right)
 

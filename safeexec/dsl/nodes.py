@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass
 
-from safeexec.model import Span
+from safeexec.dsl.makers import maker
+from safeexec.model import Span, span_at
 
 __all__ = [
     "Assign",
@@ -153,7 +153,13 @@ class Call:
     args: tuple[Expr | Lambda, ...]
     keywords: tuple[Keyword, ...]
     span: Span
-    func_span: Span
+
+    @property
+    def func_span(self) -> Span:
+        """The callee's name: a call starts with it (the grammar's ``NAME "(" ...``)."""
+        start = self.span
+        end_column = start.start_column + len(self.func) - 1
+        return span_at(start.start_line, start.start_column, start.start_line, end_column)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,94 +226,25 @@ class Program:
 
 
 # Positional makers, for the front end that builds a node per syntax node (python_front): each
-# equal to its class called with its fields by name, in the order above, made in about half the
-# time (a frozen ``__init__`` pays a keyword call and an ``object.__setattr__`` per field; these
-# set the slots directly). A test holds each maker to its class.
-_Node = TypeVar("_Node")
-
-
-def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    return tuple(vars(cls)[f.name].__set__ for f in fields(cls))
-
-
-def _make2(cls: type[_Node]) -> Callable[[Any, Any], _Node]:
-    new: Callable[[type[_Node]], _Node] = object.__new__
-    s0, s1 = _setters(cls)
-
-    def make(a: Any, b: Any) -> _Node:
-        node = new(cls)
-        s0(node, a)
-        s1(node, b)
-        return node
-
-    return make
-
-
-def _make3(cls: type[_Node]) -> Callable[[Any, Any, Any], _Node]:
-    new: Callable[[type[_Node]], _Node] = object.__new__
-    s0, s1, s2 = _setters(cls)
-
-    def make(a: Any, b: Any, c: Any) -> _Node:
-        node = new(cls)
-        s0(node, a)
-        s1(node, b)
-        s2(node, c)
-        return node
-
-    return make
-
-
-def _make4(cls: type[_Node]) -> Callable[[Any, Any, Any, Any], _Node]:
-    new: Callable[[type[_Node]], _Node] = object.__new__
-    s0, s1, s2, s3 = _setters(cls)
-
-    def make(a: Any, b: Any, c: Any, d: Any) -> _Node:
-        node = new(cls)
-        s0(node, a)
-        s1(node, b)
-        s2(node, c)
-        s3(node, d)
-        return node
-
-    return make
-
-
-def _make5(cls: type[_Node]) -> Callable[[Any, Any, Any, Any, Any], _Node]:
-    new: Callable[[type[_Node]], _Node] = object.__new__
-    s0, s1, s2, s3, s4 = _setters(cls)
-
-    def make(a: Any, b: Any, c: Any, d: Any, e: Any) -> _Node:
-        node = new(cls)
-        s0(node, a)
-        s1(node, b)
-        s2(node, c)
-        s3(node, d)
-        s4(node, e)
-        return node
-
-    return make
-
-
-make_literal: Callable[[LiteralValue, Span], Literal] = _make2(Literal)
-make_name: Callable[[str, Span], Name] = _make2(Name)
-make_list: Callable[[tuple[Expr, ...], Span], ListExpr] = _make2(ListExpr)
-make_record: Callable[[tuple[str, ...], tuple[Expr, ...], Span], RecordExpr] = _make3(RecordExpr)
-make_field: Callable[[Expr, str, Span], Field] = _make3(Field)
-make_index: Callable[[Expr, Expr, Span], Index] = _make3(Index)
-make_binop: Callable[[str, Expr, Expr, Span], BinOp] = _make4(BinOp)
-make_compare: Callable[[str, Expr, Expr, Span], Compare] = _make4(Compare)
-make_boolop: Callable[[str, Expr, Expr, Span], BoolOp] = _make4(BoolOp)
-make_not: Callable[[Expr, Span], Not] = _make2(Not)
-make_neg: Callable[[Expr, Span], Neg] = _make2(Neg)
-make_cond: Callable[[Expr, Expr, Expr, Span], Cond] = _make4(Cond)
-make_lambda: Callable[[tuple[str, ...], Expr, Span], Lambda] = _make3(Lambda)
-make_keyword: Callable[[str, Expr | Lambda, Span], Keyword] = _make3(Keyword)
-make_call: Callable[[str, tuple[Expr | Lambda, ...], tuple[Keyword, ...], Span, Span], Call] = (
-    _make5(Call)
-)
-make_fstring: Callable[[tuple[str | tuple[Expr, str], ...], Span], FString] = _make2(FString)
-make_assign: Callable[[str, Expr, str, Span], Assign] = _make4(Assign)
-make_expr_stmt: Callable[[Expr, Span], ExprStmt] = _make2(ExprStmt)
-make_return: Callable[[Expr, Span], Return] = _make2(Return)
-make_for: Callable[[str, Expr, tuple[Stmt, ...], Span], For] = _make4(For)
-make_if: Callable[[Expr, tuple[Stmt, ...], tuple[Stmt, ...], Span], If] = _make4(If)
+# equal to its class called with its fields by name, in the order above.
+make_literal: Callable[[LiteralValue, Span], Literal] = maker(Literal)
+make_name: Callable[[str, Span], Name] = maker(Name)
+make_list: Callable[[tuple[Expr, ...], Span], ListExpr] = maker(ListExpr)
+make_record: Callable[[tuple[str, ...], tuple[Expr, ...], Span], RecordExpr] = maker(RecordExpr)
+make_field: Callable[[Expr, str, Span], Field] = maker(Field)
+make_index: Callable[[Expr, Expr, Span], Index] = maker(Index)
+make_binop: Callable[[str, Expr, Expr, Span], BinOp] = maker(BinOp)
+make_compare: Callable[[str, Expr, Expr, Span], Compare] = maker(Compare)
+make_boolop: Callable[[str, Expr, Expr, Span], BoolOp] = maker(BoolOp)
+make_not: Callable[[Expr, Span], Not] = maker(Not)
+make_neg: Callable[[Expr, Span], Neg] = maker(Neg)
+make_cond: Callable[[Expr, Expr, Expr, Span], Cond] = maker(Cond)
+make_lambda: Callable[[tuple[str, ...], Expr, Span], Lambda] = maker(Lambda)
+make_keyword: Callable[[str, Expr | Lambda, Span], Keyword] = maker(Keyword)
+make_call: Callable[[str, tuple[Expr | Lambda, ...], tuple[Keyword, ...], Span], Call] = maker(Call)
+make_fstring: Callable[[tuple[str | tuple[Expr, str], ...], Span], FString] = maker(FString)
+make_assign: Callable[[str, Expr, str, Span], Assign] = maker(Assign)
+make_expr_stmt: Callable[[Expr, Span], ExprStmt] = maker(ExprStmt)
+make_return: Callable[[Expr, Span], Return] = maker(Return)
+make_for: Callable[[str, Expr, tuple[Stmt, ...], Span], For] = maker(For)
+make_if: Callable[[Expr, tuple[Stmt, ...], tuple[Stmt, ...], Span], If] = maker(If)

@@ -43,15 +43,16 @@ class OpContext:
     call: n.Call
     env: dict[str, _Binding]
 
-    def fail(self, message: str) -> tuple[DType, Cost]:
+    def fail(self, message: str) -> DType:
         self.checker.report(TYPE_ERROR, f"{self.call.func}(): {message}", self.call.span)
-        return ANY, Cost()
+        return ANY
 
-    def value(self, e: n.Expr | n.Lambda) -> tuple[DType, Cost]:
+    def value(self, e: n.Expr | n.Lambda) -> DType:
         return self.checker.expr(e, self.env)
 
     def function(self, e: n.Expr | n.Lambda, params: tuple[DType, ...]) -> tuple[DType, Cost]:
-        """Type a lambda argument with its parameters bound to ``params``."""
+        """Type a lambda argument with its parameters bound to ``params``; the cost of its body
+        (once) is kept apart, for the op to count once per item."""
         from safeexec.dsl.checker import _Binding
 
         if not isinstance(e, n.Lambda):
@@ -66,12 +67,10 @@ class OpContext:
         for name, t in zip(e.params, params, strict=True):
             if self.checker.bindable(name, e.span, self.env):
                 inner[name] = _Binding(t, fixed=True)
-        return self.checker.expr(e.body, inner)
+        return self.checker.measure(lambda: self.checker.expr(e.body, inner))
 
-    def collection(self, e: n.Expr | n.Lambda) -> tuple[DType, int, Cost]:
-        t, cost = self.value(e)
-        item, bound = self.checker.iteration(t, e.span)
-        return item, bound, cost
+    def collection(self, e: n.Expr | n.Lambda) -> tuple[DType, int]:
+        return self.checker.iteration(self.value(e), e.span)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +79,10 @@ class Op:
 
     name: str
     arity: tuple[int, int]
-    rule: Callable[[OpContext], tuple[DType, Cost]]
+    rule: Callable[[OpContext], DType]
     keywords: frozenset[str] = frozenset()
 
-    def check(self, ctx: OpContext) -> tuple[DType, Cost]:
+    def check(self, ctx: OpContext) -> DType:
         call = ctx.call
         low, high = self.arity
         if not low <= len(call.args) <= high:
@@ -99,18 +98,19 @@ def _keyword(ctx: OpContext, name: str) -> n.Expr | n.Lambda | None:
     return next((k.value for k in ctx.call.keywords if k.name == name), None)
 
 
-def _iterating(ctx: OpContext, per_item: Cost, bound: int) -> Cost:
+def _iterating(ctx: OpContext, per_item: Cost, bound: int) -> None:
+    """The op runs ``bound`` iterations, each costing ``per_item``."""
     ctx.checker.bounds[id(ctx.call)] = bound
-    return Cost(iterations=bound).add(per_item.times(bound))
+    ctx.checker.cost.add(Cost(iterations=bound)).add(per_item.times(bound))
 
 
 def _by_function(
     result: Callable[[DType, int, DType], DType], *, optional_fn: bool = False
-) -> Callable[[OpContext], tuple[DType, Cost]]:
+) -> Callable[[OpContext], DType]:
     """An op over ``(collection, lambda x: ...)`` whose result type ``result`` derives."""
 
-    def rule(ctx: OpContext) -> tuple[DType, Cost]:
-        item, bound, cost = ctx.collection(ctx.call.args[0])
+    def rule(ctx: OpContext) -> DType:
+        item, bound = ctx.collection(ctx.call.args[0])
         fn_type, per_item = (item, Cost())
         if len(ctx.call.args) > 1:
             fn_type, per_item = ctx.function(ctx.call.args[1], (item,))
@@ -118,8 +118,9 @@ def _by_function(
             return ctx.fail("takes a collection and `lambda x: ...`")
         reverse = _keyword(ctx, "reverse")
         if reverse is not None:
-            cost.add(ctx.value(reverse)[1])
-        return result(item, bound, fn_type), cost.add(_iterating(ctx, per_item, bound))
+            ctx.value(reverse)
+        _iterating(ctx, per_item, bound)
+        return result(item, bound, fn_type)
 
     return rule
 
@@ -128,35 +129,32 @@ def _numeric_result(item: DType, bound: int, fn: DType) -> DType:
     return INT if fn.kind is Kind.INT else FLOAT if fn.numeric else ANY
 
 
-def _len(ctx: OpContext) -> tuple[DType, Cost]:
-    t, cost = ctx.value(ctx.call.args[0])
+def _len(ctx: OpContext) -> DType:
+    t = ctx.value(ctx.call.args[0])
     if t.kind not in (Kind.LIST, Kind.STR, Kind.MAP, Kind.RECORD, Kind.ANY):
         return ctx.fail(f"needs a list, string or record, got {t}")
-    return INT, cost
+    return INT
 
 
-def _take(ctx: OpContext) -> tuple[DType, Cost]:
-    t, cost = ctx.value(ctx.call.args[0])
-    count, c2 = ctx.value(ctx.call.args[1])
+def _take(ctx: OpContext) -> DType:
+    t = ctx.value(ctx.call.args[0])
+    count = ctx.value(ctx.call.args[1])
     if t.kind not in (Kind.LIST, Kind.ANY) or count.kind not in (Kind.INT, Kind.ANY):
         return ctx.fail(f"takes a list and an int, got {t} and {count}")
     bound = t.bound if t.kind is Kind.LIST else ctx.checker.limits.max_items
     arg = ctx.call.args[1]
     if isinstance(arg, n.Literal) and isinstance(arg.value, int) and arg.value >= 0:
         bound = min(bound, arg.value)
-    return list_of(t.item or ANY, bound), cost.add(c2)
+    return list_of(t.item or ANY, bound)
 
 
-def _first(ctx: OpContext) -> tuple[DType, Cost]:
-    item, _, cost = ctx.collection(ctx.call.args[0])
-    return item, cost
+def _first(ctx: OpContext) -> DType:
+    return ctx.collection(ctx.call.args[0])[0]
 
 
-def _range(ctx: OpContext) -> tuple[DType, Cost]:
-    cost = Cost()
+def _range(ctx: OpContext) -> DType:
     for arg in ctx.call.args:
-        t, c = ctx.value(arg)
-        cost.add(c)
+        t = ctx.value(arg)
         if t.kind not in (Kind.INT, Kind.ANY):
             return ctx.fail(f"takes ints, got {t}")
     literals = [a.value for a in ctx.call.args if isinstance(a, n.Literal)]
@@ -166,87 +164,82 @@ def _range(ctx: OpContext) -> tuple[DType, Cost]:
         start, stop = (0, ints[0]) if len(ints) == 1 else (ints[0], ints[1])
         bound = max(0, stop - start)
     # Making the list is work of its own (a loop over it counts again).
-    ctx.checker.bounds[id(ctx.call)] = bound
-    return list_of(INT, bound), cost.add(Cost(iterations=bound))
+    _iterating(ctx, Cost(), bound)
+    return list_of(INT, bound)
 
 
-def _group(ctx: OpContext) -> tuple[DType, Cost]:
-    item, bound, cost = ctx.collection(ctx.call.args[0])
+def _group(ctx: OpContext) -> DType:
+    item, bound = ctx.collection(ctx.call.args[0])
     key, per_item = ctx.function(ctx.call.args[1], (item,))
     if key.kind not in (Kind.STR, Kind.INT, Kind.BOOL, Kind.ANY):
         return ctx.fail(f"the key must be a string or int, got {key}")
-    return map_of(list_of(item, bound), bound), cost.add(_iterating(ctx, per_item, bound))
+    _iterating(ctx, per_item, bound)
+    return map_of(list_of(item, bound), bound)
 
 
-def _join(ctx: OpContext) -> tuple[DType, Cost]:
-    item, bound, cost = ctx.collection(ctx.call.args[0])
-    sep, c2 = ctx.value(ctx.call.args[1]) if len(ctx.call.args) > 1 else (STR, Cost())
+def _join(ctx: OpContext) -> DType:
+    item, bound = ctx.collection(ctx.call.args[0])
+    sep = ctx.value(ctx.call.args[1]) if len(ctx.call.args) > 1 else STR
     if item.kind not in (Kind.STR, Kind.ANY) or sep.kind not in (Kind.STR, Kind.ANY):
         return ctx.fail(f"joins a list of strings with a string, got list of {item} and {sep}")
-    return STR, cost.add(c2).add(_iterating(ctx, Cost(), bound))
+    _iterating(ctx, Cost(), bound)
+    return STR
 
 
-def _scalar(result: DType, *accepted: Kind) -> Callable[[OpContext], tuple[DType, Cost]]:
-    def rule(ctx: OpContext) -> tuple[DType, Cost]:
-        cost = Cost()
+def _scalar(result: DType, *accepted: Kind) -> Callable[[OpContext], DType]:
+    def rule(ctx: OpContext) -> DType:
         for arg in ctx.call.args:
-            t, c = ctx.value(arg)
-            cost.add(c)
+            t = ctx.value(arg)
             if accepted and t.kind not in (*accepted, Kind.ANY):
                 return ctx.fail(f"does not take {t}")
-        return result, cost
+        return result
 
     return rule
 
 
-def _same_numeric(ctx: OpContext) -> tuple[DType, Cost]:
-    t, cost = ctx.value(ctx.call.args[0])
+def _same_numeric(ctx: OpContext) -> DType:
+    t = ctx.value(ctx.call.args[0])
     if not t.numeric:
         return ctx.fail(f"needs a number, got {t}")
     for arg in ctx.call.args[1:]:
-        cost.add(ctx.value(arg)[1])
-    return (FLOAT if ctx.call.func == "round" and len(ctx.call.args) > 1 else t), cost
+        ctx.value(arg)
+    return FLOAT if ctx.call.func == "round" and len(ctx.call.args) > 1 else t
 
 
-def _split(ctx: OpContext) -> tuple[DType, Cost]:
-    _, cost = _scalar(STR, Kind.STR)(ctx)
-    return with_cap(list_of(STR, CAPPED), ctx.checker.limits.max_items), cost
+def _split(ctx: OpContext) -> DType:
+    _scalar(STR, Kind.STR)(ctx)
+    return with_cap(list_of(STR, CAPPED), ctx.checker.limits.max_items)
 
 
-def _keys_values(ctx: OpContext) -> tuple[DType, Cost]:
-    t, cost = ctx.value(ctx.call.args[0])
+def _keys_values(ctx: OpContext) -> DType:
+    t = ctx.value(ctx.call.args[0])
     cap = ctx.checker.limits.max_items
     if t.kind is Kind.RECORD:
         if ctx.call.func == "keys":
-            return list_of(STR, len(t.fields)), cost
+            return list_of(STR, len(t.fields))
         item: DType | None = None
         for _, v in t.fields:
             item = v if item is None else (v if v == item else ANY)
-        return list_of(item or ANY, len(t.fields)), cost
+        return list_of(item or ANY, len(t.fields))
     if t.kind not in (Kind.MAP, Kind.ANY):
         return ctx.fail(f"needs a record, got {t}")
     bound = t.bound if t.kind is Kind.MAP else cap
-    return list_of(STR if ctx.call.func == "keys" else (t.item or ANY), bound), cost
+    return list_of(STR if ctx.call.func == "keys" else (t.item or ANY), bound)
 
 
-def _print(ctx: OpContext) -> tuple[DType, Cost]:
-    cost = Cost()
+def _print(ctx: OpContext) -> DType:
     for arg in ctx.call.args:
-        cost.add(ctx.value(arg)[1])
-    return NONE, cost
+        ctx.value(arg)
+    return NONE
 
 
-def _get(ctx: OpContext) -> tuple[DType, Cost]:
-    t, cost = ctx.value(ctx.call.args[0])
-    k, c2 = ctx.value(ctx.call.args[1])
-    cost.add(c2)
-    default = NONE
-    if len(ctx.call.args) > 2:
-        default, c3 = ctx.value(ctx.call.args[2])
-        cost.add(c3)
+def _get(ctx: OpContext) -> DType:
+    t = ctx.value(ctx.call.args[0])
+    k = ctx.value(ctx.call.args[1])
+    default = ctx.value(ctx.call.args[2]) if len(ctx.call.args) > 2 else NONE
     if t.kind not in (Kind.MAP, Kind.RECORD, Kind.ANY) or k.kind not in (Kind.STR, Kind.ANY):
         return ctx.fail(f"takes a record and a string key, got {t} and {k}")
-    return ANY if default.kind is Kind.NONE else default, cost
+    return ANY if default.kind is Kind.NONE else default
 
 
 _SORT_KEYS = frozenset({"reverse"})

@@ -6,12 +6,13 @@ and which of them need approval — and its comparison with the grants, the budg
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
+from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import (
     BUDGET,
     CALLS,
@@ -160,6 +161,12 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
+# PlannedCall(line, times, arguments, computed), made faster (one per call site planned).
+_planned_call: Callable[
+    [int, int, tuple[tuple[str, JSONValue], ...], tuple[str, ...]], PlannedCall
+] = maker(PlannedCall)
+
+
 def make_plan(
     checked: Checked,
     tools: Iterable[ToolSignature],
@@ -172,18 +179,12 @@ def make_plan(
     asks = frozenset(approval_effects)
     by_name = {t.name: t for t in tools}
     planned = []
-    first_line: dict[str, int] = {}
-    for site in checked.sites:
-        first_line.setdefault(site.tool, site.span.start_line)
-    for name, count in sorted(checked.cost.calls.items(), key=lambda kv: first_line[kv[0]]):
+    calls: dict[str, list[PlannedCall]] = {}  # each tool's sites, in one pass over them
+    for s in checked.sites:
+        planned_call = _planned_call(s.span.start_line, s.times, s.arguments, s.computed)
+        calls.setdefault(s.tool, []).append(planned_call)
+    for name, count in sorted(checked.cost.calls.items(), key=lambda kv: calls[kv[0]][0].line):
         signature = by_name[name]
-        sites = tuple(
-            PlannedCall(
-                line=s.span.start_line, times=s.times, arguments=s.arguments, computed=s.computed
-            )
-            for s in checked.sites
-            if s.tool == name
-        )
         planned.append(
             PlannedTool(
                 name=name,
@@ -191,7 +192,7 @@ def make_plan(
                 effects=signature.effects,
                 granted_calls=signature.max_calls,
                 requires_approval=signature.requires_approval,
-                sites=sites,
+                sites=tuple(calls[name]),
                 approval_effects=tuple(e for e in signature.effects if e in asks)
                 if signature.effects_known
                 else tuple(sorted(asks)),

@@ -393,16 +393,14 @@ class _Converter:
         if not isinstance(func, ast.Name) or self._start(func) != start:
             raise _NotDsl  # a method, a called call, `(f)(x)`
         name = self._name(func.id, start)
-        func_span = self._node_span(func)
-        after = self._end(func)
         args: list[n.Expr | n.Lambda] = []
         for i, arg in enumerate(e.args):
             if isinstance(arg, ast.Lambda):  # only bare: `f((lambda x: x))` is not DSL
+                after = self._end(e.args[i - 1] if i else func)
                 self._expect(_OPEN_GAP if i == 0 else _ITEM_GAP, after, self._start(arg))
                 args.append(self.lambda_expr(arg))
             else:
                 args.append(self.expr(arg))
-            after = self._end(arg)
         keywords: list[n.Keyword] = []
         for k in e.keywords:
             if k.arg is None:
@@ -416,7 +414,7 @@ class _Converter:
             else:
                 argument = self.expr(value)
             keywords.append(n.make_keyword(keyword_name, argument, self._node_span(k)))
-        return n.make_call(name, tuple(args), tuple(keywords), self._node_span(e), func_span)
+        return n.make_call(name, tuple(args), tuple(keywords), self._node_span(e))
 
     def lambda_expr(self, e: ast.Lambda) -> n.Lambda:
         a = e.args

@@ -5,12 +5,14 @@ recorded with its multiplicity and constant arguments for the plan."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from safeexec.codec import JSONValue
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
+from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import TYPE_ERROR
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.dsl.valuetypes import DType, assignable, from_schema
@@ -33,11 +35,17 @@ class CallSite:
     computed: tuple[str, ...]
 
 
+# CallSite(tool, span, times, arguments, computed), made faster (one per call site checked).
+_call_site: Callable[
+    [str, Span, int, tuple[tuple[str, JSONValue], ...], tuple[str, ...]], CallSite
+] = maker(CallSite)
+
+
 def check_tool_call(
     checker: _Checker, e: n.Call, tool: ToolSignature, env: dict[str, _Binding]
-) -> tuple[DType, Cost]:
+) -> DType:
     """Type a call of a granted tool against its schema; records the call site for the plan."""
-    cost = Cost(calls={tool.name: 1})
+    checker.cost.add(Cost(calls={tool.name: 1}))
     if e.args:
         names = ", ".join(f"{p}=..." for p in (tool.properties or {})) or "name=..."
         checker.report(
@@ -46,13 +54,12 @@ def check_tool_call(
             e.span,
         )
         for arg in e.args:
-            cost.add(checker.expr(arg, env)[1])
+            checker.expr(arg, env)
     properties = tool.properties
     constants: list[tuple[str, JSONValue]] = []
     computed: list[str] = []
     for keyword in e.keywords:
-        t, c = checker.expr(keyword.value, env)
-        cost.add(c)
+        t = checker.expr(keyword.value, env)
         if isinstance(keyword.value, n.Literal):
             constants.append((keyword.name, keyword.value.value))
         else:
@@ -67,16 +74,11 @@ def check_tool_call(
     missing = [r for r in tool.required if r not in given]
     if missing and not e.args:  # positional arguments were already reported
         checker.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
-    checker.state.sites.append(
-        CallSite(
-            tool=tool.name,
-            span=e.span,
-            times=checker.state.multiplier,
-            arguments=tuple(constants),
-            computed=tuple(computed),
-        )
+    site = _call_site(
+        tool.name, e.span, checker.state.multiplier, tuple(constants), tuple(computed)
     )
-    return checker.tool_result(tool), cost
+    checker.state.sites.append(site)
+    return checker.tool_result(tool)
 
 
 def _argument(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from safeexec.codec import JSONValue
+from safeexec.dsl.makers import maker
 
 __all__ = [
     "ANY",
@@ -86,32 +87,39 @@ FLOAT = DType(Kind.FLOAT)
 STR = DType(Kind.STR)
 BOOL = DType(Kind.BOOL)
 NONE = DType(Kind.NONE)
+# DType(kind, item, fields, bound), made faster: the checker makes one per list, record or
+# optional it types.
+_dtype: typing.Callable[[Kind, DType | None, tuple[tuple[str, DType], ...], int], DType] = maker(
+    DType
+)
 
 
 def list_of(item: DType, bound: int) -> DType:
-    return DType(Kind.LIST, item=item, bound=bound)
+    return _dtype(Kind.LIST, item, (), bound)
 
 
 def map_of(value: DType, bound: int = CAPPED) -> DType:
-    return DType(Kind.MAP, item=value, bound=bound)
+    return _dtype(Kind.MAP, value, (), bound)
 
 
 def record(fields: Mapping[str, DType]) -> DType:
-    return DType(Kind.RECORD, fields=tuple(fields.items()))
+    return _dtype(Kind.RECORD, None, tuple(fields.items()), 0)
 
 
 def optional(inner: DType) -> DType:
     if inner.kind in (Kind.OPTIONAL, Kind.NONE, Kind.ANY):
         return inner
-    return DType(Kind.OPTIONAL, item=inner)
+    return _dtype(Kind.OPTIONAL, inner, (), 0)
 
 
 def with_cap(t: DType, cap: int) -> DType:
     """``t`` with every ``CAPPED`` list bound replaced by ``cap``."""
+    if t.item is None and not t.fields and t.bound != CAPPED:
+        return t  # a scalar (most of a tool result's fields): nothing to replace
     item = None if t.item is None else with_cap(t.item, cap)
     fields = tuple((k, with_cap(v, cap)) for k, v in t.fields)
     bound = cap if t.bound == CAPPED else t.bound
-    return DType(t.kind, item=item, fields=fields, bound=bound)
+    return _dtype(t.kind, item, fields, bound)
 
 
 def assignable(source: DType, target: DType) -> bool:

@@ -50,6 +50,12 @@ def test_a_runtime_error_is_an_error_status(tmp_path: Path) -> None:
     assert ran.result.message == "DslRuntimeError: first() of an empty list"
 
 
+def test_a_runtime_error_points_at_its_statement_in_the_program(tmp_path: Path) -> None:
+    ran = run("xs = [1, 2]\ny = 0\nz = xs[y + 5]\nreturn z", tmp_path)
+    assert ran.result.message == "DslRuntimeError: no item 5 in a list"
+    assert "line 3, in <module>\n    z = xs[y + 5]\n" in ran.stderr
+
+
 def test_a_program_the_backend_refuses_never_calls_a_tool(tmp_path: Path) -> None:
     caps = granted()
     source = 'for p in search_products(query="c"):\n    reserve(sku=p.sku)\nreturn 1'
