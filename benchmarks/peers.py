@@ -34,33 +34,48 @@ def fresh_interpreter(code: str) -> Runner:
     return run
 
 
-def smolagents_runner(code: str) -> Runner:
-    """smolagents' ``LocalPythonExecutor`` on ``code``, a fresh executor per run (as an agent
-    step makes one per task), with its default safety limits."""
+def smolagents_executor(*, timeout: bool = True) -> Callable[[str], object]:
+    """smolagents' ``LocalPythonExecutor`` with its defaults and its tools sent once, as a
+    ``CodeAgent`` keeps one for its steps. A call parses its source (the executor runs source
+    only) and, by default, waits on a new worker thread that enforces its wall-time limit;
+    ``timeout=False`` sets ``timeout_seconds=None`` (no thread)."""
     from smolagents.local_python_executor import LocalPythonExecutor
 
-    def run() -> object:
-        executor = LocalPythonExecutor(
-            additional_authorized_imports=[], max_print_outputs_length=10**6
-        )
-        executor.send_tools({})
-        return executor(code)
+    options: dict[str, Any] = {} if timeout else {"timeout_seconds": None}
+    executor = LocalPythonExecutor(
+        additional_authorized_imports=[], max_print_outputs_length=10**6, **options
+    )
+    executor.send_tools({})
+    return executor
 
-    return run
+
+def smolagents_runner(code: str) -> Runner:
+    """``code`` run by one :func:`smolagents_executor`, every run."""
+    executor = smolagents_executor()
+    return lambda: executor(code)
+
+
+def smolagents_untimed_runner(code: str) -> Runner:
+    """:func:`smolagents_runner` without the thread per run (``timeout=False``), which a
+    restricted executor has no counterpart of (its wall limit is the session's watchdog)."""
+    executor = smolagents_executor(timeout=False)
+    return lambda: executor(code)
 
 
 def asteval_runner(code: str) -> Runner:
-    """asteval's ``Interpreter`` (its default symbol table) on ``code``; asteval has no classes."""
+    """asteval's ``Interpreter`` (its default symbol table), one per runner, running ``code``
+    parsed once (``parse`` then ``run``); asteval has no classes."""
     import ast
 
     from asteval import Interpreter
 
     if any(isinstance(node, ast.ClassDef) for node in ast.walk(ast.parse(code))):
         raise Unsupported("asteval does not support class definitions")
+    interpreter = Interpreter(max_statement_length=10**7)
+    tree = interpreter.parse(code)
 
     def run() -> object:
-        interpreter = Interpreter(max_statement_length=10**7)
-        interpreter(code, raise_errors=True)
+        interpreter.run(tree, with_raise=True)
         return interpreter.symtable
 
     return run
@@ -83,8 +98,9 @@ def _inplacevar(op: str, target: Any, value: Any) -> Any:
 def stock_restricted_runner(code: str) -> Runner:
     """Stock RestrictedPython as its documentation shows: ``compile_restricted`` and
     ``safe_globals`` with the documented guards (``safer_getattr``, ``full_write_guard``, the
-    default guarded ``getiter``/``getitem``, ``guarded_iter_unpack_sequence``), compiled afresh
-    each run like a new submission; no operation or time budget, no OS confinement."""
+    default guarded ``getiter``/``getitem``, ``guarded_iter_unpack_sequence``); ``code``
+    compiled once, each run in the same namespace; no operation or time budget, no OS
+    confinement."""
     from RestrictedPython import compile_restricted, safe_globals
     from RestrictedPython.Eval import default_guarded_getitem, default_guarded_getiter
     from RestrictedPython.Guards import (
@@ -97,21 +113,20 @@ def stock_restricted_runner(code: str) -> Runner:
         compiled = compile_restricted(code, "<bench>", "exec")
     except SyntaxError as exc:
         raise Unsupported(f"RestrictedPython refuses it: {exc}") from exc
-    del compiled  # each run compiles again, as a new submission would
+    namespace: dict[str, Any] = dict(safe_globals)
+    namespace.update(
+        __name__="restricted",
+        __metaclass__=type,
+        _getattr_=safer_getattr,
+        _write_=full_write_guard,
+        _getiter_=default_guarded_getiter,
+        _getitem_=default_guarded_getitem,
+        _iter_unpack_sequence_=guarded_iter_unpack_sequence,
+        _inplacevar_=_inplacevar,
+    )
 
     def run() -> object:
-        namespace: dict[str, Any] = dict(safe_globals)
-        namespace.update(
-            __name__="restricted",
-            __metaclass__=type,
-            _getattr_=safer_getattr,
-            _write_=full_write_guard,
-            _getiter_=default_guarded_getiter,
-            _getitem_=default_guarded_getitem,
-            _iter_unpack_sequence_=guarded_iter_unpack_sequence,
-            _inplacevar_=_inplacevar,
-        )
-        exec(compile_restricted(code, "<bench>", "exec"), namespace)
+        exec(compiled, namespace)
         return namespace
 
     return run
