@@ -9,7 +9,7 @@ import types
 import pytest
 
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
-from safeexec.sandbox.restricted.async_loop import EventLoop, LoopState
+from safeexec.sandbox.restricted.async_loop import EventLoop, Future, LoopState
 from safeexec.sandbox.restricted.cell_threads import _SLICE_SECONDS, ThreadState, ThreadStopped
 
 
@@ -31,8 +31,8 @@ def test_a_stop_signal_in_a_task_ends_the_loop_instead_of_becoming_its_exception
 
     async def main() -> str:
         loop.create_task(stopped())  # a task nobody awaits: its failure would go unseen
-        await loop.create_task(_nothing())
-        await loop.create_task(_nothing())
+        await _next_turn(loop)
+        await _next_turn(loop)
         return "finished"
 
     with pytest.raises(signal):
@@ -55,6 +55,14 @@ def test_an_ordinary_failure_is_the_tasks_exception() -> None:
 
 async def _nothing() -> None:
     return None
+
+
+def _next_turn(loop: EventLoop) -> Future:
+    """A future the loop completes on its next turn: awaiting it lets the other tasks run (and,
+    unlike a task, leaves no coroutine unstarted when a stop signal ends the loop first)."""
+    future = loop.create_future()
+    loop.call_soon(future.set_result, None)
+    return future
 
 
 def test_every_callback_draws_from_the_executors_budget() -> None:
