@@ -220,14 +220,14 @@ def main() -> None:
     rows.append(
         (
             "`x = 1` per call: warm session vs fresh interpreter",
-            f"{warm * 1e3:.3f} ms vs `python -I -c 'x = 1'` {per_call * 1e3:.2f} ms",
+            f"{warm * 1e3:.3f} ms vs `python -S -I -c 'x = 1'` {per_call * 1e3:.2f} ms",
             f"{warm / per_call:.3f}x",
         )
     )
     figures.append(
         Figure(
             figure="one call of `x = 1` (warm session)",
-            peer_name="fresh `python -I` per call",
+            peer_name="fresh `python -S -I` per call",
             safeexec=warm,
             peer=per_call,
             unit="s",
