@@ -48,6 +48,7 @@ from typing import Self, TypeVar
 from safeexec import __version__
 from safeexec.codec import JSONValue, field_names
 from safeexec.errors import AuditError, ConfigurationError
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Action, AuditEvent, Budget, Decision, ExecResult, Usage
 from safeexec.statedir import (
     create_file_once,
@@ -208,8 +209,8 @@ def _masker(match: re.Match[str]) -> str:
     return MASK
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AuditStatistics:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class AuditStatistics(Fieldwise):
     """Counters of one :class:`AuditLog` since it was opened."""
 
     events_written: int
@@ -217,8 +218,8 @@ class AuditStatistics:
     events_masked: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogVerification:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class LogVerification(Fieldwise):
     """What :func:`verify_log` found: ``ok`` with the event count, or the first reason it is not."""
 
     path: Path
@@ -227,8 +228,8 @@ class LogVerification:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Head:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class _Head(Fieldwise):
     """The chain head kept beside the log: what the log must end with."""
 
     genesis: str

@@ -33,6 +33,7 @@ from typing import NoReturn
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError, ToolError
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import ExecutionEvent, LimitHit, ToolCalled, ToolRefused, sha256_hex
 from safeexec.tool_specs import (
     Effect,
@@ -81,8 +82,8 @@ MAX_TOOL_EVENTS = 256
 ``tool_events`` stands for the rest (they are still counted), so a step's audit line is bounded."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolReply:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ToolReply(Fieldwise):
     """The host's answer to one tool call: a plain-data value, or an error message for the code."""
 
     ok: bool
@@ -91,8 +92,8 @@ class ToolReply:
     event: ExecutionEvent | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequest:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ApprovalRequest(Fieldwise):
     """What the harness's approval callback is asked about."""
 
     tool: str
@@ -298,8 +299,8 @@ def _parameter_format(spec: ToolSpec, name: str | None) -> str | None:
 _BUDGET_SPENT = "the session's tool-call budget is spent"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapabilityStatistics:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CapabilityStatistics(Fieldwise):
     """Counters of one :class:`CapabilitySet` (a frozen snapshot: later calls leave it be)."""
 
     calls: int

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Action, ActionSource
 
 __all__ = ["combine", "extract"]
@@ -41,8 +42,8 @@ _INFO_TAG = re.compile(r"[\s{.]*([\w+#-]+)")
 _MAX_JSON_DEPTH = 8
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Block:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class _Block(Fieldwise):
     """One fenced block of a reply: its info string and its code."""
 
     info: str

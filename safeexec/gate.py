@@ -22,6 +22,7 @@ from safeexec.analysis import scan
 from safeexec.collector import gc_paused
 from safeexec.decide import decide
 from safeexec.estimate import estimate
+from safeexec.fieldwise import Fieldwise
 from safeexec.memo import BoundedCache, CacheStatistics
 from safeexec.model import (
     Action,
@@ -181,8 +182,8 @@ def _static_check(
     return _Checked(policy=policy, parsed=parsed, estimate=estimated, findings=findings)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PolicySuggestion:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class PolicySuggestion(Fieldwise):
     """The smallest pack extension that lets code past the import rules, and what still refuses it.
 
     ``toml`` is a pack file extending the policy (empty when no import needs allowing);

@@ -13,14 +13,16 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from safeexec.fieldwise import Fieldwise
+
 __all__ = ["BoundedCache", "CacheStatistics"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CacheStatistics:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CacheStatistics(Fieldwise):
     """Counts since the cache was made (or last cleared); ``entries`` and ``size`` are now."""
 
     hits: int

@@ -11,10 +11,11 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Self, cast
+from typing import ClassVar, Self
 
 from safeexec import codec
 from safeexec.errors import Denied
+from safeexec.fieldwise import Fieldwise
 
 __all__ = [
     "Action",
@@ -58,32 +59,11 @@ __all__ = [
 _MiB = 1024 * 1024
 
 
-class _JSON:
-    """Mixin: the stable JSON form of a value type, and its field-wise ``==``, hash and repr.
-
-    Those three are what ``@dataclass(frozen=True)`` would generate for each class, written once
-    here as it writes them (fields compared as a tuple, only with an instance of the same class,
-    shown as ``Name(field=value, ...)``); each class says ``eq=False, repr=False``. Generating
-    them for every class was a third of importing this module, on every one-shot run's path.
-    """
+class _JSON(Fieldwise):
+    """Mixin: the stable JSON form of a value type, and its field-wise ``==``, hash and repr
+    (from :class:`~safeexec.fieldwise.Fieldwise`; each class says ``eq=False, repr=False``)."""
 
     __slots__ = ()
-
-    def _field_values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in codec.field_names(type(self)) or ())
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._field_values() == cast(_JSON, other)._field_values()
-
-    def __hash__(self) -> int:
-        return hash(self._field_values())
-
-    def __repr__(self) -> str:
-        names = codec.field_names(type(self)) or ()
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__qualname__}({shown})"
 
     def to_json(self) -> codec.JSONValue:
         """Return this value as JSON-compatible data (dicts, lists, scalars)."""

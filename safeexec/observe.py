@@ -20,6 +20,7 @@ from safeexec.backends.capping import locate_omission
 from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
 from safeexec.escaping import escape_controls
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import (
     BlobRef,
     Decision,
@@ -59,8 +60,8 @@ _ANSI_ESCAPE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Stream:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class _Stream(Fieldwise):
     """One output stream, prepared: its lines (capped) and what was already cut while reading."""
 
     label: str

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Budget, Decision, ExecResult
 
 __all__ = ["SessionStatistics", "StepCounters"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionStatistics:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class SessionStatistics(Fieldwise):
     """Counters of one session since it was opened (a frozen snapshot: later steps leave it be)."""
 
     session_id: str

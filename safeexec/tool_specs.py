@@ -20,6 +20,7 @@ from typing import NewType
 
 from safeexec.codec import JSONValue
 from safeexec.errors import CapabilityError
+from safeexec.fieldwise import Fieldwise
 from safeexec.tool_effects import Effect
 from safeexec.tool_targets import BoundPath, CheckedURL
 
@@ -50,8 +51,8 @@ _MAX_TEXT_CHARS = 64 * 1024 * 1024
 _MAX_INT_BITS = 14_000  # about Python's 4300-digit limit on int-to-text conversion
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolDescriptor:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ToolDescriptor(Fieldwise):
     """What sandboxed code may know about a granted tool: its name and parameter schema."""
 
     name: str

@@ -25,6 +25,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import NoReturn
 
+from safeexec.fieldwise import Fieldwise
+
 __all__ = ["BoundPath", "CheckedURL", "TargetRefused", "is_forbidden_address"]
 
 _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}.get(platform.machine())
@@ -345,8 +347,8 @@ def _getaddrinfo(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckedURL:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CheckedURL(Fieldwise):
     """A URL whose host was resolved once and every address checked, pinned to ``address``.
 
     Tools connect with :meth:`connect` (to the pinned address, never re-resolving ``host``) and

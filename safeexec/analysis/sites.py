@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safeexec.analysis.constants import StringFolder
+from safeexec.fieldwise import Fieldwise
 from safeexec.policy.schema import Policy
 
 __all__ = ["AttributeSite", "CallSite", "CheckHit", "ScanContext", "clip_text"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallSite:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CallSite(Fieldwise):
     """A call; ``callee`` is the qualified name called (``os.system``, ``eval``) or None."""
 
     node: ast.Call
@@ -21,8 +22,8 @@ class CallSite:
     rooted: bool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AttributeSite:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class AttributeSite(Fieldwise):
     """An attribute access ``base.attr``; ``rooted`` when ``base`` resolves through an import."""
 
     node: ast.Attribute
@@ -30,8 +31,8 @@ class AttributeSite:
     rooted: bool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckHit:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CheckHit(Fieldwise):
     """One match of a code check: where, and the values for the rule's message placeholders."""
 
     node: ast.AST
@@ -39,8 +40,8 @@ class CheckHit:
     evidence: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScanContext:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ScanContext(Fieldwise):
     """Everything a check may read; built once per scan, after the traversal."""
 
     policy: Policy

@@ -16,6 +16,7 @@ from safeexec.backends.streaming import OutputSink
 from safeexec.blobs import BlobStore
 from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import ExecRequest, ExecResult, Limits
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class ToolGateway(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionSpec:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class SessionSpec(Fieldwise):
     """Everything a backend needs to open one session, fixed for the session's life.
 
     Limits come from two places. ``limits`` here binds the session: its ``SESSION_LIMITS``

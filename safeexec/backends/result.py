@@ -17,6 +17,7 @@ from safeexec.backends.displays import DisplayCollector
 from safeexec.blobs import BlobStore
 from safeexec.capabilities import ToolReply
 from safeexec.codec import JSONValue
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import (
     Artifact,
     ExecError,
@@ -78,8 +79,8 @@ def call_tool(
     return reply
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settled:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class Settled(Fieldwise):
     """How a call ended: its status, exit code, a one-line message (empty when it ran fine) and,
     when the code raised, the error as a value."""
 

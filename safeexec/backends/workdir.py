@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 
 from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Artifact
 from safeexec.sandbox.session_env import TMP_DIR
 
@@ -45,8 +46,8 @@ __all__ = [
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ArtifactLimits:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ArtifactLimits(Fieldwise):
     """Caps on what a call may hand back as artifacts (files it created or changed)."""
 
     max_count: int = 64
@@ -395,8 +396,8 @@ def download_file(root: str, name: str, max_bytes: int) -> bytes:
     return data
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DirEntry:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class DirEntry(Fieldwise):
     """One entry of a workdir listing; ``kind`` is ``file``, ``dir``, ``symlink`` or ``other``."""
 
     name: str

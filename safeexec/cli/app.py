@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter
 
 from safeexec import __version__
+from safeexec.fieldwise import Fieldwise
 
 __all__ = ["COMMANDS", "LazyCommand", "app", "main"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LazyCommand:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class LazyCommand(Fieldwise):
     """Where a command lives (``module:attribute``, a function or a ``typer.Typer`` group) and
     its one-line help for the root's command list."""
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from safeexec.fieldwise import Fieldwise
+
 __all__ = ["DslLimits"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DslLimits:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class DslLimits(Fieldwise):
     """What one DSL program may do at most.
 
     * ``max_items`` (1000): items in any list or keys in any record a program holds — every tool

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Action, Finding, Span
 from safeexec.policy.engine_rules import engine_finding
 from safeexec.policy.schema import Rule
@@ -28,8 +29,8 @@ class Parsed:
     tree: ast.Module
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParseFailure:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ParseFailure(Fieldwise):
     """Why an action could not be parsed; ``finding`` is an ``SX0xx`` deny finding with a span."""
 
     action: Action

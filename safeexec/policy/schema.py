@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from safeexec.dsl.limits import DslLimits
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Enforcement, Limits, Severity
 
 __all__ = [
@@ -43,8 +44,8 @@ class MatchKind(StrEnum):
     ESTIMATE = "estimate"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PolicyInfo:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class PolicyInfo(Fieldwise):
     """Who the policy is: its id, version, description and owners (the ``[policy]`` table)."""
 
     id: str = "builtin-deny-all"
@@ -53,8 +54,8 @@ class PolicyInfo:
     owners: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackendsConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class BackendsConfig(Fieldwise):
     """Which execution modes a policy admits and which confinement layers it requires."""
 
     allowed: tuple[str, ...] = ("native", "restricted")
@@ -62,8 +63,8 @@ class BackendsConfig:
     require: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImportsConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ImportsConfig(Fieldwise):
     """Module allowlist/denylist; entries may end in ``.*`` to cover submodules.
 
     ``allow`` holds in every mode; ``native_allow`` adds modules only the ``native`` mode may
@@ -75,8 +76,8 @@ class ImportsConfig:
     native_allow: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapabilityConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class CapabilityConfig(Fieldwise):
     """May ``tool`` be granted, and how narrowly."""
 
     tool: str
@@ -86,8 +87,8 @@ class CapabilityConfig:
     requires_approval: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ApprovalConfig(Fieldwise):
     """Effects (``read``, ``write``, ``network``, ``money``) whose tools need approval in every
     mode: each call asks the tool approver, and a DSL plan that may call one asks the step's
     approver first, with the plan (``SX710``)."""
@@ -95,8 +96,8 @@ class ApprovalConfig:
     effects: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ObserveConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class ObserveConfig(Fieldwise):
     """Budgets of the observation handed to the model."""
 
     max_bytes: int = 4096
@@ -104,8 +105,8 @@ class ObserveConfig:
     max_line_chars: int = 500
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BudgetConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class BudgetConfig(Fieldwise):
     """The session's double budget: agent steps and execution resources."""
 
     steps: int = 50
@@ -113,8 +114,8 @@ class BudgetConfig:
     tool_calls: int = 200
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SandboxConfig:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class SandboxConfig(Fieldwise):
     """What the sandbox gets from the host beyond the defaults.
 
     ``env_passthrough``: host environment variable names passed in (nothing else is).
@@ -127,8 +128,8 @@ class SandboxConfig:
     workdir_symlinks: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RuleMatch:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class RuleMatch(Fieldwise):
     """The closed ``match`` vocabulary of a rule; which fields apply depends on ``kind``."""
 
     kind: MatchKind
@@ -140,8 +141,8 @@ class RuleMatch:
     bound: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rule:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class Rule(Fieldwise):
     """One rule; ``description``/``rationale``/``example``/``bypasses`` are its documentation
     ("What it does / Why is this bad? / Example / Known bypasses"); ``source`` is where it was set.
     """
@@ -168,8 +169,8 @@ class Rule:
         return not self.modes or mode in self.modes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Policy:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class Policy(Fieldwise):
     """A loaded, merged policy pack; ``digest`` is the sha256 of its canonical form."""
 
     info: PolicyInfo = field(default_factory=PolicyInfo)

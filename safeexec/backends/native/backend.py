@@ -18,6 +18,7 @@ from safeexec.backends.native.spawn import SpawnedAhead
 from safeexec.backends.native.template import TemplateProcess, _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
+from safeexec.fieldwise import Fieldwise
 from safeexec.model import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
@@ -32,8 +33,8 @@ _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU a
 _LAYER_NAMES = frozenset(layer.value for layer in Layer)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NativeStatistics:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class NativeStatistics(Fieldwise):
     """Live figures of one :class:`NativeBackend` (a frozen snapshot).
 
     ``template_pid`` is None while no template process runs; ``preloaded`` names the modules the
