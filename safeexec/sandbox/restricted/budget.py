@@ -4,22 +4,44 @@
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
 
+# A budget's ticks come in chunks: a chunk is an iteration over ``_ONES``, so a tick hands out
+# the cached small int 1 and allocates nothing (a range iterator's tick made an int per tick:
+# a third of a tick's cost). ``_FULL_CHUNKS`` hands ``_ONES`` out to every budget's chain.
+_CHUNK = 1024
+_ONES = b"\x01" * _CHUNK
+_FULL_CHUNKS = repeat(_ONES)
+
 
 class OperationBudget:
     """Counts loop iterations, comprehension steps and calls; exhausted by count or by ``stop``.
 
-    The tick is a C-level ``next`` on a range iterator, so counting costs one builtin call; a
-    watchdog thread ends the run by exhausting the iterator (``stop``), after which every loop
-    head and function entry raises.
+    The tick is a C-level ``next`` on :attr:`counter`, so counting costs one builtin call; a
+    watchdog thread ends the run by exhausting the counter (``stop``), after which every loop
+    head and function entry raises ``StopIteration``.
+
+    The counter is C iterators only (no Python code runs in a tick, so a tick never releases
+    the GIL and never meets the recursion limit): a ``chain`` of chunks, the full ones handed
+    out by a ``compress`` once per item of a countdown, then the last 1 to ``_CHUNK`` ticks
+    (the tail), which alone says whether the budget is spent.
     """
 
-    __slots__ = ("_counter", "deadline", "deadline_reason", "max_operations", "stopped_by")
+    __slots__ = (
+        "_chunks",
+        "_counter",
+        "_tail",
+        "deadline",
+        "deadline_reason",
+        "max_operations",
+        "stopped_by",
+    )
 
     def __init__(
         self,
@@ -29,7 +51,16 @@ class OperationBudget:
         deadline_reason: str = "wall_seconds",
     ) -> None:
         self.max_operations = max_operations
-        self._counter = iter(range(max_operations, 0, -1))
+        full, last = divmod(max_operations - 1, _CHUNK) if max_operations > 0 else (0, -1)
+        self._tail = tail = iter(_ONES)
+        tail.__setstate__(_CHUNK - 1 - last)  # type: ignore[attr-defined]
+        # Counts down to 1: every item is true, so ``compress`` hands out a chunk for each.
+        self._chunks = chunks = iter(range(full, 0, -1))
+        # One chain level between a tick and its chunk: the chunks, then the tail, come from
+        # the chain's source, which only a chunk's end touches.
+        self._counter: Iterator[int] = chain.from_iterable(
+            chain(compress(_FULL_CHUNKS, chunks), (tail,))
+        )
         self.stopped_by: str | None = None
         # When the run must end (``time.monotonic()``) and which limit that is: single C calls
         # that can take a time limit (the timed ``re``) are given what is left.
@@ -44,13 +75,17 @@ class OperationBudget:
         """Exhaust the budget now; ``reason`` names the limit (first reason wins)."""
         if self.stopped_by is None:
             self.stopped_by = reason
-        self._counter.__setstate__(self.max_operations)  # type: ignore[attr-defined]
+        # No chunk is handed out after these two, so draining the counter draws what is left
+        # of the chunk in use (at most ``_CHUNK`` ticks, at C speed and holding the GIL).
+        self._chunks.__setstate__(self.max_operations)  # type: ignore[attr-defined]
+        self._tail.__setstate__(_CHUNK)  # type: ignore[attr-defined]
+        deque(self._counter, maxlen=0)
 
     @property
     def exhausted(self) -> bool:
         if self.stopped_by is not None:
             return True
-        return self._counter.__length_hint__() == 0  # type: ignore[attr-defined]
+        return self._tail.__length_hint__() == 0  # type: ignore[attr-defined]
 
     def reason(self) -> str | None:
         """Which limit ended the run: ``operations``, a watchdog reason, or ``None``."""
@@ -79,14 +114,14 @@ def _counted(executor: RestrictedExecutor, source: Iterable[object]) -> Iterator
     """
     iterator = iter(source)
     while True:
-        counter = executor._budget.counter
+        budget = executor._budget
         # A ``for`` loop, not ``yield from``: resuming after a plain ``yield`` checks the eval
         # breaker, so the watchdog thread gets the GIL to stop the budget.
-        for item in map(_SECOND, zip(counter, iterator, strict=False)):  # noqa: UP028
+        for item in map(_SECOND, zip(budget.counter, iterator, strict=False)):  # noqa: UP028
             yield item
-        if counter.__length_hint__() != 0:  # type: ignore[attr-defined]
+        if not budget.exhausted:
             return  # the source ended
-        if counter is executor._budget.counter:
+        if budget is executor._budget:
             raise RuntimeError("the operation budget is exhausted")
 
 
