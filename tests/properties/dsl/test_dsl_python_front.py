@@ -182,6 +182,8 @@ def test_on_mutated_programs_both_front_ends_agree(text: str) -> None:
     assert parser.parse_program(text) == by_lark(text)
 
 
+# hypothesmith compiles what it generates, and CPython's compiler warns about some of it.
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar())
 def test_on_python_programs_both_front_ends_agree(text: str) -> None:
