@@ -201,7 +201,8 @@ def plan_and_compile() -> list[FrontRow]:
 
 
 def _visit_every_node(tree: ast.AST) -> None:
-    """One pass over ``tree`` doing nothing at each node: the least a checker does."""
+    """One pass over ``tree`` doing nothing at each node: the least a checker does (an explicit
+    stack, about a third faster than ``ast.walk``'s generators, so the floor is not overstated)."""
     stack = [tree]
     while stack:
         node = stack.pop()
