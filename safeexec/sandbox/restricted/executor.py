@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextvars
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -202,8 +203,10 @@ class RestrictedExecutor:
         namespace["_budget_"] = self._budget.counter
         try:
             try:
-                exec(body, namespace)
-                value = None if final is None else eval(final, namespace)
+                # A context of its own: a context variable the code sets (a ``decimal`` context
+                # entered and never left) ends with the cell instead of staying on the thread,
+                # which in-process is the host's.
+                value = contextvars.Context().run(_run_cell, body, final, namespace)
             except BaseException:
                 threads.stop_all()
                 raise
@@ -467,6 +470,13 @@ class RestrictedExecutor:
         if isinstance(file, WorkdirPath):
             file = str(file)
         return self._files.open(file, mode, buffering, encoding, errors, newline)
+
+
+def _run_cell(
+    body: types.CodeType, final: types.CodeType | None, namespace: dict[str, object]
+) -> object:
+    exec(body, namespace)
+    return None if final is None else eval(final, namespace)
 
 
 def _renamed(code: types.CodeType, filename: str) -> types.CodeType:

@@ -219,6 +219,86 @@ class _AttributeWriter:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
 
+class InstanceAttributes(dict[str, object]):
+    """``vars(obj)`` and ``obj.__dict__`` of an own instance: a copy of its attributes whose
+    changes are made on the object through the write guard (``Guards.safe_setattr``).
+
+    The real ``__dict__`` never reaches the code: host library code looks some hooks up on the
+    instance (``copy`` asks ``x.__reduce_ex__`` and obeys it past every guard), so a dunder
+    stored there must be impossible. A change made past these methods (``dict.update(d, ...)``)
+    changes only the copy. The copy is taken when the code reads it."""
+
+    __slots__ = ("_guards", "_owner")
+    _guards: Guards
+    _owner: object
+
+    def __setitem__(self, key: str, value: object) -> None:
+        self._guards.safe_setattr(self._owner, key, value)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._guards.safe_delattr(self._owner, key)
+        super().__delitem__(key)
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: object) -> InstanceAttributes:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+    def setdefault(self, key: str, default: object = None) -> object:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key: str, *default: object) -> object:
+        if key not in self:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[str, object]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(self))
+        return key, self.pop(key)
+
+    def clear(self) -> None:
+        for key in list(self):
+            del self[key]
+
+    @classmethod
+    def fromkeys(cls, keys: object, value: object = None) -> dict[object, object]:  # type: ignore[override]
+        return dict.fromkeys(keys, value)  # type: ignore[call-overload]
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # Copied, pickled or deep-copied, it is the plain dict it shows.
+        return (dict, (dict(self),))
+
+
+def _check_slots(cls: type) -> None:
+    """A slot is a class attribute of its own name; named like a hook (``__reduce_ex__``), it
+    would bind a dunder the class body may not bind. (The slots are read off the class, not
+    off ``__slots__``, which may have been a one-shot iterator.)"""
+    for name, value in cls.__dict__.items():
+        if isinstance(value, types.MemberDescriptorType) and name.endswith("__"):
+            raise GuardError(f"class {cls.__name__!r}: a slot cannot be named {name!r}")
+
+
+def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
+    attributes = InstanceAttributes(owner.__dict__)
+    attributes._owner = owner
+    attributes._guards = guards
+    return attributes
+
+
 class _SafeFormatter(string.Formatter):
     """``str.format`` without attribute or index traversal in replacement fields."""
 
@@ -259,7 +339,7 @@ class Guards:
         self.plain_types: set[type] = set()
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
-        self.type_aliases: dict[type, object] = {}
+        self.type_aliases: dict[type, object] = {InstanceAttributes: dict}
         # Library and view types whose instances the code may change, and the public attribute
         # names it may set on them (``TarInfo.size``, a connection's ``row_factory``); the
         # module views register them.
@@ -311,6 +391,7 @@ class Guards:
             if issubclass(base, type):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
         cls = builtins.__build_class__(func, name, *bases, **kw)
+        _check_slots(cls)
         return self.register_class(cls)
 
     # -- attribute reads ---------------------------------------------------------------------------
@@ -330,7 +411,9 @@ class Guards:
             return getattr(obj, name)  # other exceptions, or None (never the traceback)
         if self.is_own(obj):
             if name.startswith("__") and name.endswith("__"):
-                if name in USER_DUNDERS or (name == "__dict__" and not isinstance(obj, type)):
+                if name == "__dict__" and not isinstance(obj, type):
+                    return _instance_attributes(obj, self)
+                if name in USER_DUNDERS:
                     return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
             elif self._defined_by_code(obj, name) or (name == "register" and isinstance(obj, type)):
                 # A private name is the code's own only where an own class (or the instance)
@@ -469,6 +552,10 @@ class Guards:
     def _checked(value: object) -> object:
         if _is_module(value):
             raise GuardError("module objects are not accessible in restricted mode")
+        if type(value) is types.BuiltinFunctionType and value.__name__ == "__new__":
+            # A type's raw ``__new__`` (an own Enum's ``_new_member_`` is ``object.__new__``)
+            # makes an instance of any class without its ``__init__``, a runtime object too.
+            raise GuardError("a type's raw __new__ is not accessible in restricted mode")
         return value
 
     def safe_getattr(self, obj: object, name: str, *default: object) -> object:
@@ -543,9 +630,10 @@ class Guards:
         return self.type_aliases.get(type(args[0]), type(args[0]))
 
     def safe_vars(self, *obj: object) -> object:
-        """``vars(obj)`` of an instance of a class the code defined: its ``__dict__``, which
-        ``obj.__dict__`` hands out too. No argument (``locals()``), classes and host objects
-        (a module view, a library instance) are refused."""
+        """``vars(obj)`` of an instance of a class the code defined: its attributes, as
+        ``obj.__dict__`` hands them out too (:class:`InstanceAttributes`). No argument
+        (``locals()``), classes and host objects (a module view, a library instance) are
+        refused."""
         if len(obj) != 1:
             raise GuardError("vars() takes exactly one argument in restricted mode")
         target = obj[0]

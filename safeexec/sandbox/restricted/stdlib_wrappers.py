@@ -171,6 +171,18 @@ def _wrap_namedtuple(executor: RestrictedExecutor, namedtuple: Callable[..., obj
     return wrapped
 
 
+def _without_memo(executor: RestrictedExecutor, deepcopy: Callable[..., object]) -> object:
+    """``copy.deepcopy(x)`` without ``memo``: the copy keeps what it copied alive in the memo
+    (``memo[id(memo)]``), a library object's real ``__dict__`` among it, past the write guard."""
+
+    def wrapped(x: object, memo: object = None) -> object:
+        if memo is not None:
+            raise GuardError("copy.deepcopy takes no memo in restricted mode")
+        return deepcopy(x)
+
+    return wrapped
+
+
 def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) -> object:
     """``pprint.pprint`` and ``pprint.pp`` writing to the cell's output, not the process's
     stdout (``pp`` sorts no dicts unless asked, as the real one)."""
@@ -255,6 +267,7 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "pprint.pp": _wrap_pprint,
     **{f"base64.{name}": _warmed for name in ("a85encode", "b85encode", "b85decode")},
     "time.sleep": _wrap_sleep,
+    "copy.deepcopy": _without_memo,
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
     "functools.cache": _functions_only,

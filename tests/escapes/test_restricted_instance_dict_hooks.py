@@ -1,0 +1,174 @@
+"""Hooks planted through an own instance's ``__dict__``, and the copy protocol as a write gadget.
+
+Host library code looks some hooks up on the *instance* (``copy`` asks ``x.__reduce_ex__``) and
+then does what the hook says: ``copy._reconstruct`` calls ``func(*args)`` and runs ``setattr``
+and item stores on the result, past the write guard. So no path may put a dunder into an own
+instance's attributes: ``vars(obj)`` and ``obj.__dict__`` hand out a copy whose changes reach
+the object through the write guard, and a class whose body binds a dunder outside the allowed
+set (a slot named ``__reduce_ex__``) is refused. ``copy.deepcopy``'s ``memo`` would hand back
+what the copy kept alive (a library object's real ``__dict__``), so it is refused too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from restricted_support import BoxFactory
+
+# The planted hook and its target: a library class every session in the process shares.
+_GADGET = """
+import copy, dataclasses, json
+K = ''.join(['__reduce', '_ex__'])
+called = []
+def red(proto):
+    called.append(proto)
+    return (lambda o: o, (json.JSONEncoder,), (None, {'item_separator': ' PWNED '}))
+class G:
+    pass
+g = G()
+"""
+
+_CONSUMERS = {
+    "copy": "copy.copy(g)",
+    "deepcopy": "copy.deepcopy(g)",
+    "asdict": ("@dataclasses.dataclass\nclass Box:\n    item: object\ndataclasses.asdict(Box(g))"),
+}
+
+_PLANTS = {
+    "vars-item": "vars(g)[K] = red",
+    "dict-item": "g.__dict__[K] = red",
+    "update": "vars(g).update({K: red})",
+    "update-keywords": "vars(g).update(**{K: red})",
+    "setdefault": "vars(g).setdefault(K, red)",
+    "in-place-or": "d = vars(g)\nd |= {K: red}",
+    "unbound-update": "dict.update(vars(g), {K: red})",
+    "unbound-setdefault": "dict.setdefault(g.__dict__, K, red)",
+    "held-across-cells": "d = g.__dict__\nd[K] = red",
+}
+
+
+@pytest.mark.parametrize("consumer", sorted(_CONSUMERS))
+@pytest.mark.parametrize("plant", sorted(_PLANTS))
+def test_a_dunder_never_reaches_an_own_instance(
+    restricted_box: BoxFactory, plant: str, consumer: str
+) -> None:
+    box = restricted_box(imports=("copy", "dataclasses", "json"))
+    code = "\n".join(
+        [
+            _GADGET,
+            "try:",
+            *(f"    {line}" for line in _PLANTS[plant].splitlines()),
+            "except Exception as e:",
+            "    print('plant refused:', type(e).__name__)",
+            "try:",
+            *(f"    {line}" for line in _CONSUMERS[consumer].splitlines()),
+            "except Exception as e:",
+            "    print('copy refused:', type(e).__name__)",
+            "print('hook ran:', bool(called))",
+            "print(json.dumps([1, 2]))",
+        ]
+    )
+    outcome = box.run(code)
+    assert "hook ran: False" in outcome.stdout, outcome.text
+    assert "[1, 2]" in outcome.stdout and "PWNED" not in outcome.text, outcome.text
+    box.assert_usable()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "__slots__ = ('__reduce_ex__',)",
+        "__slots__ = ['__deepcopy__', 'x']",
+        "__slots__ = '__setstate__'",
+    ],
+)
+def test_a_class_binding_a_foreign_dunder_is_refused(restricted_box: BoxFactory, body: str) -> None:
+    box = restricted_box()
+    box.assert_refused(f"class G:\n    {body}\n", "GuardError")
+    box.assert_usable()
+
+
+def test_the_deepcopy_memo_is_refused(restricted_box: BoxFactory) -> None:
+    box = restricted_box(imports=("copy", "calendar"))
+    box.assert_refused(
+        "import copy, calendar\nm = {}\ncopy.deepcopy(calendar.day_name, m)\nprint(m)\n",
+        "GuardError",
+        "memo",
+    )
+    outcome = box.run("import calendar\nprint(calendar.day_name[0])")
+    assert outcome.stdout == "Monday\n", outcome.text
+
+
+def test_instance_attributes_through_vars_still_behave_like_a_dict(
+    restricted_box: BoxFactory,
+) -> None:
+    box = restricted_box(imports=("copy", "json"))
+    code = """
+import copy, json
+class Config:
+    def __init__(self, **options):
+        self.__dict__.update(options)
+c = Config(name='x', size=3)
+d = vars(c)
+d['size'] = 4
+d.setdefault('_note', 'private names are the code\\'s own')
+del d['name']
+print(c.size, c._note, hasattr(c, 'name'))
+print(json.dumps(c.__dict__, sort_keys=True))
+print(sorted(vars(c)), dict(vars(c)) == c.__dict__, 'size' in vars(c))
+print(copy.deepcopy(vars(c)) == vars(c), type(copy.copy(vars(c))).__name__)
+vars(c).pop('size')
+print(vars(c), {**vars(c)})
+try:
+    vars(c)[1] = 2
+except Exception as e:
+    print('refused', type(e).__name__)
+"""
+    outcome = box.run(code)
+    note = "{'_note': \"private names are the code's own\"}"
+    assert outcome.stdout.splitlines() == [
+        "4 private names are the code's own False",
+        '{"_note": "private names are the code\'s own", "size": 4}',
+        "['_note', 'size'] True True",
+        "True dict",
+        f"{note} {note}",
+        "refused GuardError",
+    ], outcome.text
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        "class E(enum.Enum):\n    A = 1\nE._new_member_",
+        "class E(enum.IntEnum):\n    A = 1\nE.A._new_member_",
+        "class E(str, enum.Enum):\n    A = 'a'\ngetattr(E, '_new_' + 'member_')",
+        "class E(enum.Flag):\n    A = 1\nE.__dict__",
+    ],
+)
+def test_no_read_hands_out_a_raw_new(restricted_box: BoxFactory, read: str) -> None:
+    """A type's raw ``__new__`` (``object.__new__``) makes an instance of any class without its
+    ``__init__``, a runtime object too; an own Enum holds one under ``_new_member_``."""
+    box = restricted_box(imports=("enum",))
+    box.assert_refused(f"import enum\n{read}\n", "GuardError")
+    outcome = box.run(
+        "import enum\nclass E(enum.Enum):\n    A = 1\n    B = 2\n"
+        "print(E(2).name, [m.value for m in E], E.A._value_, E._member_names_)"
+    )
+    assert outcome.stdout == "B [1, 2] 1 ['A', 'B']\n", outcome.text
+
+
+def test_a_decimal_context_left_open_ends_with_its_cell(restricted_box: BoxFactory) -> None:
+    """An entered ``localcontext()`` that is never left must not become the thread's context:
+    in-process, that thread is the host's."""
+    box = restricted_box(imports=("contextlib", "decimal"))
+    outcome = box.run(
+        "import contextlib, decimal\nstack = contextlib.ExitStack()\n"
+        "ctx = stack.enter_context(decimal.localcontext())\nctx.prec = 3\n"
+        "print(decimal.Decimal(1) / decimal.Decimal(3))"
+    )
+    assert outcome.stdout == "0.333\n", outcome.text
+    outcome = box.run("import decimal\nprint(decimal.Decimal(1) / decimal.Decimal(3))")
+    assert outcome.stdout == "0.3333333333333333333333333333\n", outcome.text
