@@ -214,7 +214,8 @@ def _artifact_lines(result: ExecResult, *, listed: int) -> list[str]:
     if not result.artifacts:
         return []
     names = [
-        f"{_clean(artifact.name)} ({artifact.blob.size:,} bytes, {artifact.media_type})"
+        f"{_clean_name(artifact.name)} ({artifact.blob.size:,} bytes, "
+        f"{_clean_name(artifact.media_type)})"
         for artifact in result.artifacts
     ]
     return ["--- artifacts ---", *_at_most(names, listed, "artifacts")]
@@ -237,7 +238,7 @@ def _display_lines(result: ExecResult, *, listed: int) -> list[str]:
         kinds = ", ".join(
             item.media_type
             if item.media_type == "text/plain"
-            else f"{_clean(item.media_type)} ({item.blob.size:,} bytes)"
+            else f"{_clean_name(item.media_type)} ({item.blob.size:,} bytes)"
             for item in display.items
         )
         cut = " (some representations were too big and left out)" if display.truncated else ""
@@ -540,6 +541,13 @@ def _one_line(text: str) -> str:
 
 def _clean(text: str) -> str:
     return escape_controls(_ANSI_ESCAPE.sub("", text.replace("\r", "")))
+
+
+def _clean_name(text: str) -> str:
+    """A name the sandbox chose (a file name, a media type), whole and cleaned, with a line
+    break shown as U+FFFD: it cannot end its section and forge the next (``_one_line`` keeps
+    the first line of a message instead)."""
+    return _clean(text).replace("\n", "\ufffd")
 
 
 class OutputRelay:
