@@ -344,7 +344,10 @@ class Artifact(_JSON):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class Usage(_JSON):
-    """Resources one run used, as measured from outside the sandbox."""
+    """Resources one run used, as measured from outside the sandbox.
+
+    In the confined worker ``cpu_seconds`` is the session's CPU since the previous run ended:
+    what processes or threads an earlier cell left running used in between is charged here."""
 
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0

@@ -59,3 +59,30 @@ def _alive(pid: int) -> bool:
             return fh.read().split(") ")[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_cpu_used_between_calls_is_charged_to_the_next_call(sandbox: Sandbox) -> None:
+    """A cell that returns at once but leaves a thread burning just under the idle budget: the
+    CPU it burns between calls reaches the next result (and so the session's budget and a
+    service token's quota), instead of no one's."""
+    code = """
+import threading, time
+def burn():
+    end = time.thread_time() + 0.6
+    while time.thread_time() < end:
+        pass
+threading.Thread(target=burn, daemon=True).start()
+"""
+    ran = sandbox.run(code, cpu_seconds=2.0)
+    assert ran.result.status is ExecStatus.OK
+    done = "import threading\nprint(threading.active_count())"
+    deadline = time.monotonic() + 60
+    charged = 0.0
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        ran = sandbox.run(done, cpu_seconds=2.0)
+        charged += ran.result.usage.cpu_seconds
+        if ran.stdout == "1\n":
+            break
+    assert not ran.result.state_lost, ran.result.message
+    assert charged >= 0.5, charged

@@ -116,7 +116,12 @@ def run_call(
     cpu_end = max(session._group.cpu_seconds(worker.pid), call.cpu_seen)
     session._idle_cpu_base = session._idle_cpu_seen = cpu_end
     session._idle_cpu_budget = limits.cpu_seconds
-    cpu = max(0.0, cpu_end - cpu_start)
+    # The call is charged the session's CPU since the last call ended: what processes the
+    # code left running used in between counts too (a counter that went back, a new worker
+    # without a cgroup, counts from this call's start).
+    charged_to, session._charged_cpu = session._charged_cpu, cpu_end
+    cpu_from = cpu_start if charged_to is None or charged_to > cpu_start else charged_to
+    cpu = max(0.0, cpu_end - cpu_from)
     rss = _peak_rss_bytes(worker.status)
     settled = _settle(session, worker, call, limits)
     artifacts = collect_artifacts(

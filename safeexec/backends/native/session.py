@@ -168,6 +168,8 @@ class NativeSession:
         self._idle_cpu_seen = 0.0
         # Between calls, leftover processes may use as much CPU as the last call was allowed.
         self._idle_cpu_budget = limits.cpu_seconds
+        # The session's CPU reading when the last call ended: the next call is charged from it.
+        self._charged_cpu: float | None = None
         self._lost_reason = ""
         self._group = SessionGroup(limits, cpu_cores=backend.cpu_cores, warm=backend._warm_groups)
         # The cgroup and the tmpfs outlive the process unless removed: also on a session that
