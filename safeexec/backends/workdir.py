@@ -159,8 +159,13 @@ def disk_usage(root: str, limits: ArtifactLimits) -> float:
     return float(sum(state.blocks * 512 for state in found.values()))
 
 
-Owners = dict[str, tuple[int, int]]
-"""Original (uid, gid) of workdir entries a root host lent to a session, by relative path."""
+Owners = dict[str, tuple[int, int, int]]
+"""Original (uid, gid, permission bits) of workdir entries a root host lent to a session, by
+relative path."""
+
+# Bits a session may not leave on what it made in a caller's workdir: others' write access, and
+# set-id and sticky bits.
+_UNSAFE_MODE_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH
 
 
 def chown_beneath(
@@ -185,7 +190,7 @@ def chown_beneath(
                     continue
                 path = prefix + entry.name
                 if info.st_uid not in borrowers and info.st_uid != uid:
-                    lent.setdefault(path, (info.st_uid, info.st_gid))
+                    lent.setdefault(path, (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)))
                 os.chown(entry.name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
                     child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd)
@@ -214,16 +219,20 @@ def return_beneath(
     prefix: str = "",
 ) -> None:
     """Give back what :func:`chown_beneath` lent: every entry a ``borrowers`` uid owns goes to
-    its recorded owner, or to ``home`` (the workdir's owner) if the session made it. Entries
-    owned by anyone else are not touched, so a user's files keep their owners."""
+    its recorded owner with its recorded permissions, or, if the session made it, to ``home``
+    (the workdir's owner) without others' write access or set-id and sticky bits. Entries owned
+    by anyone else are not touched, so a user's files keep their owners and modes."""
     with os.scandir(dir_fd) as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 path = prefix + entry.name
                 if info.st_uid in borrowers:
-                    uid, gid = lent.get(path, home)
+                    made = (*home, stat.S_IMODE(info.st_mode) & ~_UNSAFE_MODE_BITS)
+                    uid, gid, mode = lent.get(path, made)
                     os.chown(entry.name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+                    if not stat.S_ISLNK(info.st_mode):
+                        _chmod_beneath(dir_fd, entry.name, mode)
                 if stat.S_ISDIR(info.st_mode) and depth < limits.max_depth:
                     child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=dir_fd)
                     try:
@@ -238,6 +247,17 @@ def return_beneath(
                         )
                     finally:
                         os.close(child)
+
+
+def _chmod_beneath(dir_fd: int, name: str, mode: int) -> None:
+    """``chmod`` of ``name`` beneath ``dir_fd`` through a descriptor opened ``O_NOFOLLOW``
+    (Linux has no ``chmod`` that refuses a link): a link swapped in is never followed."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(name, flags, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def remove_tree(root: str) -> None:

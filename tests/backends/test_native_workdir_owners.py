@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,34 @@ def test_a_file_owned_by_someone_outside_the_session_is_never_handed_over(tmp_pa
     finally:
         backend.close()
     assert _owner(outside) == (OTHER, OTHER)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_a_users_directory_keeps_its_modes_and_what_the_session_made_is_not_left_open(
+    tmp_path: Path,
+) -> None:
+    work = _users_tree(tmp_path)
+    os.chmod(work, 0o750)
+    os.chmod(work / "notes.txt", 0o600)
+    before = {path: _mode(path) for path in (work, *work.rglob("*"))}
+    backend = NativeBackend()
+    try:
+        spec = SessionSpec(workdir=work, blobs=BlobStore(tmp_path / "blobs"))
+        with backend.open(spec) as session:
+            code = (
+                "import os\nos.chmod('.', 0o777)\nos.chmod('notes.txt', 0o666)\n"
+                "os.chmod('src', 0o3777)\nos.mkdir('drop')\nos.chmod('drop', 0o3777)\n"
+                "open('run.sh', 'w').write('#!/bin/sh\\n')\nos.chmod('run.sh', 0o6777)\n"
+                "open('plain.txt', 'w').write('x')\nos.chmod('plain.txt', 0o644)\n"
+            )
+            result = session.run(ExecRequest(action_id="a", code=code, limits=Limits()))
+            assert result.status is ExecStatus.OK, session.blobs.get(result.stderr)
+    finally:
+        backend.close()
+    assert {path: _mode(path) for path in before} == before
+    assert _mode(work / "drop") == 0o755
+    assert _mode(work / "run.sh") == 0o755
+    assert _mode(work / "plain.txt") == 0o644

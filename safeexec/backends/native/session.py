@@ -12,6 +12,7 @@ import select
 import selectors
 import signal
 import socket
+import stat
 import threading
 import weakref
 from collections.abc import Mapping
@@ -163,6 +164,7 @@ class NativeSession:
         self._borrowers: set[int] = set()
         home = self.workdir.stat()
         self._home_owner = (home.st_uid, home.st_gid)
+        self._home_mode = stat.S_IMODE(home.st_mode)
         self._worker: _Worker | None = None
         self._idle_cpu_base = 0.0
         self._idle_cpu_seen = 0.0
@@ -397,6 +399,7 @@ class NativeSession:
                     limits=self._backend.artifact_limits,
                 )
                 os.fchown(root, *self._home_owner)
+                os.fchmod(root, self._home_mode)
             finally:
                 os.close(root)
 
