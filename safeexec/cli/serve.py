@@ -52,6 +52,10 @@ def serve(
     max_body: Annotated[
         str, typer.Option("--max-body", metavar="SIZE", help="Largest request body (413 over).")
     ] = "4MiB",
+    max_connections: Annotated[
+        int,
+        typer.Option("--max-connections", help="Open connections at most (a 503 past them)."),
+    ] = 1000,
     idle_seconds: Annotated[
         float, typer.Option("--idle-seconds", help="Close sessions unused this long.")
     ] = 600.0,
@@ -87,6 +91,7 @@ def serve(
             modes=tuple(mode or DEFAULT_MODES),
             replica_id=replica_id,
             max_body_bytes=parse_bytes(max_body),
+            max_connections=max_connections,
             idle_seconds=idle_seconds,
             drain_seconds=drain_seconds,
         )

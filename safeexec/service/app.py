@@ -24,11 +24,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from safeexec import __version__
 from safeexec.backends.base import Backend
+from safeexec.bearer import bearer_token
 from safeexec.errors import (
     AuditError,
     BackendUnavailable,
@@ -121,7 +123,9 @@ def create_app(
     api.router.route_class = _GuardedRoute
     _routes(api, runtime)
     _handlers(api)
-    limited = BodyLimit(api, max_body_bytes=config.max_body_bytes)
+    limited = BodyLimit(
+        api, max_body_bytes=config.max_body_bytes, admits=lambda scope: _known(scope, tokens)
+    )
     audited = RequestAudit(
         limited,
         log=request_log,
@@ -155,6 +159,11 @@ async def _sweep(runtime: Runtime) -> None:
         await anyio.sleep(runtime.config.sweep_seconds)
         with contextlib.suppress(Exception):
             await runtime.sweep_idle()
+
+
+def _known(scope: Scope, tokens: TokenStore) -> bool:
+    """Does the request carry a token of ``tokens``? (Its body is read only then.)"""
+    return tokens.authenticate(bearer_token(Headers(scope=scope).get("authorization"))) is not None
 
 
 async def _authenticated(

@@ -1,7 +1,10 @@
-"""A request-size limit in front of everything: a body over ``max_body_bytes`` is a 413.
+"""What the server reads of a request body: nothing from a client it does not know, and never
+more than ``max_body_bytes`` (a 413).
 
-A declared ``Content-Length`` over the limit is refused before the app sees the request; a
-chunked body is counted as it arrives. Either way the body is read to its end (up to
+A request ``admits`` refuses (no token, or an unknown one) reaches the app with an empty body,
+unread: the app answers it (401) and the connection closes, so a stranger's upload is never
+buffered. A declared ``Content-Length`` over the limit is refused before the app sees the
+request; a chunked body is counted as it arrives. Either way the body is read to its end (up to
 ``drain_bytes``, then the connection is closed) so that the client, still writing, gets the 413
 rather than a reset connection. Bodies within the limit are buffered and replayed to the app,
 after which ``receive`` is the server's again, so the app still hears a disconnect.
@@ -10,6 +13,7 @@ after which ``receive`` is the server's again, so the app still hears a disconne
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,16 +21,28 @@ __all__ = ["BodyLimit"]
 
 
 class BodyLimit:
-    """ASGI middleware enforcing ``max_body_bytes`` on every HTTP request body."""
+    """ASGI middleware reading HTTP request bodies only for requests ``admits`` lets in, and
+    enforcing ``max_body_bytes`` on those."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, drain_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        admits: Callable[[Scope], bool],
+        drain_bytes: int = 64 << 20,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.admits = admits
         self.drain_bytes = max(drain_bytes, max_body_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if not self.admits(scope):
+            await self.app(scope, _unread, _closing(send))
             return
         declared = _content_length(scope)  # None: undeclared (or unreadable), counted instead
         if declared is not None and declared > self.max_body_bytes:
@@ -89,6 +105,23 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _unread() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def _closing(send: Send) -> Send:
+    """``send``, with ``Connection: close`` on the response: the body left unread is not
+    taken for the next request."""
+
+    async def closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [h for h in message.get("headers", ()) if h[0].lower() != b"connection"]
+            message = {**message, "headers": [*headers, (b"connection", b"close")]}
+        await send(message)
+
+    return closing
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -20,7 +20,8 @@ class ServiceConfig:
     the server read its files); the first is the default. A client's limits can only narrow the
     chosen policy's. ``state_dir`` holds every session's audit log and blobs and the request
     log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
-    :class:`~safeexec.client.Client`) can route a session to its server.
+    :class:`~safeexec.client.Client`) can route a session to its server. Past
+    ``max_connections`` open connections (or requests in flight) a new one gets a 503.
     """
 
     state_dir: Path
@@ -28,6 +29,7 @@ class ServiceConfig:
     modes: tuple[str, ...] = DEFAULT_MODES
     replica_id: str = "r0"
     max_body_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 1000
     idle_seconds: float = 600.0
     sweep_seconds: float = 5.0
     max_worker_threads: int = 64

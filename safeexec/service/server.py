@@ -47,6 +47,7 @@ def serve(config: ServiceConfig, tokens: TokenStore, *, host: str, port: int) ->
             lifespan="on",
             access_log=False,  # the request log (requests.jsonl) is the record, with token ids
             server_header=False,
+            limit_concurrency=config.max_connections,
             timeout_graceful_shutdown=max(1, round(config.drain_seconds)),
         ),
         app=app,

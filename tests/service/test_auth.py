@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,26 @@ def test_the_request_log_names_token_ids_and_never_tokens(tmp_path: Path) -> Non
     ]
     assert {r["session_id"] for r in lines[1:3]} == {session_id}
     assert all(r["client"].startswith("127.0.0.1:") for r in lines)
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer not-a-known-token", "Basic YTpi"])
+def test_a_strangers_body_is_never_read(tmp_path: Path, authorization: str | None) -> None:
+    """A client without a known token declares a 3 MiB body (under the limit), sends a few
+    bytes and stalls: the 401 comes at once, the body unread (the server buffers nothing of
+    it), and the connection closes."""
+    with fake_server(tmp_path, _fake()) as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        head = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        if authorization is not None:
+            head += f"Authorization: {authorization}\r\n"
+        head += f"Content-Length: {3 * 1024 * 1024}\r\n\r\n"
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(head.encode() + b'{"mode": ')
+            answer = b""
+            while chunk := conn.recv(65536):  # the server closes after its answer
+                answer += chunk
+        status, _, rest = answer.partition(b"\r\n")
+        assert status == b"HTTP/1.1 401 Unauthorized", answer
+        assert b"connection: close" in rest.lower(), answer
+        with server.client() as alice:  # a known token's body is read as before
+            assert alice.post("/v1/sessions", json={"mode": "fake"}).status_code == 201

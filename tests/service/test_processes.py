@@ -65,13 +65,13 @@ def _eventually(condition: Callable[[], bool], what: str) -> None:
 
 @contextlib.contextmanager
 def server_process(
-    state_dir: Path, log: Path, *, replica_id: str = "r0"
+    state_dir: Path, log: Path, *, replica_id: str = "r0", options: tuple[str, ...] = ()
 ) -> Iterator[ServerProcess]:
     port = _free_port()
     env = {**os.environ, TOKENS_ENV: f"alice={ALICE},bob={BOB}"}
     command = [str(Path(sys.executable).with_name("safeexec")), "serve", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--state-dir", str(state_dir), "--mode", "native"]
-    command += ["--replica-id", replica_id, "--drain-seconds", "30"]
+    command += ["--replica-id", replica_id, "--drain-seconds", "30", *options]
     with log.open("ab") as sink:
         process = subprocess.Popen(command, env=env, stdout=sink, stderr=sink)
     url = f"http://127.0.0.1:{port}"
@@ -119,6 +119,26 @@ def test_sigterm_drains_the_run_in_flight_and_leaves_no_process(tmp_path: Path) 
         lambda: not [p for p in descendants if p.is_running() and p.status() != "zombie"],
         "every process the server started is gone",
     )
+
+
+def test_past_max_connections_a_new_request_is_a_503(tmp_path: Path) -> None:
+    with server_process(
+        tmp_path / "state", tmp_path / "server.log", options=("--max-connections", "3")
+    ) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
+        try:
+            _eventually(
+                lambda: httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 503,
+                "a request past three open connections was refused",
+            )
+        finally:
+            for conn in idle:
+                conn.close()
+        _eventually(
+            lambda: httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 200,
+            "the server answered again once the connections closed",
+        )
 
 
 def test_a_restart_loses_sessions_but_keeps_the_audit_and_request_logs(tmp_path: Path) -> None:
