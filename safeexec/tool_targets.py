@@ -51,6 +51,11 @@ class TargetRefused(Exception):
 # -- paths -------------------------------------------------------------------------------------
 
 
+# struct open_how {u64 flags; u64 mode; u64 resolve}, compiled once: ``struct.pack`` looks its
+# format up in a process-wide cache that an in-process sandbox's str subclass could poison.
+_OPEN_HOW = struct.Struct("QQQ")
+
+
 @functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
@@ -61,7 +66,7 @@ def _openat2(dir_fd: int, path: str, flags: int, resolve: int) -> int:
     if _SYS_OPENAT2 is None:
         raise OSError(errno.ENOSYS, "openat2 is not known on this machine")
     libc = _libc()
-    how = struct.pack("QQQ", flags, 0, resolve)
+    how = _OPEN_HOW.pack(flags, 0, resolve)
     buffer = ctypes.create_string_buffer(how, len(how))
     fd = int(
         libc.syscall(

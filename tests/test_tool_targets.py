@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,3 +292,31 @@ def test_a_vanished_root_is_a_refusal_not_a_gateway_crash(tree: Path) -> None:
     tree.rmdir()
     reply = caps.invoke("read", call("top.txt"))
     assert not reply.ok and "root cannot be opened" in reply.error
+
+
+def test_the_openat2_call_reads_no_process_wide_cache(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``struct.pack(fmt)`` looks ``fmt`` up in a cache the whole process shares: a str subclass
+    claiming to equal ``"QQQ"`` plants another format there (``resolve`` then packs as a bool,
+    RESOLVE_NO_XDEV). The resolver's ``open_how`` is compiled once and never looked up."""
+
+    class Lying(str):
+        def __eq__(self, other: object) -> bool:
+            return other == "QQQ" or str.__eq__(self, other)
+
+        def __hash__(self) -> int:
+            return hash("QQQ")
+
+    (tree.parent / "outside" / "d").mkdir(parents=True)
+    (tree.parent / "outside" / "d" / "secret.txt").write_text("SECRET")
+    (tree / "hop").symlink_to("../outside")  # relative: RESOLVE_NO_XDEV alone would follow it
+    monkeypatch.setattr(tool_targets, "_use_openat2", True)
+    struct._clearcache()  # type: ignore[attr-defined]
+    try:
+        struct.pack(Lying("QQ?7x"), 0, 0, True)
+        assert struct.pack("QQQ", 0, 0, 14)[16:] == b"\x01" + bytes(7)  # the cache is poisoned
+        reply = _reader(tree).invoke("read", call("hop/d/secret.txt"))
+    finally:
+        struct._clearcache()  # type: ignore[attr-defined]
+    assert not reply.ok and "SECRET" not in reply.error

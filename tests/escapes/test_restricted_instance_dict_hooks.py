@@ -172,3 +172,79 @@ def test_a_decimal_context_left_open_ends_with_its_cell(restricted_box: BoxFacto
     assert outcome.stdout == "0.333\n", outcome.text
     outcome = box.run("import decimal\nprint(decimal.Decimal(1) / decimal.Decimal(3))")
     assert outcome.stdout == "0.3333333333333333333333333333\n", outcome.text
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "enum.Enum('E', [('A', 1), (K, red), (''.join(['__co', 'py__']), None)])",
+        "enum.IntEnum('E', {'A': 1, K: red})",
+        "enum.StrEnum('E', 'A ' + K)",
+        "enum.Flag('E', [('A', 1), ('_hidden_', 2)])",
+        "class Base(enum.Enum):\n    pass\nBase('E', [('A', 1), (K, red)])",
+        "enum.Enum('E', [('A', 'x'), (''.join(['__e', 'q__']), lambda s, o: True)], type=str)",
+    ],
+)
+def test_the_enum_functional_api_takes_public_names_only(
+    restricted_box: BoxFactory, call: str
+) -> None:
+    """The functional API makes data into class attributes: a member name like
+    ``__reduce_ex__`` would be a hook of a class ``copy`` obeys."""
+    box = restricted_box(imports=("copy", "dataclasses", "enum", "json"))
+    box.assert_refused(f"import enum\n{_GADGET}\n{call}\n", "GuardError")
+    outcome = box.run(
+        "import enum\nColor = enum.Enum('Color', 'RED GREEN')\n"
+        "Size = enum.IntEnum('Size', {'S': 1, 'L': 3})\n"
+        "class Mode(enum.Flag):\n    R = 1\n    W = 2\n"
+        "print(list(Color), Size(3).name, Size.L > Size.S, Mode.R | Mode.W,\n"
+        "      isinstance(Color.RED, enum.Enum), isinstance(Size.S, enum.Enum),\n"
+        "      issubclass(Mode, enum.Enum), isinstance(1, enum.Enum))"
+    )
+    assert outcome.stdout == (
+        "[<Color.RED: 1>, <Color.GREEN: 2>] L True Mode.R|W True True True False\n"
+    ), outcome.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "class S(str):\n    def __eq__(self, other):\n        return True\n",
+        "import collections\nclass S(collections.UserString, str):\n    pass\n",
+        "class B(bytes):\n    def __eq__(self, other):\n        return True\n",
+        "class I(int):\n    def __eq__(self, other):\n        return True\n",
+        "class T(tuple):\n    def __eq__(self, other):\n        return True\n",
+    ],
+)
+def test_a_builtin_value_subclass_cannot_lie_about_equality(
+    restricted_box: BoxFactory, body: str
+) -> None:
+    """Such a value could take another's place as the key of a process-wide cache
+    (``struct``'s compiled formats, which the host's own ``openat2`` call once read)."""
+    box = restricted_box(imports=("collections", "enum"))
+    box.assert_refused(body, "GuardError", "__eq__")
+    outcome = box.run(
+        "import enum\nclass C(str, enum.Enum):\n    A = 'a'\n"
+        "class Name(str):\n    def shout(self):\n        return self.upper()\n"
+        "print(C.A == 'a', Name('x').shout(), Name('x') == 'x')"
+    )
+    assert outcome.stdout == "True X True\n", outcome.text
+
+
+def test_the_enum_functional_api_reads_its_names_once(restricted_box: BoxFactory) -> None:
+    """An iterable the code wrote may answer differently when read again: the names that are
+    checked are the names the class gets."""
+    box = restricted_box(imports=("copy", "dataclasses", "enum", "json"))
+    code = f"""import enum
+{_GADGET}
+class Names:
+    def __init__(self):
+        self.reads = 0
+    def __iter__(self):
+        self.reads += 1
+        return iter([('A', 1)] if self.reads == 1 else [('A', 1), (K, red)])
+E = enum.Enum('E', Names())
+copy.copy(E.A)
+print(list(E), 'hook ran:', bool(called))
+"""
+    outcome = box.run(code)
+    assert outcome.stdout == "[<E.A: 1>] hook ran: False\n", outcome.text

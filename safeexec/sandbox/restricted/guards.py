@@ -283,6 +283,13 @@ class InstanceAttributes(dict[str, object]):
         return (dict, (dict(self),))
 
 
+def check_class(cls: type) -> None:
+    """What every class the code makes must pass (a ``class`` statement, the ``enum``
+    functional API): no slot named like a hook, no builtin value type that compares otherwise."""
+    _check_slots(cls)
+    _check_value_equality(cls)
+
+
 def _check_slots(cls: type) -> None:
     """A slot is a class attribute of its own name; named like a hook (``__reduce_ex__``), it
     would bind a dunder the class body may not bind. (The slots are read off the class, not
@@ -290,6 +297,23 @@ def _check_slots(cls: type) -> None:
     for name, value in cls.__dict__.items():
         if isinstance(value, types.MemberDescriptorType) and name.endswith("__"):
             raise GuardError(f"class {cls.__name__!r}: a slot cannot be named {name!r}")
+
+
+# Builtin value types that serve as keys of process-wide caches (``struct``'s formats,
+# ``_strptime``'s, ``ZoneInfo``'s keys...).
+_VALUE_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
+
+
+def _check_value_equality(cls: type) -> None:
+    """A subclass of a builtin value type compares as that type: an ``__eq__`` of its own (or a
+    library mixin's, ``UserString``'s) could claim equality with another value and so take that
+    value's place in a cache the whole process shares (``struct.pack("QQQ")`` the host calls)."""
+    for base in _VALUE_TYPES:
+        if issubclass(cls, base) and cls.__eq__ is not base.__eq__:
+            raise GuardError(
+                f"class {cls.__name__!r}: a subclass of {base.__name__} cannot change how it "
+                "compares (__eq__)"
+            )
 
 
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
@@ -391,7 +415,7 @@ class Guards:
             if issubclass(base, type):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
         cls = builtins.__build_class__(func, name, *bases, **kw)
-        _check_slots(cls)
+        check_class(cls)
         return self.register_class(cls)
 
     # -- attribute reads ---------------------------------------------------------------------------

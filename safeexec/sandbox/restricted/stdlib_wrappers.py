@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import types
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.budget import _counted_producer
+from safeexec.sandbox.restricted.enum_view import sandbox_enum_base
 from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError
 
 if TYPE_CHECKING:
@@ -240,6 +242,12 @@ def _decimal_contexts(executor: RestrictedExecutor, value: object) -> object:
     return value
 
 
+def _checked_enum_base(executor: RestrictedExecutor, base: type[enum.Enum]) -> object:
+    """``enum.Enum`` and the other memberless bases: stand-ins whose functional API takes
+    public member names only (see ``enum_view``)."""
+    return sandbox_enum_base(base)
+
+
 def _warmed(executor: RestrictedExecutor, codec: Callable[[bytes], object]) -> object:
     """A ``base64`` codec whose lookup tables are built now: the module builds them into its
     globals on first use, which would be sandboxed code writing host module state."""
@@ -276,6 +284,11 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "contextlib.suppress": _stop_aware,
     "contextlib.ExitStack": _stop_aware,
     "abc.abstractmethod": _wrap_abstractmethod,
+    **{
+        f"enum.{name}": _checked_enum_base
+        for name in ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum")
+    },
+    "uuid.Enum": _checked_enum_base,
     "decimal.Context": _decimal_contexts,
     "decimal.localcontext": _decimal_contexts,
 }
