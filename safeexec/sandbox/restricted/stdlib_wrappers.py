@@ -10,6 +10,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.budget import _counted_producer
+from safeexec.sandbox.restricted.copy_view import (
+    safe_asdict,
+    safe_astuple,
+    safe_copy,
+    safe_deepcopy,
+)
 from safeexec.sandbox.restricted.enum_view import sandbox_enum_base
 from safeexec.sandbox.restricted.guards import CLASS_LIKE, GuardError
 
@@ -173,16 +179,22 @@ def _wrap_namedtuple(executor: RestrictedExecutor, namedtuple: Callable[..., obj
     return wrapped
 
 
-def _without_memo(executor: RestrictedExecutor, deepcopy: Callable[..., object]) -> object:
-    """``copy.deepcopy(x)`` without ``memo``: the copy keeps what it copied alive in the memo
-    (``memo[id(memo)]``), a library object's real ``__dict__`` among it, past the write guard."""
+def _copy_function(executor: RestrictedExecutor, real: Callable[..., object]) -> object:
+    """``copy.copy``/``deepcopy`` as ``copy_view`` has them (the copy protocol's writes go only
+    to a new object of the copied type)."""
+    return safe_copy if real.__name__ == "copy" else safe_deepcopy
 
-    def wrapped(x: object, memo: object = None) -> object:
-        if memo is not None:
-            raise GuardError("copy.deepcopy takes no memo in restricted mode")
-        return deepcopy(x)
 
-    return wrapped
+def _dataclass_export(executor: RestrictedExecutor, real: Callable[..., object]) -> object:
+    """``dataclasses.asdict``/``astuple`` on ``copy_view``'s deep copy, own dataclasses only."""
+    helper = safe_asdict if real.__name__ == "asdict" else safe_astuple
+    is_own = executor.guards.is_own
+
+    def export(obj: object, **factory: Callable[[Any], Any]) -> object:
+        return helper(is_own, obj, **factory)
+
+    export.__name__ = export.__qualname__ = real.__name__
+    return export
 
 
 def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) -> object:
@@ -275,7 +287,10 @@ _SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
     "pprint.pp": _wrap_pprint,
     **{f"base64.{name}": _warmed for name in ("a85encode", "b85encode", "b85decode")},
     "time.sleep": _wrap_sleep,
-    "copy.deepcopy": _without_memo,
+    "copy.copy": _copy_function,
+    "copy.deepcopy": _copy_function,
+    "dataclasses.asdict": _dataclass_export,
+    "dataclasses.astuple": _dataclass_export,
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
     "functools.cache": _functions_only,
