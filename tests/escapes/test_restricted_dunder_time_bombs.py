@@ -59,8 +59,16 @@ def test_a_repr_that_loops_is_stopped_by_the_limits(restricted_box: BoxFactory) 
     box.assert_usable()
 
 
+@pytest.mark.parametrize(
+    ("bomb", "refusal"),
+    [
+        # A str subclass may not change __eq__ at all: refused where the class is made.
+        ("def __eq__(self, other):\n        while True:\n            pass", "__eq__"),
+        ("def __hash__(self):\n        while True:\n            pass", "cannot cross"),
+    ],
+)
 def test_eq_and_hash_bombs_never_reach_the_host_through_a_tool(
-    restricted_box: BoxFactory,
+    restricted_box: BoxFactory, bomb: str, refusal: str
 ) -> None:
     from safeexec.capabilities import CapabilitySet, tool
 
@@ -74,16 +82,12 @@ def test_eq_and_hash_bombs_never_reach_the_host_through_a_tool(
     caps = CapabilitySet()
     caps.grant(remember)
     box = restricted_box(tools=caps)
-    code = """
+    code = f"""
 class Sneaky(str):
-    def __eq__(self, other):
-        while True:
-            pass
-    def __hash__(self):
-        return 1
+    {bomb}
 remember(Sneaky('x'))
 """
     outcome = box.run(code)
-    assert outcome.status.value == "error" and "cannot cross" in outcome.text, outcome.text
+    assert outcome.status.value == "error" and refusal in outcome.text, outcome.text
     assert received == []
     box.assert_usable()

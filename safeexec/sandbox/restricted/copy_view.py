@@ -20,7 +20,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, InstanceAttributes
 
 __all__ = ["safe_asdict", "safe_astuple", "safe_copy", "safe_deepcopy"]
 
@@ -34,6 +34,8 @@ _CONTAINERS: dict[type, Callable[..., Any]] = {
 
 def safe_copy(x: Any) -> Any:
     """``copy.copy(x)``: as the real one, but a reducer must make an object of ``x``'s type."""
+    if type(x) is InstanceAttributes:
+        return dict(x)
     cls = type(x)
     copier = copy._copy_dispatch.get(cls)  # type: ignore[attr-defined]
     if copier is not None:
@@ -58,6 +60,8 @@ def _deep(x: Any, memo: dict[int, Any]) -> Any:
     key = id(x)
     if key in memo:
         return memo[key]
+    if type(x) is InstanceAttributes:
+        x = dict(x)
     cls = type(x)
     copier = copy._deepcopy_dispatch.get(cls)  # type: ignore[attr-defined]
     if copier is _ATOMIC or issubclass(cls, type):
@@ -75,7 +79,9 @@ def _deep(x: Any, memo: dict[int, Any]) -> Any:
         else:
             rv = _reduce(x)
             y = x if isinstance(rv, str) else _reconstruct(x, memo, *rv)
-    memo[key] = y
+    if y is not x:
+        memo[key] = y
+        copy._keep_alive(x, memo)  # type: ignore[attr-defined]  # ids stay unique while copying
     return y
 
 

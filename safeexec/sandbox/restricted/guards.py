@@ -226,7 +226,8 @@ class InstanceAttributes(dict[str, object]):
     The real ``__dict__`` never reaches the code: host library code looks some hooks up on the
     instance (``copy`` asks ``x.__reduce_ex__`` and obeys it past every guard), so a dunder
     stored there must be impossible. A change made past these methods (``dict.update(d, ...)``)
-    changes only the copy. The copy is taken when the code reads it."""
+    changes only the copy. The copy is taken when the code reads it; copied in turn
+    (``copy_view``), it is the plain dict it shows."""
 
     __slots__ = ("_guards", "_owner")
     _guards: Guards
@@ -277,10 +278,6 @@ class InstanceAttributes(dict[str, object]):
     @classmethod
     def fromkeys(cls, keys: object, value: object = None) -> dict[object, object]:  # type: ignore[override]
         return dict.fromkeys(keys, value)  # type: ignore[call-overload]
-
-    def __reduce__(self) -> str | tuple[object, ...]:
-        # Copied, pickled or deep-copied, it is the plain dict it shows.
-        return (dict, (dict(self),))
 
 
 def check_class(cls: type) -> None:
