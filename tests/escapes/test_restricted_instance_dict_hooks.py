@@ -248,3 +248,40 @@ print(list(E), 'hook ran:', bool(called))
 """
     outcome = box.run(code)
     assert outcome.stdout == "[<E.A: 1>] hook ran: False\n", outcome.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # typing's alias forwards attribute writes to its __origin__: any object.
+        "import typing\nclass Fwd(type(typing.List[int]), _root=True):\n    pass\n",
+        "import typing\nclass Fwd(type(typing.List[int]), **{'_' + 'root': True}):\n    pass\n",
+        "import typing\nclass Fwd(type(typing.List[int])):\n    pass\n",
+        # Any library class's Python-level attribute hook is refused, not only typing's.
+        "import uuid\nclass U(uuid.UUID):\n    pass\n",
+    ],
+)
+def test_an_own_class_inherits_no_library_attribute_hook(
+    restricted_box: BoxFactory, body: str
+) -> None:
+    box = restricted_box(imports=("typing", "uuid"))
+    box.assert_refused(body, "Error")
+    box.assert_usable()
+
+
+def test_a_class_made_at_run_time_is_never_a_builtin(restricted_box: BoxFactory) -> None:
+    """Dunders read off a builtin class skip the receiver check; ``module="builtins"`` given to
+    a factory must not make a class one (its host-made ``__init__`` would then write anywhere)."""
+    box = restricted_box(imports=("dataclasses", "enum"))
+    code = """import dataclasses, enum
+@dataclasses.dataclass
+class D:
+    target: object
+X = enum.Enum('X', [], type=D, module='builtins')
+print(repr(X))
+X.__init__
+"""
+    outcome = box.assert_refused(code, "GuardError", "__init__")
+    assert outcome.stdout == "<enum 'X'>\n", outcome.text
+    outcome = box.run("print(int.__add__(1, 2), str.__len__('ab'))")
+    assert outcome.stdout == "3 2\n", outcome.text

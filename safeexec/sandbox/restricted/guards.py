@@ -282,9 +282,29 @@ class InstanceAttributes(dict[str, object]):
 
 def check_class(cls: type) -> None:
     """What every class the code makes must pass (a ``class`` statement, the ``enum``
-    functional API): no slot named like a hook, no builtin value type that compares otherwise."""
+    functional API): no slot named like a hook, no builtin value type that compares otherwise,
+    no attribute hook inherited from a library class."""
     _check_slots(cls)
     _check_value_equality(cls)
+    _check_attribute_hooks(cls)
+
+
+# The hooks through which an instance answers reads and writes of its attributes. The code
+# cannot define them; inherited from a library class, one could send the write guard's "own
+# object" writes elsewhere (``typing``'s alias ``__setattr__`` sets them on ``__origin__``).
+_ATTRIBUTE_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")
+
+
+def _check_attribute_hooks(cls: type) -> None:
+    for name in _ATTRIBUTE_HOOKS:
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                if isinstance(klass.__dict__[name], types.FunctionType):
+                    raise GuardError(
+                        f"class {cls.__name__!r}: a class the code defines cannot inherit "
+                        f"{klass.__qualname__}.{name} (it redirects attribute access)"
+                    )
+                break
 
 
 def _check_slots(cls: type) -> None:
@@ -311,6 +331,16 @@ def _check_value_equality(cls: type) -> None:
                 f"class {cls.__name__!r}: a subclass of {base.__name__} cannot change how it "
                 "compares (__eq__)"
             )
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
+
+
+def _is_builtin_type(obj: object) -> bool:
+    """A class of the interpreter itself: ``__module__`` says ``builtins`` and the type is static
+    (a class made at run time, by the code or a library factory, is a heap type whatever
+    ``module=`` it was given)."""
+    return isinstance(obj, type) and obj.__module__ == "builtins" and not obj.__flags__ & _HEAP_TYPE
 
 
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
@@ -406,6 +436,11 @@ class Guards:
         """``__build_class__`` for ``class`` statements: no metaclass, classes as bases only."""
         if "metaclass" in kw:
             raise GuardError("the metaclass keyword is not allowed")
+        private = sorted(key for key in kw if key.startswith("_"))
+        if private:
+            # Class keywords go to the bases' ``__init_subclass__``: ``_root=True`` is how
+            # ``typing`` lets its own internals subclass its final classes.
+            raise GuardError(f"class {name!r}: private class keywords {private} are not allowed")
         for base in types.resolve_bases(bases):
             if not isinstance(base, type):
                 raise GuardError(f"class {name!r}: base {base!r} is not a class")
@@ -444,7 +479,7 @@ class Guards:
         elif name in USER_DUNDERS:
             if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
                 return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
-            if isinstance(obj, type) and obj.__module__ == "builtins":
+            if _is_builtin_type(obj):
                 return self._checked(getattr(obj, name))
         raise GuardError(f"access to attribute {name!r} of {type(obj).__name__!r} is not allowed")
 
