@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from safeexec.sandbox.restricted.compression_views import Files, compression_views, path_name
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ _TAR_OPTIONS = frozenset(
 # -- the lifecycle both archives share -----------------------------------------------------------
 
 
-class _Archive:
+class _Archive(metaclass=RuntimeClass):
     """An archive view over the library's archive and the file it owns (``_raw``, or None)."""
 
     __slots__ = ("_files", "_raw")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.cell_threads import ThreadStopped, report_error
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
@@ -75,7 +75,7 @@ class InvalidStateError(Exception):
     """The future is not in a state that allows the call (result of a pending future…)."""
 
 
-class _Final:
+class _Final(metaclass=RuntimeClass):
     """Sandboxed code cannot subclass the loop's classes: the loop trusts their methods."""
 
     __slots__ = ()
@@ -89,7 +89,7 @@ class _Final:
         raise GuardError("asyncio objects cannot be pickled or copied in restricted mode")
 
 
-class LoopState:
+class LoopState(metaclass=RuntimeClass):
     """What the loops of one executor share: its budget, and each thread's default loop
     (``get_event_loop`` outside a running loop)."""
 
@@ -597,7 +597,7 @@ async def _aclose(agen: Any) -> None:
     await agen.aclose()
 
 
-class _Running:
+class _Running(metaclass=RuntimeClass):
     """Marks ``loop`` running in this thread, with its async-generator hooks installed."""
 
     def __init__(self, loop: EventLoop) -> None:

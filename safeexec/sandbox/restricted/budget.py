@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
+from safeexec.sandbox.restricted.guards import RuntimeClass
+
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
 
@@ -20,7 +22,7 @@ _ONES = b"\x01" * _CHUNK
 _FULL_CHUNKS = repeat(_ONES)
 
 
-class OperationBudget:
+class OperationBudget(metaclass=RuntimeClass):
     """Counts loop iterations, comprehension steps and calls; exhausted by count or by ``stop``.
 
     The tick is a C-level ``next`` on :attr:`counter`, so counting costs one builtin call; a
@@ -125,7 +127,7 @@ def _counted(executor: RestrictedExecutor, source: Iterable[object]) -> Iterator
             raise RuntimeError("the operation budget is exhausted")
 
 
-class _CountedRange:
+class _CountedRange(metaclass=RuntimeClass):
     """A ``range`` too long for C-level consumers: iterating it draws from the budget.
 
     ``type()`` and ``__class__`` answer the sandbox's ``range`` for it and for real ranges, so

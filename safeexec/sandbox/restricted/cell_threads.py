@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from safeexec.sandbox.restricted.budget import _closed_budget
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class ThreadStopped(BaseException):
     it; a thread that catches it anyway gets it again)."""
 
 
-class ThreadState:
+class ThreadState(metaclass=RuntimeClass):
     """What the runtime knows of one sandbox thread (never reachable by the code)."""
 
     __slots__ = ("args", "daemon", "finished", "kwargs", "name", "real", "target")
@@ -75,7 +75,7 @@ class ThreadState:
         return self.real is not None and not self.finished.is_set()
 
 
-class CellThreads:
+class CellThreads(metaclass=RuntimeClass):
     """The threads and pools the code started in one executor: waited for and stopped at the end
     of each cell (see the module docstring)."""
 

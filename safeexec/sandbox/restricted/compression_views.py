@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _binary(mode: str) -> str:
     return mode.replace("t", "").replace("b", "") + "b"
 
 
-class Files:
+class Files(metaclass=RuntimeClass):
     """Opening names through the workdir layer and copying within it, for one executor."""
 
     def __init__(self, executor: RestrictedExecutor, ops: WorkdirOps) -> None:

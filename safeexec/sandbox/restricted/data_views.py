@@ -52,6 +52,7 @@ from safeexec.sandbox.restricted.guards import (
     CLASS_LIKE,
     GuardError,
     ModuleView,
+    RuntimeClass,
     _view_value,
 )
 from safeexec.sandbox.restricted.workdir_views import WorkdirPath
@@ -416,7 +417,7 @@ def _no_backend(method: Callable[..., Any]) -> Callable[..., Any]:
     return plot
 
 
-class _PlotView:
+class _PlotView(metaclass=RuntimeClass):
     """``df.plot``: call it or its kinds (``df.plot.bar``), never with ``backend=``."""
 
     __slots__ = ("_accessor",)

@@ -15,14 +15,14 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
 
 
-class _Stream:
+class _Stream(metaclass=RuntimeClass):
     """``sys.stdout``/``sys.stderr``: ``write`` and ``flush`` to the run's output."""
 
     def __init__(self, executor: RestrictedExecutor) -> None:

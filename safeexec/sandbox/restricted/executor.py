@@ -47,6 +47,7 @@ from safeexec.sandbox.restricted.guards import (
     Guards,
     ModuleView,
     PrintCollector,
+    RuntimeClass,
     SandboxExit,
     TextSink,
     _is_module,
@@ -74,7 +75,7 @@ _COMPILED: BoundedCache[tuple[type, str], _Compiled] = BoundedCache(
 )
 
 
-class RestrictedExecutor:
+class RestrictedExecutor(metaclass=RuntimeClass):
     """Runs cells of restricted Python in a persistent namespace (the ``Executor`` protocol).
 
     ``imports`` is the policy's module allowlist (entries may end in ``.*``); only modules also in

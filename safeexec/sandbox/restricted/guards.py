@@ -59,12 +59,25 @@ class GuardError(Exception):
         _record_denial("guard", message)
 
 
+class RuntimeClass(type):
+    """The metaclass of the runtime's own classes, which the code can name (``type(f)`` of a
+    workdir file): once made they take no attribute writes, so whatever write gadget a library
+    may yet hold cannot replace a helper the runtime calls with what the code must never see
+    (``SqliteConnection._open`` is handed the executor, ``WorkdirFile._wrap`` a real file)."""
+
+    def __setattr__(cls, name: str, value: object) -> None:
+        raise GuardError(f"the runtime class {cls.__name__!r} cannot be changed")
+
+    def __delattr__(cls, name: str) -> None:
+        raise GuardError(f"the runtime class {cls.__name__!r} cannot be changed")
+
+
 class SandboxExit(Exception):
     """Sandboxed code raised ``SystemExit``/``KeyboardInterrupt``/``GeneratorExit``; it cannot
     unwind the host, so it ends the cell as an ordinary error."""
 
 
-class ModuleView:
+class ModuleView(metaclass=RuntimeClass):
     """What ``import m`` gives sandboxed code: the allowlisted attributes of ``m``, nothing else.
 
     It has no ``__name__`` (so ``from m import x``'s fallback to ``sys.modules`` finds nothing) and
@@ -114,7 +127,7 @@ def _is_module(value: object) -> bool:
     return type(value) is types.ModuleType
 
 
-class _Absent:
+class _Absent(metaclass=RuntimeClass):
     """The type of :data:`ABSENT`."""
 
     __slots__ = ()
@@ -172,7 +185,7 @@ def _class_entry(owner: object, name: str) -> tuple[type, object]:
     return receiver, None
 
 
-class _MatchValue:
+class _MatchValue(metaclass=RuntimeClass):
     """Holds a value pattern's value, read by guarded code (see ``Guards.match_value``)."""
 
     __slots__ = ("value",)
@@ -184,7 +197,7 @@ class _MatchValue:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
 
-class _AttributeWriter:
+class _AttributeWriter(metaclass=RuntimeClass):
     """What ``_write_`` hands back for an object of a type in ``Guards.writable_attributes``:
     writes (and the reads of augmented assignments) of the listed public names only, passed on
     to the object."""
@@ -219,7 +232,7 @@ class _AttributeWriter:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
 
 
-class InstanceAttributes(dict[str, object]):
+class InstanceAttributes(dict[str, object], metaclass=RuntimeClass):
     """``vars(obj)`` and ``obj.__dict__`` of an own instance: a copy of its attributes whose
     changes are made on the object through the write guard (``Guards.safe_setattr``).
 
@@ -372,7 +385,7 @@ def _safe_str_format(template: str) -> Callable[..., str]:
     return format
 
 
-class Guards:
+class Guards(metaclass=RuntimeClass):
     """Every hook the transformed code calls, plus the set of classes the code created itself."""
 
     def __init__(self) -> None:
@@ -706,7 +719,7 @@ class Guards:
         return sorted(name for name in dir(obj[0]) if not name.startswith("__"))
 
 
-class PrintCollector:
+class PrintCollector(metaclass=RuntimeClass):
     """``print`` for sandboxed code: writes to the run's sink and keeps at most ``cap_bytes`` of
     text for RestrictedPython's ``printed`` name."""
 

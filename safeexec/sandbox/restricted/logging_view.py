@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted.guards import _SAFE_FORMATTER, GuardError
+from safeexec.sandbox.restricted.guards import _SAFE_FORMATTER, GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def getLevelName(level: object) -> object:
     return _NAMES.get(level, f"Level {level}")  # type: ignore[call-overload]
 
 
-class _Unpicklable:
+class _Unpicklable(metaclass=RuntimeClass):
     __slots__ = ()
 
     def __reduce__(self) -> str | tuple[object, ...]:

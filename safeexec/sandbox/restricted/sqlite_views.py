@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.restricted.workdir_files import WorkdirOps
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _database_name(value: object) -> str:
     return value
 
 
-class SqliteConnection:
+class SqliteConnection(metaclass=RuntimeClass):
     """What ``sqlite3.connect`` returns: the connection's methods, never the connection."""
 
     __slots__ = ("_conn", "_executor", "_held", "_ops", "_state", "_target")
@@ -393,7 +393,7 @@ class SqliteConnection:
         return f"<restricted sqlite3 connection {where!r}>"
 
 
-class SqliteCursor:
+class SqliteCursor(metaclass=RuntimeClass):
     """A cursor's view: executing, fetching and its description; ``connection`` is the view."""
 
     __slots__ = ("_connection", "_cursor")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
@@ -31,7 +31,7 @@ _FLAGS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-class TimedPattern:
+class TimedPattern(metaclass=RuntimeClass):
     """A compiled pattern whose every search runs with the run's time limit."""
 
     __slots__ = ("_executor", "_pattern")
@@ -114,7 +114,7 @@ class TimedPattern:
         return f"re.compile({self.pattern!r})"
 
 
-class TimedMatch:
+class TimedMatch(metaclass=RuntimeClass):
     """A match: its groups and positions, and ``re`` as the timed pattern it came from."""
 
     __slots__ = ("_match", "re")

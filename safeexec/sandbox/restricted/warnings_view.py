@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
     from safeexec.sandbox.restricted.executor import RestrictedExecutor
@@ -57,7 +57,7 @@ class _Filter:
     lineno: int
 
 
-class _State:
+class _State(metaclass=RuntimeClass):
     """One executor's filters, the innermost recording list, and what was shown once."""
 
     def __init__(self) -> None:

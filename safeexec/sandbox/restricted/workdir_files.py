@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.tool_targets import BoundPath, TargetRefused
 
 _T = TypeVar("_T")
 
 
-class Workdir:
+class Workdir(metaclass=RuntimeClass):
     """The workdir as sandboxed code sees it: every path resolved beneath it by ``BoundPath``."""
 
     def __init__(self, root: Path) -> None:
@@ -89,7 +89,7 @@ class Workdir:
         return WorkdirFile._wrap(handle, name=file)
 
 
-class WorkdirFile:
+class WorkdirFile(metaclass=RuntimeClass):
     """What ``open`` returns to sandboxed code: the file's reading and writing methods only.
 
     Never the real file object: from that, ``type(f.buffer.raw)`` is ``io.FileIO``, which opens
@@ -186,7 +186,7 @@ def _missing_ok(operation: Callable[[], bool]) -> bool:
         return False
 
 
-class WorkdirOps:
+class WorkdirOps(metaclass=RuntimeClass):
     """The file-system calls the ``os``, ``os.path``, ``shutil``, ``glob`` and ``pathlib``
     views make, each resolved beneath the workdir by :class:`Workdir` (links are never
     followed: a link is listed, but it is neither a file nor a directory here)."""

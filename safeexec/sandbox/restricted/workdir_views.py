@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted.guards import GuardError
+from safeexec.sandbox.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ _PURE_PATH = (
 )
 
 
-class WorkdirPath:
+class WorkdirPath(metaclass=RuntimeClass):
     """``pathlib.Path`` for sandboxed code: pure path arithmetic on a string, and I/O only
     through the workdir (the executor binds each session's ``WorkdirOps`` to a subclass)."""
 
@@ -233,7 +233,7 @@ class WorkdirPath:
     replace = rename
 
 
-class _TemporaryDirectory:
+class _TemporaryDirectory(metaclass=RuntimeClass):
     """``tempfile.TemporaryDirectory`` beneath the workdir, removed on exit."""
 
     def __init__(self, ops: WorkdirOps, suffix: str, prefix: str, dir: str | None) -> None:
