@@ -338,7 +338,7 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
     @api.post("/v1/check", response_model=CheckOut, responses=_ERRORS, tags=["gate"])
     async def check(token: Token, body: CheckIn) -> dict[str, Any]:
         """The static gate alone (parse, scan, estimate, decide): nothing runs."""
-        gate = await runtime.check(body.code, policy=body.policy, mode=body.mode)
+        gate = await runtime.check(token, body.code, policy=body.policy, mode=body.mode)
         return {
             "verdict": gate.decision.verdict.value,
             "findings": [f.to_json() for f in gate.decision.findings],

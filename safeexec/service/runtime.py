@@ -295,12 +295,24 @@ class Runtime:
 
     # -- the static gate ---------------------------------------------------------------------------
 
-    async def check(self, code: str, *, policy: str | None, mode: str | None) -> GateResult:
+    async def check(
+        self, token: TokenEntry, code: str, *, policy: str | None, mode: str | None
+    ) -> GateResult:
+        """The static gate alone. It runs in the server process, so it holds one of the token's
+        concurrent runs and its CPU time is charged to the token's quota, like a run's."""
         chosen = self._policy(policy)
         if mode is not None:
             self._check_mode(mode)
         action = Action.create(code)
-        return await in_thread(lambda: check(action, chosen, backend=mode), limiter=self.limiter)
+
+        def timed_check() -> tuple[GateResult, float]:
+            start = time.thread_time()
+            return check(action, chosen, backend=mode), time.thread_time() - start
+
+        with self.ledger.run_slot(token.token_id, token.quota):
+            gate, cpu_seconds = await in_thread(timed_check, limiter=self.limiter)
+        self.ledger.charge_cpu(token.token_id, cpu_seconds)
+        return gate
 
     # -- describing --------------------------------------------------------------------------------
 

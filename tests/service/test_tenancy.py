@@ -195,3 +195,20 @@ def test_runs_in_flight_hold_their_cpu_grant_so_concurrent_runs_cannot_overspend
         assert "held by runs in flight" in over.json()["message"]
         # The fake runs report no CPU used: the grants are released, nothing was charged.
         assert alice.post(f"/v1/sessions/{ids[2]}/run", json={"code": "x"}).status_code == 200
+
+
+def test_the_static_check_is_charged_to_the_cpu_quota(tmp_path: Path) -> None:
+    """``/v1/check`` runs in the server process: its CPU counts against the token's quota (and
+    it holds one of the token's concurrent runs), so one token cannot keep the server's
+    interpreter busy for free."""
+    tokens = token_store(Quota(cpu_seconds=0.001))
+    code = "\n".join(f"value_{i} = sorted([{i}, 2, 3])" for i in range(2000))
+    with (
+        fake_server(tmp_path, FakeBackend(_answer), tokens=tokens) as server,
+        server.client(ALICE) as alice,
+        server.client(BOB) as bob,
+    ):
+        assert alice.post("/v1/check", json={"code": code}).status_code == 200
+        over = alice.post("/v1/check", json={"code": "x = 1"})
+        assert over.status_code == 429 and over.json()["error"] == "quota_cpu_seconds"
+        assert bob.post("/v1/check", json={"code": "x = 1"}).status_code == 200
