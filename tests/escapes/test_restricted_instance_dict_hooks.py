@@ -285,3 +285,66 @@ X.__init__
     assert outcome.stdout == "<enum 'X'>\n", outcome.text
     outcome = box.run("print(int.__add__(1, 2), str.__len__('ab'))")
     assert outcome.stdout == "3 2\n", outcome.text
+
+
+def test_an_own_abc_registers_own_classes_only(restricted_box: BoxFactory) -> None:
+    """``isinstance`` answers from an ABC's registry: a registered generator type would pass for
+    the own class, whose class pattern then reads ``gi_frame`` off a generator."""
+    box = restricted_box(imports=("abc", "dataclasses", "json", "numbers"))
+    for target in ("type(x for x in [1])", "json.JSONEncoder", "int"):
+        box.assert_refused(
+            f"import dataclasses, json, numbers\n@dataclasses.dataclass\nclass G(numbers.Number):\n"
+            f"    item: object\nG.register({target})\n",
+            "GuardError",
+            "register",
+        )
+    outcome = box.run(
+        "import abc\nclass Shape(abc.ABC):\n    pass\nclass Square:\n    pass\n"
+        "Shape.register(Square)\nprint(isinstance(Square(), Shape), issubclass(Square, Shape))"
+    )
+    assert outcome.stdout == "True True\n", outcome.text
+
+
+def test_a_host_made_method_checks_its_receiver_by_its_real_class(
+    restricted_box: BoxFactory,
+) -> None:
+    """A registered class passes ``isinstance`` but is no subclass: a dataclass ``__init__``
+    read off the class takes only real instances."""
+    box = restricted_box(imports=("abc", "dataclasses"))
+    code = """import abc, dataclasses
+@dataclasses.dataclass
+class D(abc.ABC):
+    item: object
+class Other:
+    pass
+D.register(Other)
+D.__init__(Other(), 1)
+"""
+    box.assert_refused(code, "GuardError", "takes an instance of")
+
+
+@pytest.mark.parametrize("field", ["gi_frame", "f_globals", "_secret", "tofile"])
+def test_a_class_pattern_reads_only_names_the_code_could_read(
+    restricted_box: BoxFactory, field: str
+) -> None:
+    """Positional sub-patterns read the fields ``__match_args__`` names with the interpreter's
+    own ``getattr``; a field named like a frame link or a private name is refused."""
+    box = restricted_box(imports=("collections", "dataclasses"))
+    code = f"""import dataclasses
+@dataclasses.dataclass
+class D:
+    {field}: object
+match D(1):
+    case D(value):
+        print(value)
+"""
+    box.assert_refused(code, "GuardError", field)
+    outcome = box.run(
+        "import dataclasses, collections\n@dataclasses.dataclass\nclass P:\n    x: int\n    y: int\n"
+        "Pair = collections.namedtuple('Pair', 'a b')\n"
+        "for subject in (P(1, 2), Pair(3, 4), 5):\n    match subject:\n"
+        "        case P(x, y):\n            print('P', x, y)\n"
+        "        case Pair(a, b):\n            print('Pair', a, b)\n"
+        "        case int(n):\n            print('int', n)\n"
+    )
+    assert outcome.stdout == "P 1 2\nPair 3 4\nint 5\n", outcome.text

@@ -287,6 +287,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             "_augwrite_": guards.augmented_target,
             "_msubject_": guards.match_subject,
             "_mvalue_": guards.match_value,
+            "_mclass_": guards.match_class,
             "_write_": guards.write_guard,
             "_type_": type,
             "_own_": guards.own_classes,

@@ -484,7 +484,9 @@ class Guards(metaclass=RuntimeClass):
                     return _instance_attributes(obj, self)
                 if name in USER_DUNDERS:
                     return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
-            elif self._defined_by_code(obj, name) or (name == "register" and isinstance(obj, type)):
+            elif name == "register" and isinstance(obj, type):
+                return self._own_register(obj)
+            elif self._defined_by_code(obj, name):
                 # A private name is the code's own only where an own class (or the instance)
                 # defines it: inherited from a library class or a metaclass (``EnumType._convert_``,
                 # ``ABCMeta._dump_registry``) it is host code the library never meant to expose.
@@ -560,7 +562,8 @@ class Guards(metaclass=RuntimeClass):
             )
 
         def unbound(receiver: object, /, *args: object, **kwargs: object) -> object:
-            if not isinstance(receiver, receiver_class):
+            # By the receiver's real class: an ABC's ``isinstance`` answers from its registry.
+            if receiver_class not in type(receiver).__mro__:
                 raise GuardError(
                     f"{receiver_class.__name__}.{name} takes an instance of "
                     f"{receiver_class.__name__!r} first, not {type(receiver).__name__!r}"
@@ -603,6 +606,40 @@ class Guards(metaclass=RuntimeClass):
         if checked is not getattr(obj, name):
             raise GuardError(f"augmented assignment to {name!r} of this object is not allowed")
         return target
+
+    def _own_register(self, abc: type) -> Callable[[type], type]:
+        """``C.register`` of an own ABC, for own classes only: ``isinstance`` answers from the
+        registry, so registering a library or runtime class would make its instances pass for
+        ``C``'s (a class pattern on ``C`` then reads their attributes by ``C``'s fields)."""
+        register = abc.register  # type: ignore[attr-defined]
+
+        def own_register(subclass: type) -> type:
+            if not (isinstance(subclass, type) and subclass in self.own_classes):
+                raise GuardError(
+                    f"{abc.__name__}.register takes classes defined by the code in restricted mode"
+                )
+            return register(subclass)
+
+        own_register.__name__ = own_register.__qualname__ = "register"
+        return own_register
+
+    def match_class(self, cls: object) -> object:
+        """``_mclass_``: the class of a class pattern with positional sub-patterns, read by
+        guarded code before the ``match``. Positional sub-patterns read the attributes its
+        ``__match_args__`` names with the interpreter's own ``getattr``: each must be a name
+        the code could read as ``obj.name`` anywhere (public, not denied, not mediated)."""
+        for name in getattr(cls, "__match_args__", ()):
+            if (
+                type(name) is not str
+                or name.startswith("_")
+                or name in DENIED_ATTRIBUTES
+                or name in MEDIATED_ATTRIBUTES
+            ):
+                raise GuardError(
+                    f"a class pattern on {getattr(cls, '__name__', '?')!r} would read its "
+                    f"positional attribute {name!r}, which is not allowed"
+                )
+        return cls
 
     def match_subject(self, subject: object) -> object:
         """The subject of a ``match`` with class patterns: class patterns read attributes with

@@ -488,8 +488,9 @@ class SafeexecTransformer(RestrictingNodeTransformer):
 
     # -- match statements (structural pattern matching) -----------------------------------------
     # Class patterns read attributes with the interpreter's own getattr: keyword patterns name them
-    # (checked here like ``a.b``); positional ones come from ``__match_args__``, which the code
-    # cannot set (dataclass and namedtuple fields are never dunders).
+    # (checked here like ``a.b``); positional ones come from ``__match_args__``, whose names
+    # ``_mclass_`` checks alike before the ``match`` (an own dataclass's fields may be private
+    # or denied names: ``gi_frame``).
     #
     # Patterns read attributes and compare values with the interpreter's own machinery, so:
     # a class pattern with sub-patterns may only sit at the top of a case (its subject is then
@@ -533,6 +534,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             return any(found)
         elif isinstance(pattern, ast.MatchClass):
             self._keep_class_name(pattern.cls)
+            if pattern.patterns:
+                pattern.cls = self._hoist_class(pattern.cls, hoisted)
             reads = bool(pattern.patterns or pattern.kwd_patterns)
             if reads and not top:
                 self.error(
@@ -553,6 +556,21 @@ class SafeexecTransformer(RestrictingNodeTransformer):
                 self.error(node, f'class pattern name "{node.attr}" is not allowed.')
             self._generated_nodes.add(id(node))
             node = node.value
+
+    def _hoist_class(self, cls: ast.expr, hoisted: list[ast.stmt]) -> ast.Name:
+        """A class pattern with positional sub-patterns matches on ``_mclass_(cls)``, read
+        before the ``match`` (its ``__match_args__`` name what the interpreter will read)."""
+        name = f"_mc{self._hoisted}_"
+        self._hoisted += 1
+        read = ast.Call(func=ast.Name("_mclass_", ast.Load()), args=[cls], keywords=[])
+        assign = ast.Assign(targets=[ast.Name(name, ast.Store())], value=read)
+        copy_locations(read, cls)
+        copy_locations(assign, cls)
+        hoisted.append(assign)
+        reference = ast.Name(name, ast.Load())
+        copy_locations(reference, cls)
+        self._generated_nodes.add(id(reference))
+        return reference
 
     def _hoist_value(self, value: ast.Attribute, hoisted: list[ast.stmt]) -> ast.Attribute:
         name = f"_mv{self._hoisted}_"
