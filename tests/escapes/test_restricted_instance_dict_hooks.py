@@ -340,7 +340,8 @@ match D(1):
 """
     box.assert_refused(code, "GuardError", field)
     outcome = box.run(
-        "import dataclasses, collections\n@dataclasses.dataclass\nclass P:\n    x: int\n    y: int\n"
+        "import dataclasses, collections\n@dataclasses.dataclass\nclass P:\n"
+        "    x: int\n    y: int\n"
         "Pair = collections.namedtuple('Pair', 'a b')\n"
         "for subject in (P(1, 2), Pair(3, 4), 5):\n    match subject:\n"
         "        case P(x, y):\n            print('P', x, y)\n"
