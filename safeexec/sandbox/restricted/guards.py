@@ -10,7 +10,7 @@ import string
 import threading
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
 from safeexec.sandbox.restricted.allowlist import (
@@ -293,13 +293,14 @@ class InstanceAttributes(dict[str, object], metaclass=RuntimeClass):
         return dict.fromkeys(keys, value)  # type: ignore[call-overload]
 
 
-def check_class(cls: type) -> None:
+def check_class(cls: type, own: Collection[type] = ()) -> None:
     """What every class the code makes must pass (a ``class`` statement, the ``enum``
     functional API): no slot named like a hook, no builtin value type that compares otherwise,
-    no attribute hook inherited from a library class."""
+    no attribute hook inherited from a library class (``own`` are the code's classes: a hook
+    in one came from a wrapped decorator, a frozen dataclass's)."""
     _check_slots(cls)
     _check_value_equality(cls)
-    _check_attribute_hooks(cls)
+    _check_attribute_hooks(cls, own)
 
 
 # The hooks through which an instance answers reads and writes of its attributes. The code
@@ -308,11 +309,11 @@ def check_class(cls: type) -> None:
 _ATTRIBUTE_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr__")
 
 
-def _check_attribute_hooks(cls: type) -> None:
+def _check_attribute_hooks(cls: type, own: Collection[type]) -> None:
     for name in _ATTRIBUTE_HOOKS:
         for klass in cls.__mro__:
             if name in klass.__dict__:
-                if isinstance(klass.__dict__[name], types.FunctionType):
+                if klass not in own and isinstance(klass.__dict__[name], types.FunctionType):
                     raise GuardError(
                         f"class {cls.__name__!r}: a class the code defines cannot inherit "
                         f"{klass.__qualname__}.{name} (it redirects attribute access)"
@@ -460,7 +461,7 @@ class Guards(metaclass=RuntimeClass):
             if issubclass(base, type):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
         cls = builtins.__build_class__(func, name, *bases, **kw)
-        check_class(cls)
+        check_class(cls, self.own_classes)
         return self.register_class(cls)
 
     # -- attribute reads ---------------------------------------------------------------------------
