@@ -37,13 +37,18 @@ def test_registering_a_library_abc_is_refused(restricted_box: BoxFactory) -> Non
     box.assert_usable()
 
 
-def test_own_abcs_can_still_register(restricted_box: BoxFactory) -> None:
+def test_own_abcs_can_still_register_own_classes(restricted_box: BoxFactory) -> None:
+    """Only own classes: ``isinstance`` answers from the registry, and a library class passing
+    for an own one was half of an escape (test_restricted_instance_dict_hooks.py)."""
     box = restricted_box(imports=("abc",))
     outcome = box.run(
-        "import abc\nclass Shape(abc.ABC):\n    pass\n"
-        "Shape.register(int)\nprint(isinstance(3, Shape))"
+        "import abc\nclass Shape(abc.ABC):\n    pass\nclass Square:\n    pass\n"
+        "Shape.register(Square)\nprint(isinstance(Square(), Shape))"
     )
     assert outcome.stdout == "True\n", outcome.text
+    box.assert_refused(
+        "import abc\nclass Shape(abc.ABC):\n    pass\nShape.register(int)\n", "register"
+    )
 
 
 def test_the_shared_textwrap_table_is_read_only(restricted_box: BoxFactory) -> None:
