@@ -349,3 +349,67 @@ match D(1):
         "        case int(n):\n            print('int', n)\n"
     )
     assert outcome.stdout == "P 1 2\nPair 3 4\nint 5\n", outcome.text
+
+
+def test_a_class_pattern_matches_on_what_was_checked_not_on_what_a_guard_changed(
+    restricted_box: BoxFactory,
+) -> None:
+    """Code runs between the check and the match (the subject, earlier cases' guards): a
+    ``dataclass`` applied there adds ``__match_args__`` naming ``format``. The pattern still
+    matches with the names checked before the ``match`` (none: a ``str`` matches itself)."""
+    box = restricted_box(imports=("dataclasses",))
+    code = """import dataclasses
+class D(str):
+    format: object
+def arm():
+    dataclasses.dataclass(D, init=False, repr=False, eq=False)
+    return False
+match D('{0}'):
+    case D() if arm():
+        pass
+    case D(value):
+        print(type(value).__name__, value)
+"""
+    outcome = box.run(code)
+    assert outcome.stdout == "D {0}\n", outcome.text
+
+
+def test_a_class_pattern_tests_the_subject_by_its_real_class(restricted_box: BoxFactory) -> None:
+    """A runtime-checkable protocol answers ``isinstance`` for anything with the attributes it
+    lists (a generator has ``gi_frame``); a class pattern asks the subject's real class."""
+    box = restricted_box(imports=("dataclasses", "typing"))
+    code = """import dataclasses, typing
+@typing.runtime_checkable
+class G(typing.Protocol):
+    gi_frame: object
+@dataclasses.dataclass
+class H:
+    x: int
+g = (x for x in [1, 2])
+print(isinstance(g, G))
+match g:
+    case G(x):
+        print('matched', x)
+    case _:
+        print('no match')
+match H(7):
+    case H(x):
+        print('own', x)
+"""
+    outcome = box.run(code)
+    assert outcome.stdout == "True\nno match\nown 7\n", outcome.text
+
+
+def test_a_private_name_a_library_class_supplies_is_not_the_code_s_own(
+    restricted_box: BoxFactory,
+) -> None:
+    """An own base defining the same name does not make the library's method the code's."""
+    box = restricted_box(imports=("collections",))
+    code = """import collections
+class Own:
+    _keep_positive = None
+class Y(collections.Counter, Own):
+    pass
+Y()._keep_positive
+"""
+    box.assert_refused(code, "GuardError", "_keep_positive")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import io
 import string
 import threading
@@ -357,6 +358,28 @@ def _is_builtin_type(obj: object) -> bool:
     return isinstance(obj, type) and obj.__module__ == "builtins" and not obj.__flags__ & _HEAP_TYPE
 
 
+class _PatternClassType(RuntimeClass):
+    """The metaclass of a class pattern's stand-in: a subject matches by its real class."""
+
+    def __instancecheck__(cls, subject: object) -> bool:
+        return cls._target in type(subject).__mro__  # type: ignore[attr-defined]
+
+
+# Builtin types a one-positional class pattern matches as the subject itself.
+_MATCH_SELF = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_class(target: type, names: tuple[str, ...] | None) -> type:
+    """The stand-in a class pattern on ``target`` matches with: ``names`` frozen as its match
+    args (none: a builtin base's "match the subject itself" holds), ``target`` its real class."""
+    base = next((b for b in _MATCH_SELF if issubclass(target, b) and b is not bool), object)
+    namespace: dict[str, object] = {"_target": target, "__slots__": ()}
+    if names is not None:
+        namespace["__match_args__"] = names
+    return _PatternClassType(target.__name__, (base,), namespace)
+
+
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
     attributes = InstanceAttributes(owner.__dict__)
     attributes._owner = owner
@@ -530,12 +553,16 @@ class Guards(metaclass=RuntimeClass):
         return getattr(obj, name)
 
     def _defined_by_code(self, obj: object, name: str) -> bool:
-        if not isinstance(obj, type):
-            inst = getattr(obj, "__dict__", None)
-            if isinstance(inst, dict) and name in inst:
-                return True
+        """Does the code's own class (or instance) supply what ``getattr(obj, name)`` returns?
+        Decided by where the read finds it, not by whether some own class also defines it."""
         cls = obj if isinstance(obj, type) else type(obj)
-        return any(k in self.own_classes and name in k.__dict__ for k in cls.__mro__)
+        owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
+        if not isinstance(obj, type):
+            data_descriptor = owner is not None and hasattr(type(owner.__dict__[name]), "__set__")
+            inst = getattr(obj, "__dict__", None)
+            if not data_descriptor and isinstance(inst, dict) and name in inst:
+                return True
+        return owner is not None and owner in self.own_classes
 
     def _unbound_checked(self, owner: object, name: str, value: object) -> object:
         """A host-made method read off a class (a dataclass ``__init__``, ``Counter.copy``, an
@@ -626,21 +653,34 @@ class Guards(metaclass=RuntimeClass):
 
     def match_class(self, cls: object) -> object:
         """``_mclass_``: the class of a class pattern with positional sub-patterns, read by
-        guarded code before the ``match``. Positional sub-patterns read the attributes its
-        ``__match_args__`` names with the interpreter's own ``getattr``: each must be a name
-        the code could read as ``obj.name`` anywhere (public, not denied, not mediated)."""
-        for name in getattr(cls, "__match_args__", ()):
-            if (
-                type(name) is not str
-                or name.startswith("_")
-                or name in DENIED_ATTRIBUTES
-                or name in MEDIATED_ATTRIBUTES
-            ):
-                raise GuardError(
-                    f"a class pattern on {getattr(cls, '__name__', '?')!r} would read its "
-                    f"positional attribute {name!r}, which is not allowed"
-                )
-        return cls
+        guarded code before the ``match``.
+
+        Positional sub-patterns read the attributes ``__match_args__`` names with the
+        interpreter's own ``getattr``: each must be a name the code could read as ``obj.name``
+        anywhere (public, not denied, not mediated). The pattern then matches on a stand-in
+        (:func:`_pattern_class`) holding the names checked here, so a ``__match_args__`` added
+        later (a case guard that applies ``dataclass``) is never the one read; and it tests the
+        subject by its real class, never by ``isinstance``, which an ABC's registry or a
+        runtime-checkable protocol answers."""
+        if not isinstance(cls, type):
+            raise GuardError("a class pattern needs a class")
+        if not cls.__flags__ & _HEAP_TYPE:
+            return cls  # a builtin: its match args and isinstance cannot change
+        names = getattr(cls, "__match_args__", None)
+        if names is not None:
+            names = tuple(names)
+            for name in names:
+                if (
+                    type(name) is not str
+                    or name.startswith("_")
+                    or name in DENIED_ATTRIBUTES
+                    or name in MEDIATED_ATTRIBUTES
+                ):
+                    raise GuardError(
+                        f"a class pattern on {cls.__name__!r} would read its positional "
+                        f"attribute {name!r}, which is not allowed"
+                    )
+        return _pattern_class(cls, names)
 
     def match_subject(self, subject: object) -> object:
         """The subject of a ``match`` with class patterns: class patterns read attributes with
