@@ -21,6 +21,7 @@ _PLAIN = {
     "enum_view._CheckedEnumType": "a metaclass; the code cannot read type() of a class",
     "futures_view.DoneAndNotDoneFutures": "a namedtuple of futures (its methods are tuple's)",
     "guards.RuntimeClass": "this metaclass itself",
+    "guards._PatternClassType": "a RuntimeClass metaclass of class-pattern stand-ins",
     "guards.TextSink": "a typing Protocol, never instantiated",
     "guards._Denials": "a thread-local the code never reaches",
     "guards._SafeFormatter": "a string.Formatter only the runtime calls",
