@@ -22,9 +22,9 @@ from pathlib import Path
 import libcst
 
 from safeexec.analysis import scan
-from safeexec.estimate import estimate
+from safeexec.analysis.estimate import estimate
 from safeexec.gate import check, check_cache_statistics, clear_check_cache
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.parse import Parsed, parse
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy

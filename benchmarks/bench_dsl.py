@@ -44,16 +44,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dsl"))
 
 from dsl_support import EXAMPLES, granted, signatures
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.dsl import DslBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
 from safeexec.dsl.checker import Checked
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.front import check_source, forget_checks
 from safeexec.dsl.parser import forget_parses
 from safeexec.gate import check, clear_check_cache
-from safeexec.model import Action, ExecRequest, ExecStatus, Limits, Verdict
+from safeexec.model.values import Action, ExecRequest, ExecStatus, Limits, Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.sandbox.restricted import executor as restricted_executor
 

@@ -28,11 +28,11 @@ from pathlib import Path
 import peers
 from figures import Figure, record
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
-from safeexec.blobs import BlobStore
 from safeexec.errors import SafeExecError
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 LOOP = "total = 0\nfor i in range(200_000):\n    total += i\n"
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import libcst
 
 from safeexec.extract import combine, extract
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.parse import Parsed, parse
 
 _BLOCK = '''

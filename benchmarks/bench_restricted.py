@@ -42,12 +42,12 @@ from pathlib import Path
 import peers
 from figures import Figure, record
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, tool, tool_function
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.capabilities.gateway import CapabilitySet, tool, tool_function
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
 
 PROGRAMS: dict[str, str] = {

@@ -26,16 +26,16 @@ from pathlib import Path
 
 from figures import Figure, record
 
-from safeexec.audit import AuditLog
+from safeexec.audit.blobs import BlobStore
+from safeexec.audit.log import AuditLog
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
 from safeexec.gate import check
-from safeexec.model import Action, ExecRequest
+from safeexec.model.values import Action, ExecRequest
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import BudgetConfig
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 CODE = """\
 import json

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from safeexec.capabilities import Capability
+    from safeexec.capabilities.gateway import Capability
+    from safeexec.capabilities.specs import ToolSpec, tool
     from safeexec.errors import (
         AuditError,
         BackendError,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         SafeExecError,
     )
     from safeexec.gate import GateResult, check
-    from safeexec.model import (
+    from safeexec.model.values import (
         Action,
         Budget,
         Decision,
@@ -44,20 +45,19 @@ if TYPE_CHECKING:
         Verdict,
     )
     from safeexec.policy import Policy, load_policy
-    from safeexec.session import Session, SessionStatistics
-    from safeexec.tool_specs import ToolSpec, tool
+    from safeexec.session.session import Session, SessionStatistics
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    "Session": "safeexec.session",
-    "SessionStatistics": "safeexec.session",
+    "Session": "safeexec.session.session",
+    "SessionStatistics": "safeexec.session.session",
     "check": "safeexec.gate",
     "GateResult": "safeexec.gate",
     "Policy": "safeexec.policy",
     "load_policy": "safeexec.policy",
-    "tool": "safeexec.tool_specs",
-    "ToolSpec": "safeexec.tool_specs",
-    "Capability": "safeexec.capabilities",
+    "tool": "safeexec.capabilities.specs",
+    "ToolSpec": "safeexec.capabilities.specs",
+    "Capability": "safeexec.capabilities.gateway",
     **dict.fromkeys(
         (
             "SafeExecError",
@@ -88,7 +88,7 @@ _EXPORTS: dict[str, str] = {
             "Severity",
             "Verdict",
         ),
-        "safeexec.model",
+        "safeexec.model.values",
     ),
 }
 

@@ -1,4 +1,5 @@
-"""The static gate: findings + estimate + policy + budget → one :class:`~safeexec.model.Decision`.
+"""The static gate: findings + estimate + policy + budget → one
+:class:`~safeexec.model.values.Decision`.
 
 Pure and total: the same inputs always give the same decision, with findings in a stable order.
 Deny wins over approve, approve over allow. The engine adds its own findings here: ``SX510``
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from safeexec.model import (
+from safeexec.model.values import (
     Bound,
     BoundKind,
     Budget,

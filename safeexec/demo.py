@@ -1,6 +1,7 @@
 """The whole pipeline on the shipped defaults: ``python -m safeexec.demo`` (``make demo``).
 
-Feeds five model replies through one :class:`~safeexec.session.Session` under the ``default``
+Feeds five model replies through one :class:`~safeexec.session.session.Session` under the
+``default``
 policy on the native backend: a computation, a follow-up that uses its state, a syntax error, a
 forbidden import and an infinite loop. Prints each verdict and observation, then checks the audit
 log and its blobs. Exits non-zero if the log or a blob is missing.
@@ -14,14 +15,14 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from safeexec.audit import AuditLog
+from safeexec.audit.blobs import BlobStore
+from safeexec.audit.log import AuditLog
 from safeexec.backends.base import SessionSpec
-from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError, PolicyError, SafeExecError
-from safeexec.model import AuditEvent, Outcome
+from safeexec.model.values import AuditEvent, Outcome
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
-from safeexec.session import Session, default_backend
+from safeexec.session.session import Session, default_backend
 
 __all__ = ["REPLIES", "main"]
 

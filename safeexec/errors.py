@@ -1,8 +1,8 @@
 """The exception tree of safeexec.
 
 Exceptions are for host-programmer mistakes and infrastructure failure only. "The policy said no"
-is a :class:`~safeexec.model.Decision`; "the user's code crashed or timed out" is an
-:class:`~safeexec.model.ExecResult`. Neither raises unless the caller asks
+is a :class:`~safeexec.model.values.Decision`; "the user's code crashed or timed out" is an
+:class:`~safeexec.model.values.ExecResult`. Neither raises unless the caller asks
 (:meth:`Decision.raise_for_verdict`).
 
 ::
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from safeexec.model import Decision
+    from safeexec.model.values import Decision
 
 __all__ = [
     "AuditError",

@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import Action, ActionSource
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import Action, ActionSource
 
 __all__ = ["combine", "extract"]
 

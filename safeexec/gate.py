@@ -18,13 +18,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from safeexec._support.collector import gc_paused
+from safeexec._support.memo import BoundedCache, CacheStatistics
 from safeexec.analysis import scan
-from safeexec.collector import gc_paused
+from safeexec.analysis.estimate import estimate
 from safeexec.decide import decide
-from safeexec.estimate import estimate
-from safeexec.fieldwise import Fieldwise
-from safeexec.memo import BoundedCache, CacheStatistics
-from safeexec.model import (
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import (
     Action,
     Budget,
     Decision,
@@ -41,7 +41,7 @@ from safeexec.policy.modes import mode_imports
 from safeexec.policy.schema import MatchKind, Policy
 
 if TYPE_CHECKING:  # imported on first use: the DSL (lark, its checker) and the tool layer
-    from safeexec.capabilities import CapabilitySet, ToolSpec
+    from safeexec.capabilities.gateway import CapabilitySet, ToolSpec
     from safeexec.dsl.front import FrontResult
     from safeexec.dsl.signatures import ToolSignature
 

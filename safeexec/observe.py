@@ -16,12 +16,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from safeexec._support.escaping import escape_controls
+from safeexec._support.units import format_bytes, format_seconds
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.capping import locate_omission
-from safeexec.blobs import BlobStore
 from safeexec.errors import AuditError
-from safeexec.escaping import escape_controls
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import (
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import (
     BlobRef,
     Decision,
     DisplayKind,
@@ -42,7 +43,6 @@ from safeexec.model import (
 )
 from safeexec.policy.schema import ObserveConfig
 from safeexec.sandbox.tracebacks import kept_traceback_lines
-from safeexec.units import format_bytes, format_seconds
 
 __all__ = ["OutputRelay", "observe"]
 

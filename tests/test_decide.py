@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from safeexec.decide import decide, order_findings
-from safeexec.model import (
+from safeexec.model.values import (
     Bound,
     Budget,
     Enforcement,

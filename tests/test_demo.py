@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from safeexec import demo
-from safeexec.audit import AuditLog
+from safeexec.audit.log import AuditLog
 from safeexec.demo import REPLIES, main
-from safeexec.model import ExecStatus, Verdict
+from safeexec.model.values import ExecStatus, Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 

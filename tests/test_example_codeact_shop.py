@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from safeexec.model import ExecStatus, ToolCalled, Verdict
+from safeexec.model.values import ExecStatus, ToolCalled, Verdict
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "codeact_shop.py"
 
@@ -58,7 +58,7 @@ for pid in ("p-100", "p-102", "p-104"):
 def test_a_third_reservation_is_refused_at_run_time_and_audited(
     shop: ModuleType, tmp_path: Path
 ) -> None:
-    from safeexec.session import Session
+    from safeexec.session.session import Session
 
     with Session(policy=shop.POLICY, state_dir=tmp_path) as session:
         session.grant(shop.reserve)

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from safeexec.extract import combine, extract
-from safeexec.model import Action, ActionSource, sha256_hex
+from safeexec.model.values import Action, ActionSource, sha256_hex
 
 
 def _codes(text: str) -> list[tuple[ActionSource, str]]:

@@ -6,7 +6,7 @@ import pytest
 
 import safeexec.gate as gate_module
 from safeexec.gate import check, fresh_budget
-from safeexec.model import Action, Budget, Verdict
+from safeexec.model.values import Action, Budget, Verdict
 from safeexec.policy.loader import load_policy
 
 DEFAULT = load_policy("default")

@@ -11,9 +11,9 @@ import pytest
 import safeexec.gate as gate_module
 from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.gate import check, check_cache_statistics
-from safeexec.model import Action, Budget, Verdict
+from safeexec.model.values import Action, Budget, Verdict
 from safeexec.policy.loader import load_policy, policy_digest
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 DEFAULT = load_policy("default")
 CODE = "import json\nprint(json.dumps({'a': 1}))\n"

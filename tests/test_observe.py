@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safeexec.blobs import BlobStore
-from safeexec.escaping import escape_controls
-from safeexec.model import (
+from safeexec._support.escaping import escape_controls
+from safeexec.audit.blobs import BlobStore
+from safeexec.model.values import (
     Action,
     Artifact,
     BlobRef,

@@ -11,10 +11,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.result import CallRecord, finish, succeeded
-from safeexec.blobs import BlobStore
-from safeexec.model import Decision, Limits, Verdict
+from safeexec.model.values import Decision, Limits, Verdict
 from safeexec.observe import observe
 from safeexec.policy.schema import ObserveConfig
 

@@ -46,12 +46,12 @@ PINNED = [
     "tool",
 ]
 HOMES = {
-    "Session": "safeexec.session",
+    "Session": "safeexec.session.session",
     "check": "safeexec.gate",
     "Policy": "safeexec.policy.schema",
-    "tool": "safeexec.tool_specs",
+    "tool": "safeexec.capabilities.specs",
     "Denied": "safeexec.errors",
-    "Decision": "safeexec.model",
+    "Decision": "safeexec.model.values",
 }
 
 

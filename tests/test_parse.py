@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safeexec.model import Action, Enforcement, Severity, Span
+from safeexec.model.values import Action, Enforcement, Severity, Span
 from safeexec.parse import Parsed, ParseFailure, parse
 
 

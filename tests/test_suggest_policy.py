@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from safeexec.cli.app import app
 from safeexec.gate import check, suggest_policy
-from safeexec.model import Verdict
+from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 
 CODE = "import scipy.stats\nimport yaml\nprint(scipy.stats.norm.cdf(0))\n"

@@ -18,8 +18,8 @@ from pathlib import Path
 from benchmarks.ablation.matrix import SIZES, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown
 from benchmarks.ablation.run import EXECUTORS, SUITE_DIR, run_cells, session_start
-from safeexec.codec import JSONValue
 from safeexec.harness import load_suite
+from safeexec.model.codec import JSONValue
 
 
 def main(argv: list[str] | None = None) -> int:

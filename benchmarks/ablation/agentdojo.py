@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safeexec.capabilities import Effect, ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import Effect, ToolSpec
 from safeexec.harness import RunOptions, Suite, Task, make_agent
 from safeexec.harness.loop import run_task
 from safeexec.harness.suite import AuthorizedEffect
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "GATEWAY",

@@ -24,11 +24,11 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from safeexec.capabilities import ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ToolSpec
 from safeexec.harness import Message, Model, Reply, Suite, TurnKey
 from safeexec.harness.agents import failed
 from safeexec.harness.suite import Environment
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "FAULTS",

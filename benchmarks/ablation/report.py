@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from safeexec.codec import JSONValue
 from safeexec.harness import Suite
+from safeexec.model.codec import JSONValue
 
 __all__ = ["aggregate", "charts", "markdown", "strip_timings"]
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
 from benchmarks.ablation.matrix import Cell
-from safeexec.codec import JSONValue
 from safeexec.harness import (
     RunOptions,
     Suite,
@@ -34,6 +33,7 @@ from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
 from safeexec.harness.models import Model, RecordingModel, ReplayModel
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "EXECUTORS",
@@ -89,7 +89,7 @@ def session_start(mode: str, state_root: str, *, sessions: int = 3) -> dict[str,
     """Median cold and warm ``print(1)`` steps over fresh sessions of ``mode`` (milliseconds),
     after one throwaway session (imports and grammar loads are paid once per process, not per
     session). The cold step includes the backend's start, which a task's first action pays."""
-    from safeexec.session import Session
+    from safeexec.session.session import Session
 
     program = "```dsl\nprint(1)\n```" if mode == "dsl" else "print(1)"
     cold, warm = [], []

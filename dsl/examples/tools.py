@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Literal, TypedDict
 
-from safeexec.capabilities import tool
+from safeexec.capabilities.gateway import tool
 
 
 class Product(TypedDict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from safeexec.capabilities import tool
+from safeexec.capabilities.gateway import tool
 
 PRODUCTS = [
     {"id": "p-101", "name": "blue mug", "price_eur": 12.5, "stock": 4},

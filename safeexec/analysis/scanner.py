@@ -23,16 +23,16 @@ from safeexec.analysis.checks import (
     REGISTERED_CHECKS,
 )
 from safeexec.analysis.constants import StringFolder
+from safeexec.analysis.qualnames import import_bindings, qualified_name
 from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
-from safeexec.model import BoundKind, Enforcement, Estimate, Finding, Span
+from safeexec.model.values import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed
 from safeexec.parse.fields import CHILD_FIELDS_NO_CONTEXT
 from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_finding
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
-from safeexec.qualnames import import_bindings, qualified_name
 from safeexec.sandbox.restricted.allowlist import restricted_modules
 
 __all__ = ["scan"]

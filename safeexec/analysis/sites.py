@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from safeexec.analysis.constants import StringFolder
-from safeexec.fieldwise import Fieldwise
+from safeexec.model.fieldwise import Fieldwise
 from safeexec.policy.schema import Policy
 
 __all__ = ["AttributeSite", "CallSite", "CheckHit", "ScanContext", "clip_text"]

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext
-from safeexec.model import BoundKind
-from safeexec.trips import loop_trips
+from safeexec.analysis.trips import loop_trips
+from safeexec.model.values import BoundKind
 
 __all__ = ["tool_call_limit", "tool_not_granted", "tool_requires_approval"]
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.streaming import OutputSink
-from safeexec.blobs import BlobStore
-from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import ExecRequest, ExecResult, Limits
+from safeexec.model.codec import JSONValue
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import ExecRequest, ExecResult, Limits
 
 if TYPE_CHECKING:
     # The tool-call value types live with the capabilities (the bottom layer that mints and
     # checks them); re-exported here because they are part of this seam.
-    from safeexec.capabilities import ToolDescriptor, ToolReply
+    from safeexec.capabilities.gateway import ToolDescriptor, ToolReply
 
 __all__ = [
     "CALL_LIMITS",
@@ -45,7 +45,7 @@ _FROM_CAPABILITIES = frozenset({"ToolDescriptor", "ToolReply"})
 def __getattr__(name: str) -> object:
     if name not in _FROM_CAPABILITIES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("safeexec.capabilities"), name)
+    return getattr(importlib.import_module("safeexec.capabilities.gateway"), name)
 
 
 # Which ``Limits`` fields bind what, as described on :class:`SessionSpec` (a test checks that

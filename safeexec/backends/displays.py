@@ -11,8 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 
-from safeexec.blobs import BlobStore
-from safeexec.model import DisplayData, DisplayKind, MimeItem
+from safeexec.audit.blobs import BlobStore
+from safeexec.model.values import DisplayData, DisplayKind, MimeItem
 from safeexec.sandbox.protocol import Display, is_textual
 
 __all__ = ["MAX_DISPLAYS", "MAX_DISPLAY_BYTES", "DisplayCollector"]

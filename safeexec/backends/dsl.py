@@ -23,14 +23,14 @@ from typing import ClassVar
 from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.restricted import InProcessRestrictedSession
-from safeexec.capabilities import CapabilitySet, ToolDescriptor, tool_function
+from safeexec.capabilities.gateway import CapabilitySet, ToolDescriptor, tool_function
 from safeexec.dsl.front import check_source
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
 from safeexec.errors import BackendUnavailable
-from safeexec.model import Enforcement
+from safeexec.model.values import Enforcement
 from safeexec.sandbox.restricted import OperationBudget, SandboxExit
 
 __all__ = ["DslBackend", "DslRejected", "DslSession"]

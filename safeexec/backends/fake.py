@@ -1,6 +1,7 @@
 """A handler-driven backend for tests (in the style of httpx's ``MockTransport``).
 
-Nothing is executed: each :class:`~safeexec.model.ExecRequest` goes to a handler that returns a
+Nothing is executed: each :class:`~safeexec.model.values.ExecRequest` goes to a handler that
+returns a
 :class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
 ``limits.output_bytes`` as every mode caps it (head and tail) and stored in the blob store, calls
 are recorded, a closed session refuses to run, files move in and out of the workdir, and layers it
@@ -20,7 +21,7 @@ from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.result import output_cut
 from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
-from safeexec.model import (
+from safeexec.model.values import (
     Artifact,
     ExecError,
     ExecRequest,

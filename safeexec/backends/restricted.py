@@ -63,10 +63,10 @@ from safeexec.backends.workdir import (
     scan,
     upload_file,
 )
-from safeexec.capabilities import ToolReply, tool_function
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ToolReply, tool_function
 from safeexec.errors import BackendUnavailable
-from safeexec.model import (
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import (
     ExecRequest,
     ExecResult,
     ExecStatus,

@@ -1,4 +1,4 @@
-"""Turning a finished call into an :class:`~safeexec.model.ExecResult`, for every backend.
+"""Turning a finished call into an :class:`~safeexec.model.values.ExecResult`, for every backend.
 
 A backend measures a call (its output, its CPU and wall time, what its code raised or why it was
 killed); this module says what the measurements mean, the same way for every mode: which status
@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import ToolGateway
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.displays import DisplayCollector
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import ToolReply
-from safeexec.codec import JSONValue
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import (
+from safeexec.capabilities.gateway import ToolReply
+from safeexec.model.codec import JSONValue
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import (
     Artifact,
     ExecError,
     ExecResult,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
-from safeexec.model import OutputChunk, StreamName
-from safeexec.units import format_bytes
+from safeexec._support.units import format_bytes
+from safeexec.model.values import OutputChunk, StreamName
 
 __all__ = ["OutputSink", "OutputTap"]
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from safeexec.blobs import BlobStore
+from safeexec.audit.blobs import BlobStore
 from safeexec.errors import ConfigurationError
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import Artifact
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import Artifact
 from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter
 
 from safeexec import __version__
-from safeexec.fieldwise import Fieldwise
+from safeexec.model.fieldwise import Fieldwise
 
 __all__ = ["COMMANDS", "LazyCommand", "app", "main"]
 

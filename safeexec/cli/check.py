@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from safeexec import __version__
+from safeexec._support.escaping import escape_controls
 from safeexec.cli.groups import one_shot, usage_error
 from safeexec.cli.inputs import read_input, reply_action
 from safeexec.decide import decide
 from safeexec.errors import ConfigurationError, PolicyError
-from safeexec.escaping import escape_controls
-from safeexec.model import Action, Enforcement, Finding, Severity, Verdict
+from safeexec.model.values import Action, Enforcement, Finding, Severity, Verdict
 from safeexec.policy.docs import render_rule
 from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
@@ -246,7 +246,9 @@ def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     action = reply_action(_read(name), action_id=f"check:{name}")
     if action is not None:
         return gate_check(action, policy, backend=backend)
-    from safeexec.steps import NO_CODE_FINDING  # the session's steps (asyncio): only when no code
+    from safeexec.session.steps import (
+        NO_CODE_FINDING,  # the session's steps (asyncio): only when no code
+    )
 
     # No code: denied, as a session denies it (SX003), so check and run agree.
     decision = decide(

@@ -13,11 +13,11 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from safeexec.capabilities import ToolSpec
+from safeexec.capabilities.gateway import ToolSpec
 from safeexec.cli.groups import command_group
 from safeexec.errors import PolicyError
 from safeexec.gate import GateResult, check, dsl_tool_signatures
-from safeexec.model import Action, ActionSource, Enforcement, Verdict
+from safeexec.model.values import Action, ActionSource, Enforcement, Verdict
 from safeexec.policy.loader import load_policy
 
 __all__ = ["dsl_app", "load_tool_specs", "render_findings"]

@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import typer
 
-from safeexec.collector import gc_paused
+from safeexec._support.collector import gc_paused
 
 __all__ = ["EXIT_USAGE", "command_group", "one_shot", "usage_error"]
 

@@ -1,7 +1,7 @@
 """What ``run`` and ``check`` read, the same way: a file or ``-`` (stdin), UTF-8, a model reply.
 
 Both commands take a model reply (fenced code, a tool-call JSON, or raw code such as a ``.py``
-file) and turn it into one action as :class:`~safeexec.session.Session` does (extract, then
+file) and turn it into one action as :class:`~safeexec.session.session.Session` does (extract, then
 combine); a directory, a missing file and bytes that are not UTF-8 are the same usage error
 whether they come from a file or from stdin.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from safeexec.errors import ConfigurationError
 from safeexec.extract import combine, extract
-from safeexec.model import Action
+from safeexec.model.values import Action
 
 __all__ = ["read_input", "reply_action"]
 

@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from safeexec.audit import verify_log
+from safeexec._support.escaping import escape_controls
+from safeexec.audit.log import verify_log
+from safeexec.audit.statedir import default_state_dir
+from safeexec.audit.timeline import show_log
 from safeexec.cli.groups import command_group
 from safeexec.errors import AuditError, ConfigurationError, PolicyError
-from safeexec.escaping import escape_controls
-from safeexec.replay import replay_log
-from safeexec.statedir import default_state_dir
-from safeexec.timeline import show_log
+from safeexec.harness.replay import replay_log
 
 __all__ = ["log_app"]
 

@@ -14,11 +14,11 @@ from typing import Annotated
 import anyio
 import typer
 
+from safeexec._support.units import parse_bytes
 from safeexec.cli.run import Mode
 from safeexec.errors import SafeExecError
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
-from safeexec.units import parse_bytes
 
 __all__ = ["mcp"]
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 
 import typer
 
+from safeexec._support.units import parse_bytes
 from safeexec.cli.groups import one_shot, usage_error
 from safeexec.errors import ConfigurationError, SafeExecError
-from safeexec.units import parse_bytes
 
 if TYPE_CHECKING:
     from safeexec.backends.base import Backend
     from safeexec.backends.native.template import TemplateProcess
-    from safeexec.model import ExecStatus, Outcome
+    from safeexec.model.values import ExecStatus, Outcome
     from safeexec.policy.schema import Policy
 
 
@@ -48,7 +48,7 @@ _POOL_SIZE = 1
 
 @functools.cache
 def _status_exit() -> dict[ExecStatus, int]:
-    from safeexec.model import ExecStatus
+    from safeexec.model.values import ExecStatus
 
     return {
         ExecStatus.OK: EXIT_OK,
@@ -170,7 +170,7 @@ def run(
             )
             warm, early = _warm_backend(narrowed, chosen, early), None
             # Imported once the template is starting: the gate's parsers load while it boots.
-            from safeexec.session import Session
+            from safeexec.session.session import Session
 
             backends = None if warm is None else {chosen or narrowed.backends.default: warm}
             with Session(

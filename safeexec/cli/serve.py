@@ -14,9 +14,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from safeexec._support.units import parse_bytes
+from safeexec.audit.statedir import default_state_dir
 from safeexec.errors import SafeExecError
-from safeexec.statedir import default_state_dir
-from safeexec.units import parse_bytes
 
 __all__ = ["serve"]
 

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from safeexec.capabilities import ApprovalRequest
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ApprovalRequest
 from safeexec.dsl.plan import plan_of
 from safeexec.dsl.rules import NEEDS_APPROVAL
-from safeexec.model import Decision, Verdict
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import Decision, Verdict
 
 __all__ = ["PlannedCalls", "approved_plan_calls"]
 

@@ -12,7 +12,7 @@ from lark.tree import Meta
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.literals import fstring_parts, unescape
-from safeexec.model import Span
+from safeexec.model.values import Span
 
 __all__ = ["build_expression", "build_program"]
 

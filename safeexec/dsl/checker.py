@@ -34,7 +34,7 @@ from safeexec.dsl.valuetypes import (
     record,
     with_cap,
 )
-from safeexec.model import Finding, Span
+from safeexec.model.values import Finding, Span
 
 __all__ = ["CallSite", "Checked", "DslLimits", "check_program"]
 

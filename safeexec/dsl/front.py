@@ -17,7 +17,7 @@ from safeexec.dsl.parser import parse_program
 from safeexec.dsl.plan import Plan, admit, make_plan
 from safeexec.dsl.rules import STRUCTURE, dsl_finding
 from safeexec.dsl.signatures import ToolSignature
-from safeexec.model import Enforcement, Finding
+from safeexec.model.values import Enforcement, Finding
 
 __all__ = ["FrontResult", "check_source", "forget_checks"]
 

@@ -24,7 +24,7 @@ from safeexec.dsl.build import build_expression, build_program
 from safeexec.dsl.literals import ParseExpression, grammar_text
 from safeexec.dsl.parser import KEYWORD_HINTS, caret
 from safeexec.dsl.rules import SYNTAX, dsl_finding
-from safeexec.model import Finding, Span
+from safeexec.model.values import Finding, Span
 
 __all__ = ["lark_expression", "lark_parser", "lark_program"]
 

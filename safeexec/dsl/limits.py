@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from safeexec.fieldwise import Fieldwise
+from safeexec.model.fieldwise import Fieldwise
 
 __all__ = ["DslLimits"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from safeexec.dsl.makers import maker
-from safeexec.model import Span, span_at
+from safeexec.model.values import Span, span_at
 
 __all__ = [
     "Assign",

@@ -15,7 +15,7 @@ from functools import lru_cache
 from safeexec.dsl import nodes as n
 from safeexec.dsl.python_front import expression_from_python, program_from_python
 from safeexec.dsl.rules import SYNTAX, dsl_finding
-from safeexec.model import Finding, Span
+from safeexec.model.values import Finding, Span
 
 __all__ = [
     "MAX_DEPTH",

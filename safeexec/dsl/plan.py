@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from safeexec.codec import JSONValue
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import (
@@ -22,7 +21,8 @@ from safeexec.dsl.rules import (
     TOTAL_CALLS,
     dsl_finding,
 )
-from safeexec.model import Finding
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import Finding
 
 if TYPE_CHECKING:  # plan_of() readers (approvers, the harness) need neither the checker nor lark
     from safeexec.dsl.checker import Checked

@@ -27,7 +27,7 @@ from typing import Any
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.literals import fstring_parts, terminal, unescape
-from safeexec.model import Span, span_at
+from safeexec.model.values import Span, span_at
 
 __all__ = ["expression_from_python", "program_from_python"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from safeexec.model import Enforcement, Finding, Severity, Span
+from safeexec.model.values import Enforcement, Finding, Severity, Span
 
 __all__ = ["DSL_RULES", "DslRule", "dsl_finding"]
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from safeexec.capabilities import CapabilitySet, ToolDescriptor, ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import CapabilitySet, ToolDescriptor, ToolSpec
 from safeexec.dsl.valuetypes import ANY, DType, from_hint
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "ToolSignature",

@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from safeexec.codec import JSONValue
 from safeexec.dsl import nodes as n
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import TYPE_ERROR
 from safeexec.dsl.signatures import ToolSignature
 from safeexec.dsl.valuetypes import DType, assignable, from_schema
-from safeexec.model import Span
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import Span
 
 if TYPE_CHECKING:
     from safeexec.dsl.checker import _Binding, _Checker

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from safeexec.codec import JSONValue
 from safeexec.dsl.makers import maker
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "ANY",
@@ -181,7 +181,7 @@ def join(a: DType, b: DType) -> DType:
 
 
 def from_schema(schema: JSONValue) -> DType:
-    """The type of a JSON Schema (as :func:`safeexec.capabilities.tool` writes them)."""
+    """The type of a JSON Schema (as :func:`safeexec.capabilities.gateway.tool` writes them)."""
     if not isinstance(schema, dict):
         return ANY
     if "anyOf" in schema:

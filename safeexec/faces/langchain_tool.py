@@ -3,7 +3,7 @@
 ``SafeexecTool(session=session)`` is ``run_code``: its arguments are ``code`` and ``timeout``,
 its content is the observation text plus the figures as LangChain image blocks, and its
 artifact (``response_format="content_and_artifact"``, so ``ToolMessage.artifact``) holds the
-step's :class:`~safeexec.model.Outcome` and the artifact files. Refused or failing code is a
+step's :class:`~safeexec.model.values.Outcome` and the artifact files. Refused or failing code is a
 ``ToolMessage`` with ``status="error"`` whose content says why (the rule, or the traceback).
 
 LangChain tools return one result (``BaseTool.astream`` yields it once), so the cell's output
@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from safeexec.faces.results import File, render
 from safeexec.faces.tooldefs import RUN_CODE, RUN_CODE_DESCRIPTION, code_reply
-from safeexec.model import Outcome, OutputChunk
-from safeexec.session import Session
+from safeexec.model.values import Outcome, OutputChunk
+from safeexec.session.session import Session
 
 __all__ = ["OUTPUT_EVENT", "RunCodeArguments", "SafeexecTool"]
 

@@ -13,7 +13,7 @@ alone), so over HTTP ``server/discover`` advertises only the handshake-era versi
 in ``auto`` mode falls back to the initialize handshake and keeps its state; a client that
 pins the stateless version anyway gets a fresh session per request.
 
-Over HTTP every request needs a bearer token (:mod:`safeexec.bearer`, the service's store:
+Over HTTP every request needs a bearer token (:mod:`safeexec._support.bearer`, the service's store:
 hashed, compared in constant time), from a tokens file (``[tokens.<id>] sha256 = ...``) or
 ``SAFEEXEC_MCP_TOKENS=id=token,...``; ``tokens=None`` (``--no-auth``) serves anyone who can
 reach the loopback port.
@@ -42,7 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from safeexec import __version__
-from safeexec.bearer import (
+from safeexec._support.bearer import (
     TokenStore,
     TokenTable,
     bearer_token,
@@ -59,10 +59,10 @@ from safeexec.faces.tooldefs import (
     run_code_schema,
 )
 from safeexec.gate import check
-from safeexec.model import Action, ActionSource, Outcome, OutputChunk, Verdict
+from safeexec.model.values import Action, ActionSource, Outcome, OutputChunk, Verdict
 from safeexec.observe import observe
 from safeexec.policy.schema import Policy
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 __all__ = [
     "MCP_TOKENS_ENV",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from safeexec.blobs import BlobStore
-from safeexec.model import BlobRef, DisplayKind, ExecError, ExecStatus, Outcome, Verdict
+from safeexec.audit.blobs import BlobStore
+from safeexec.model.values import BlobRef, DisplayKind, ExecError, ExecStatus, Outcome, Verdict
 
 __all__ = [
     "INLINE_IMAGE_TYPES",

@@ -29,13 +29,13 @@ from typing import Any
 from smolagents.local_python_executor import CodeOutput, PythonExecutor
 from smolagents.tools import Tool
 
-from safeexec.codec import JSONValue
+from safeexec.capabilities.specs import AnyJSON, Effect, ToolSpec, to_plain, tool
 from safeexec.errors import CapabilityError
 from safeexec.faces.results import render
 from safeexec.faces.tooldefs import code_reply
-from safeexec.model import ExecStatus, Verdict
-from safeexec.session import Session
-from safeexec.tool_specs import AnyJSON, Effect, ToolSpec, to_plain, tool
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import ExecStatus, Verdict
+from safeexec.session.session import Session
 
 __all__ = ["SafeexecExecutionError", "SafeexecExecutor", "tool_spec"]
 

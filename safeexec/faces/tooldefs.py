@@ -3,7 +3,7 @@
 ``openai_tool(api="chat" | "responses")`` and ``anthropic_tool()`` return the tool definitions
 (``run_code``, plus one per granted ``ToolSpec``); :func:`dispatch` takes one tool call — an SDK
 object or its plain-dict form: an OpenAI chat ``tool_calls`` entry, a Responses ``function_call``
-item, an Anthropic ``tool_use`` block — runs it in a :class:`~safeexec.session.Session`
+item, an Anthropic ``tool_use`` block — runs it in a :class:`~safeexec.session.session.Session`
 (``run_code`` through :meth:`Session.run`, any other name through :meth:`Session.call_tool`, the
 same capability gateway sandboxed code uses) and returns what to append to the conversation, in
 that API's shape. The SDKs are never imported here: their objects are read through
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from safeexec.codec import JSONValue
+from safeexec.capabilities.specs import ToolSpec
 from safeexec.faces.results import File, Rendered, render
-from safeexec.session import Session
-from safeexec.tool_specs import ToolSpec
+from safeexec.model.codec import JSONValue
+from safeexec.session.session import Session
 
 __all__ = [
     "RUN_CODE",

@@ -26,12 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeexec.codec import JSONValue
 from safeexec.errors import ConfigurationError
 from safeexec.harness.formats import SUBMIT, ActionKind, parse_call
 from safeexec.harness.loop import RunOptions, prepare_task
 from safeexec.harness.models import Message, Model, Reply, ScriptedModel, ToolCall, TurnKey
 from safeexec.harness.suite import Suite, Task
+from safeexec.model.codec import JSONValue
 
 __all__ = ["AGENTS", "ReferenceTrace", "failed", "make_agent", "reference_trace"]
 

@@ -13,11 +13,11 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from safeexec.capabilities import CapabilitySet, Effect
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import CapabilitySet, Effect
 from safeexec.harness.ledger import Ledger
 from safeexec.harness.suite import Environment, Suite, Task
-from safeexec.model import (
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import (
     Enforcement,
     GuardDenied,
     LimitHit,

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from safeexec.capabilities import ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ToolSpec
+from safeexec.capabilities.specs import hint_text
 from safeexec.harness.models import Message, Reply
-from safeexec.tool_specs import hint_text
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "FORMATS",

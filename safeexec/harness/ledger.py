@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from safeexec.capabilities import BoundPath, CheckedURL, ToolSpec, to_plain, tool
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import BoundPath, CheckedURL, ToolSpec, to_plain, tool
+from safeexec.capabilities.specs import AnyJSON
 from safeexec.harness.formats import SUBMIT
 from safeexec.harness.suite import Injection
-from safeexec.tool_specs import AnyJSON
+from safeexec.model.codec import JSONValue
 
 __all__ = ["Ledger", "LedgerEntry", "Submission", "make_submit", "wrap_tools"]
 

@@ -1,7 +1,8 @@
 """The agent loop: prompt → model → action → safeexec → observation → next turn.
 
 :func:`run_task` runs one task of a suite in one action format against one model, in a fresh
-:class:`~safeexec.session.Session` whose grants are derived from the task. It ends when the model
+:class:`~safeexec.session.session.Session` whose grants are derived from the task. It ends when the
+model
 answers, the task's turns run out, the session's budget is spent, the model fails, or too many
 invalid actions come in a row. Each step is in the session's audit log; each turn is a line of
 ``turns.jsonl`` beside it (raw reply as a blob, parsed action, observation, tokens, timings split
@@ -20,8 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from safeexec.capabilities import ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ToolSpec
 from safeexec.errors import ConfigurationError
 from safeexec.harness.effects import refusals_of, unauthorized_effects
 from safeexec.harness.formats import FORMATS, ActionFormat, ActionKind, ParsedAction
@@ -36,11 +36,12 @@ from safeexec.harness.task_grants import (
     task_scope,
     task_step_approver,
 )
-from safeexec.model import Outcome
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import Outcome
 from safeexec.policy.engine_rules import BUDGET_EXHAUSTED, NO_CODE
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
-from safeexec.session import Approver, Session
+from safeexec.session.session import Approver, Session
 
 __all__ = ["EndReason", "PreparedTask", "RunOptions", "TaskResult", "prepare_task", "run_task"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from safeexec.codec import JSONValue
 from safeexec.errors import ConfigurationError, SafeExecError
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "Message",

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import httpx
 
-from safeexec.codec import JSONValue
 from safeexec.errors import ConfigurationError
 from safeexec.harness.models import Message, ModelError, Reply, TokenUsage, ToolCall, TurnKey
+from safeexec.model.codec import JSONValue
 
 __all__ = ["OpenAIModel"]
 

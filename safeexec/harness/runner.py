@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeexec.codec import JSONValue
 from safeexec.errors import ConfigurationError
 from safeexec.harness.agents import AGENTS, make_agent
 from safeexec.harness.loop import RunOptions, TaskResult, run_task
 from safeexec.harness.models import Model, RecordingModel, ReplayModel
 from safeexec.harness.suite import Suite, Task
+from safeexec.model.codec import JSONValue
 
 __all__ = ["SuiteRun", "model_for", "run_suite", "summarize"]
 

@@ -29,9 +29,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from safeexec.capabilities import ToolSpec
-from safeexec.codec import JSONValue
+from safeexec.capabilities.gateway import ToolSpec
 from safeexec.errors import ConfigurationError
+from safeexec.model.codec import JSONValue
 
 __all__ = [
     "AuthorizedEffect",

@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from safeexec.capabilities import ApprovalRequest, Effect, ToolSpec
+from safeexec.capabilities.gateway import ApprovalRequest, Effect, ToolSpec
 from safeexec.dsl.plan import plan_of
 from safeexec.dsl.rules import NEEDS_APPROVAL
 from safeexec.errors import ConfigurationError
 from safeexec.harness.suite import Task
-from safeexec.model import Action, Decision, Enforcement, Finding
+from safeexec.model.values import Action, Decision, Enforcement, Finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.schema import CapabilityConfig, Policy
-from safeexec.session import Approver
+from safeexec.session.session import Approver
 
 __all__ = [
     "ToolApprover",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import Action, Finding, Span
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import Action, Finding, Span
 from safeexec.policy.engine_rules import engine_finding
 from safeexec.policy.schema import Rule
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from safeexec.model import Enforcement, Finding, Severity, Span
+from safeexec.model.values import Enforcement, Finding, Severity, Span
 from safeexec.policy.schema import MatchKind, Rule, RuleMatch
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from safeexec.model import Enforcement, Severity
+from safeexec.model.values import Enforcement, Severity
 from safeexec.policy.modes import explicitly_allowed, module_matches
 from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from safeexec import codec
+from safeexec.capabilities.effects import Effect
 from safeexec.dsl.limits import DslLimits
 from safeexec.errors import PolicyError
-from safeexec.model import Enforcement, Limits, Severity
+from safeexec.model.values import Enforcement, Limits, Severity, codec
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import (
     ApprovalConfig,
@@ -51,7 +51,6 @@ from safeexec.policy.vocabulary import (
     reserved_rule_id,
 )
 from safeexec.sandbox.layers import Layer
-from safeexec.tool_effects import Effect
 
 __all__ = ["load_policy", "parse_policy_text"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from safeexec.dsl.limits import DslLimits
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import Enforcement, Limits, Severity
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import Enforcement, Limits, Severity
 
 __all__ = [
     "ApprovalConfig",

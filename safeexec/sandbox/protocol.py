@@ -37,7 +37,7 @@ from safeexec.sandbox.channel import ProtocolError
 from safeexec.sandbox.record import Record, default
 
 if TYPE_CHECKING:
-    from safeexec.codec import JSONValue
+    from safeexec.model.codec import JSONValue
 
 __all__ = [
     "MAX_DISPLAY_ITEMS",

@@ -38,7 +38,7 @@ from safeexec.sandbox.worker_display import bundle_of
 from safeexec.sandbox.worker_seed import seed_randomness
 
 if TYPE_CHECKING:
-    from safeexec.codec import JSONValue
+    from safeexec.model.codec import JSONValue
 
 __all__ = ["ToolError", "serve"]
 

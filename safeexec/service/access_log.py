@@ -21,8 +21,8 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from safeexec.audit.statedir import open_private_dir
 from safeexec.errors import AuditError
-from safeexec.statedir import open_private_dir
 
 __all__ = ["CLIENT_CLOSED_REQUEST", "REQUEST_LOG", "RequestAudit", "RequestLog", "RequestRecord"]
 

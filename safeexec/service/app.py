@@ -29,8 +29,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from safeexec import __version__
+from safeexec._support.bearer import bearer_token
 from safeexec.backends.base import Backend
-from safeexec.bearer import bearer_token
 from safeexec.errors import (
     AuditError,
     BackendUnavailable,
@@ -38,7 +38,7 @@ from safeexec.errors import (
     InternalError,
     PolicyError,
 )
-from safeexec.model import Outcome
+from safeexec.model.values import Outcome
 from safeexec.service.access_log import CLIENT_CLOSED_REQUEST, RequestAudit, RequestLog
 from safeexec.service.auth import TokenEntry, TokenStore
 from safeexec.service.body_limit import BodyLimit

@@ -1,4 +1,4 @@
-"""The service's bearer tokens: :mod:`safeexec.bearer`'s store, each token with its quota.
+"""The service's bearer tokens: :mod:`safeexec._support.bearer`'s store, each token with its quota.
 
 The tokens file is TOML, one table per token id::
 
@@ -9,7 +9,7 @@ The tokens file is TOML, one table per token id::
     cpu_seconds = 600.0
 
 ``SAFEEXEC_SERVICE_TOKENS`` holds ``id=token`` pairs separated by commas (hashed on load).
-Hashing, the constant-time lookup and the file format are :mod:`safeexec.bearer`'s, shared
+Hashing, the constant-time lookup and the file format are :mod:`safeexec._support.bearer`'s, shared
 with the MCP server.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeexec import bearer
-from safeexec.bearer import hash_token, new_token
+from safeexec._support import bearer
+from safeexec._support.bearer import hash_token, new_token
 from safeexec.errors import ConfigurationError
 from safeexec.service.quotas import Quota
 
@@ -53,7 +53,7 @@ class TokenEntry:
 
 
 TokenStore = bearer.TokenStore[TokenEntry]
-"""The service's known tokens (see :class:`safeexec.bearer.TokenStore`)."""
+"""The service's known tokens (see :class:`safeexec._support.bearer.TokenStore`)."""
 
 
 def load_tokens(path: Path, *, default_quota: Quota | None = None) -> tuple[TokenEntry, ...]:

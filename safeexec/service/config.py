@@ -20,7 +20,7 @@ class ServiceConfig:
     the server read its files); the first is the default. A client's limits can only narrow the
     chosen policy's. ``state_dir`` holds every session's audit log and blobs and the request
     log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
-    :class:`~safeexec.client.Client`) can route a session to its server. Past
+    :class:`~safeexec.service.client.Client`) can route a session to its server. Past
     ``max_connections`` open connections (or requests in flight) a new one gets a 503.
     """
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
-from safeexec.model import OutputChunk
+from safeexec.model.values import OutputChunk
 
 __all__ = ["FINAL_EVENTS", "EventHub", "ServerEvent", "Subscription"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from safeexec.model import Outcome
+from safeexec.model.values import Outcome
 
 __all__ = ["CONTENT_TYPE", "ServiceMetrics"]
 

@@ -23,7 +23,7 @@ from safeexec.backends.base import Backend
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable
 from safeexec.gate import GateResult, check
-from safeexec.model import Action, ExecStatus, Outcome, SyscallKilled
+from safeexec.model.values import Action, ExecStatus, Outcome, SyscallKilled
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy
@@ -35,7 +35,7 @@ from safeexec.service.quotas import QuotaLedger
 from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
 from safeexec.service.sessions import SessionRecord, SessionRegistry
-from safeexec.session import Session, default_backend
+from safeexec.session.session import Session, default_backend
 
 __all__ = ["BadRequest", "Runtime", "WorkerCrashed", "crashed"]
 

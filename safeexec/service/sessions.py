@@ -13,9 +13,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from safeexec.model import BlobRef, Outcome
+from safeexec.model.values import BlobRef, Outcome
 from safeexec.service.events import EventHub
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 __all__ = ["SessionNotFound", "SessionRecord", "SessionRegistry"]
 

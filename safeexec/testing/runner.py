@@ -20,7 +20,7 @@ from pathlib import Path
 
 from safeexec.errors import PolicyError
 from safeexec.gate import check
-from safeexec.model import Action, Finding
+from safeexec.model.values import Action, Finding
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import pack_test_files, packs_root
 from safeexec.policy.schema import Policy

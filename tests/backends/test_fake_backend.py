@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import Backend, BackendSession, SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply, FakeSession, not_executed
-from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
-from safeexec.model import ExecRequest, ExecStatus, LimitHit, Limits, Usage
+from safeexec.model.values import ExecRequest, ExecStatus, LimitHit, Limits, Usage
 
 
 def _open(backend: FakeBackend, tmp_path: Path, **options: object) -> FakeSession:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.native.procfs import _is_pid_one_of_own_namespace
-from safeexec.blobs import BlobStore
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 
 
 def _status_fd(pid: int) -> int:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.audit import read_log
+from safeexec.audit.log import read_log
 from safeexec.errors import ConfigurationError
-from safeexec.model import Verdict
-from safeexec.session import Session
+from safeexec.model.values import Verdict
+from safeexec.session.session import Session
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 from safeexec.sandbox import cgroups
 from safeexec.sandbox.layers import Layer
 

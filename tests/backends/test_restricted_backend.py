@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import BackendSession, SessionSpec
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 from safeexec.errors import BackendUnavailable
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 
 def _blobs(tmp_path: Path) -> BlobStore:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import ToolDescriptor
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.result import (
@@ -14,10 +15,9 @@ from safeexec.backends.result import (
     succeeded,
     timed_out,
 )
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import ToolReply
-from safeexec.codec import JSONValue
-from safeexec.model import ExecStatus, LimitHit, Limits, ToolCalled, ToolRefused
+from safeexec.capabilities.gateway import ToolReply
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import ExecStatus, LimitHit, Limits, ToolCalled, ToolRefused
 
 LIMITS = Limits(wall_seconds=2.0, cpu_seconds=1.5, memory_bytes=1000, output_bytes=4)
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import CALL_LIMITS, SESSION_LIMITS, Backend, SessionSpec
 from safeexec.backends.dsl import DslBackend, DslSession
 from safeexec.backends.fake import FakeBackend
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import InProcessRestrictedSession, RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 
 
 def test_every_limit_binds_either_the_session_or_the_call() -> None:

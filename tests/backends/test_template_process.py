@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.native.template import TemplateProcess
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 _CONFINEMENT = ("Seccomp", "Seccomp_filters", "NoNewPrivs", "CapEff", "CapBnd", "CapPrm")
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.ablation import agentdojo
 from benchmarks.ablation.agentdojo import DojoEnvironment, DojoRun, dojo_runs, run_dojo, summarize
-from safeexec.capabilities import CapabilitySet, Effect
+from safeexec.capabilities.gateway import CapabilitySet, Effect
 
 SUITES = ("banking", "slack", "travel", "workspace")
 

@@ -76,25 +76,26 @@ _RUNTIME = (
     "safeexec.sandbox.zygote",
     "safeexec.sandbox.confine",
     "safeexec.sandbox.seccomp",
-    "safeexec.session",
+    "safeexec.session.session",
     "safeexec.harness",
 )
 
 
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
 # the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
-# the observation step (its control escaping lives in safeexec.escaping), the tool layer (tools
+# the observation step (its control escaping lives in safeexec._support.escaping), the tool layer
+# (tools
 # are granted to sessions; a Python check reads only the policy's tool names).
 _NOT_FOR_CHECKING = (
     *_RUNTIME,
     "RestrictedPython",
     "libcst",
-    "safeexec.steps",
+    "safeexec.session.steps",
     "asyncio",
     "safeexec.observe",
-    "safeexec.capabilities",
-    "safeexec.tool_specs",
-    "safeexec.tool_targets",
+    "safeexec.capabilities.gateway",
+    "safeexec.capabilities.specs",
+    "safeexec.capabilities.targets",
 )
 # What printing a rule does not need: the gate and everything it reads code with.
 _GATE = (
@@ -104,7 +105,7 @@ _GATE = (
     "safeexec.parse",
     "safeexec.extract",
     "safeexec.decide",
-    "safeexec.estimate",
+    "safeexec.analysis.estimate",
 )
 
 
@@ -124,8 +125,9 @@ def test_explain_imports_no_part_of_the_gate() -> None:
 def test_loading_a_policy_loads_neither_the_tool_layer_nor_importlib_resources() -> None:
     # `run` starts its template once the policy is loaded: what that needs is on its critical path.
     loaded = _imported_after("explain", "SX201")
-    assert "safeexec.tool_effects" in loaded
-    assert not {"safeexec.tool_specs", "safeexec.tool_targets", "importlib.resources"} & loaded
+    assert "safeexec.capabilities.effects" in loaded
+    tool_layer = {"safeexec.capabilities.specs", "safeexec.capabilities.targets"}
+    assert not {*tool_layer, "importlib.resources"} & loaded
 
 
 def test_checking_code_imports_no_runtime(tmp_path: Path) -> None:
@@ -146,7 +148,7 @@ def test_a_one_shot_run_imports_no_asyncio(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
     argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
     loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
-    assert "safeexec.session" in loaded
+    assert "safeexec.session.session" in loaded
     assert not {m for m in loaded if m.startswith("asyncio")}
 
 
@@ -155,7 +157,7 @@ def test_a_one_shot_run_that_needs_no_approval_imports_no_dsl_plans(tmp_path: Pa
     (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
     argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
     loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
-    assert "safeexec.session" in loaded
+    assert "safeexec.session.session" in loaded
     assert not {"safeexec.dsl.approval", "safeexec.dsl.plan", "importlib.metadata"} & loaded
 
 
@@ -164,7 +166,7 @@ def test_a_one_shot_run_imports_no_grant_reconciliation(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("print(6 * 7)\n", encoding="utf-8")
     argv = ("run", "--state-dir", str(tmp_path / "state"), "t.py")
     loaded = _imported_after(*argv, cwd=tmp_path, exit_code=0)
-    assert "safeexec.session" in loaded
+    assert "safeexec.session.session" in loaded
     assert "safeexec.policy.grants" not in loaded
 
 

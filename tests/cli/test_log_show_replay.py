@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from safeexec.blobs import BlobStore
+from safeexec.audit.blobs import BlobStore
+from safeexec.audit.timeline import show_log
 from safeexec.cli.app import app
-from safeexec.replay import replay_log
-from safeexec.session import Session
-from safeexec.timeline import show_log
+from safeexec.harness.replay import replay_log
+from safeexec.session.session import Session
 
 
 def fenced(code: str) -> str:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from safeexec import session as session_module
-from safeexec.audit import AuditLog
+from safeexec.audit.blobs import BlobStore
+from safeexec.audit.log import AuditLog
 from safeexec.backends.fake import FakeBackend, FakeReply
-from safeexec.blobs import BlobStore
 from safeexec.cli.app import app
-from safeexec.model import ExecRequest, ExecStatus, Usage
+from safeexec.model.values import ExecRequest, ExecStatus, Usage
+from safeexec.session import session as session_module
 
 POLICY_TOML = """\
 [policy]

@@ -115,8 +115,13 @@ def test_a_run_starts_its_template_before_it_loads_the_gate_or_the_tools(tmp_pat
     code, *loaded = done.stdout.split()
     assert code == "0", done.stderr
     assert "safeexec.backends.native.template" in loaded
-    early = ("safeexec.session", "safeexec.gate", "safeexec.analysis", "safeexec.capabilities")
-    assert not {m for m in loaded if m.startswith((*early, "safeexec.tool_specs"))}
+    early = (
+        "safeexec.session.session",
+        "safeexec.gate",
+        "safeexec.analysis",
+        "safeexec.capabilities.gateway",
+    )
+    assert not {m for m in loaded if m.startswith((*early, "safeexec.capabilities.specs"))}
     assert "importlib.resources" not in loaded  # the shipped packs are found without it
 
 
@@ -153,5 +158,5 @@ def test_a_run_starts_its_template_process_before_it_loads_the_policy(tmp_path: 
     code, *loaded = done.stdout.split()
     assert code == "0", done.stderr
     assert "safeexec.cli.run" in loaded
-    late = ("safeexec.model", "safeexec.policy", "safeexec.backends.native.backend")
+    late = ("safeexec.model.values", "safeexec.policy", "safeexec.backends.native.backend")
     assert not {m for m in loaded if m.startswith(late)}

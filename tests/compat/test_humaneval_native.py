@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 
 def _problems() -> list[dict[str, str]]:

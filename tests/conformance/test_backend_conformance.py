@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import Backend, BackendSession, SessionSpec
 from safeexec.backends.dsl import DslBackend
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 from safeexec.dsl.limits import DslLimits
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, Limits
 
 
 class _UnplannedIterations(DslBackend):

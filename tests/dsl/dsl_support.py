@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.dsl import DslBackend, DslSession
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, ToolSpec
+from safeexec.capabilities.gateway import CapabilitySet, ToolSpec
 from safeexec.dsl.front import FrontResult, check_source
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.runtime import DslRuntime
 from safeexec.dsl.signatures import ToolSignature, signatures_of
-from safeexec.model import ExecRequest, ExecResult, Limits
+from safeexec.model.values import ExecRequest, ExecResult, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dsl" / "examples"

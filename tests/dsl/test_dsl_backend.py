@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from dsl_support import front, granted, run
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.dsl import DslBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 from safeexec.dsl import ops, runtime
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.runtime import DslLimitError, DslRuntime, DslRuntimeError
 from safeexec.errors import BackendUnavailable
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 SHOPPING = (
     'items = search_products(query="usb-c cable", max_results=20)\n'

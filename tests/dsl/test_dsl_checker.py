@@ -11,7 +11,7 @@ from dsl_support import front, signatures
 from safeexec.dsl.front import check_source
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.signatures import ToolSignature
-from safeexec.model import Enforcement
+from safeexec.model.values import Enforcement
 
 
 def rules(source: str, **kwargs: object) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 from dsl_support import EXAMPLES, front, run
 
 from safeexec.dsl.compiler import compile_program
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 PROGRAMS = sorted(EXAMPLES.glob("*.dsl"))
 UPDATE = os.environ.get("SAFEEXEC_UPDATE_GOLDENS") == "1"

@@ -14,7 +14,7 @@ from pathlib import Path
 _SCRIPT = """
 import json, sys
 from safeexec.cli.app import main
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 def dsl_modules():
     return sorted(m for m in sys.modules if m == "lark" or m.startswith(("lark.", "safeexec.dsl.")))

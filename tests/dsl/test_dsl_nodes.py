@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from safeexec.dsl import nodes as n
-from safeexec.model import span_at
+from safeexec.model.values import span_at
 
 MAKERS: dict[str, type] = {
     "make_assign": n.Assign, "make_binop": n.BinOp, "make_boolop": n.BoolOp, "make_call": n.Call,

@@ -10,7 +10,7 @@ import pytest
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.parser import MAX_DEPTH, MAX_SOURCE_CHARS, parse_program
-from safeexec.model import Finding
+from safeexec.model.values import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,10 @@ from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import plan_of
 from safeexec.errors import PolicyError
 from safeexec.gate import check
-from safeexec.model import Action, ActionSource, Decision, ExecStatus, Verdict
+from safeexec.model.values import Action, ActionSource, Decision, ExecStatus, Verdict
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.schema import ApprovalConfig, CapabilityConfig, Policy
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 # shopping: search (no effect) then reserve (money); hotels: no effects; save: write.
 SHOPPING = (EXAMPLES / "shopping.dsl").read_text(encoding="utf-8")
@@ -281,7 +281,7 @@ def test_a_denied_plan_runs_nothing_and_asks_about_no_call(tmp_path: Path) -> No
 
 
 def test_planned_calls_grant_the_bound_and_the_constant_arguments_only() -> None:
-    from safeexec.capabilities import CapabilitySet
+    from safeexec.capabilities.gateway import CapabilitySet
     from safeexec.dsl.approval import PlannedCalls
 
     plan = plan_of(
@@ -308,7 +308,7 @@ def test_planned_calls_grant_the_bound_and_the_constant_arguments_only() -> None
 
 
 def test_a_computed_argument_is_granted_as_planned_and_no_unplanned_argument() -> None:
-    from safeexec.capabilities import ApprovalRequest
+    from safeexec.capabilities.gateway import ApprovalRequest
     from safeexec.dsl.approval import PlannedCalls
 
     plan = plan_of(gate(SHOPPING, policy(effects=("money",))).findings)

@@ -16,10 +16,10 @@ from safeexec.cli.app import app
 from safeexec.dsl.plan import plan_of
 from safeexec.dsl.rules import DSL_RULES
 from safeexec.extract import combine, extract
-from safeexec.model import Action, Decision, Verdict
+from safeexec.model.values import Action, Decision, Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import CapabilityConfig, Policy
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 TOOLS = EXAMPLES / "tools.py"
 
@@ -175,7 +175,7 @@ def test_cli_run_mode_dsl_refuses_python(tmp_path: Path) -> None:
 def test_the_session_makes_the_dsl_backend_by_name() -> None:
     from safeexec.backends.dsl import DslBackend
     from safeexec.errors import BackendUnavailable
-    from safeexec.session import default_backend
+    from safeexec.session.session import default_backend
 
     assert isinstance(default_backend("dsl"), DslBackend)
     with pytest.raises(BackendUnavailable, match="'dsl'"):

@@ -30,11 +30,11 @@ from restricted_support import (  # noqa: F401
     worker_restricted_backend,
 )
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 
 # A small disk budget keeps the disk-filling attacks cheap.
 BACKENDS: dict[str, Callable[[], NativeBackend]] = {

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from restricted_support import AttackRefused, refused_by_restricted
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.native import NativeSession
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, Limits
 from safeexec.sandbox.layers import Layer
 
 __all__ = ["CANARY_ENV", "Canaries", "Listener", "Ran", "Sandbox"]

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec, ToolGateway
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
 from safeexec.errors import ConfigurationError
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 
 if TYPE_CHECKING:
@@ -82,8 +82,8 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (limits["fsize"], limits["fsize"]))
 resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu"], limits["cpu"]))
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest
+from safeexec.audit.blobs import BlobStore
+from safeexec.model.values import ExecRequest
 blobs = BlobStore(Path(limits["blobs"]))
 session = RestrictedBackend(in_process=True).open(
     SessionSpec(workdir=Path(limits["workdir"]), blobs=blobs, imports=tuple(limits["imports"]))

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

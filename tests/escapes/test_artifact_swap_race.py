@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 from safeexec.sandbox.layers import Layer
 
 if TYPE_CHECKING:

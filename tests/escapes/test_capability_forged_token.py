@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from safeexec.capabilities import Capability, CapabilitySet, tool
+from safeexec.capabilities.gateway import Capability, CapabilitySet, tool
 from safeexec.errors import CapabilityError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def test_sandboxed_code_cannot_reach_or_mint_tokens(restricted_box: BoxFactory) 
         "type(transfer)(1)",
         "Capability",
         "import safeexec",
-        "from safeexec.capabilities import Capability",
+        "from safeexec.capabilities.gateway import Capability",
     ):
         outcome = box.run(code)
         assert outcome.status.value == "error", (code, outcome.text)

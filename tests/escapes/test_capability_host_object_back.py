@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 
 if TYPE_CHECKING:
     from restricted_support import BoxFactory

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 
 if TYPE_CHECKING:
     from restricted_support import BoxFactory
@@ -43,7 +43,7 @@ def test_the_gateway_refuses_names_it_did_not_grant() -> None:
 
 def test_a_policy_that_does_not_grant_a_tool_refuses_the_grant(tmp_path: Path) -> None:
     from safeexec.errors import CapabilityError
-    from safeexec.session import Session
+    from safeexec.session.session import Session
 
     with (
         Session(policy="default", state_dir=tmp_path) as session,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from safeexec.capabilities import CapabilitySet, tool
+from safeexec.capabilities.gateway import CapabilitySet, tool
 
 if TYPE_CHECKING:
     from restricted_support import BoxFactory

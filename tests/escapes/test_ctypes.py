@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 pytestmark = pytest.mark.skipif(
     platform.machine() != "x86_64", reason="syscall numbers below are x86_64"

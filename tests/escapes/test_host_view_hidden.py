@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import safeexec
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

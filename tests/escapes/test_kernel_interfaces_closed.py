@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 from safeexec.sandbox.syscalls import syscall_number
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

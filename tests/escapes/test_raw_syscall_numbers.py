@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 from safeexec.sandbox.seccomp import newest_known_syscall
 
 if TYPE_CHECKING:

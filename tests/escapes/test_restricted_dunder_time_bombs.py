@@ -70,7 +70,7 @@ def test_a_repr_that_loops_is_stopped_by_the_limits(restricted_box: BoxFactory) 
 def test_eq_and_hash_bombs_never_reach_the_host_through_a_tool(
     restricted_box: BoxFactory, bomb: str, refusal: str
 ) -> None:
-    from safeexec.capabilities import CapabilitySet, tool
+    from safeexec.capabilities.gateway import CapabilitySet, tool
 
     received: list[object] = []
 

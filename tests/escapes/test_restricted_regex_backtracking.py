@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 ATTACKS = [
     "import re\nprint(re.match('(a+)+$', 'a' * 40 + 'b'))",
@@ -33,8 +33,8 @@ import json, sys, tempfile
 from pathlib import Path
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, Limits
+from safeexec.audit.blobs import BlobStore
+from safeexec.model.values import ExecRequest, Limits
 tmp = Path(tempfile.mkdtemp())
 session = RestrictedBackend(in_process=True).open(
     SessionSpec(workdir=None, limits=Limits(), blobs=BlobStore(tmp / "blobs"), imports=("re",))

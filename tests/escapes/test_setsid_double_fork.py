@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from test_outliving_threads_and_processes import _alive
 
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.audit import verify_log
+from safeexec.audit.log import verify_log
 from safeexec.backends.native import NativeBackend
 from safeexec.errors import AuditError
-from safeexec.model import ExecStatus, Outcome
-from safeexec.session import Session
+from safeexec.model.values import ExecStatus, Outcome
+from safeexec.session.session import Session
 
 PROBE = """
 import hashlib, pathlib

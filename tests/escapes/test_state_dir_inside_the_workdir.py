@@ -18,7 +18,7 @@ import pytest
 
 from safeexec.backends.native import NativeBackend
 from safeexec.errors import ConfigurationError
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 # Plant a link in every shard name (whatever the naming scheme), unlink the log, rewrite denials.
 ATTACK = """

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from safeexec.errors import ConfigurationError
-from safeexec.model import ExecStatus
+from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

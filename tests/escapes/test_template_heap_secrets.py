@@ -13,10 +13,10 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 if TYPE_CHECKING:
     from escape_support import Sandbox

@@ -12,8 +12,8 @@ from pathlib import Path
 from tool_support import fenced, tool_session
 
 from safeexec.backends.native import NativeBackend
-from safeexec.capabilities import ApprovalRequest, tool
-from safeexec.model import ExecStatus, Verdict
+from safeexec.capabilities.gateway import ApprovalRequest, tool
+from safeexec.model.values import ExecStatus, Verdict
 
 ATTEMPTS = 2000
 # A while loop: no static estimate bounds its tool calls, so only the gateway can.

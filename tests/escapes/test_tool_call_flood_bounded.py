@@ -15,8 +15,8 @@ import psutil
 from tool_support import fenced, tool_session
 
 from safeexec.backends.native import NativeBackend
-from safeexec.capabilities import MAX_TOOL_EVENTS, tool
-from safeexec.model import ExecStatus, LimitHit
+from safeexec.capabilities.gateway import MAX_TOOL_EVENTS, tool
+from safeexec.model.values import ExecStatus, LimitHit
 
 MiB = 1024 * 1024
 AUDIT_LINE_BOUND = 1 * MiB

@@ -16,11 +16,11 @@ from pathlib import Path
 from escape_support import Canaries
 from tool_support import tool_backend
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import CapabilitySet, tool
-from safeexec.model import ExecRequest, Limits
+from safeexec.capabilities.gateway import CapabilitySet, tool
+from safeexec.model.values import ExecRequest, Limits
 
 
 def _unblock_later(fifo: Path, done: threading.Event) -> None:

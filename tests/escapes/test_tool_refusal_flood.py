@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import MAX_TOOL_EVENTS, CapabilitySet, tool
-from safeexec.model import ExecRequest, ExecStatus, LimitHit, Limits, ToolCalled, ToolRefused
+from safeexec.capabilities.gateway import MAX_TOOL_EVENTS, CapabilitySet, tool
+from safeexec.model.values import ExecRequest, ExecStatus, LimitHit, Limits, ToolCalled, ToolRefused
 
 ATTEMPTS = 2000
 RECORDED_AT_MOST = MAX_TOOL_EVENTS

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from escape_support import Canaries, Sandbox
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecStatus, Limits
+from safeexec.model.values import ExecStatus, Limits
 from safeexec.sandbox.layers import Layer
 
 CHUNK = 8 * 1024 * 1024

@@ -14,10 +14,10 @@ from pathlib import Path
 from safeexec.backends.base import Backend
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.capabilities import ApprovalRequest, ToolSpec
+from safeexec.capabilities.gateway import ApprovalRequest, ToolSpec
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import CapabilityConfig
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 
 def tool_backend(backend: NativeBackend) -> Backend:

@@ -16,8 +16,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from safeexec.faces.langchain_tool import OUTPUT_EVENT, SafeexecTool
 from safeexec.faces.tooldefs import run_code_schema
-from safeexec.model import Outcome
-from safeexec.session import Session
+from safeexec.model.values import Outcome
+from safeexec.session.session import Session
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from safeexec.audit import AuditLog
+from safeexec.audit.log import AuditLog
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CLI = "from safeexec.cli.app import main; main()"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.faces.results import render
-from safeexec.model import ExecError, ExecStatus, Limits
+from safeexec.model.values import ExecError, ExecStatus, Limits
 from safeexec.policy.schema import BackendsConfig, Policy, PolicyInfo
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 POLICY = Policy(
     info=PolicyInfo(id="unit"),

@@ -13,9 +13,9 @@ from smolagents.models import ChatMessage, MessageRole, Model
 
 from safeexec.errors import CapabilityError
 from safeexec.faces.smolagents_executor import SafeexecExecutor, tool_spec
-from safeexec.model import ToolCalled, Verdict
+from safeexec.model.values import ToolCalled, Verdict
 from safeexec.policy.loader import load_policy
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 POLICY = """
 extends = "default"

@@ -42,17 +42,17 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
-from safeexec.capabilities import tool
-from safeexec.policy.loader import load_policy
-from safeexec.policy.schema import CapabilityConfig
-from safeexec.session import Session
-from safeexec.tools import (
+from safeexec.capabilities.gateway import tool
+from safeexec.faces.tooldefs import (
     RUN_CODE,
     anthropic_tool,
     dispatch,
     dispatch_many,
     openai_tool,
 )
+from safeexec.policy.loader import load_policy
+from safeexec.policy.schema import CapabilityConfig
+from safeexec.session.session import Session
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('drawn')"

@@ -7,11 +7,11 @@ from typing import Literal
 
 import pytest
 
-from safeexec.capabilities import tool
+from safeexec.capabilities.gateway import tool
+from safeexec.capabilities.specs import AnyJSON, hint_text
 from safeexec.errors import ConfigurationError
 from safeexec.harness import FORMATS, Reply, RunOptions, ToolCall, load_suite, run_suite
 from safeexec.harness.formats import ActionKind, CodeFormat, JsonFormat, TextFormat
-from safeexec.tool_specs import AnyJSON, hint_text
 
 
 @tool(effects=["write"])

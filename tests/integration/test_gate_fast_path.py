@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
+import safeexec.analysis.estimate as estimate_module
 import safeexec.analysis.scanner as scanner_module
-import safeexec.estimate as estimate_module
 import safeexec.parse as parse_module
 from safeexec.analysis import scan
+from safeexec.analysis.estimate import estimate
 from safeexec.decide import decide
-from safeexec.estimate import estimate
 from safeexec.gate import GateResult, check, clear_check_cache, fresh_budget
-from safeexec.model import Action, Decision, Estimate, Finding
+from safeexec.model.values import Action, Decision, Estimate, Finding
 from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.displays import MAX_DISPLAYS, DisplayCollector
-from safeexec.blobs import BlobStore
-from safeexec.model import DisplayData, DisplayKind, ExecStatus, Outcome
+from safeexec.model.values import DisplayData, DisplayKind, ExecStatus, Outcome
 from safeexec.sandbox.protocol import Display
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from safeexec import replay as replay_module
-from safeexec.audit import read_log
-from safeexec.blobs import BlobStore
-from safeexec.environment import distribution_changes, fingerprint
+from safeexec._support.environment import distribution_changes, fingerprint
+from safeexec.audit.blobs import BlobStore
+from safeexec.audit.log import read_log
 from safeexec.errors import ConfigurationError
+from safeexec.harness import replay as replay_module
+from safeexec.harness.replay import replay_log
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
-from safeexec.replay import replay_log
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 DRAWS = (
     "```python\nimport random\nimport numpy as np\n"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.audit import AuditLog
+from safeexec.audit.log import AuditLog
 from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.backends.streaming import OutputTap
 from safeexec.errors import ConfigurationError
-from safeexec.model import ExecStatus, Limits, Outcome, OutputChunk, StreamName
+from safeexec.model.values import ExecStatus, Limits, Outcome, OutputChunk, StreamName
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import BackendsConfig, Policy, PolicyInfo
-from safeexec.session import Session
+from safeexec.session.session import Session
 
 FAKE_POLICY = Policy(
     info=PolicyInfo(id="unit"),

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import safeexec
 from safeexec.cli.app import app
-from safeexec.model import Enforcement, Severity
+from safeexec.model.values import Enforcement, Severity
 from safeexec.policy.engine_rules import (
     CHECK_CRASHED,
     ENGINE_RULES,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.errors import PolicyError
-from safeexec.model import Enforcement, Severity
+from safeexec.model.values import Enforcement, Severity
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import MatchKind

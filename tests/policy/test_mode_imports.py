@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.gate import check
-from safeexec.model import Verdict
+from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.packs import shipped_packs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from safeexec.errors import ConfigurationError
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 from safeexec.policy.loader import load_policy, policy_digest
 from safeexec.policy.narrow import narrow_limits
 from safeexec.policy.schema import Policy

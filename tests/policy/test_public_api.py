@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import safeexec.analysis
-import safeexec.estimate
+import safeexec.analysis.estimate
 import safeexec.gate
 import safeexec.policy
 import safeexec.testing
@@ -12,7 +12,7 @@ import safeexec.testing
 def test_public_names_are_pinned() -> None:
     assert safeexec.policy.__all__ == ["Policy", "load_policy", "shipped_packs"]
     assert safeexec.analysis.__all__ == ["scan"]
-    assert safeexec.estimate.__all__ == ["estimate"]
+    assert safeexec.analysis.estimate.__all__ == ["estimate"]
     assert safeexec.gate.__all__ == [
         "GateResult",
         "PolicySuggestion",

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safeexec import codec, model
+from safeexec.model import codec
+from safeexec.model import values as model
 
 _VALUE_TYPES = [
     getattr(model, name) for name in model.__all__ if dataclasses.is_dataclass(getattr(model, name))

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.parse.cross_check import _GLUED_NUMBER
 

@@ -255,4 +255,4 @@ def test_the_template_loads_neither_dataclasses_nor_the_codec() -> None:
     )
     loaded = done.stdout.strip().strip("[]").replace("'", "").split(", ")
     assert "safeexec.sandbox.zygote" in loaded
-    assert not {"dataclasses", "inspect", "safeexec.codec"} & set(loaded)
+    assert not {"dataclasses", "inspect", "safeexec.model.codec"} & set(loaded)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 
-from safeexec.codec import to_json
+from safeexec.model.codec import to_json
 from safeexec.sandbox import tracebacks
 from safeexec.sandbox.tracebacks import (
     exception_message,
@@ -48,7 +48,7 @@ def test_a_live_traceback_starts_at_the_model_code_and_keeps_what_it_called() ->
     assert every[0] == __file__ and any(is_safeexec_file(f) for f in every)
     files = _frame_files(format_exception(error))
     assert files[:2] == ["<cell-7>", "<cell-7>"]
-    assert files[2] == __file__  # Broken.__str__, called from safeexec.codec (dropped)
+    assert files[2] == __file__  # Broken.__str__, called from safeexec.model.codec (dropped)
     assert files[3:] and all("json" in f for f in files[3:])
     assert format_exception(error).rstrip().endswith("line 1 column 2 (char 1)")
 

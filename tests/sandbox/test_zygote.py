@@ -67,10 +67,10 @@ def test_the_template_imports_none_of_the_host_side_layers() -> None:
     loaded = set(done.stdout.split())
     assert {"safeexec.sandbox.worker", "safeexec.sandbox.confine"} <= loaded
     host_side = (
-        "safeexec.capabilities",
-        "safeexec.tool_specs",
-        "safeexec.tool_targets",
-        "safeexec.model",
+        "safeexec.capabilities.gateway",
+        "safeexec.capabilities.specs",
+        "safeexec.capabilities.targets",
+        "safeexec.model.values",
         "safeexec.policy",
         "safeexec.backends",
         "libcst",

@@ -26,7 +26,7 @@ import httpx
 import psutil
 
 from safeexec import Session
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.service.auth import hash_token
 
 TRIVIAL = "x = 1\n"

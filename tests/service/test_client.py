@@ -1,4 +1,5 @@
-"""``safeexec.client.Client``: Session's face over the service, on a real loopback server."""
+"""``safeexec.service.client.Client``: Session's face over the service, on a real loopback
+server."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).parent / "service"))
 from service_support import ALICE, BOB, serve
 
 from safeexec import Session
-from safeexec.client import Client, ServiceError, replica_of
 from safeexec.errors import ConfigurationError
-from safeexec.model import ExecStatus, Verdict
+from safeexec.model.values import ExecStatus, Verdict
+from safeexec.service.client import Client, ServiceError, replica_of
 
 STEPS = [
     "```python\nsquares = [n * n for n in range(10)]\nprint(sum(squares))\n```",

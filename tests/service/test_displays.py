@@ -6,8 +6,8 @@ from pathlib import Path
 
 from service_support import ALICE, serve
 
-from safeexec.client import Client
-from safeexec.model import DisplayKind
+from safeexec.model.values import DisplayKind
+from safeexec.service.client import Client
 
 CARD = (
     "class Card:\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from service_support import fake_server
 
 from safeexec.backends.fake import FakeBackend, FakeReply
-from safeexec.model import ExecError, ExecRequest, ExecStatus
+from safeexec.model.values import ExecError, ExecRequest, ExecStatus
 
 ERROR = ExecError(name="ValueError", value="bad", traceback="Traceback ...\nValueError: bad\n")
 

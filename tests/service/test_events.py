@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from service_support import ALICE, BOB, RunningServer, bearer, serve
 
-from safeexec.model import OutputChunk, StreamName
+from safeexec.model.values import OutputChunk, StreamName
 from safeexec.service.events import EventHub, ServerEvent
 
 _BOUND_SECONDS = 60.0

@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 from service_support import ALICE, RunningServer, serve, token_store
 
-from safeexec.audit import AuditLog
-from safeexec.client import Client
-from safeexec.model import ExecStatus
+from safeexec.audit.log import AuditLog
+from safeexec.model.values import ExecStatus
+from safeexec.service.client import Client
 from safeexec.service.quotas import Quota
 
 _BOUND_SECONDS = 60.0  # outer bounds of the polls below, never a measured threshold

@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service_support import ALICE, fake_server, token_store
 
 from safeexec.backends.fake import FakeBackend, FakeReply
-from safeexec.model import ExecRequest
+from safeexec.model.values import ExecRequest
 from safeexec.service.quotas import Quota
 
 

@@ -21,9 +21,9 @@ import httpx
 import psutil
 from service_support import ALICE, BOB, bearer
 
-from safeexec.audit import verify_log
-from safeexec.client import Client, ServiceError
+from safeexec.audit.log import verify_log
 from safeexec.service.auth import TOKENS_ENV
+from safeexec.service.client import Client, ServiceError
 
 _BOUND_SECONDS = 60.0
 

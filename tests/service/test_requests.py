@@ -14,7 +14,7 @@ import pytest
 from service_support import fake_server
 
 from safeexec.backends.fake import FakeBackend, FakeReply
-from safeexec.model import ExecRequest
+from safeexec.model.values import ExecRequest
 
 _MiB = 1024 * 1024
 _HELD_SECONDS = 30.0

@@ -9,7 +9,7 @@ from pathlib import Path
 from service_support import ALICE, BOB, fake_server, token_store
 
 from safeexec.backends.fake import FakeBackend, FakeReply
-from safeexec.model import ExecRequest, Usage
+from safeexec.model.values import ExecRequest, Usage
 from safeexec.service.quotas import Quota
 
 _HELD_SECONDS = 30.0  # an outer bound only: each test releases the gate itself

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.gate import check
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import packs_root, shipped_packs
 from safeexec.testing import run_pack_tests

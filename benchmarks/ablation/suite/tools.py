@@ -13,7 +13,7 @@ import base64
 import codecs
 import random
 
-from safeexec.capabilities import tool
+from safeexec.capabilities.gateway import tool
 
 PAGES = {
     "/": {"title": "Home", "body": "Welcome to the Harbour Library site.",

@@ -18,8 +18,8 @@ from safeexec.backends.native.spawn import SpawnedAhead
 from safeexec.backends.native.template import TemplateProcess, _Template
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.errors import ConfigurationError
-from safeexec.fieldwise import Fieldwise
-from safeexec.model import Limits
+from safeexec.model.fieldwise import Fieldwise
+from safeexec.model.values import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 

@@ -1,7 +1,7 @@
 """One call of a native session: send the cell, pump output and tool calls, settle how it ended.
 
 Split out of ``session`` (which keeps the worker's lifecycle): :func:`run_call` is the whole of
-one call, from the ``run`` frame to its :class:`~safeexec.model.ExecResult`. It reads the
+one call, from the ``run`` frame to its :class:`~safeexec.model.values.ExecResult`. It reads the
 session's state (its group, backend, tools, workdir) and kills or discards the worker through
 the session, which holds the lock for the call's duration.
 """
@@ -39,7 +39,14 @@ from safeexec.backends.result import (
 )
 from safeexec.backends.streaming import OutputSink, OutputTap
 from safeexec.backends.workdir import collect_artifacts, disk_usage, scan
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, StreamName, SyscallKilled
+from safeexec.model.values import (
+    ExecRequest,
+    ExecResult,
+    ExecStatus,
+    Limits,
+    StreamName,
+    SyscallKilled,
+)
 from safeexec.sandbox.channel import ProtocolError, encode_frame
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall, parse_worker_frame
 

@@ -12,7 +12,7 @@ import contextlib
 import threading
 
 from safeexec.backends.native.procfs import _process_cpu_seconds
-from safeexec.model import Limits
+from safeexec.model.values import Limits
 from safeexec.sandbox import cgroups
 from safeexec.sandbox.cgroups import Controller, SessionCgroup
 from safeexec.sandbox.layers import Layer, LayerStatus

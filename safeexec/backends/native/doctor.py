@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native.backend import NativeBackend
-from safeexec.blobs import BlobStore
 from safeexec.errors import BackendError
-from safeexec.model import ExecRequest, Limits
+from safeexec.model.values import ExecRequest, Limits
 from safeexec.sandbox.channel import ProtocolError
 from safeexec.sandbox.layers import Layer, LayerStatus
 from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict

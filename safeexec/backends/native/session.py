@@ -43,7 +43,7 @@ from safeexec.backends.workdir import (
     upload_file,
 )
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
-from safeexec.model import (
+from safeexec.model.values import (
     ExecRequest,
     ExecResult,
 )

@@ -9,8 +9,8 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from safeexec._support.memo import BoundedCache
 from safeexec.errors import ToolError
-from safeexec.memo import BoundedCache
 from safeexec.sandbox.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeexec.capabilities import ToolDescriptor, ToolReply, tool_function
+from safeexec.capabilities.gateway import ToolDescriptor, ToolReply, tool_function
 from safeexec.sandbox.restricted.allowlist import (
     DENIED_ATTRIBUTES,
     IMPLEMENTATION_MODULES,

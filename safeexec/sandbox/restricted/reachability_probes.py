@@ -236,7 +236,7 @@ _SCALARS = (str, bytes, int, float, complex, bool, type(None), type(Ellipsis), r
 _DATA = (list, tuple, dict, set, frozenset, deque, bytearray, types.MappingProxyType)
 _MUTABLE = (list, dict, set, deque, bytearray)
 # Runtime modules whose functions sandboxed code legitimately holds (wrappers, guards, proxies).
-_RUNTIME_HOMES = ("safeexec.sandbox.restricted", "safeexec.capabilities")
+_RUNTIME_HOMES = ("safeexec.sandbox.restricted", "safeexec.capabilities.gateway")
 
 
 @dataclass(slots=True)

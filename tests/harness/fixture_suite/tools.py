@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from safeexec.capabilities import tool
+from safeexec.capabilities.gateway import tool
 
 
 class Notebook:

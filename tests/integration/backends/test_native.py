@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends import native
 from safeexec.backends.base import SessionSpec, ToolDescriptor, ToolReply
 from safeexec.backends.native import NativeBackend, NativeSession, diagnose
-from safeexec.blobs import BlobStore
-from safeexec.codec import JSONValue
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, Limits, ToolCalled
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, Limits, ToolCalled
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.session_env import base_environment
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import CallInterrupted, SessionSpec, ToolDescriptor, ToolReply
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.native import call as call_module
-from safeexec.blobs import BlobStore
-from safeexec.codec import JSONValue
-from safeexec.model import ExecRequest, ExecResult, ExecStatus, LimitHit, Limits
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, LimitHit, Limits
 
 SLEEP_FOREVER = "import time\nwhile True:\n    time.sleep(0.05)\n"
 SWALLOW_INTERRUPTS = """

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from safeexec.blobs import BlobStore
-from safeexec.capabilities import ApprovalRequest
+from safeexec.audit.blobs import BlobStore
+from safeexec.capabilities.gateway import ApprovalRequest
 from safeexec.harness import (
     EndReason,
     ReplayModel,

@@ -22,7 +22,7 @@ import safeexec.analysis.scanner as scanner_module
 import safeexec.gate as gate_module
 from safeexec.analysis import scan
 from safeexec.gate import GateResult, check
-from safeexec.model import Action
+from safeexec.model.values import Action
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
 

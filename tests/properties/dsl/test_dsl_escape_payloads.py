@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from safeexec.gate import check
-from safeexec.model import Action, Verdict
+from safeexec.model.values import Action, Verdict
 from safeexec.policy.loader import load_policy
 
 ESCAPES = Path(__file__).resolve().parents[2] / "escapes"

@@ -12,13 +12,13 @@ from dsl_support import EXAMPLES, front, granted, run
 from hypothesis import given, settings
 from test_dsl_properties import programs
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.dsl import DslBackend
-from safeexec.blobs import BlobStore
 from safeexec.dsl.compiler import CompiledShapeError, compile_code, compile_program
 from safeexec.dsl.front import check_source, forget_checks
 from safeexec.dsl.signatures import signatures_of
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 DEEP = 'x = {"a": []}\ny = x\nfor i in range(100000):\n    x = {"a": [x]}\n    y = {"a": [y]}\n'
 

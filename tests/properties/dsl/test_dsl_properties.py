@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from safeexec.backends.dsl import DslBackend
 from safeexec.dsl.front import check_source
 from safeexec.gate import check
-from safeexec.model import Action, ExecStatus
+from safeexec.model.values import Action, ExecStatus
 from safeexec.policy.loader import load_policy
 
 SIGNATURES = signatures()

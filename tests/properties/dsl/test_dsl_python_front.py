@@ -24,7 +24,7 @@ from safeexec.dsl import parser
 from safeexec.dsl.lark_parse import lark_parser
 from safeexec.dsl.literals import terminal
 from safeexec.dsl.python_front import program_from_python
-from safeexec.model import Finding
+from safeexec.model.values import Finding
 
 
 def by_lark(source: str) -> n.Program | Finding:

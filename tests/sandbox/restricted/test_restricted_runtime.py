@@ -426,9 +426,9 @@ def test_refusals_in_another_thread_never_land_in_this_threads_run() -> None:
 
 
 def test_in_process_results_carry_guard_denied_events(tmp_path: Path) -> None:
+    from safeexec.audit.blobs import BlobStore
     from safeexec.backends.restricted import RestrictedBackend
-    from safeexec.blobs import BlobStore
-    from safeexec.model import ExecRequest, GuardDenied, Limits
+    from safeexec.model.values import ExecRequest, GuardDenied, Limits
 
     session = RestrictedBackend(in_process=True).open(
         SessionSpec(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from restricted_corpus import CORPUS, REFUSED, Snippet
 
+from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
-from safeexec.blobs import BlobStore
-from safeexec.model import ExecRequest, ExecStatus, Limits
+from safeexec.model.values import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 from safeexec.sandbox.executor import PythonExecutor
 from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.gate import check
-from safeexec.model import Verdict
+from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.sandbox.restricted import GuardError, RestrictedExecutor, data_views
 from safeexec.sandbox.restricted.allowlist import WORKER_ONLY_VIEWS
