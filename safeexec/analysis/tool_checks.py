@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 from safeexec.analysis.sites import CheckHit, ScanContext
-from safeexec.analysis.trips import loop_trips
+from safeexec.analysis.trips import fixed_sequences, loop_trips
 from safeexec.model.values import BoundKind
 
 __all__ = ["tool_call_limit", "tool_not_granted", "tool_requires_approval"]
@@ -51,7 +51,8 @@ def tool_call_limit(ctx: ScanContext) -> Iterator[CheckHit]:
         return
     counts: dict[str, float] = {}
     first_site: dict[str, ast.Call] = {}
-    _count_calls(ctx.tree.body, 1.0, set(limits), counts, first_site)
+    sequences = fixed_sequences(ctx.tree)
+    _count_calls(ctx.tree.body, 1.0, set(limits), counts, first_site, sequences)
     for tool, calls in sorted(counts.items()):
         limit = limits[tool]
         if limit is not None and calls > limit:
@@ -69,25 +70,31 @@ def _count_calls(
     tools: set[str],
     counts: dict[str, float],
     first_site: dict[str, ast.Call],
+    sequences: Mapping[str, ast.expr],
 ) -> None:
     for stmt in body:
         inner = multiplier
         if isinstance(stmt, ast.For | ast.AsyncFor):
-            inner = multiplier * _trips_at_most(stmt.iter)
+            inner = multiplier * _trips_at_most(stmt.iter, sequences)
         elif isinstance(stmt, ast.While):
             inner = math.inf
         for field_name, value in ast.iter_fields(stmt):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                _count_calls(value, inner, tools, counts, first_site)
+                _count_calls(value, inner, tools, counts, first_site, sequences)
             elif isinstance(value, list) and value and isinstance(value[0], ast.ExceptHandler):
                 for handler in value:
-                    _count_calls(handler.body, inner, tools, counts, first_site)
+                    _count_calls(handler.body, inner, tools, counts, first_site, sequences)
             elif isinstance(value, list) and value and isinstance(value[0], ast.match_case):
                 for case in value:
-                    _count_calls(case.body, inner, tools, counts, first_site)
+                    _count_calls(case.body, inner, tools, counts, first_site, sequences)
             elif isinstance(value, ast.AST | list):
                 scale = multiplier if field_name == "iter" else inner
-                nodes = value if isinstance(value, list) else [value]
+                # A list field may hold plain strings (`global`'s names): only nodes are walked.
+                nodes = (
+                    [v for v in value if isinstance(v, ast.AST)]
+                    if isinstance(value, list)
+                    else [value]
+                )
                 for root in nodes:
                     in_comprehension = _calls_in_comprehensions(root)
                     for node in ast.walk(root):
@@ -110,8 +117,9 @@ def _calls_in_comprehensions(root: ast.AST) -> set[int]:
     return inside
 
 
-def _trips_at_most(iterable: ast.expr) -> float:
+def _trips_at_most(iterable: ast.expr, sequences: Mapping[str, ast.expr]) -> float:
     """How many times a loop over ``iterable`` may run: the shared trip count when the constants
-    prove it, else infinitely often (the count must not undercount a tool's calls)."""
-    trips = loop_trips(iterable, _NO_CONSTANTS)
+    or the module's fixed sequences prove it, else infinitely often (the count must not undercount
+    a tool's calls)."""
+    trips = loop_trips(iterable, _NO_CONSTANTS, sequences)
     return trips.value if trips.kind is BoundKind.KNOWN else math.inf

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from safeexec.analysis.qualnames import dotted_name
 from safeexec.model.values import Bound, BoundKind
 
-__all__ = ["CAP", "ONE", "ZERO", "Amount", "integer_value", "loop_trips"]
+__all__ = ["CAP", "ONE", "ZERO", "Amount", "fixed_sequences", "integer_value", "loop_trips"]
 
 CAP = 1e300  # bounds are capped so they stay finite JSON numbers
 _WORST = {BoundKind.KNOWN: 0, BoundKind.UNKNOWN: 1, BoundKind.UNBOUNDED: 2}
@@ -59,9 +59,17 @@ ZERO = Amount()
 ONE = Amount(1.0)
 
 
-def loop_trips(node: ast.expr, env: Mapping[str, float]) -> Amount:
+def loop_trips(
+    node: ast.expr,
+    env: Mapping[str, float],
+    sequences: Mapping[str, ast.expr] | None = None,
+) -> Amount:
     """How many times a loop over ``node`` runs: KNOWN with the count (an upper bound for a slice
-    or ``islice``), or UNKNOWN/UNBOUNDED with the reason; ``env`` holds names bound to constants."""
+    or ``islice``), or UNKNOWN/UNBOUNDED with the reason; ``env`` holds names bound to constants,
+    ``sequences`` names bound to a literal whose length cannot change (see :func:`fixed_sequences`).
+    """
+    if isinstance(node, ast.Name) and sequences and node.id in sequences:
+        return loop_trips(sequences[node.id], env)
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return Amount(float(len(node.elts)))
     if isinstance(node, ast.Dict):
@@ -98,9 +106,9 @@ def loop_trips(node: ast.expr, env: Mapping[str, float]) -> Amount:
         trips = math.ceil((stop - start) / step) if math.isfinite(stop - start) else math.inf
         return Amount(min(max(float(trips), 0.0), CAP))
     if name in ("enumerate", "reversed", "sorted", "list", "tuple", "iter") and len(args) == 1:
-        return loop_trips(args[0], env)
+        return loop_trips(args[0], env, sequences)
     if name == "zip" and args:
-        counts = [loop_trips(a, env) for a in args]
+        counts = [loop_trips(a, env, sequences) for a in args]
         known = [c for c in counts if c.kind is BoundKind.KNOWN]
         return min(known, key=lambda c: c.value) if len(known) == len(counts) else unknown
     if name in ("itertools.count", "count", "itertools.cycle", "cycle"):
@@ -126,6 +134,93 @@ def loop_trips(node: ast.expr, env: Mapping[str, float]) -> Amount:
             product = Amount(capped, product.kind, product.reason)
         return product
     return unknown
+
+
+# Literals whose length a reader can count; ``range(...)`` counts through ``loop_trips`` too.
+_LITERALS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+# Where reading a mutable literal's name leaves its length alone: iterated, indexed, measured.
+_READ_ONLY_CALLS = frozenset({"len", "enumerate", "reversed", "sorted", "list", "tuple", "zip"})
+
+
+def fixed_sequences(tree: ast.Module) -> Mapping[str, ast.expr]:
+    """Names the module binds once, at its top level, to a literal list, tuple, set or dict or to a
+    ``range(...)``, whose length nothing can change: no other binding of the name anywhere (any
+    scope, any binding form), and a mutable literal is only ever iterated, indexed or measured
+    (``items.append(x)``, ``f(items)`` or ``alias = items`` and the name is not folded)."""
+    candidates: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and (
+                isinstance(stmt.value, _LITERALS)
+                or (isinstance(stmt.value, ast.Call) and dotted_name(stmt.value.func) == "range")
+            )
+        ):
+            candidates[stmt.targets[0].id] = stmt.value
+    if not candidates or _reaches_namespaces(tree):
+        return {}
+    bindings: dict[str, int] = {}
+    loose: set[str] = set()
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        for name in _bound_names(node):
+            bindings[name] = bindings.get(name, 0) + 1
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and not _read_only_use(node, parents.get(id(node)))
+        ):
+            loose.add(node.id)
+    fixed: dict[str, ast.expr] = {}
+    for name, value in candidates.items():
+        mutable = isinstance(value, ast.List | ast.Set | ast.Dict)
+        if bindings.get(name) == 1 and not (mutable and name in loose):
+            fixed[name] = value
+    return fixed
+
+
+# Calls that reach a namespace by its dict (``globals()["items"].append(x)`` names nothing).
+_NAMESPACE_CALLS = frozenset({"globals", "locals", "vars", "exec", "eval", "__import__"})
+
+
+def _reaches_namespaces(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.Call) and dotted_name(node.func) in _NAMESPACE_CALLS
+        for node in ast.walk(tree)
+    )
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """Every name ``node`` binds or unbinds, in any scope and by any form."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+        return [node.id]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return list(node.names) * 2  # a rebinding from elsewhere: never fold
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    return []
+
+
+def _read_only_use(name: ast.Name, parent: ast.AST | None) -> bool:
+    if isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
+        return parent.iter is name
+    if isinstance(parent, ast.Subscript):
+        return parent.value is name and isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.Call):
+        return name in parent.args and dotted_name(parent.func) in _READ_ONLY_CALLS
+    return False
 
 
 def _slice_trips(
