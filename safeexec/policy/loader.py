@@ -3,7 +3,8 @@
 A pack's files are merged in name order; ``extends = "<pack>"`` layers a pack over another. Tables
 merge key by key (the later file wins), ``[[rule]]`` entries merge by ``id`` (a later rule with the
 same id replaces the earlier one), and ``[imports] extend_allow``/``extend_deny`` append to the
-inherited lists. The schema is closed: every mistake is a :class:`PolicyError` naming the file,
+inherited lists and take their modules out of the opposite one; a pack never inherits its parent's
+``[policy] id``. The schema is closed: every mistake is a :class:`PolicyError` naming the file,
 line and JSON pointer, with a did-you-mean hint where one helps.
 """
 
@@ -419,6 +420,14 @@ def _read(path: Path) -> tuple[_Raw, _Context]:
     return data, ctx
 
 
+# Which inherited lists an ``[imports]`` extension takes its modules out of.
+_EXTENSION_OPPOSITES: dict[str, tuple[str, ...]] = {
+    "extend_allow": ("deny",),
+    "extend_native_allow": ("deny",),
+    "extend_deny": ("allow", "native_allow"),
+}
+
+
 def _merge(base: _Raw, layer: _Raw) -> _Raw:
     merged = dict(base)
     for key, value in layer.items():
@@ -439,6 +448,14 @@ def _merge(base: _Raw, layer: _Raw) -> _Raw:
                     imports[plain] = list(layer_imports[plain])
                 if extra in layer_imports:
                     imports[plain] = [*imports.get(plain, []), *layer_imports[extra]]
+            # An extension takes its modules out of the inherited opposite list, so "the parent
+            # minus sqlite3" (or plus a module the parent denies) is one line and lint-clean.
+            for extra, opposites in _EXTENSION_OPPOSITES.items():
+                taken = set(layer_imports.get(extra, ()))
+                for opposite in opposites:
+                    if taken and opposite not in layer_imports:
+                        kept = [m for m in imports.get(opposite, []) if m not in taken]
+                        imports[opposite] = kept
             merged["imports"] = imports
         elif key == "capabilities":
             capabilities = {k: dict(v) for k, v in dict(base.get("capabilities", {})).items()}
@@ -511,6 +528,8 @@ def _load_raw(name_or_path: str | Path, chain: tuple[str, ...]) -> tuple[_Raw, t
                 raise ctx.fail(exc.message, "/extends", exc.hint) from None
             raise
         sources.extend(sources_base)
+        # A pack that extends another is its own policy: it never inherits the parent's id.
+        merged["policy"] = {k: v for k, v in dict(merged.get("policy", {})).items() if k != "id"}
     for (data, ctx), file in zip(layers, files, strict=True):
         earlier = {str(r["id"]): r for r in merged.get("rule", [])}
         for index, rule in enumerate(data.get("rule", [])):
