@@ -90,15 +90,10 @@ def _clip(limits: Limits, budget: Budget) -> Limits:
 
 
 def _budget_findings(budget: Budget, estimate: Estimate | None) -> list[Finding]:
-    left = {
-        "steps": budget.steps_left,
-        "cpu_seconds": budget.cpu_seconds_left,
-        "tool_calls": budget.tool_calls_left,
-    }
     out = [
         _budget_exhausted(
             dimension,
-            f"the session's {dimension} budget is exhausted ({left[dimension]} left); "
+            f"the session's {dimension} budget is exhausted (none left); "
             "start a new session or raise [budget] in the policy",
         )
         for dimension in budget.exhausted

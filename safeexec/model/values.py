@@ -272,10 +272,14 @@ class Budget(_JSON):
     tool_calls_left: int
 
     def charge(self, *, steps: int = 1, cpu_seconds: float = 0.0, tool_calls: int = 0) -> Budget:
-        """Return the budget after one step that used ``cpu_seconds`` and ``tool_calls``."""
+        """Return the budget after one step that used ``cpu_seconds`` and ``tool_calls``.
+
+        Steps and CPU seconds stop at zero (a step refused for an exhausted budget spends nothing
+        more); tool calls may go below zero, which is how an overspent step shows as exhausted.
+        """
         return Budget(
-            steps_left=self.steps_left - steps,
-            cpu_seconds_left=self.cpu_seconds_left - cpu_seconds,
+            steps_left=max(0, self.steps_left - steps),
+            cpu_seconds_left=max(0.0, self.cpu_seconds_left - cpu_seconds),
             tool_calls_left=self.tool_calls_left - tool_calls,
         )
 

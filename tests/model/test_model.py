@@ -131,7 +131,7 @@ def test_budget_charge_and_exhaustion_name_the_dimension() -> None:
     budget = Budget(steps_left=2, cpu_seconds_left=1.0, tool_calls_left=0)
     assert budget.exhausted == ()
     after = budget.charge(steps=1, cpu_seconds=1.5, tool_calls=1)
-    assert after == Budget(steps_left=1, cpu_seconds_left=-0.5, tool_calls_left=-1)
+    assert after == Budget(steps_left=1, cpu_seconds_left=0.0, tool_calls_left=-1)
     assert after.exhausted == ("cpu_seconds", "tool_calls")
     assert after.charge().exhausted == ("steps", "cpu_seconds", "tool_calls")
 
