@@ -1,10 +1,9 @@
 """The whole pipeline on the shipped defaults: ``python -m safeexec.demo`` (``make demo``).
 
 Feeds five model replies through one :class:`~safeexec.session.session.Session` under the
-``default``
-policy on the native backend: a computation, a follow-up that uses its state, a syntax error, a
-forbidden import and an infinite loop. Prints each verdict and observation, then checks the audit
-log and its blobs. Exits non-zero if the log or a blob is missing.
+``default`` policy on the native backend: a computation, a follow-up that uses its state, a syntax
+error, a forbidden import and an infinite loop. Prints each verdict and observation, then checks the
+audit log and its blobs. Exits non-zero if the log or a blob is missing.
 """
 
 from __future__ import annotations

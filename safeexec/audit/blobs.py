@@ -8,9 +8,8 @@ sandbox that can ``stat`` paths but not read the key cannot test whether some co
 
 Every directory is created 0700 and every file 0600. All access goes through the store's
 directory descriptor, one name at a time with ``O_NOFOLLOW`` (see :mod:`safeexec.audit.statedir`),
-so a
-symlink planted anywhere below the root is never followed. Blobs are written to a temporary file,
-fsynced when asked, and renamed into place, so a reader never sees a partial blob.
+so a symlink planted anywhere below the root is never followed. Blobs are written to a temporary
+file, fsynced when asked, and renamed into place, so a reader never sees a partial blob.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 :func:`build_event` is pure: it turns an action, its decision and its result into an
 :class:`~safeexec.model.values.AuditEvent`. :class:`AuditLog` appends events to a JSONL file with
-one
-``os.write`` per line on an ``O_APPEND`` descriptor and raises :class:`~safeexec.errors.AuditError`
-when a line cannot be written; nothing is dropped silently. Full stdout/stderr live in the
-:class:`~safeexec.audit.blobs.BlobStore`; events hold ``blob://`` references.
+one ``os.write`` per line on an ``O_APPEND`` descriptor and raises
+:class:`~safeexec.errors.AuditError` when a line cannot be written; nothing is dropped silently.
+Full stdout/stderr live in the :class:`~safeexec.audit.blobs.BlobStore`; events hold ``blob://``
+references.
 
 The log is tamper-evident. Event *n* carries ``sequence = n`` and ``prev_sha256``, the sha256 of
 line *n - 1* as written (for the first, the log's random genesis value). The chain head (genesis,

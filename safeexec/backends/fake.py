@@ -1,8 +1,7 @@
 """A handler-driven backend for tests (in the style of httpx's ``MockTransport``).
 
-Nothing is executed: each :class:`~safeexec.model.values.ExecRequest` goes to a handler that
-returns a
-:class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
+Nothing is executed: each :class:`~safeexec.model.values.ExecRequest` goes to a handler that returns
+a :class:`FakeReply`. The fake still behaves like a backend at its edges: output is capped at
 ``limits.output_bytes`` as every mode caps it (head and tail) and stored in the blob store, calls
 are recorded, a closed session refuses to run, files move in and out of the workdir, and layers it
 does not claim to have make ``open`` raise ``BackendUnavailable``.

@@ -2,8 +2,7 @@
 name (``[approval] effects``) and every recorded call carries.
 
 Apart from :mod:`safeexec.capabilities.specs` so that loading a policy does not load the tool layer
-(its
-path and URL checks pull in ``socket`` and ``ctypes``), which ``safeexec run`` would otherwise
+(its path and URL checks pull in ``socket`` and ``ctypes``), which ``safeexec run`` would otherwise
 import before it can start the template.
 """
 

@@ -2,8 +2,7 @@
 
 :func:`run_task` runs one task of a suite in one action format against one model, in a fresh
 :class:`~safeexec.session.session.Session` whose grants are derived from the task. It ends when the
-model
-answers, the task's turns run out, the session's budget is spent, the model fails, or too many
+model answers, the task's turns run out, the session's budget is spent, the model fails, or too many
 invalid actions come in a row. Each step is in the session's audit log; each turn is a line of
 ``turns.jsonl`` beside it (raw reply as a blob, parsed action, observation, tokens, timings split
 into model / gate / execution / tool time), linked to the audit event by ``action_id`` and

@@ -1,9 +1,8 @@
 """Shared frozen value types: what flows between extract, parse, decide, run, observe and audit.
 
 All types are frozen, slotted, keyword-only dataclasses (enums are ``StrEnum``) with a stable JSON
-form through :mod:`safeexec.model.codec` (``value.to_json()`` / ``Type.from_json(data)``). Units
-are in
-field names. Positions are 1-based lines and 1-based columns, as a person reads them.
+form through :mod:`safeexec.model.codec` (``value.to_json()`` / ``Type.from_json(data)``). Units are
+in field names. Positions are 1-based lines and 1-based columns, as a person reads them.
 """
 
 from __future__ import annotations

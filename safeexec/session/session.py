@@ -2,9 +2,8 @@
 
 One call is one agent step: extract → combine → parse → scan + estimate → decide → (approve) →
 backend run → observe → charge the budget → audit. A session owns its double budget, its audit log
-and blob store (under ``state_dir``, default :func:`~safeexec.audit.statedir.default_state_dir`)
-and one
-backend session per mode, opened lazily and kept, so state carries over between steps like a
+and blob store (under ``state_dir``, default :func:`~safeexec.audit.statedir.default_state_dir`) and
+one backend session per mode, opened lazily and kept, so state carries over between steps like a
 notebook kernel. The state dir is the host's alone: 0700, and never inside, equal to or above the
 workdir (``ConfigurationError``), so no session can reach the log or the blobs.
 
@@ -13,8 +12,7 @@ The backend sessions live in :class:`~safeexec.session.pool.BackendPool`, the co
 
 Every outcome, denials included, is audited before ``run`` returns or raises. "Policy said no" is
 an :class:`~safeexec.model.values.Outcome` with a deny decision; an exhausted budget is a deny
-finding
-(``SX510``), never an exception. A backend that cannot be had raises ``BackendUnavailable``;
+finding (``SX510``), never an exception. A backend that cannot be had raises ``BackendUnavailable``;
 anything else a backend raises is a bug and surfaces as ``InternalError`` (the session survives).
 """
 
@@ -121,8 +119,7 @@ class Session:
     restricted modes, in the worker or in-process, the code's own ``random`` generator, seeded
     the same way: :mod:`safeexec.sandbox.worker_seed`), for ``safeexec log replay``; every audit
     event records it, with the environment fingerprint (:mod:`safeexec._support.environment`). Use
-    as a
-    context manager, or call :meth:`close`.
+    as a context manager, or call :meth:`close`.
     """
 
     def __init__(

@@ -1,6 +1,5 @@
 """What :meth:`Session.statistics() <safeexec.session.session.Session.statistics>` reports: the
-counters
-a session keeps over its steps, and the frozen snapshot it hands out.
+counters a session keeps over its steps, and the frozen snapshot it hands out.
 
 Split out of :mod:`safeexec.session.session`, which counts every step it records.
 """

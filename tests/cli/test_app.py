@@ -84,8 +84,7 @@ _RUNTIME = (
 # What checking code does not need: RestrictedPython (restricted mode's runtime), libcst (only on
 # the parser cross-check's path), the session's steps and asyncio (only for a reply with no code),
 # the observation step (its control escaping lives in safeexec._support.escaping), the tool layer
-# (tools
-# are granted to sessions; a Python check reads only the policy's tool names).
+# (tools are granted to sessions; a Python check reads only the policy's tool names).
 _NOT_FOR_CHECKING = (
     *_RUNTIME,
     "RestrictedPython",

@@ -1,6 +1,5 @@
 """Value types whose ``==``, hash and repr come from :class:`~safeexec.model.fieldwise.Fieldwise`
-behave
-exactly as the ``@dataclass`` decorator's own would."""
+behave exactly as the ``@dataclass`` decorator's own would."""
 
 from __future__ import annotations
 

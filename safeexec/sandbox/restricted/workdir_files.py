@@ -1,9 +1,8 @@
 """Files beneath the workdir: where ``open`` resolves a path, and the file objects it hands out.
 
 Every path sandboxed code names is resolved like a tool's path argument, by
-:class:`~safeexec.capabilities.targets.BoundPath` (one mechanism for both): relative to the
-workdir, no
-``..`` out of it, no symbolic link on the way or at the end (``openat2(RESOLVE_BENEATH |
+:class:`~safeexec.capabilities.targets.BoundPath` (one mechanism for both): relative to the workdir,
+no ``..`` out of it, no symbolic link on the way or at the end (``openat2(RESOLVE_BENEATH |
 RESOLVE_NO_SYMLINKS)``, or an ``O_NOFOLLOW`` walk), and the file opened through the checked
 directory's descriptor, so a link planted or swapped in after the check is never followed.
 """
