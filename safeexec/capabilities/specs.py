@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 import os
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -25,6 +26,7 @@ from safeexec.model.codec import JSONValue
 from safeexec.model.fieldwise import Fieldwise
 
 __all__ = [
+    "AnswerSink",
     "AnyJSON",
     "Effect",
     "ToolDescriptor",
@@ -32,6 +34,7 @@ __all__ = [
     "Url",
     "canonical_json",
     "hint_text",
+    "is_answer_sink",
     "to_plain",
     "tool",
 ]
@@ -401,3 +404,40 @@ def _bind(name: str, order: tuple[str, ...], arguments: JSONValue) -> dict[str, 
             raise _Refusal(f"{name}() got multiple values for argument {key!r}")
         bound[key] = value
     return bound
+
+
+class AnswerSink:
+    """A tool whose only effect is to hand one JSON value back to the harness (a framework's
+    ``final_answer``): calling ``spec`` keeps a plain copy of its argument here, for :meth:`take`.
+
+    Nothing outside this object changes, so a policy need not list it: ``Session.grant`` takes
+    ``spec`` without a ``[capabilities.<name>]`` entry (an entry, ``grantable = false`` included,
+    still decides, and the session's tool-call budget is charged as for any tool).
+    """
+
+    def __init__(
+        self, name: str = "final_answer", description: str = "Give the final answer."
+    ) -> None:
+        self._lock = threading.Lock()
+        self._values: list[JSONValue] = []
+        self.spec: ToolSpec = tool(self._record, name=name, description=description)
+
+    def _record(self, answer: AnyJSON) -> None:
+        copied = to_plain(answer, where="the answer")
+        with self._lock:
+            self._values[:] = [copied]
+
+    def take(self) -> list[JSONValue]:
+        """The answer given since the last take (a one-item list), or ``[]``; clears it."""
+        with self._lock:
+            values, self._values = self._values, []
+        return values
+
+
+def is_answer_sink(spec: ToolSpec) -> bool:
+    """Whether ``spec`` is an :class:`AnswerSink`'s tool (decided by the function it calls)."""
+    function = spec.function
+    return (
+        isinstance(getattr(function, "__self__", None), AnswerSink)
+        and getattr(function, "__func__", None) is AnswerSink._record
+    )

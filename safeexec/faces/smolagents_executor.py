@@ -3,9 +3,11 @@
 ``CodeAgent(tools=..., model=..., executor=SafeexecExecutor(session))`` (smolagents' documented
 ``executor=`` hook): each code action is one :meth:`Session.run` step under the session's
 policy, budget and audit log, instead of smolagents' local executor, which its own docstring
-calls "not a security sandbox". The agent's tools (``final_answer`` included) become
-capabilities: they run in the host, behind the policy's ``[capabilities.<tool>]`` entries (a
-tool the policy does not list cannot be granted), checked, counted and audited per call.
+calls "not a security sandbox". The agent's tools become capabilities: they run in the host,
+behind the policy's ``[capabilities.<tool>]`` entries (a tool the policy does not list cannot be
+granted), checked, counted and audited per call. ``final_answer`` is an
+:class:`~safeexec.capabilities.specs.AnswerSink` (it only hands the answer back), so it needs no
+entry.
 
 What crosses is JSON: tool arguments and results, the variables the agent sends, the final
 answer; the "last output" smolagents shows the model is the ``text/plain`` repr of the cell's
@@ -21,7 +23,6 @@ or the traceback).
 from __future__ import annotations
 
 import inspect
-import threading
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,11 +30,10 @@ from typing import Any
 from smolagents.local_python_executor import CodeOutput, PythonExecutor
 from smolagents.tools import Tool
 
-from safeexec.capabilities.specs import AnyJSON, Effect, ToolSpec, to_plain, tool
+from safeexec.capabilities.specs import AnswerSink, AnyJSON, Effect, ToolSpec, to_plain, tool
 from safeexec.errors import CapabilityError
 from safeexec.faces.results import render
 from safeexec.faces.tooldefs import code_reply
-from safeexec.model.codec import JSONValue
 from safeexec.model.values import ExecStatus, Verdict
 from safeexec.session.session import Session
 
@@ -115,8 +115,7 @@ class SafeexecExecutor(PythonExecutor):
         self.session = session
         self._effects = dict(effects or {})
         self._granted: dict[str, object] = {}
-        self._lock = threading.Lock()
-        self._answer: list[JSONValue] = []  # the final answer of the running step, if given
+        self._answer: AnswerSink | None = None  # the final_answer tool, once granted
         self._pending = ""  # variables to define before the next action
         self._wrap_final_answer = False  # the final_answer wrapper is due before the next action
 
@@ -131,20 +130,13 @@ class SafeexecExecutor(PythonExecutor):
                     )
                 continue
             if name == FINAL_ANSWER:
-                spec = self._final_answer_spec(smol_tool)
+                self._answer = AnswerSink(FINAL_ANSWER, smol_tool.description)
+                spec = self._answer.spec
                 self._wrap_final_answer = True
             else:
                 spec = tool_spec(smol_tool, effects=self._effects.get(name, ()))
             self.session.grant(spec)
             self._granted[name] = smol_tool
-
-    def _final_answer_spec(self, smol_tool: Tool) -> ToolSpec:
-        def final_answer(answer: AnyJSON) -> None:
-            with self._lock:
-                self._answer[:] = [to_plain(answer, where="final answer")]
-
-        spec: ToolSpec = tool(final_answer, name=FINAL_ANSWER, description=smol_tool.description)
-        return spec
 
     def send_variables(self, variables: dict[str, Any]) -> None:
         """Define ``variables`` in the sandbox (JSON values under identifier names), as one step
@@ -165,11 +157,10 @@ class SafeexecExecutor(PythonExecutor):
         if self._pending:
             pending, self._pending = self._pending, ""
             self(pending)
-        with self._lock:
-            self._answer.clear()
+        if self._answer is not None:
+            self._answer.take()  # an answer left from a refused step is not this step's
         outcome = self.session.run(code_reply(code_action))
-        with self._lock:
-            answer = list(self._answer)
+        answer = [] if self._answer is None else self._answer.take()
         result = outcome.result
         if result is not None and result.state_lost and FINAL_ANSWER in self._granted:
             self._wrap_final_answer = True  # a fresh interpreter has the bare capability

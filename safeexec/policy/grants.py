@@ -1,9 +1,10 @@
 """What a policy lets a session grant: the pure reconciliation behind ``Session.grant``.
 
 The policy's ``[capabilities.<tool>]`` entry decides. A tool it does not list, or lists as not
-grantable, cannot be granted; its ``max_calls`` caps the grant, its ``scopes`` bound the scope and
-its ``requires_approval`` cannot be switched off by the caller. A tool with an effect the policy's
-``[approval] effects`` names requires approval too.
+grantable, cannot be granted (except an answer sink, whose only effect is on the harness:
+unlisted, it is granted on the caller's terms); its ``max_calls`` caps the grant, its ``scopes``
+bound the scope and its ``requires_approval`` cannot be switched off by the caller. A tool with an
+effect the policy's ``[approval] effects`` names requires approval too.
 """
 
 from __future__ import annotations
@@ -36,14 +37,21 @@ def reconcile_grant(
     held_calls: int | None = None,
     held_scope: frozenset[str] | None = None,
     effects: Collection[str] = (),
+    answer_sink: bool = False,
 ) -> GrantTerms:
     """The narrowest terms that satisfy both ``policy`` and the caller's request for ``tool``.
 
     ``held_calls`` and ``held_scope`` are what a token being narrowed already allows (a grant can
     only narrow it); ``effects`` are the tool's declared effects. Raises ``CapabilityError``
     when the policy does not let ``tool`` be granted or the requested scope exceeds the policy's.
+    ``answer_sink``: the tool only hands a value back to the harness
+    (:class:`~safeexec.capabilities.specs.AnswerSink`), so an unlisted one needs no entry.
     """
     config = next((c for c in policy.capabilities if c.tool == tool), None)
+    if config is None and answer_sink:
+        return GrantTerms(
+            max_calls=max_calls, scope=None, requires_approval=bool(requires_approval)
+        )
     if config is None or not config.grantable:
         why = "lists no [capabilities] entry for it" if config is None else "marks it not grantable"
         raise CapabilityError(

@@ -50,6 +50,7 @@ from safeexec.capabilities.gateway import (
     canonical_json,
     to_plain,
 )
+from safeexec.capabilities.specs import is_answer_sink
 from safeexec.decide import decide
 from safeexec.errors import (
     BackendUnavailable,
@@ -425,6 +426,7 @@ class Session:
             held_calls=None if held is None else held.remaining_calls,
             held_scope=None if held is None else held.scope,
             effects=[str(e) for e in getattr(held.spec if held else tool, "effects", ())],
+            answer_sink=isinstance(tool, ToolSpec) and is_answer_sink(tool),
         )
         if self._pool.open_modes:
             raise ConfigurationError(

@@ -41,7 +41,6 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_faces_section_has_one_snippet_per_face() -> None:
     assert len(_blocks("python")) == 4
-    assert len(_blocks("toml")) == 1
 
 
 def test_the_mcp_snippet_runs(tmp_path: Path) -> None:
@@ -66,8 +65,7 @@ class _Answers(Model):
         )
 
 
-def test_the_smolagents_snippet_runs_with_its_policy(tmp_path: Path) -> None:
-    (tmp_path / "agent.toml").write_text(_blocks("toml")[0])
+def test_the_smolagents_snippet_runs_under_the_shipped_default_pack() -> None:
     lines = _run(_blocks("python")[2], {"model": _Answers()})
     assert lines[-1] == "42"
 

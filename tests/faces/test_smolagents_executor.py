@@ -20,9 +20,6 @@ from safeexec.session.session import Session
 POLICY = """
 extends = "default"
 
-[capabilities.final_answer]
-grantable = true
-
 [capabilities.price_of]
 grantable = true
 max_calls = 2
@@ -172,6 +169,21 @@ def test_final_answer_ends_the_code_action_at_once_even_inside_except_exception(
         *_, event = session.audit.read()
         tools = [e.tool for e in event.side_effects if isinstance(e, ToolCalled)]
         assert tools == ["price_of", "final_answer"]
+
+
+def test_a_code_agent_runs_under_the_shipped_default_pack_as_it_is(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            _reply("Count.", "words = ['a', 'b', 'c']\nn = len(words)"),
+            _reply("Done.", "final_answer(n)"),
+        ]
+    )
+    with Session(policy="default", state_dir=tmp_path / "state", mode="native") as session:
+        agent = CodeAgent(tools=[], model=model, executor=SafeexecExecutor(session))
+        assert agent.run("How many words?") == 3
+        *_, event = session.audit.read()
+        assert event.policy_id == "default"
+        assert [e.tool for e in event.side_effects if isinstance(e, ToolCalled)] == ["final_answer"]
 
 
 def test_the_last_expression_is_the_output_the_model_sees(session: Session) -> None:
