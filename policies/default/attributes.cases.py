@@ -51,7 +51,7 @@ caller.f_globals  # expect: SX402
 try:
     1 / 0
 except ZeroDivisionError as exc:
-    tb = exc.__traceback__  # expect: SX401
+    tb = exc.__traceback__  # ok: SX412
     tb.tb_frame  # expect: SX402
 async def co():
     pass
@@ -219,7 +219,7 @@ functools.wraps(statistics.mean, ("__module__",), ["__dict__", "__code__"])  # e
 functools.partial(print, "__class__")  # expect: SX411
 print("__glo" + "bals__")  # expect: SX411
 Color = enum.Enum("Color", "RED")
-functools.reduce(getattr, ["_convert_"], Color)  # expect: SX303, SX411
+functools.reduce(getattr, ["_convert_"], Color)  # expect: SX303
 sorted(["a"], key=len)  # ok: SX411
 record = {"_id": 1}
 print(record.get("_id"), "_private")  # ok: SX411
@@ -258,3 +258,45 @@ frame.to_csv("a.csv")  # ok: SX307
 pd.read_pickle("frame.pkl")  # expect: SX307
 pd.eval("1 + 1")  # expect: SX307
 view = np.lib.stride_tricks.as_strided(np.zeros(1), shape=(10**6,))  # expect: SX310
+
+# case: error reports and object dumps run natively
+import json
+import sys
+import traceback
+class Point:
+    def __init__(self):
+        self.x = 1
+print(json.dumps(Point().__dict__))  # ok: SX412
+try:
+    int("x")
+except ValueError as err:
+    for frame_summary in traceback.extract_tb(err.__traceback__):  # ok: SX412
+        print(frame_summary.lineno)
+    kind, value, _ = sys.exc_info()  # ok: SX310
+
+# case: outside native mode they stay refused
+# mode: restricted
+class Box:
+    pass
+print(Box().__dict__)  # expect: SX412
+try:
+    1 / 0
+except ZeroDivisionError as exc:
+    print(exc.__traceback__)  # expect: SX412
+
+# case: names that are only data run natively; names the attribute rules deny do not
+import functools
+import logging
+log = logging.getLogger("__main__")  # ok: SX411
+print("__init__", "__name__")  # ok: SX411
+functools.partial(print, "__globals__")  # expect: SX411
+
+# case: outside native mode every dunder or private helper name counts
+# mode: restricted
+import enum
+import functools
+import logging
+log = logging.getLogger("__main__")  # expect: SX411
+Color = enum.Enum("Color", "RED")
+functools.reduce(getattr, ["_convert_"], Color)  # expect: SX303, SX411
+

@@ -173,3 +173,25 @@ open(3).read()  # expect: SX305
 io.FileIO(0).read()  # expect: SX305
 io.open(1, "w").write("x")  # expect: SX305
 open("3").read()  # ok: SX305
+
+# case: timing a function runs natively
+import timeit
+def work():
+    return sum(range(100))
+timeit.timeit(work, number=10)  # ok: SX312
+timeit.repeat(lambda: work(), repeat=2, number=5)  # ok: SX312
+timeit.Timer(work).timeit(number=3)  # ok: SX312
+
+# case: a timed code string is code the checks never saw
+import timeit
+timeit.timeit("import ctypes", number=1)  # expect: SX312
+timeit.Timer(stmt="x = 1", setup="import os")  # expect: SX312
+code = "print(1)"
+timeit.repeat(code)  # expect: SX312
+args = ["pass"]
+timeit.timeit(*args)  # expect: SX312
+def shadowed():
+    pass
+shadowed = "import ctypes"
+timeit.timeit(shadowed)  # expect: SX312
+timeit.main(["-s", "import os", "pass"])  # expect: SX312

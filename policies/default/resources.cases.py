@@ -118,3 +118,23 @@ import itertools
 row = list(itertools.repeat("-", 40))
 hit = 10**11 in range(10**12)
 first = list(itertools.islice(itertools.count(), 5))
+
+# case: a consumer loop that ends when its task is cancelled  # ok: SX502
+import asyncio
+async def consumer(queue):
+    while True:
+        item = await queue.get()
+        print(item)
+        queue.task_done()
+async def main():
+    queue = asyncio.Queue()
+    task = asyncio.create_task(consumer(queue))
+    await queue.put(1)
+    await queue.join()
+    task.cancel()
+asyncio.run(main())
+
+# case: an async loop with nothing awaited still never ends  # expect: SX502
+async def spin():
+    while True:
+        pass

@@ -21,6 +21,8 @@ from safeexec.analysis.module_checks import module_as_value, module_mutation, mo
 from safeexec.analysis.path_checks import path_outside_workdir
 from safeexec.analysis.sites import CheckHit, ScanContext, clip_text
 from safeexec.analysis.tool_checks import tool_call_limit, tool_not_granted, tool_requires_approval
+from safeexec.model.values import Enforcement
+from safeexec.policy.schema import MatchKind
 
 __all__ = ["ATTRIBUTE_FUNCTIONS", "IMPORT_FUNCTIONS", "REGISTERED_CHECKS"]
 
@@ -211,7 +213,13 @@ def _argument_elements(node: ast.expr) -> Iterator[ast.expr]:
 
 
 def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
-    """A string naming a dunder or a private helper, passed to a call (alone or in a literal)."""
+    """A string naming a dunder or a private helper, passed to a call (alone or in a literal).
+
+    In native mode the code holds its whole interpreter behind the kernel layers: only a name
+    that one of the policy's attribute rules denies there counts (``getLogger("__main__")`` runs,
+    ``attrgetter("__globals__")`` does not), so data cannot bypass those rules.
+    """
+    denied = _natively_denied_attributes(ctx) if ctx.mode == "native" else None
     for site in ctx.calls:
         arguments = [*site.node.args, *(k.value for k in site.node.keywords)]
         if site.callee is not None and site.callee in ATTRIBUTE_FUNCTIONS:
@@ -222,11 +230,90 @@ def _attribute_name_argument(ctx: ScanContext) -> Iterator[CheckHit]:
         for argument in arguments:
             for element in _argument_elements(argument):
                 text = ctx.folder.fold(element)
-                if text is not None and _ATTRIBUTE_NAME_TEXT.match(text):
+                if (
+                    text is not None
+                    and _ATTRIBUTE_NAME_TEXT.match(text)
+                    and (denied is None or text in denied)
+                ):
                     callee = site.callee or "a call"
                     yield CheckHit(
                         node=element, fields={"name": text, "function": callee}, evidence=text
                     )
+
+
+# Timing helpers that compile their statement and setup when given strings (argument index, name).
+_TIMED_CODE = MappingProxyType(
+    {
+        "timeit.timeit": ((0, "stmt"), (1, "setup")),
+        "timeit.repeat": ((0, "stmt"), (1, "setup")),
+        "timeit.Timer": ((0, "stmt"), (1, "setup")),
+        "timeit.main": (),
+    }
+)
+
+
+def _timed_code_string(ctx: ScanContext) -> Iterator[CheckHit]:
+    """A timing helper handed code that is not a lambda or a ``def`` function of the code."""
+    functions = _def_only_names(ctx.tree)
+    for site in ctx.calls:
+        callee = site.callee
+        if callee is None or callee not in _TIMED_CODE:
+            continue
+        slots = _TIMED_CODE[callee]
+        given = [
+            argument
+            for index, keyword in slots
+            for argument in (
+                site.node.args[index : index + 1]
+                + [k.value for k in site.node.keywords if k.arg == keyword]
+            )
+        ]
+        starred = any(isinstance(a, ast.Starred) for a in site.node.args) or any(
+            k.arg is None for k in site.node.keywords
+        )
+        if (
+            not slots
+            or starred
+            or any(
+                not isinstance(a, ast.Lambda)
+                and not (isinstance(a, ast.Name) and a.id in functions)
+                for a in given
+            )
+        ):
+            yield CheckHit(node=site.node, fields={"function": callee}, evidence=callee)
+
+
+def _def_only_names(tree: ast.Module) -> frozenset[str]:
+    """Names the module binds only by ``def`` (any other binding of the name disqualifies it)."""
+    defined: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            other.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            other.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ClassDef):
+            other.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            other.update(node.names)
+        elif isinstance(node, ast.arg):
+            other.add(node.arg)
+    return frozenset(defined - other)
+
+
+def _natively_denied_attributes(ctx: ScanContext) -> frozenset[str]:
+    """The attribute names the policy's attribute rules deny in native mode."""
+    return frozenset(
+        name
+        for rule in ctx.policy.rules
+        if rule.match is not None
+        and rule.match.kind is MatchKind.ATTRIBUTE
+        and rule.enforcement is Enforcement.DENY
+        and rule.applies_in("native")
+        for name in rule.match.names
+    )
 
 
 REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(
@@ -244,5 +331,6 @@ REGISTERED_CHECKS: Mapping[str, Check] = MappingProxyType(
         "tool-call-limit": tool_call_limit,
         "string-annotation-code": _string_annotation_code,
         "attribute-name-argument": _attribute_name_argument,
+        "timed-code-string": _timed_code_string,
     }
 )

@@ -216,7 +216,7 @@ class _Estimator:
                 trips = Amount(
                     0.0,
                     BoundKind.UNBOUNDED,
-                    f"the loop at line {stmt.lineno} never ends (no break, return or raise)",
+                    f"the loop at line {stmt.lineno} never ends (no break, return, raise or await)",
                 )
             else:
                 trips = Amount(
@@ -557,12 +557,14 @@ def _constant_truth(node: ast.expr) -> bool | None:
 
 
 def _exits_early(body: list[ast.stmt]) -> bool:
-    """Whether a loop body holds a reachable break, return, raise, yield or exit call."""
+    """Whether a loop body holds a reachable break, return, raise, yield, await or exit call."""
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Break | ast.Return | ast.Raise | ast.Yield | ast.YieldFrom):
             return True  # a yield suspends the loop: its consumer decides how long it runs
+        if isinstance(node, ast.Await):
+            return True  # an await can end the task: a consumer loop stops by cancellation
         if isinstance(node, ast.Call) and dotted_name(node.func) in _EXIT_CALLS:
             return True
         if isinstance(node, ast.If) and _constant_truth(node.test) is False:
@@ -572,7 +574,9 @@ def _exits_early(body: list[ast.stmt]) -> bool:
             continue
         if isinstance(node, ast.For | ast.AsyncFor | ast.While):
             # A break inside a nested loop ends only that loop; return/raise still count.
-            stack.extend(n for n in ast.walk(node) if isinstance(n, ast.Return | ast.Raise))
+            stack.extend(
+                n for n in ast.walk(node) if isinstance(n, ast.Return | ast.Raise | ast.Await)
+            )
             stack.extend(node.orelse)
             continue
         for name in CHILD_FIELDS[node.__class__]:

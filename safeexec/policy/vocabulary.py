@@ -61,6 +61,7 @@ CHECKS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "module-as-value": frozenset({"name"}),
         "attribute-name-argument": frozenset({"name", "function"}),
         "object-namespace-dict": frozenset({"name"}),
+        "timed-code-string": frozenset({"function"}),
     }
 )
 

@@ -274,13 +274,14 @@ def _run_cell(
                 tool_channel.send_display(_result_bundle(executor, shown))
     except BaseException as exc:  # user code may raise anything, SystemExit included
         _flush_streams()
-        written = _write_traceback(exc)
-        outcome = Done(
-            ok=False,
-            error_type=type(exc).__name__,
-            error_message=exception_message(exc),
-            error_traceback=written,
-        )
+        if not _clean_exit(exc):
+            written = _write_traceback(exc)
+            outcome = Done(
+                ok=False,
+                error_type=type(exc).__name__,
+                error_message=exception_message(exc),
+                error_traceback=written,
+            )
     finally:
         _flush_streams()
         if os.getpid() != worker_pid:
@@ -290,6 +291,18 @@ def _run_cell(
     _save_figures(workdir, cell)
     _reap_orphans()
     return outcome
+
+
+def _clean_exit(exc: BaseException) -> bool:
+    """Whether ``exc`` is a script's ordinary end: ``sys.exit()``, ``sys.exit(0)``, ``exit(0)``.
+
+    Only the exact ``SystemExit`` type, and a code of an exact builtin type compared in C: no
+    method of an object the cell made runs here (a subclass or a lying ``__eq__`` is an error).
+    """
+    if type(exc) is not SystemExit:
+        return False
+    code = exc.code
+    return code is None or (type(code) in (int, bool) and code == 0)
 
 
 def _result_bundle(executor: Executor, shown: str) -> Display:

@@ -180,6 +180,10 @@ def test_each_check_fires_only_on_its_pattern() -> None:
         "tool-call-limit": ("while x:\n    fetch_url(url='x')", "fetch_url(url='x')"),
         "tool-requires-approval": ("send_email(to='a')", "fetch_url(url='x')"),
         "string-annotation-code": ("def f(x: 'eval(1)'): pass", "def f(x: 'int'): pass"),
+        "timed-code-string": (
+            "import timeit\ntimeit.timeit('pass')",
+            "import timeit\ndef f(): pass\ntimeit.timeit(f)",
+        ),
         "dynamic-format-template": ("t = input()\nt.format(1)", "'{}'.format(1)"),
         "module-mutation": ("import math\nmath.pi = 3", "import math\nx = math.pi"),
         "module-as-value": ("import math\nx = [math]", "import math\nm = math\nm.pi"),

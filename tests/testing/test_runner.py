@@ -176,6 +176,7 @@ def test_shipped_rule_ids_sit_in_the_documented_range_of_their_kind() -> None:
         "dynamic-attribute-name": "SX3",
         "path-outside-workdir": "SX3",
         "string-annotation-code": "SX3",
+        "timed-code-string": "SX3",
         "module-reexport": "SX4",
         "dynamic-format-template": "SX4",
         "module-mutation": "SX4",
