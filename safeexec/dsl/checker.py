@@ -54,7 +54,6 @@ class Checked:
     sites: tuple[CallSite, ...]
     result: DType
     bounds: Mapping[int, int]  # id(For or op Call node) -> its iteration bound
-    operands: Mapping[int, tuple[Kind, Kind]]  # id(BinOp) -> the kinds of its two operands
     desugared: Mapping[int, n.BinOp]  # id(``x op= v`` Assign) -> the ``x op v`` it was checked as
 
     @property
@@ -92,7 +91,6 @@ class _Checker:
         self.limits = limits
         self.state = _State()
         self.bounds: dict[int, int] = {}
-        self.operands: dict[int, tuple[Kind, Kind]] = {}
         self.result: DType = NONE
         self.aug_values: dict[int, n.BinOp] = {}  # id(Assign with op) -> its desugared value
         self.results: dict[str, DType] = {}  # tool name -> its result type under the cap
@@ -143,7 +141,6 @@ class _Checker:
             sites=tuple(self.state.sites),
             result=self.result,
             bounds=self.bounds,
-            operands=self.operands,
             desugared=self.aug_values,
         )
 
@@ -328,7 +325,6 @@ class _Checker:
 
     def binop(self, e: n.BinOp, env: dict[str, _Binding]) -> DType:
         a, b = self.expr(e.left, env), self.expr(e.right, env)
-        self.operands[id(e)] = a.kind, b.kind
         if a.kind is Kind.ANY or b.kind is Kind.ANY:
             return ANY
         if a.numeric and b.numeric:
