@@ -153,18 +153,22 @@ class DslRuntime:
 
     # -- the one place a value's size meets its cap --------------------------------------------
 
-    def charge(self, what: str, *, chars: int = 0, items: int = 0) -> None:
+    def charge(
+        self, what: str, *, chars: int = 0, items: int = 0, item_cap: int | None = None
+    ) -> None:
         """Refuse to make ``what`` if it would be a string of more than ``max_text_chars``
         characters or a list or record of more than ``max_items`` items (``chars``/``items``:
-        its size, or a bound on it). Every helper that makes a value calls this first."""
+        its size, or a bound on it). Every helper that makes a value calls this first.
+
+        ``item_cap`` replaces ``max_items`` for a list whose size the plan fixed and already
+        counted against ``max_iterations`` (a ``range`` with literal ends)."""
         if chars > self.max_text_chars:
             raise DslLimitError(
                 f"{what} makes a string longer than {self.max_text_chars} characters ({chars})"
             )
-        if items > self.max_items:
-            raise DslLimitError(
-                f"{what} holds {items} items, more than the cap of {self.max_items}"
-            )
+        cap = self.max_items if item_cap is None else item_cap
+        if items > cap:
+            raise DslLimitError(f"{what} holds {items} items, more than the cap of {cap}")
 
     def shown_chars(self, value: object) -> int:
         """The length of ``value`` as shown (``render_value``), counted no further than the cap."""
@@ -462,9 +466,7 @@ class DslRuntime:
         low, high = (0, start) if stop is None else (start, stop)
         if type(low) is not int or type(high) is not int:
             raise DslRuntimeError("range() takes ints")
-        if high - low > bound:
-            raise DslLimitError(f"range() of {high - low} items, more than the bound of {bound}")
-        self.charge("range()", items=max(0, high - low))
+        self.charge("range()", items=high - low, item_cap=bound)
         self.tick(max(0, high - low))
         return list(range(low, high))
 
