@@ -262,7 +262,9 @@ class RunRow:
 
 def _sessions(workdir: Path) -> tuple[BackendSession, BackendSession]:
     blobs = BlobStore(workdir / "blobs")
-    dsl = InProcessDslBackend().open(SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d"))
+    dsl = InProcessDslBackend().open(
+        SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d")
+    )
     py = RestrictedBackend(in_process=True).open(
         SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "r")
     )

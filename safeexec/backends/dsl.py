@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec, ToolGateway
 from safeexec.backends.capping import CappedText
-from safeexec.backends.native import NativeBackend
+from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import InProcessRestrictedSession
 from safeexec.backends.result import CallRecord, finish, raised
 from safeexec.capabilities.gateway import CapabilitySet, tool_function
@@ -147,7 +147,7 @@ class DslSession:
     """One DSL session in a confined worker; each run is one whole program (no bindings carry
     between runs). The host checks and compiles; the worker runs the code object."""
 
-    def __init__(self, worker: BackendSession, spec: SessionSpec, *, limits: DslLimits) -> None:
+    def __init__(self, worker: NativeSession, spec: SessionSpec, *, limits: DslLimits) -> None:
         self._worker = worker
         self._spec = spec
         self.dsl_limits = limits
@@ -187,6 +187,11 @@ class DslSession:
             cpu_seconds=0.0,
             wall_seconds=0.0,
         )
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the worker process the programs run in (``None`` when none runs)."""
+        return self._worker.pid
 
     def reset(self) -> None:
         """Nothing carries between runs; the worker is kept."""

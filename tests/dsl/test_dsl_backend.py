@@ -192,7 +192,9 @@ def test_the_in_process_dsl_mode_refuses_required_confinement_layers(tmp_path: P
 def test_a_computed_range_is_capped_at_run_time(tmp_path: Path) -> None:
     ran = run("n = 50 * 100\nfor i in range(n):\n    print(i)\nreturn 1", tmp_path)
     assert ran.result.status is ExecStatus.LIMIT_EXCEEDED
-    assert ran.result.message == "DslLimitError: range() holds 5000 items, more than the cap of 1000"
+    assert (
+        ran.result.message == "DslLimitError: range() holds 5000 items, more than the cap of 1000"
+    )
 
 
 def test_the_run_stops_where_the_plan_was_wrong(
