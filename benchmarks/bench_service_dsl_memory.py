@@ -137,18 +137,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bound-mib", type=float, default=SESSION_MEMORY_BYTES / MIB)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="safeexec-bench-dsl-memory-") as work:
-        with serving(Path(work) / "state") as server:
-            for _ in range(args.rounds):
-                assert _run(server, WARM_UP) == "ok"
-            baseline = server.peak_rss()
-            statuses: dict[str, set[str]] = {name: set() for name in PROGRAMS}
-            started = time.monotonic()
-            for _ in range(args.rounds):
-                for name, code in PROGRAMS.items():
-                    statuses[name].add(_run(server, code))
-            seconds = time.monotonic() - started
-            peak, now = server.peak_rss(), server.rss()
+    with (
+        tempfile.TemporaryDirectory(prefix="safeexec-bench-dsl-memory-") as work,
+        serving(Path(work) / "state") as server,
+    ):
+        for _ in range(args.rounds):
+            assert _run(server, WARM_UP) == "ok"
+        baseline = server.peak_rss()
+        statuses: dict[str, set[str]] = {name: set() for name in PROGRAMS}
+        started = time.monotonic()
+        for _ in range(args.rounds):
+            for name, code in PROGRAMS.items():
+                statuses[name].add(_run(server, code))
+        seconds = time.monotonic() - started
+        peak, now = server.peak_rss(), server.rss()
     bound = int(args.bound_mib * MIB)
     print(f"{'program':<28} status")
     for name, seen in statuses.items():
