@@ -11,7 +11,9 @@ call crosses the worker channel to the session's ``ToolGateway``, as in every wo
 The backend checks each program again against the tools it was given — with their specs and
 remaining calls when the gateway is a ``CapabilitySet`` (so an over-limit program is refused here
 too, before any call), else from the descriptors (results untyped) — and the runtime enforces
-that plan's bounds: calls per tool, total iterations, items per tool result.
+that plan's bounds: calls per tool, total iterations, items per tool result. The calls per tool
+are enforced again in the host, at the gateway the worker's calls reach (the worker's count is
+the untrusted side's).
 
 ``dsl-inprocess`` (:class:`InProcessDslBackend`) runs the same compiled code in the host process
 instead; it is opt-in and **not a security boundary**.
@@ -29,13 +31,19 @@ from safeexec.backends.capping import CappedText
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import InProcessRestrictedSession
 from safeexec.backends.result import CallRecord, finish, raised
-from safeexec.capabilities.gateway import CapabilitySet, tool_function
+from safeexec.capabilities.gateway import (
+    CapabilitySet,
+    ToolDescriptor,
+    ToolReply,
+    tool_function,
+)
 from safeexec.dsl.front import FrontResult, check_source
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
 from safeexec.errors import BackendUnavailable
-from safeexec.model.values import Enforcement, ExecRequest, ExecResult, ExecStatus
+from safeexec.model.codec import JSONValue
+from safeexec.model.values import Enforcement, ExecRequest, ExecResult, ExecStatus, ToolRefused
 from safeexec.sandbox.dsl_executor import DslBounds, DslCell, new_runtime, run_program
 from safeexec.sandbox.dsl_runtime import DslLimitError, DslRuntime, DslRuntimeError
 from safeexec.sandbox.restricted import OperationBudget, SandboxExit
@@ -97,6 +105,36 @@ def _at_cap(result: ExecResult) -> ExecResult:
     return result
 
 
+class _PlannedGateway:
+    """The session's gateway with the running program's plan enforced in the host: a tool
+    called more often than the plan bounds it is refused here, whatever the worker counted (the
+    worker's own count is the untrusted side's)."""
+
+    def __init__(self, inner: ToolGateway) -> None:
+        self._inner = inner
+        self._left: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, plan: Plan) -> None:
+        """Allow the calls ``plan`` bounds, for the run about to start."""
+        with self._lock:
+            self._left = {t.name: t.max_calls for t in plan.tools}
+
+    def describe(self) -> tuple[ToolDescriptor, ...]:
+        return self._inner.describe()
+
+    def invoke(self, name: str, arguments: JSONValue) -> ToolReply:
+        with self._lock:
+            left = self._left.get(name, 0)
+            if left > 0:
+                self._left[name] = left - 1
+        if left <= 0:
+            event = ToolRefused(tool=name, capability_id="", reason="past the program's plan")
+            error = f"`{name}` was called more often than the program's plan allows"
+            return ToolReply(ok=False, error=error, event=event)
+        return self._inner.invoke(name, arguments)
+
+
 def _narrowed(spec: SessionSpec, limits: DslLimits | None) -> DslLimits:
     return spec.dsl if limits is None else spec.dsl.narrowed(limits)
 
@@ -132,8 +170,9 @@ class DslBackend:
 
     def open(self, spec: SessionSpec) -> BackendSession:
         """Open a session: a confined worker (``require``d layers are checked as in ``native``)."""
-        worker = self._native_backend().open(spec)
-        return DslSession(worker, spec, limits=_narrowed(spec, self.limits))
+        gateway = None if spec.tools is None else _PlannedGateway(spec.tools)
+        worker = self._native_backend().open(dataclasses.replace(spec, tools=gateway))
+        return DslSession(worker, spec, gateway, limits=_narrowed(spec, self.limits))
 
     def close(self) -> None:
         """Stop the worker template (open sessions keep running until closed)."""
@@ -147,9 +186,17 @@ class DslSession:
     """One DSL session in a confined worker; each run is one whole program (no bindings carry
     between runs). The host checks and compiles; the worker runs the code object."""
 
-    def __init__(self, worker: NativeSession, spec: SessionSpec, *, limits: DslLimits) -> None:
+    def __init__(
+        self,
+        worker: NativeSession,
+        spec: SessionSpec,
+        gateway: _PlannedGateway | None,
+        *,
+        limits: DslLimits,
+    ) -> None:
         self._worker = worker
         self._spec = spec
+        self._gateway = gateway
         self.dsl_limits = limits
         self.last_plan: Plan | None = None
 
@@ -169,6 +216,8 @@ class DslSession:
             bounds=_bounds(front.plan, self.dsl_limits),
         )
         sent = dataclasses.replace(request, code=cell.to_text())
+        if self._gateway is not None:
+            self._gateway.begin(front.plan)
         return _at_cap(self._worker.run(sent, on_output=on_output))
 
     def _refused(self, request: ExecRequest, message: str) -> ExecResult:

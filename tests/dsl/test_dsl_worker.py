@@ -4,7 +4,9 @@ pack names it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -17,9 +19,14 @@ from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.dsl import DslBackend, DslSession, InProcessDslBackend
 from safeexec.backends.registry import default_backend
+from safeexec.dsl.front import check_source
+from safeexec.dsl.limits import DslLimits
+from safeexec.dsl.plan import Plan
+from safeexec.dsl.signatures import signatures_of
 from safeexec.gate import check
 from safeexec.model.values import Action, ExecRequest, ExecStatus, Limits, Verdict
 from safeexec.policy.loader import load_policy
+from safeexec.sandbox.dsl_executor import DslBounds
 from safeexec.sandbox.dsl_runtime import DslRuntime
 
 PROGRAM = "xs = map(range(5), lambda i: i * i)\nreturn xs\n"
@@ -71,6 +78,7 @@ def test_the_in_process_variant_does_run_in_the_host(
 _CLI_PROBE = """
 import json, os, sys
 from safeexec.backends.native.session import NativeSession
+from safeexec.sandbox.dsl_executor import DslBounds
 from safeexec.sandbox.dsl_runtime import DslRuntime
 
 def ran_in_the_host(*args, **kwargs):
@@ -156,3 +164,31 @@ def test_dsl_inprocess_is_allowed_only_where_a_pack_names_it() -> None:
     assert "dsl-inprocess" not in policy.backends.allowed
     action = Action.create("return 1", language="dsl")
     assert check(action, policy, backend="dsl-inprocess").decision.verdict is Verdict.DENY
+
+
+def test_the_plans_calls_are_enforced_in_the_host_whatever_the_worker_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that runs more than the plan (here: code calling get_quote three times sent for
+    # a plan of one, and bounds that would let it make 100): the host's gateway stops the 2nd.
+    from safeexec.backends import dsl as dsl_backend
+
+    planned = 'q = get_quote(ticker="ACME")\nreturn 1'
+    more = 'a = get_quote(ticker="ACME")\nb = get_quote(ticker="INIT")\nreturn 1'
+    other = check_source(more, signatures_of(granted()))
+    assert other.accepted
+    sent = marshal.dumps(other.code())
+    monkeypatch.setattr(dsl_backend.marshal, "dumps", lambda code: sent)
+    plain_bounds = dsl_backend._bounds
+
+    def generous(plan: Plan, limits: DslLimits) -> DslBounds:
+        made = plain_bounds(plan, limits)
+        return dataclasses.replace(made, calls=dict.fromkeys(made.calls, 100))
+
+    monkeypatch.setattr(dsl_backend, "_bounds", generous)
+    caps = granted()
+    ran = run(planned, tmp_path, caps=caps)
+    assert ran.result.status is ExecStatus.ERROR
+    assert "more often than the program's plan allows" in ran.result.message
+    assert caps.statistics().calls == 1
+    assert [e.kind for e in ran.result.events] == ["tool_called", "tool_refused"]
