@@ -1,8 +1,9 @@
 """The ops registry, static side: each op's argument types, result type and iteration cost.
 
-An op ``name`` runs as ``dsl_<name>`` from :mod:`safeexec.dsl.runtime` (a test keeps the two
-lists equal). Ops that take a function take a ``lambda`` literal, checked with its parameters
-bound to the collection's item type; its body's cost counts once per item.
+An op ``name`` runs as ``dsl_<name>`` from :mod:`safeexec.sandbox.dsl_runtime` (a test keeps the
+two lists equal). Ops that take a function take a ``lambda`` literal, checked with its parameters
+bound to the collection's item type; its body's cost counts once per item. A call is checked
+against :class:`~safeexec.dsl.context.CheckerContext`, not the checker itself.
 """
 
 from __future__ import annotations
