@@ -192,3 +192,25 @@ def test_the_plans_calls_are_enforced_in_the_host_whatever_the_worker_counts(
     assert "more often than the program's plan allows" in ran.result.message
     assert caps.statistics().calls == 1
     assert [e.kind for e in ran.result.events] == ["tool_called", "tool_refused"]
+
+
+def test_memory_grown_value_by_value_is_stopped_by_the_workers_limit(tmp_path: Path) -> None:
+    # Each string is under the text cap, a thousand of them are not under the session's 64 MiB:
+    # the worker's own memory limit stops the program (the host never holds the values).
+    source = (
+        's = "x"\nfor i in range(19):\n    s = s + s\n'
+        "xs = map(range(1000), lambda i: s + str(i))\nreturn len(xs)"
+    )
+    (tmp_path / "work").mkdir()
+    spec = SessionSpec(
+        blobs=BlobStore(tmp_path / "b"),
+        workdir=tmp_path / "work",
+        limits=Limits(memory_bytes=64 * 2**20),
+    )
+    session = worker_backend().open(spec)
+    try:
+        result = session.run(ExecRequest(action_id="m", code=source, limits=Limits()))
+    finally:
+        session.close()
+    assert result.status in (ExecStatus.LIMIT_EXCEEDED, ExecStatus.KILLED), result.message
+    assert "memory" in result.message.lower() or "MemoryError" in result.message
