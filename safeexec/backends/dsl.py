@@ -41,7 +41,7 @@ from safeexec.dsl.front import FrontResult, check_source
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
-from safeexec.errors import BackendUnavailable
+from safeexec.errors import BackendUnavailable, ConfigurationError
 from safeexec.model.codec import JSONValue
 from safeexec.model.values import Enforcement, ExecRequest, ExecResult, ExecStatus, ToolRefused
 from safeexec.sandbox.dsl_executor import DslBounds, DslCell, new_runtime, run_program
@@ -150,8 +150,9 @@ class DslBackend:
         self, *, limits: DslLimits | None = None, native: NativeBackend | None = None
     ) -> None:
         if native is not None and native.executor != "dsl":
-            raise ValueError(
-                f"the dsl mode needs NativeBackend(executor='dsl'), not {native.executor!r}"
+            raise ConfigurationError(
+                f"native.executor={native.executor!r} cannot run DSL programs; "
+                "pass NativeBackend(executor='dsl')"
             )
         self.limits = limits
         self._native = native

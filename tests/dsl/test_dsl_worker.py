@@ -214,3 +214,11 @@ def test_memory_grown_value_by_value_is_stopped_by_the_workers_limit(tmp_path: P
         session.close()
     assert result.status in (ExecStatus.LIMIT_EXCEEDED, ExecStatus.KILLED), result.message
     assert "memory" in result.message.lower() or "MemoryError" in result.message
+
+
+def test_a_worker_backend_of_another_executor_is_refused() -> None:
+    from safeexec.backends.native import NativeBackend
+    from safeexec.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="executor='restricted'"):
+        DslBackend(native=NativeBackend(executor="restricted"))
