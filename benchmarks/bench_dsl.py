@@ -10,7 +10,8 @@
   CPython's own parser), visit each node of that tree once in Python, and build the output
   ``ast.Module`` (our compiler, from the checked program) — so the room the target leaves for
   checking, typing and planning is read off the same run.
-* **run**: running a pipeline in the dsl mode against the same pipeline written as Python in the
+* **run**: running a pipeline in-process (``dsl-inprocess``: the same compiled code the worker
+  runs, without the round trip) against the same pipeline written as Python in the
   in-process restricted mode, with the same deterministic tools through the same gateway. The
   "dsl" column is a program run again (its check and code object cached by source, tool
   signatures and limits) against restricted Python run again (its compiled cell cached by
@@ -46,7 +47,7 @@ from dsl_support import EXAMPLES, granted, signatures
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import BackendSession, SessionSpec
-from safeexec.backends.dsl import DslBackend
+from safeexec.backends.dsl import InProcessDslBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.dsl.checker import Checked
 from safeexec.dsl.compiler import compile_program
@@ -261,7 +262,9 @@ class RunRow:
 
 def _sessions(workdir: Path) -> tuple[BackendSession, BackendSession]:
     blobs = BlobStore(workdir / "blobs")
-    dsl = DslBackend().open(SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d"))
+    dsl = InProcessDslBackend().open(
+        SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "d")
+    )
     py = RestrictedBackend(in_process=True).open(
         SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "r")
     )
@@ -338,7 +341,7 @@ def step_times(workdir: Path) -> list[tuple[str, Times, Times]]:
     tools = signatures({})
     names = tuple(d.name for d in caps.describe())
     blobs = BlobStore(workdir / "blobs")
-    dsl = DslBackend().open(SessionSpec(blobs=blobs, tools=caps, workdir=workdir / "d"))
+    dsl = InProcessDslBackend().open(SessionSpec(blobs=blobs, tools=caps, workdir=workdir / "d"))
     py = RestrictedBackend(in_process=True).open(
         SessionSpec(blobs=blobs, tools=granted({}), workdir=workdir / "r")
     )

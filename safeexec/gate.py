@@ -37,7 +37,7 @@ from safeexec.model.values import (
 from safeexec.parse import Parsed, ParseFailure, parse
 from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
-from safeexec.policy.modes import mode_imports
+from safeexec.policy.modes import DSL_MODES, mode_imports
 from safeexec.policy.schema import MatchKind, Policy
 
 if TYPE_CHECKING:  # imported on first use: the DSL (lark, its checker) and the tool layer
@@ -127,7 +127,7 @@ def check(
     """Decide on ``action`` (or code text) under ``policy`` without running it.
 
     ``budget`` defaults to a fresh session's, ``backend`` to the policy's default and
-    ``tool_names`` to the tools the policy lets a session be granted. In the ``dsl`` mode the
+    ``tool_names`` to the tools the policy lets a session be granted. In a DSL mode the
     text is a DSL program whatever its fence says, checked against ``tools`` (default: the
     policy's grantable tools, untyped; or, given ``capabilities``, its grants with their specs
     and calls left) and planned; the plan rides on the decision's findings.
@@ -135,7 +135,7 @@ def check(
     if isinstance(action, str):
         action = Action.create(action)
     chosen = policy.backends.default if backend is None else backend
-    if chosen == "dsl":
+    if chosen in DSL_MODES:
         if tools is None and capabilities is not None:
             from safeexec.dsl.signatures import signatures_of
 

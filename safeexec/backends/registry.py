@@ -35,8 +35,15 @@ def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
             return InProcessRestrictedBackend()
         if name == "dsl":
             from safeexec.backends.dsl import DslBackend
+            from safeexec.backends.native import NativeBackend
 
-            return DslBackend()
+            if pool_size is None:
+                return DslBackend()
+            return DslBackend(native=NativeBackend(executor="dsl", pool_size=pool_size))
+        if name == "dsl-inprocess":
+            from safeexec.backends.dsl import InProcessDslBackend
+
+            return InProcessDslBackend()
         if name == "fake":
             from safeexec.backends.fake import FakeBackend, not_executed
 
@@ -48,6 +55,6 @@ def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
         ) from exc
     raise BackendUnavailable(
         f"no backend named name={name!r}; choose one of 'native', 'restricted', "
-        "'restricted-inprocess', 'dsl', 'fake' "
+        "'restricted-inprocess', 'dsl', 'dsl-inprocess', 'fake' "
         "or pass backends={...} to Session"
     )

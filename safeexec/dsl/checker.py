@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from safeexec.dsl import nodes as n
+from safeexec.dsl.context import Binding, CallSite, Scope
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.ops import OPS, OpContext
 from safeexec.dsl.parser import caret
 from safeexec.dsl.rules import STRUCTURE, TYPE_ERROR, UNKNOWN_NAME, DslRule, dsl_finding
 from safeexec.dsl.signatures import ToolSignature
-from safeexec.dsl.tool_calls import CallSite, check_tool_call
+from safeexec.dsl.tool_calls import check_tool_call
 from safeexec.dsl.valuetypes import (
     ANY,
     BOOL,
@@ -54,18 +55,11 @@ class Checked:
     sites: tuple[CallSite, ...]
     result: DType
     bounds: Mapping[int, int]  # id(For or op Call node) -> its iteration bound
-    operands: Mapping[int, tuple[Kind, Kind]]  # id(BinOp) -> the kinds of its two operands
     desugared: Mapping[int, n.BinOp]  # id(``x op= v`` Assign) -> the ``x op v`` it was checked as
 
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-@dataclass(slots=True)
-class _Binding:
-    type: DType
-    fixed: bool  # loop variables and lambda parameters cannot be rebound
 
 
 @dataclass(slots=True)
@@ -92,7 +86,6 @@ class _Checker:
         self.limits = limits
         self.state = _State()
         self.bounds: dict[int, int] = {}
-        self.operands: dict[int, tuple[Kind, Kind]] = {}
         self.result: DType = NONE
         self.aug_values: dict[int, n.BinOp] = {}  # id(Assign with op) -> its desugared value
         self.results: dict[str, DType] = {}  # tool name -> its result type under the cap
@@ -110,6 +103,14 @@ class _Checker:
         close = difflib.get_close_matches(name, sorted(set(choices)), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         self.report(UNKNOWN_NAME, f"unknown {what} `{name}`{hint}", span)
+
+    @property
+    def multiplier(self) -> int:
+        """How many times the code being checked may run (the product of enclosing loops)."""
+        return self.state.multiplier
+
+    def add_site(self, site: CallSite) -> None:
+        self.state.sites.append(site)
 
     def measure(self, check: Callable[[], _T]) -> tuple[_T, Cost]:
         """What ``check`` returns and the cost of what it checks, kept out of the current piece
@@ -129,7 +130,7 @@ class _Checker:
     # -- statements -----------------------------------------------------------------------------
 
     def run(self) -> Checked:
-        env: dict[str, _Binding] = {}
+        env: Scope = {}
         body = self.program.body
         for i, stmt in enumerate(body):
             if isinstance(stmt, n.Return) and i != len(body) - 1:
@@ -143,15 +144,14 @@ class _Checker:
             sites=tuple(self.state.sites),
             result=self.result,
             bounds=self.bounds,
-            operands=self.operands,
             desugared=self.aug_values,
         )
 
-    def block(self, stmts: tuple[n.Stmt, ...], env: dict[str, _Binding], *, top: bool) -> None:
+    def block(self, stmts: tuple[n.Stmt, ...], env: Scope, *, top: bool) -> None:
         for stmt in stmts:
             self.stmt(stmt, env, top=top)
 
-    def stmt(self, stmt: n.Stmt, env: dict[str, _Binding], *, top: bool) -> None:
+    def stmt(self, stmt: n.Stmt, env: Scope, *, top: bool) -> None:
         if isinstance(stmt, n.Assign):
             self.assign(stmt, env)
         elif isinstance(stmt, n.ExprStmt):
@@ -165,7 +165,7 @@ class _Checker:
         else:
             self.if_stmt(stmt, env)
 
-    def bindable(self, name: str, span: Span, env: dict[str, _Binding]) -> bool:
+    def bindable(self, name: str, span: Span, env: Scope) -> bool:
         if name in self.tools or name in OPS or name.startswith(_RESERVED_PREFIX):
             self.report(STRUCTURE, f"`{name}` names a tool or op; bind another name", span)
             return False
@@ -174,7 +174,7 @@ class _Checker:
             return False
         return True
 
-    def assign(self, stmt: n.Assign, env: dict[str, _Binding]) -> None:
+    def assign(self, stmt: n.Assign, env: Scope) -> None:
         value = stmt.value
         if stmt.op:
             value = n.BinOp(
@@ -183,9 +183,9 @@ class _Checker:
             self.aug_values[id(stmt)] = value
         t = self.expr(value, env)
         if self.bindable(stmt.name, stmt.span, env):
-            env[stmt.name] = _Binding(t, fixed=False)
+            env[stmt.name] = Binding(t, fixed=False)
 
-    def for_stmt(self, stmt: n.For, env: dict[str, _Binding]) -> None:
+    def for_stmt(self, stmt: n.For, env: Scope) -> None:
         it = self.expr(stmt.iterable, env)
         item, bound = self.iteration(it, stmt.iterable.span)
         self.bounds[id(stmt)] = bound
@@ -196,26 +196,26 @@ class _Checker:
         if changed:  # a second pass with the types widened to what the loop can make them
             for k in changed:
                 widened = _widen(join(outer[k].type, env[k].type), self.limits.max_items)
-                env[k] = _Binding(widened, False)
+                env[k] = Binding(widened, False)
             del self.state.findings[mark[0] :]
             del self.state.sites[mark[1] :]
             body_cost = self.loop_body(stmt, env, item, bound)
         self.cost.add(Cost(iterations=bound)).add(body_cost.times(bound))
 
-    def loop_body(self, stmt: n.For, env: dict[str, _Binding], item: DType, bound: int) -> Cost:
+    def loop_body(self, stmt: n.For, env: Scope, item: DType, bound: int) -> Cost:
         inner = dict(env)
         if self.bindable(stmt.var, stmt.span, env):
-            inner[stmt.var] = _Binding(item, fixed=True)
+            inner[stmt.var] = Binding(item, fixed=True)
         saved = self.state.multiplier
         self.state.multiplier = saved * max(bound, 1)
         _, body_cost = self.measure(lambda: self.block(stmt.body, inner, top=False))
         self.state.multiplier = saved
         for k, before in env.items():  # the body may run no time at all: a name holds what it
             if inner[k] is not before:  # held, or what the body bound to it
-                env[k] = _Binding(join(before.type, inner[k].type), before.fixed)
+                env[k] = Binding(join(before.type, inner[k].type), before.fixed)
         return body_cost
 
-    def if_stmt(self, stmt: n.If, env: dict[str, _Binding]) -> None:
+    def if_stmt(self, stmt: n.If, env: Scope) -> None:
         self.expr(stmt.test, env)
         then_env, else_env = dict(env), dict(env)
         _, then_cost = self.measure(lambda: self.block(stmt.body, then_env, top=False))
@@ -223,7 +223,7 @@ class _Checker:
         for k, then in then_env.items():
             orelse = else_env.get(k)
             if orelse is not None and orelse is not then:  # bound in both, rebound in either
-                env[k] = _Binding(join(then.type, orelse.type), then.fixed)
+                env[k] = Binding(join(then.type, orelse.type), then.fixed)
         self.cost.add(then_cost.either(else_cost))
 
     def iteration(self, t: DType, span: Span) -> tuple[DType, int]:
@@ -239,48 +239,48 @@ class _Checker:
 
     # -- expressions ----------------------------------------------------------------------------
 
-    def expr(self, e: n.Expr | n.Lambda, env: dict[str, _Binding]) -> DType:
+    def expr(self, e: n.Expr | n.Lambda, env: Scope) -> DType:
         rule = _EXPRESSIONS.get(type(e))
         if rule is None:  # a lambda: the only node of the closed tree that is not an expression
             self.report(STRUCTURE, "a lambda is allowed only as an op's function argument", e.span)
             return ANY
         return rule(self, e, env)
 
-    def literal(self, e: n.Literal, env: dict[str, _Binding]) -> DType:
+    def literal(self, e: n.Literal, env: Scope) -> DType:
         return _LITERAL_TYPES.get(type(e.value), NONE)
 
-    def list_expr(self, e: n.ListExpr, env: dict[str, _Binding]) -> DType:
+    def list_expr(self, e: n.ListExpr, env: Scope) -> DType:
         item = None
         for x in e.items:
             t = self.expr(x, env)
             item = t if item is None else join(item, t)
         return list_of(item or ANY, len(e.items))
 
-    def record_expr(self, e: n.RecordExpr, env: dict[str, _Binding]) -> DType:
+    def record_expr(self, e: n.RecordExpr, env: Scope) -> DType:
         return record({k: self.expr(v, env) for k, v in zip(e.keys, e.values, strict=True)})
 
-    def boolop(self, e: n.BoolOp, env: dict[str, _Binding]) -> DType:
+    def boolop(self, e: n.BoolOp, env: Scope) -> DType:
         a, b = self.expr(e.left, env), self.expr(e.right, env)
         return BOOL if a == b == BOOL else join(a, b)
 
-    def not_expr(self, e: n.Not, env: dict[str, _Binding]) -> DType:
+    def not_expr(self, e: n.Not, env: Scope) -> DType:
         self.expr(e.operand, env)
         return BOOL
 
-    def neg(self, e: n.Neg, env: dict[str, _Binding]) -> DType:
+    def neg(self, e: n.Neg, env: Scope) -> DType:
         t = self.expr(e.operand, env)
         if not t.numeric:
             self.report(TYPE_ERROR, f"`-` needs a number, got {t}", e.span)
         return t
 
-    def cond(self, e: n.Cond, env: dict[str, _Binding]) -> DType:
+    def cond(self, e: n.Cond, env: Scope) -> DType:
         self.expr(e.test, env)
         a, body_cost = self.measure(lambda: self.expr(e.body, env))
         b, else_cost = self.measure(lambda: self.expr(e.orelse, env))
         self.cost.add(body_cost.either(else_cost))
         return join(a, b)
 
-    def name(self, e: n.Name, env: dict[str, _Binding]) -> DType:
+    def name(self, e: n.Name, env: Scope) -> DType:
         if e.id in env:
             return env[e.id].type
         if e.id in self.tools or e.id in OPS:
@@ -289,7 +289,7 @@ class _Checker:
             self.unknown("name", e.id, env, e.span)
         return ANY
 
-    def field(self, e: n.Field, env: dict[str, _Binding]) -> DType:
+    def field(self, e: n.Field, env: Scope) -> DType:
         t = self.expr(e.value, env)
         base = t.item if t.kind is Kind.OPTIONAL and t.item is not None else t
         if base.kind is Kind.RECORD:
@@ -304,7 +304,7 @@ class _Checker:
             self.report(TYPE_ERROR, f"`.{e.name}` needs a record, got {t}", e.span)
         return ANY
 
-    def index(self, e: n.Index, env: dict[str, _Binding]) -> DType:
+    def index(self, e: n.Index, env: Scope) -> DType:
         t, i = self.expr(e.value, env), self.expr(e.index, env)
         if t.kind is Kind.LIST and t.item is not None:
             if i.kind not in (Kind.INT, Kind.ANY):
@@ -326,9 +326,8 @@ class _Checker:
             self.report(TYPE_ERROR, f"cannot index a value of type {t}", e.span)
         return ANY
 
-    def binop(self, e: n.BinOp, env: dict[str, _Binding]) -> DType:
+    def binop(self, e: n.BinOp, env: Scope) -> DType:
         a, b = self.expr(e.left, env), self.expr(e.right, env)
-        self.operands[id(e)] = a.kind, b.kind
         if a.kind is Kind.ANY or b.kind is Kind.ANY:
             return ANY
         if a.numeric and b.numeric:
@@ -344,7 +343,7 @@ class _Checker:
         self.report(TYPE_ERROR, f"`{e.op}` cannot combine {a} and {b}", e.span)
         return ANY
 
-    def compare(self, e: n.Compare, env: dict[str, _Binding]) -> DType:
+    def compare(self, e: n.Compare, env: Scope) -> DType:
         a, b = self.expr(e.left, env), self.expr(e.right, env)
         if e.op in ("<", "<=", ">", ">="):
             ok = (a.numeric and b.numeric) or (a.kind is b.kind is Kind.STR)
@@ -356,7 +355,7 @@ class _Checker:
             self.report(TYPE_ERROR, f"`{e.op}` needs a list, string or record, got {b}", e.span)
         return BOOL
 
-    def fstring(self, e: n.FString, env: dict[str, _Binding]) -> DType:
+    def fstring(self, e: n.FString, env: Scope) -> DType:
         for part in e.parts:
             if isinstance(part, str):
                 continue
@@ -369,7 +368,7 @@ class _Checker:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def call(self, e: n.Call, env: dict[str, _Binding]) -> DType:
+    def call(self, e: n.Call, env: Scope) -> DType:
         if e.func in self.tools:
             return check_tool_call(self, e, self.tools[e.func], env)
         if e.func in OPS:
@@ -389,7 +388,7 @@ def _widen(t: DType, cap: int) -> DType:
 
 
 # Each expression node's rule, by the node's exact type (one lookup instead of a chain of tests).
-_EXPRESSIONS: dict[type, Callable[[_Checker, Any, dict[str, _Binding]], DType]] = {
+_EXPRESSIONS: dict[type, Callable[[_Checker, Any, Scope], DType]] = {
     n.Literal: _Checker.literal,
     n.Name: _Checker.name,
     n.Call: _Checker.call,

@@ -1,12 +1,14 @@
 """Checked DSL program → Python ``ast.Module``, built node by node (never from text).
 
 The module only names what the checker resolved (bindings, granted tools) and ``dsl_*`` helpers
-from :mod:`safeexec.dsl.runtime`: every loop goes through ``dsl_loop`` with the bound the plan
-assumed, fields and indexes through checked helpers, ``+``/``*`` on non-floats through size-checked
-helpers, and ``return`` hands its value to ``dsl_give``. Every node is made by one of a fixed set
-of constructors, each a fixed shape, and takes as children only nodes those constructors made
-(dsl/SPEC.md, "Where a DSL program runs"), so nothing else reaches ``compile()``: the DSL session
-runs the code object with no builtins and no RestrictedPython pass.
+from :mod:`safeexec.sandbox.dsl_runtime`: every loop goes through ``dsl_loop`` with the bound the
+plan assumed, fields and indexes through checked helpers, and ``return`` hands its value to
+``dsl_give``. Nothing in the module makes a value by itself: list and record literals, f-strings
+and every arithmetic operator are calls of helpers that charge the value against the caps before
+they make it (``DslRuntime.charge``). Every node is made by one of a fixed set of constructors,
+each a fixed shape, and takes as children only nodes those constructors made (dsl/SPEC.md, "Where
+a DSL program runs"), so nothing else reaches ``compile()``: the code object runs with no builtins
+and no RestrictedPython pass.
 """
 
 from __future__ import annotations
@@ -18,16 +20,11 @@ from typing import Any, TypeVar
 
 from safeexec.dsl import nodes as n
 from safeexec.dsl.checker import Checked
-from safeexec.dsl.valuetypes import Kind
 
 __all__ = ["CompiledShapeError", "compile_code", "compile_program"]
 
 # Operators and contexts have no fields and no position: one instance of each serves every node
 # (as in the trees ``ast.parse`` makes).
-_ARITH: dict[str, ast.operator] = {
-    "+": ast.Add(), "-": ast.Sub(), "*": ast.Mult(), "/": ast.Div(), "//": ast.FloorDiv(),
-    "%": ast.Mod(),
-}  # fmt: skip
 _COMPARE: dict[str, ast.cmpop] = {
     "==": ast.Eq(), "!=": ast.NotEq(), "<": ast.Lt(), "<=": ast.LtE(), ">": ast.Gt(),
     ">=": ast.GtE(), "in": ast.In(), "not in": ast.NotIn(),
@@ -127,16 +124,6 @@ class _Compiler:
     def _keyword(self, arg: str, value: ast.expr) -> ast.keyword:
         return self._made(ast.keyword(arg, self._kid(value)))
 
-    def _list(self, items: list[ast.expr]) -> ast.List:
-        return self._made(ast.List(self._kids(items), _LOAD))
-
-    def _dict(self, keys: tuple[str, ...], values: list[ast.expr]) -> ast.Dict:
-        constants: list[ast.expr | None] = [self._constant(k) for k in keys]
-        return self._made(ast.Dict(constants, self._kids(values)))
-
-    def _binop(self, left: ast.expr, op: str, right: ast.expr) -> ast.BinOp:
-        return self._made(ast.BinOp(self._kid(left), _ARITH[op], self._kid(right)))
-
     def _compare(self, left: ast.expr, op: str, right: ast.expr) -> ast.Compare:
         return self._made(ast.Compare(self._kid(left), [_COMPARE[op]], [self._kid(right)]))
 
@@ -148,13 +135,6 @@ class _Compiler:
 
     def _ifexp(self, test: ast.expr, body: ast.expr, orelse: ast.expr) -> ast.IfExp:
         return self._made(ast.IfExp(self._kid(test), self._kid(body), self._kid(orelse)))
-
-    def _joined(self, values: list[ast.expr]) -> ast.JoinedStr:
-        return self._made(ast.JoinedStr(self._kids(values)))
-
-    def _formatted(self, value: ast.expr, spec: ast.JoinedStr | None) -> ast.FormattedValue:
-        shown = ast.FormattedValue(self._kid(value), -1, None if spec is None else self._kid(spec))
-        return self._made(shown)
 
     def _lambda(self, params: tuple[str, ...], body: ast.expr) -> ast.Lambda:
         args = ast.arguments([], [self._param(p) for p in params], None, [], [], None, [])
@@ -222,10 +202,13 @@ class _Compiler:
         return self._load(e.id)
 
     def list_expr(self, e: n.ListExpr) -> ast.expr:
-        return self._list([self.expr(x) for x in e.items])
+        return self._call("dsl_list", [self.expr(x) for x in e.items])
 
     def record_expr(self, e: n.RecordExpr) -> ast.expr:
-        return self._dict(e.keys, [self.expr(v) for v in e.values])
+        pairs: list[ast.expr] = []
+        for key, value in zip(e.keys, e.values, strict=True):
+            pairs += (self._constant(key), self.expr(value))
+        return self._call("dsl_record", pairs)
 
     def field(self, e: n.Field) -> ast.expr:
         return self._call("dsl_field", [self.expr(e.value), self._constant(e.name)])
@@ -249,28 +232,29 @@ class _Compiler:
         return self._ifexp(self.expr(e.test), self.expr(e.body), self.expr(e.orelse))
 
     def binop(self, e: n.BinOp) -> ast.expr:
+        # Every operator is a helper, whatever the checker inferred: a value typed float may
+        # still be a string at run time (a tool's result), and ``%`` on a string formats it.
         left, right = self.expr(e.left), self.expr(e.right)
-        # Only float arithmetic is plain Python; ints, strings and lists can grow without bound.
-        floats = self.checked.operands[id(e)] == (Kind.FLOAT, Kind.FLOAT)
-        if e.op == "+" and not floats:
+        if e.op == "+":
             return self._call("dsl_add", [left, right])
-        if e.op == "*" and not floats:
+        if e.op == "*":
             return self._call("dsl_mul", [left, right])
-        return self._binop(left, e.op, right)
+        return self._call("dsl_arith", [left, self._constant(e.op), right])
 
     def fstring(self, e: n.FString) -> ast.expr:
-        values: list[ast.expr] = []
+        # dsl_format(text, value, spec, text, value, spec, text, ...): literal text and
+        # (value, spec) in turn, so the helper can size the whole string before making it.
+        parts: list[ast.expr] = []
+        text = ""
         for part in e.parts:
             if isinstance(part, str):
-                values.append(self._constant(part))
+                text += part
                 continue
             value, spec = part
-            shown = self.expr(value)
-            if not spec:  # values render as the DSL shows them (JSON), not as Python reprs
-                values.append(self._formatted(self._call("dsl_str", [shown]), None))
-                continue
-            values.append(self._formatted(shown, self._joined([self._constant(spec)])))
-        return self._joined(values)
+            parts += (self._constant(text), self.expr(value), self._constant(spec))
+            text = ""
+        parts.append(self._constant(text))
+        return self._call("dsl_format", parts)
 
     def call(self, e: n.Call) -> ast.expr:
         args = [self.expr(a) for a in e.args]

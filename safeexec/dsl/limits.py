@@ -18,13 +18,15 @@ __all__ = ["DslLimits"]
 class DslLimits(Fieldwise):
     """What one DSL program may do at most.
 
-    * ``max_items`` (1000): items in any list or keys in any record a program holds — every tool
-      result (checked deeply), ``split``, a non-literal ``range``; the static length of every
-      list the checker cannot size otherwise.
+    * ``max_items`` (1000): items in any list or keys in any record a program makes or a tool
+      returns (checked deeply), charged before the value is made; a ``range`` with literal ends
+      is charged against its planned size instead (``max_iterations`` bounds it); the static
+      length of every list the checker cannot size otherwise.
     * ``max_iterations`` (1,000,000): loop bodies plus per-item op work of the whole program,
       bounded statically (``SX703``) and counted at run time.
-    * ``max_text_chars`` (1,000,000): characters of a string built by ``+``, ``join`` or
-      ``replace``, checked before it is built.
+    * ``max_text_chars`` (1,000,000): characters of any string a program makes (``+``,
+      f-strings and number formats, ``join``, ``replace``, ``str``, ``print``, the value it
+      returns, a tool call's arguments as JSON) or a tool returns, charged before it is made.
     * ``max_tool_calls`` (``None``: only the grants and the session budget bound them): tool calls
       the plan may make in total (``SX707``).
     """

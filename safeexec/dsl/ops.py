@@ -1,17 +1,18 @@
 """The ops registry, static side: each op's argument types, result type and iteration cost.
 
-An op ``name`` runs as ``dsl_<name>`` from :mod:`safeexec.dsl.runtime` (a test keeps the two
-lists equal). Ops that take a function take a ``lambda`` literal, checked with its parameters
-bound to the collection's item type; its body's cost counts once per item.
+An op ``name`` runs as ``dsl_<name>`` from :mod:`safeexec.sandbox.dsl_runtime` (a test keeps the
+two lists equal). Ops that take a function take a ``lambda`` literal, checked with its parameters
+bound to the collection's item type; its body's cost counts once per item. A call is checked
+against :class:`~safeexec.dsl.context.CheckerContext`, not the checker itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from safeexec.dsl import nodes as n
+from safeexec.dsl.context import Binding, CheckerContext, Scope
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.rules import TYPE_ERROR
 from safeexec.dsl.valuetypes import (
@@ -29,9 +30,6 @@ from safeexec.dsl.valuetypes import (
     with_cap,
 )
 
-if TYPE_CHECKING:
-    from safeexec.dsl.checker import _Binding, _Checker
-
 __all__ = ["OPS", "Op", "OpContext"]
 
 
@@ -39,9 +37,9 @@ __all__ = ["OPS", "Op", "OpContext"]
 class OpContext:
     """One op call being checked: evaluates arguments, binds lambdas, reports problems."""
 
-    checker: _Checker
+    checker: CheckerContext
     call: n.Call
-    env: dict[str, _Binding]
+    env: Scope
 
     def fail(self, message: str) -> DType:
         self.checker.report(TYPE_ERROR, f"{self.call.func}(): {message}", self.call.span)
@@ -53,8 +51,6 @@ class OpContext:
     def function(self, e: n.Expr | n.Lambda, params: tuple[DType, ...]) -> tuple[DType, Cost]:
         """Type a lambda argument with its parameters bound to ``params``; the cost of its body
         (once) is kept apart, for the op to count once per item."""
-        from safeexec.dsl.checker import _Binding
-
         if not isinstance(e, n.Lambda):
             self.checker.report(
                 TYPE_ERROR, f"{self.call.func}() takes `lambda x: ...` here", e.span
@@ -66,7 +62,7 @@ class OpContext:
         inner = dict(self.env)
         for name, t in zip(e.params, params, strict=True):
             if self.checker.bindable(name, e.span, self.env):
-                inner[name] = _Binding(t, fixed=True)
+                inner[name] = Binding(t, fixed=True)
         return self.checker.measure(lambda: self.checker.expr(e.body, inner))
 
     def collection(self, e: n.Expr | n.Lambda) -> tuple[DType, int]:

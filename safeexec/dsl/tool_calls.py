@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from safeexec.dsl import nodes as n
+from safeexec.dsl.context import CallSite, CheckerContext, Scope
 from safeexec.dsl.cost import Cost
 from safeexec.dsl.makers import maker
 from safeexec.dsl.rules import TYPE_ERROR
@@ -18,21 +17,7 @@ from safeexec.dsl.valuetypes import DType, assignable, from_schema
 from safeexec.model.codec import JSONValue
 from safeexec.model.values import Span
 
-if TYPE_CHECKING:
-    from safeexec.dsl.checker import _Binding, _Checker
-
 __all__ = ["CallSite", "check_tool_call"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallSite:
-    """One tool call in the source: how often it may run and its constant arguments."""
-
-    tool: str
-    span: Span
-    times: int
-    arguments: tuple[tuple[str, JSONValue], ...]
-    computed: tuple[str, ...]
 
 
 # CallSite(tool, span, times, arguments, computed), made faster (one per call site checked).
@@ -41,9 +26,7 @@ _call_site: Callable[
 ] = maker(CallSite)
 
 
-def check_tool_call(
-    checker: _Checker, e: n.Call, tool: ToolSignature, env: dict[str, _Binding]
-) -> DType:
+def check_tool_call(checker: CheckerContext, e: n.Call, tool: ToolSignature, env: Scope) -> DType:
     """Type a call of a granted tool against its schema; records the call site for the plan."""
     checker.cost.add(Cost(calls={tool.name: 1}))
     if e.args:
@@ -74,15 +57,13 @@ def check_tool_call(
     missing = [r for r in tool.required if r not in given]
     if missing and not e.args:  # positional arguments were already reported
         checker.report(TYPE_ERROR, f"`{tool.name}` needs argument(s) {', '.join(missing)}", e.span)
-    site = _call_site(
-        tool.name, e.span, checker.state.multiplier, tuple(constants), tuple(computed)
-    )
-    checker.state.sites.append(site)
+    site = _call_site(tool.name, e.span, checker.multiplier, tuple(constants), tuple(computed))
+    checker.add_site(site)
     return checker.tool_result(tool)
 
 
 def _argument(
-    checker: _Checker, tool: str, keyword: n.Keyword, t: DType, schema: JSONValue
+    checker: CheckerContext, tool: str, keyword: n.Keyword, t: DType, schema: JSONValue
 ) -> None:
     expected = from_schema(schema)
     if not assignable(t, expected):

@@ -64,8 +64,8 @@ _RULE_ID = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 _EFFECTS = tuple(e.value for e in Effect)
 _MODULE_PATTERN = re.compile(r"^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$")
 _NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
-# "restricted-inprocess" is never a default: a pack that wants it names it in ``allowed``.
-_BACKENDS = ("native", "restricted", "restricted-inprocess", "dsl", "fake")
+# The in-process modes are never a default: a pack that wants one names it in ``allowed``.
+_BACKENDS = ("native", "restricted", "restricted-inprocess", "dsl", "dsl-inprocess", "fake")
 _LAYERS = tuple(layer.value for layer in Layer)
 
 

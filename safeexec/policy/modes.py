@@ -10,7 +10,11 @@ from __future__ import annotations
 from safeexec.policy.schema import ImportsConfig
 from safeexec.sandbox.restricted.allowlist import module_matches, restricted_modules
 
-__all__ = ["explicitly_allowed", "mode_imports", "module_matches"]
+__all__ = ["DSL_MODES", "explicitly_allowed", "mode_imports", "module_matches"]
+
+# The modes whose text is a DSL program (checked, planned and compiled in the host): ``dsl`` runs
+# it in the confined worker, the opt-in ``dsl-inprocess`` in the host process.
+DSL_MODES = frozenset({"dsl", "dsl-inprocess"})
 
 
 def mode_imports(imports: ImportsConfig, mode: str) -> tuple[str, ...]:

@@ -115,6 +115,10 @@ def _make_executor(config: SessionConfig) -> Executor:
             confined=True,
         )
         return executor
+    if config.executor == "dsl":
+        from safeexec.sandbox.dsl_executor import DslExecutor
+
+        return DslExecutor()
     return PythonExecutor()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from safeexec.backends.dsl import DslBackend
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.native.template import TemplateProcess
 from safeexec.backends.restricted import RestrictedBackend
@@ -31,7 +32,8 @@ def test_a_template_started_ahead_is_closed_when_the_policy_refuses_its_mode() -
 
 def test_a_template_started_ahead_is_closed_when_the_mode_needs_none() -> None:
     policy = replace(
-        load_policy("default"), backends=BackendsConfig(allowed=("dsl", "native"), default="dsl")
+        load_policy("default"),
+        backends=BackendsConfig(allowed=("dsl-inprocess", "native"), default="dsl-inprocess"),
     )
     early = TemplateProcess(python=sys.executable, preload=(), pool_size=1)
     assert _warm_backend(policy, None, early) is None
@@ -40,32 +42,35 @@ def test_a_template_started_ahead_is_closed_when_the_mode_needs_none() -> None:
 
 def test_modes_without_a_template_start_nothing() -> None:
     policy = replace(
-        load_policy("default"), backends=BackendsConfig(allowed=("dsl", "native"), default="dsl")
+        load_policy("default"),
+        backends=BackendsConfig(allowed=("dsl-inprocess", "native"), default="dsl-inprocess"),
     )
     assert _warm_backend(policy, None) is None
 
 
 @pytest.mark.parametrize(
-    ("mode", "kind"), [("native", NativeBackend), ("restricted", RestrictedBackend)]
+    ("mode", "kind"),
+    [("native", NativeBackend), ("restricted", RestrictedBackend), ("dsl", DslBackend)],
 )
 def test_the_chosen_mode_gets_its_backend_started(mode: str, kind: type) -> None:
     policy = replace(
-        load_policy("default"), backends=BackendsConfig(allowed=("native", "restricted"))
+        load_policy("default"), backends=BackendsConfig(allowed=("native", "restricted", "dsl"))
     )
     backend = _warm_backend(policy, mode)
     assert isinstance(backend, kind)
     backend.close()
 
 
-@pytest.mark.parametrize("mode", ["native", "restricted"])
+@pytest.mark.parametrize("mode", ["native", "restricted", "dsl"])
 def test_a_run_forks_one_session_process_ahead_not_a_pool(mode: str) -> None:
     # A run holds one session: more members, spawned sessions and workdirs made ahead would
     # only compete with it for the CPU.
     policy = replace(
-        load_policy("default"), backends=BackendsConfig(allowed=("native", "restricted"))
+        load_policy("default"), backends=BackendsConfig(allowed=("native", "restricted", "dsl"))
     )
     backend = _warm_backend(policy, mode)
     assert backend is not None
+    assert isinstance(backend, NativeBackend | RestrictedBackend | DslBackend)
     native = backend if isinstance(backend, NativeBackend) else backend._native_backend()
     assert native.pool_size == 1
     backend.close()

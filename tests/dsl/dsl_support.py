@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
 import sys
 from dataclasses import dataclass
@@ -10,13 +12,15 @@ from types import ModuleType
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
-from safeexec.backends.dsl import DslBackend, DslSession
+from safeexec.backends.dsl import DslBackend, DslSession, InProcessDslBackend, InProcessDslSession
+from safeexec.backends.native import NativeBackend
 from safeexec.capabilities.gateway import CapabilitySet, ToolSpec
 from safeexec.dsl.front import FrontResult, check_source
+from safeexec.dsl.limits import DslLimits
 from safeexec.dsl.plan import Plan
-from safeexec.dsl.runtime import DslRuntime
 from safeexec.dsl.signatures import ToolSignature, signatures_of
 from safeexec.model.values import ExecRequest, ExecResult, Limits
+from safeexec.sandbox.dsl_runtime import DslRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dsl" / "examples"
@@ -65,16 +69,32 @@ class Ran:
     plan: Plan | None
 
 
+@functools.cache
+def worker_native() -> NativeBackend:
+    """One worker template for the DSL tests of this process (each backend shares it)."""
+    native = NativeBackend(executor="dsl", pool_size=1)
+    atexit.register(native.close)
+    return native
+
+
+def worker_backend(limits: DslLimits | None = None) -> DslBackend:
+    """The ``dsl`` mode (in the confined worker) on the shared template."""
+    return DslBackend(limits=limits, native=worker_native())
+
+
 def run(
-    source: str, tmp: Path, *, caps: CapabilitySet | None = None, backend: DslBackend | None = None,
-    **limits: float,
+    source: str, tmp: Path, *, caps: CapabilitySet | None = None,
+    backend: DslBackend | InProcessDslBackend | None = None, **limits: float,
 ) -> Ran:  # fmt: skip
+    """Run ``source`` in one fresh session of ``backend`` (default: the worker's)."""
     caps = caps if caps is not None else granted()
     blobs = BlobStore(tmp / "blobs")
-    session = (backend or DslBackend()).open(
-        SessionSpec(blobs=blobs, tools=caps, workdir=tmp / "work")
+    workdir = tmp / "work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    session = (backend or worker_backend()).open(
+        SessionSpec(blobs=blobs, tools=caps, workdir=workdir)
     )
-    assert isinstance(session, DslSession)
+    assert isinstance(session, DslSession | InProcessDslSession)
     try:
         request = ExecRequest(action_id="t", code=source, limits=Limits(**limits))  # type: ignore[arg-type]
         result = session.run(request)
@@ -85,6 +105,6 @@ def run(
         stdout=blobs.get(result.stdout).decode(),
         stderr=blobs.get(result.stderr).decode(),
         caps=caps,
-        runtime=session.last_runtime,
+        runtime=session.last_runtime if isinstance(session, InProcessDslSession) else None,
         plan=session.last_plan,
     )

@@ -1,6 +1,6 @@
-"""Compiled DSL runs in the restricted executor with metered proxies: results, the plan's
-bounds enforced at run time, refused programs never reach a tool, and the compiled module names
-nothing the checker did not resolve."""
+"""Compiled DSL runs in the confined worker with metered proxies: results, the plan's bounds
+enforced at run time, refused programs never reach a tool, and the compiled module names nothing
+the checker did not resolve."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ import ast
 from pathlib import Path
 
 import pytest
-from dsl_support import front, granted, run
+from dsl_support import front, granted, run, worker_backend
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.capping import CappedText
-from safeexec.backends.dsl import DslBackend
+from safeexec.backends.dsl import InProcessDslBackend
 from safeexec.capabilities.gateway import CapabilitySet, tool
-from safeexec.dsl import ops, runtime
+from safeexec.dsl import ops
 from safeexec.dsl.compiler import compile_program
 from safeexec.dsl.limits import DslLimits
-from safeexec.dsl.runtime import DslLimitError, DslRuntime, DslRuntimeError
 from safeexec.errors import BackendUnavailable
 from safeexec.model.values import ExecStatus
+from safeexec.sandbox import dsl_runtime as runtime
+from safeexec.sandbox.dsl_runtime import DslLimitError, DslRuntime, DslRuntimeError
 
 SHOPPING = (
     'items = search_products(query="usb-c cable", max_results=20)\n'
@@ -72,24 +73,25 @@ def test_a_tool_result_over_the_item_cap_stops_the_run(tmp_path: Path) -> None:
 
     caps = CapabilitySet()
     caps.grant(many)
-    backend = DslBackend(limits=DslLimits(max_items=5))
+    backend = worker_backend(DslLimits(max_items=5))
     ran = run("xs = many()\nreturn len(xs)", tmp_path, caps=caps, backend=backend)
-    assert ran.result.status is ExecStatus.ERROR
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED
     assert ran.result.message == (
         "DslLimitError: the result of many() holds 10 items, more than the cap of 5"
     )
 
 
 def test_growth_by_plus_and_times_is_capped(tmp_path: Path) -> None:
-    backend = DslBackend(limits=DslLimits(max_text_chars=1000))
+    backend = worker_backend(DslLimits(max_text_chars=1000))
     text = run(
         's = "ab"\nfor i in range(20):\n    s += s\nreturn len(s)', tmp_path / "a", backend=backend
     )
-    assert text.result.status is ExecStatus.ERROR and "longer than 1000" in text.result.message
+    limit = ExecStatus.LIMIT_EXCEEDED
+    assert text.result.status is limit and "longer than 1000" in text.result.message
     big = run("x = 3\nfor i in range(40):\n    x *= x\nreturn 1", tmp_path / "b")
-    assert big.result.status is ExecStatus.ERROR and "4096 bits" in big.result.message
+    assert big.result.status is limit and "4096 bits" in big.result.message
     lists = run("xs = [1]\nfor i in range(20):\n    xs += xs\nreturn len(xs)", tmp_path / "c")
-    assert lists.result.status is ExecStatus.ERROR and "cap of 1000" in lists.result.message
+    assert lists.result.status is limit and "cap of 1000" in lists.result.message
 
 
 def test_the_runtime_meter_refuses_calls_and_iterations_past_the_plan() -> None:
@@ -181,16 +183,18 @@ def test_compile_refuses_a_program_the_checker_refused() -> None:
         compile_program(result.checked)
 
 
-def test_the_dsl_mode_refuses_required_confinement_layers(tmp_path: Path) -> None:
+def test_the_in_process_dsl_mode_refuses_required_confinement_layers(tmp_path: Path) -> None:
     spec = SessionSpec(blobs=BlobStore(tmp_path / "b"), require=frozenset({"seccomp"}))
     with pytest.raises(BackendUnavailable, match="no confinement layers"):
-        DslBackend().open(spec)
+        InProcessDslBackend().open(spec)
 
 
 def test_a_computed_range_is_capped_at_run_time(tmp_path: Path) -> None:
     ran = run("n = 50 * 100\nfor i in range(n):\n    print(i)\nreturn 1", tmp_path)
-    assert ran.result.status is ExecStatus.ERROR
-    assert ran.result.message == "DslLimitError: range() of 5000 items, more than the bound of 1000"
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED
+    assert (
+        ran.result.message == "DslLimitError: range() holds 5000 items, more than the cap of 1000"
+    )
 
 
 def test_the_run_stops_where_the_plan_was_wrong(
@@ -210,6 +214,6 @@ def test_the_run_stops_where_the_plan_was_wrong(
     caps = granted()
     source = 'for t in ["ACME", "INIT", "GLOBX"]:\n    get_quote(ticker=t)\nreturn 1'
     ran = run(source, tmp_path, caps=caps)
-    assert ran.result.status is ExecStatus.ERROR
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED
     assert "the plan bounded it to 1" in ran.result.message
     assert caps.statistics().calls == 0

@@ -107,7 +107,7 @@ def test_the_policys_item_cap_reaches_the_backend_through_the_session(tmp_path: 
         for spec in example_specs():
             narrow.grant(spec)
         result = narrow.run(source).result
-        assert result is not None and result.status is ExecStatus.ERROR
+        assert result is not None and result.status is ExecStatus.LIMIT_EXCEEDED
         assert "more than the cap of 2" in result.message
 
 

@@ -16,12 +16,19 @@ PINNED = {
     "safeexec.dsl.front": ["FrontResult", "check_source", "forget_checks"],
     "safeexec.dsl.limits": ["DslLimits"],
     "safeexec.dsl.compiler": ["CompiledShapeError", "compile_code", "compile_program"],
-    "safeexec.dsl.runtime": ["DslLimitError", "DslRuntime", "DslRuntimeError", "render_value"],
+    "safeexec.sandbox.dsl_runtime": [
+        "DslLimitError", "DslRuntime", "DslRuntimeError", "render_value",
+    ],
+    "safeexec.sandbox.dsl_executor": [
+        "DslBounds", "DslCell", "DslExecutor", "new_runtime", "run_program",
+    ],
     "safeexec.dsl.signatures": [
         "ToolSignature", "signature_of_descriptor", "signature_of_spec", "signatures_of",
     ],
     "safeexec.dsl.rules": ["DSL_RULES", "DslRule", "dsl_finding"],
-    "safeexec.backends.dsl": ["DslBackend", "DslRejected", "DslSession"],
+    "safeexec.backends.dsl": [
+        "DslBackend", "DslRejected", "DslSession", "InProcessDslBackend", "InProcessDslSession",
+    ],
     "safeexec.policy.dsl_rules": ["DSL_RULES"],
 }  # fmt: skip
 

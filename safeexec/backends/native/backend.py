@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
-_EXECUTORS = ("python", "restricted")
+_EXECUTORS = ("python", "restricted", "dsl")
 _WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
 _LAYER_NAMES = frozenset(layer.value for layer in Layer)
 
@@ -108,7 +108,8 @@ def _userns_allowed() -> bool:
 class NativeBackend:
     """Factory of native sessions; owns one template process (started on first use).
 
-    ``executor`` picks what runs cells inside the worker ("python" or "restricted");
+    ``executor`` picks what runs cells inside the worker ("python", "restricted", or "dsl":
+    programs the host compiled, see ``safeexec.sandbox.dsl_executor``);
     ``preload`` names modules the template imports once (e.g. numpy) so sessions share them;
     ``pool_size`` session processes are kept forked and confined ahead, and as many spawned
     ahead with workdirs of their own, so an open only sends its config and waits for the

@@ -11,7 +11,7 @@ from dsl_support import granted, run, signatures
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from safeexec.backends.dsl import DslBackend
+from safeexec.backends.dsl import InProcessDslBackend
 from safeexec.dsl.front import check_source
 from safeexec.gate import check
 from safeexec.model.values import Action, ExecStatus
@@ -113,7 +113,7 @@ def test_accepted_programs_run_within_their_plan(source: str) -> None:
     result = check_source(source, SIGNATURES)
     assume(result.accepted)
     assert result.plan is not None
-    backend = DslBackend()
+    backend = InProcessDslBackend()  # the runtime's counts are read back in-process
     with tempfile.TemporaryDirectory() as tmp:
         caps = granted()
         ran = run(source, Path(tmp), caps=caps, backend=backend)
