@@ -24,7 +24,12 @@ from safeexec.model.values import (
 from safeexec.policy.engine_rules import BACKEND_NOT_ALLOWED, BUDGET_EXHAUSTED, engine_finding
 from safeexec.policy.schema import Policy
 
-__all__ = ["decide", "order_findings"]
+__all__ = ["chosen_backend", "decide", "order_findings"]
+
+
+def chosen_backend(policy: Policy, backend: str | None) -> str:
+    """The mode a step asks for: ``backend``, else the policy's default."""
+    return backend if backend is not None else policy.backends.default
 
 
 def decide(
@@ -40,7 +45,7 @@ def decide(
     ``backend`` is the mode the caller asks for (``None``: the policy's default). Limits are the
     policy's, with ``cpu_seconds`` clipped to what the budget has left.
     """
-    chosen = backend if backend is not None else policy.backends.default
+    chosen = chosen_backend(policy, backend)
     engine = [*_budget_findings(budget, estimate)]
     if chosen not in policy.backends.allowed:
         engine.append(_backend_not_allowed(chosen, policy.backends.allowed))
