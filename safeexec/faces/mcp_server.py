@@ -33,9 +33,11 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 import mcp_types as types
+import uvicorn
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -457,8 +459,6 @@ def _advertise_handshake_only(server: Server[Any]) -> None:
 
 async def serve_stdio(config: McpConfig) -> None:
     """Serve one client over stdin/stdout until it closes them."""
-    from mcp.server.stdio import stdio_server
-
     # One client per process: its sessions live as long as the process serves it. (Per-request
     # connections would not do: the 2026-07-28 era makes one for every request, even on stdio.)
     client = ClientSession(config)
@@ -548,8 +548,6 @@ def serve_http(
     idle_timeout_seconds: float = 1800.0,
 ) -> None:
     """Serve :func:`http_app` under uvicorn until stopped."""
-    import uvicorn
-
     app = http_app(
         config,
         tokens=tokens,
