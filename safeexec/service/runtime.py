@@ -305,6 +305,8 @@ class Runtime:
         chosen = self._policy(policy)
         if mode is not None:
             self._check_mode(mode)
+        else:  # the policy's default, refused as a session of it would be
+            self.config.refuse_in_process(chosen.backends.default)
         action = Action.create(code)
 
         def timed_check() -> tuple[GateResult, float]:

@@ -56,7 +56,7 @@ def test_asking_for_an_in_process_mode_is_a_403(tmp_path: Path, default: str) ->
         # Named by the client, or the policy's default when the client names none.
         body = {"mode": IN_PROCESS} if default == "fake" else {}
         created = alice.post("/v1/sessions", json=body)
-        checked = alice.post("/v1/check", json={"code": "x = 1", "mode": IN_PROCESS})
+        checked = alice.post("/v1/check", json={"code": "x = 1", **body})
         assert alice.get("/v1/sessions").json() == []
     for refused in (created, checked):
         assert refused.status_code == 403, refused.text
