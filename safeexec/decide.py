@@ -4,11 +4,19 @@
 Pure and total: the same inputs always give the same decision, with findings in a stable order.
 Deny wins over approve, approve over allow. The engine adds its own findings here: ``SX510``
 (budget-exhausted, one per dimension) and ``SX520`` (backend-not-allowed).
+
+This module is the only author of a ``Decision``: what a step runs under once its approver has
+answered and its caller narrowed the time limits (:func:`settle`), a step that could not run
+after all (:func:`fail_closed`), a tool-call step (:func:`decide_tool_call`) and the calls an
+approved DSL plan may make unasked (:func:`approved_calls`) are all made here; the session only
+passes them on.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from safeexec.model.values import (
     Bound,
@@ -22,9 +30,29 @@ from safeexec.model.values import (
     Verdict,
 )
 from safeexec.policy.engine_rules import BACKEND_NOT_ALLOWED, BUDGET_EXHAUSTED, engine_finding
-from safeexec.policy.schema import Policy
+from safeexec.policy.schema import Policy, Rule
 
-__all__ = ["decide", "order_findings"]
+if TYPE_CHECKING:
+    from safeexec.capabilities.gateway import ApprovalRequest
+
+__all__ = [
+    "TOOL_BACKEND",
+    "approved_calls",
+    "chosen_backend",
+    "decide",
+    "decide_tool_call",
+    "fail_closed",
+    "order_findings",
+    "settle",
+]
+
+TOOL_BACKEND = "tool"
+"""The ``backend`` of a step that was one tool call (``Session.call_tool``), not code."""
+
+
+def chosen_backend(policy: Policy, backend: str | None) -> str:
+    """The mode a step asks for: ``backend``, else the policy's default."""
+    return backend if backend is not None else policy.backends.default
 
 
 def decide(
@@ -40,7 +68,7 @@ def decide(
     ``backend`` is the mode the caller asks for (``None``: the policy's default). Limits are the
     policy's, with ``cpu_seconds`` clipped to what the budget has left.
     """
-    chosen = backend if backend is not None else policy.backends.default
+    chosen = chosen_backend(policy, backend)
     engine = [*_budget_findings(budget, estimate)]
     if chosen not in policy.backends.allowed:
         engine.append(_backend_not_allowed(chosen, policy.backends.allowed))
@@ -54,6 +82,68 @@ def decide(
         policy_id=policy.info.id,
         policy_digest=policy.digest,
     )
+
+
+def decide_tool_call(*, policy: Policy, budget: Budget, backend: str | None = None) -> Decision:
+    """The decision on one tool call as a step: the engine's findings on the budget and the mode
+    asked for (:func:`decide` with no findings), with ``backend`` :data:`TOOL_BACKEND` (no code
+    runs; the capability gateway decides on the call itself)."""
+    decision = decide(findings=(), estimate=None, policy=policy, budget=budget, backend=backend)
+    return dataclasses.replace(decision, backend=TOOL_BACKEND)
+
+
+def settle(
+    decision: Decision,
+    *,
+    approved: bool | None = None,
+    wall_seconds: float | None = None,
+    cpu_seconds: float | None = None,
+) -> Decision:
+    """The decision a step runs under, from the gate's.
+
+    ``approved`` is the approver's answer to a ``needs_approval`` decision (ignored otherwise):
+    an approved action keeps its ``needs_approval`` verdict in the log (and runs), a refused
+    one (or one nobody answered) is denied. ``wall_seconds`` and ``cpu_seconds``, the caller's
+    limits for this step, narrow the decision's limits and never widen them, so the audit
+    event states the limits that applied.
+    """
+    if decision.verdict is Verdict.NEEDS_APPROVAL and approved is not True:
+        decision = dataclasses.replace(decision, verdict=Verdict.DENY)
+    limits = decision.limits
+    if wall_seconds is not None and wall_seconds < limits.wall_seconds:
+        limits = dataclasses.replace(limits, wall_seconds=wall_seconds)
+    if cpu_seconds is not None and cpu_seconds < limits.cpu_seconds:
+        limits = dataclasses.replace(limits, cpu_seconds=cpu_seconds)
+    return decision if limits is decision.limits else dataclasses.replace(decision, limits=limits)
+
+
+def fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
+    """The decision as audited when an allowed action could not be run after all: denied, with
+    an engine finding of ``rule`` that names the backend and the error."""
+    finding = engine_finding(
+        rule,
+        f"backend={decision.backend!r} could not run the action: {exc}",
+        evidence=type(exc).__name__,
+    )
+    return dataclasses.replace(
+        decision,
+        verdict=Verdict.DENY,
+        findings=order_findings((*decision.findings, finding)),
+    )
+
+
+def approved_calls(
+    decision: Decision, approver: object
+) -> Callable[[ApprovalRequest], bool] | None:
+    """The tool calls an approved DSL plan may make unasked during its run, or ``None`` (see
+    :mod:`safeexec.dsl.approval`); ``decision`` is one that runs, after :func:`settle`."""
+    if decision.verdict is not Verdict.NEEDS_APPROVAL:
+        return None
+    # Imported only for an approved step: the plan reader loads the capability layer (socket,
+    # ctypes, secrets), which ``check`` (this module's importer) must not pay for.
+    from safeexec.dsl.approval import approved_plan_calls
+
+    return approved_plan_calls(decision, approver)
 
 
 def order_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:

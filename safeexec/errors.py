@@ -10,6 +10,7 @@ is a :class:`~safeexec.model.values.Decision`; "the user's code crashed or timed
     SafeExecError
     ├── PolicyError          a policy file is malformed (file, line, JSON pointer, hint)
     ├── ConfigurationError   an option or argument given by the host is invalid
+    │   └── InProcessRefused     a face was asked for a mode that runs code in the host process
     ├── BackendError         a backend failed to start or talk to its worker
     │   └── BackendUnavailable   a required confinement layer or backend cannot be had here
     ├── CapabilityError      a tool or capability was declared or granted wrongly
@@ -38,6 +39,7 @@ __all__ = [
     "CapabilityError",
     "ConfigurationError",
     "Denied",
+    "InProcessRefused",
     "InternalError",
     "PolicyError",
     "SafeExecError",
@@ -83,6 +85,16 @@ class PolicyError(SafeExecError):
 
 class ConfigurationError(SafeExecError):
     """An option, argument or environment the host supplied is invalid."""
+
+
+class InProcessRefused(ConfigurationError):
+    """A face (the service, the MCP server, tool dispatch, an agent adapter, the harness) was
+    asked for a mode that runs the model's code in the host process, and its operator did not
+    allow that; such a mode is not a security boundary."""
+
+    def __init__(self, message: str, *, mode: str) -> None:
+        super().__init__(message)
+        self.mode = mode
 
 
 class BackendError(SafeExecError):

@@ -39,6 +39,7 @@ from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import DSL_MODES, mode_imports
 from safeexec.policy.schema import MatchKind, Policy
+from safeexec.sandbox.restricted.allowlist import restricted_modules
 
 if TYPE_CHECKING:  # imported on first use: the DSL (lark, its checker) and the tool layer
     from safeexec.capabilities.gateway import CapabilitySet, ToolSpec
@@ -225,7 +226,7 @@ def suggest_policy(
             and f.evidence not in critical
             and not f.evidence.startswith(".")
             and f.evidence not in added
-            and (mode != "restricted" or _restricted_modules((f.evidence,)))
+            and (mode != "restricted" or restricted_modules((f.evidence,)))
         ]
         if not wanted:
             break
@@ -245,12 +246,6 @@ def suggest_policy(
     return PolicySuggestion(
         modules=tuple(added), native_only=native_only, toml=toml, remaining=remaining
     )
-
-
-def _restricted_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
-    from safeexec.sandbox.restricted.allowlist import restricted_modules  # only when suggesting
-
-    return restricted_modules(modules)
 
 
 def _with_imports(policy: Policy, modules: tuple[str, ...], *, native_only: bool) -> Policy:

@@ -204,4 +204,13 @@ def test_decision_does_not_depend_on_the_order_findings_arrive_in(
 def test_public_exports_are_pinned() -> None:
     import safeexec.decide as module
 
-    assert module.__all__ == ["decide", "order_findings"]
+    assert module.__all__ == [
+        "TOOL_BACKEND",
+        "approved_calls",
+        "chosen_backend",
+        "decide",
+        "decide_tool_call",
+        "fail_closed",
+        "order_findings",
+        "settle",
+    ]

@@ -5,8 +5,11 @@ By default the restricted runtime runs **inside the confined native worker**
 be the only wall, so the OS layers (namespaces, Landlock, seccomp, rlimits, SIGKILL on overrun)
 stay underneath it.
 
-``RestrictedBackend(in_process=True)`` runs the code in the host process instead, for hosts that
-cannot fork and for the ablation. It is **weaker**, plainly:
+``RestrictedBackend(in_process=True)`` (mode ``restricted-inprocess``) runs the code in the host
+process instead. **It is not a security boundary.** It is for measuring the guards' overhead
+without the worker round trip, and for hosts that cannot fork; no face (the HTTP service, the
+MCP server, tool dispatch, the agent adapters, the harness) offers it unless its operator's
+configuration names it (:func:`safeexec.backends.registry.refuse_in_process`). Plainly:
 
 * the only wall is the restricted runtime itself (a RestrictedPython or guard bug is a host
   compromise);

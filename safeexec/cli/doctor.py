@@ -14,6 +14,13 @@ from safeexec.sandbox.restricted.reachability import CrawlReport, crawl_modes
 
 __all__ = ["doctor"]
 
+_IN_PROCESS_NOTE = (
+    "restricted-inprocess is not a security boundary: it runs the code in the host process, "
+    "behind the restricted guards alone. It is for measuring the guards' overhead without the "
+    "worker round trip and for hosts that cannot fork; no face offers it unless its operator "
+    "allows it (serve/mcp --allow-in-process, allow_in_process=True)."
+)
+
 
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -44,6 +51,7 @@ def doctor(
         document = {
             "ok": ok,
             "layers": rows,
+            "restricted_inprocess": _IN_PROCESS_NOTE,
             "restricted_inprocess_does_not_protect_against": list(in_process_gaps()),
         }
         if reachability:
@@ -58,6 +66,7 @@ def doctor(
                 f"{proven:<11}{check.detail}"
             )
         typer.echo("all layers active and proven" if report.ok else "SOME LAYERS ARE MISSING")
+        typer.echo(_IN_PROCESS_NOTE)
         typer.echo("restricted-inprocess (opt-in) does not protect against:")
         for gap in in_process_gaps():
             typer.echo(f"  - {gap}")

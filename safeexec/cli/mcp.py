@@ -61,6 +61,14 @@ def mcp(
         str | None,
         typer.Option("--memory", metavar="SIZE", help="Memory limit, e.g. 512MiB (lowers)."),
     ] = None,
+    allow_in_process: Annotated[
+        bool,
+        typer.Option(
+            "--allow-in-process",
+            help="Offer the policy's in-process modes (restricted-inprocess: not a security "
+            "boundary).",
+        ),
+    ] = False,
     host: Annotated[Host, typer.Option("--host", help="HTTP: loopback address.")] = Host.IPV4,
     port: Annotated[int, typer.Option("--port", help="HTTP: port (path /mcp).")] = 8765,
     max_sessions: Annotated[
@@ -103,6 +111,7 @@ def mcp(
             ),
             mode=None if mode is None else mode.value,
             state_dir=state_dir,
+            allow_in_process=allow_in_process,
         )
         store = None if transport is Transport.STDIO or no_auth else http_tokens(tokens, os.environ)
     except SafeExecError as exc:

@@ -46,6 +46,14 @@ def serve(
         list[str] | None,
         typer.Option("--mode", help="A mode clients may choose (repeat; default: all real ones)."),
     ] = None,
+    allow_in_process: Annotated[
+        bool,
+        typer.Option(
+            "--allow-in-process",
+            help="Let --mode name a mode that runs code in this server process "
+            "(restricted-inprocess: not a security boundary).",
+        ),
+    ] = False,
     replica_id: Annotated[
         str, typer.Option("--replica-id", help="Prefix of this server's session ids.")
     ] = "r0",
@@ -94,6 +102,7 @@ def serve(
             max_connections=max_connections,
             idle_seconds=idle_seconds,
             drain_seconds=drain_seconds,
+            allow_in_process=allow_in_process,
         )
         run_server(config, store, host=host, port=port)
     except SafeExecError as exc:

@@ -22,7 +22,12 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from safeexec.faces.results import File, render
-from safeexec.faces.tooldefs import RUN_CODE, RUN_CODE_DESCRIPTION, code_reply
+from safeexec.faces.tooldefs import (
+    RUN_CODE,
+    RUN_CODE_DESCRIPTION,
+    code_reply,
+    refuse_in_process_session,
+)
 from safeexec.model.values import Outcome, OutputChunk
 from safeexec.session.session import Session
 
@@ -47,7 +52,12 @@ class RunCodeArguments(BaseModel):
 
 
 class SafeexecTool(BaseTool):
-    """``run_code`` in ``session``, a notebook-like sandbox the caller opens and closes."""
+    """``run_code`` in ``session``, a notebook-like sandbox the caller opens and closes.
+
+    A session whose mode runs code in the host process (``restricted-inprocess``: not a
+    security boundary) raises ``InProcessRefused``, when the tool is made and on every run,
+    unless ``allow_in_process=True``.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -58,6 +68,13 @@ class SafeexecTool(BaseTool):
     handle_tool_error: bool = True
     handle_validation_error: bool = True  # bad arguments go back to the model, not up
     session: Session
+    allow_in_process: bool = False
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._refuse_in_process()
+
+    def _refuse_in_process(self) -> None:
+        refuse_in_process_session(self.session, allowed=self.allow_in_process, face="SafeexecTool")
 
     def _run(
         self,
@@ -66,6 +83,7 @@ class SafeexecTool(BaseTool):
         run_manager: CallbackManagerForToolRun | None = None,
         **_: Any,
     ) -> tuple[Any, Any]:
+        self._refuse_in_process()
         # Dispatched as dispatch_custom_event does: to the tool run's child manager, as events
         # of the tool's run (so astream_events and handlers attribute them to it).
         events = None if run_manager is None else run_manager.get_child()
@@ -84,6 +102,7 @@ class SafeexecTool(BaseTool):
         **_: Any,
     ) -> tuple[Any, Any]:
         # Cancelling the calling task interrupts the cell (Session.stream), recorded either way.
+        self._refuse_in_process()
         events = None if run_manager is None else run_manager.get_child()
         outcome: Outcome | None = None
         async for item in self.session.stream(code_reply(code), timeout=timeout):

@@ -33,9 +33,11 @@ from urllib.parse import quote
 import anyio
 import anyio.to_thread
 import mcp_types as types
+import uvicorn
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -49,6 +51,8 @@ from safeexec._support.bearer import (
     read_tokens_env,
     read_tokens_file,
 )
+from safeexec.backends.registry import refuse_in_process, runs_in_process
+from safeexec.decide import chosen_backend
 from safeexec.errors import ConfigurationError, SafeExecError
 from safeexec.faces.results import MAX_INLINE_BYTES, File, Rendered, render
 from safeexec.faces.tooldefs import (
@@ -88,16 +92,39 @@ _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpConfig:
-    """What every client session of one server runs under (from ``safeexec mcp``'s flags)."""
+    """What every client session of one server runs under (from ``safeexec mcp``'s flags).
+
+    A mode that runs code in the server process (``restricted-inprocess``: not a security
+    boundary) is offered only with ``allow_in_process`` (``--allow-in-process``); without it,
+    a default mode (``mode`` or the policy's) of that kind raises ``InProcessRefused``.
+    """
 
     policy: Policy
     mode: str | None = None
     state_dir: Path | None = None
+    allow_in_process: bool = False
+
+    def __post_init__(self) -> None:
+        self.refuse_in_process(chosen_backend(self.policy, self.mode))
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """The modes ``run_code`` offers: those the policy allows."""
-        return tuple(self.policy.backends.allowed)
+        """The modes ``run_code`` offers: those the policy allows (in-process ones only if
+        allowed)."""
+        return tuple(
+            mode
+            for mode in self.policy.backends.allowed
+            if self.allow_in_process or not runs_in_process(mode)
+        )
+
+    def refuse_in_process(self, mode: str) -> None:
+        """Raise ``InProcessRefused`` if ``mode`` runs in the server process and is not allowed."""
+        refuse_in_process(
+            mode,
+            allowed=self.allow_in_process,
+            face="the MCP server",
+            option="allow_in_process=True (safeexec mcp --allow-in-process)",
+        )
 
 
 class ClientSession:
@@ -111,6 +138,8 @@ class ClientSession:
 
     def get(self, mode: str | None = None) -> Session:
         """The client's session, set to run in ``mode`` (``None``: the server's)."""
+        config = self._config
+        config.refuse_in_process(chosen_backend(config.policy, mode or config.mode))
         if self._session is None:
             self._session = Session(
                 policy=self._config.policy, mode=self._config.mode, state_dir=self._config.state_dir
@@ -430,8 +459,6 @@ def _advertise_handshake_only(server: Server[Any]) -> None:
 
 async def serve_stdio(config: McpConfig) -> None:
     """Serve one client over stdin/stdout until it closes them."""
-    from mcp.server.stdio import stdio_server
-
     # One client per process: its sessions live as long as the process serves it. (Per-request
     # connections would not do: the 2026-07-28 era makes one for every request, even on stdio.)
     client = ClientSession(config)
@@ -521,8 +548,6 @@ def serve_http(
     idle_timeout_seconds: float = 1800.0,
 ) -> None:
     """Serve :func:`http_app` under uvicorn until stopped."""
-    import uvicorn
-
     app = http_app(
         config,
         tokens=tokens,

@@ -33,7 +33,7 @@ from smolagents.tools import Tool
 from safeexec.capabilities.specs import AnswerSink, AnyJSON, Effect, ToolSpec, to_plain, tool
 from safeexec.errors import CapabilityError
 from safeexec.faces.results import render
-from safeexec.faces.tooldefs import code_reply
+from safeexec.faces.tooldefs import code_reply, refuse_in_process_session
 from safeexec.model.values import ExecStatus, Verdict
 from safeexec.session.session import Session
 
@@ -107,12 +107,21 @@ class SafeexecExecutor(PythonExecutor):
 
     ``effects`` names what each tool may do (``{"web_search": ["network"]}``), recorded on every
     call; the policy's capability entries decide which tools may be granted and how often.
+    A session whose mode runs code in the host process (``restricted-inprocess``: not a
+    security boundary) raises ``InProcessRefused``, here and on every action, unless
+    ``allow_in_process=True``.
     """
 
     def __init__(
-        self, session: Session, *, effects: Mapping[str, Iterable[Effect | str]] | None = None
+        self,
+        session: Session,
+        *,
+        effects: Mapping[str, Iterable[Effect | str]] | None = None,
+        allow_in_process: bool = False,
     ) -> None:
+        refuse_in_process_session(session, allowed=allow_in_process, face="SafeexecExecutor")
         self.session = session
+        self._allow_in_process = allow_in_process
         self._effects = dict(effects or {})
         self._granted: dict[str, object] = {}
         self._answer: AnswerSink | None = None  # the final_answer tool, once granted
@@ -151,6 +160,9 @@ class SafeexecExecutor(PythonExecutor):
 
     def __call__(self, code_action: str) -> CodeOutput:
         """Run one code action; raise :class:`SafeexecExecutionError` when refused or failing."""
+        refuse_in_process_session(
+            self.session, allowed=self._allow_in_process, face="SafeexecExecutor"
+        )
         if self._wrap_final_answer:
             self._wrap_final_answer = False
             self(_STOP_ON_FINAL_ANSWER)

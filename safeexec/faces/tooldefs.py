@@ -10,7 +10,9 @@ that API's shape. The SDKs are never imported here: their objects are read throu
 ``model_dump()``, so the dicts these functions return are the API's own params shapes.
 
 What the model sends is untrusted: malformed arguments become an error result it can read,
-never an exception in the harness.
+never an exception in the harness. A session whose mode runs code in the host process
+(``restricted-inprocess``: not a security boundary) is the harness's mistake, not the model's:
+every face refuses it with ``InProcessRefused`` unless the caller passes ``allow_in_process=True``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
+from safeexec.backends.registry import refuse_in_process
 from safeexec.capabilities.specs import ToolSpec
+from safeexec.decide import chosen_backend
 from safeexec.faces.results import File, Rendered, render
 from safeexec.model.codec import JSONValue
 from safeexec.session.session import Session
@@ -36,6 +40,7 @@ __all__ = [
     "dispatch",
     "dispatch_many",
     "openai_tool",
+    "refuse_in_process_session",
     "run_code_arguments",
     "run_code_schema",
 ]
@@ -134,11 +139,24 @@ def anthropic_tool(tools: Sequence[ToolSpec] = ()) -> list[dict[str, JSONValue]]
 # -- dispatch ----------------------------------------------------------------------------------
 
 
+def refuse_in_process_session(session: Session, *, allowed: bool, face: str) -> None:
+    """Raise ``InProcessRefused`` if ``session``'s mode runs code in the host process and the
+    caller of ``face`` did not pass ``allow_in_process=True``."""
+    refuse_in_process(
+        chosen_backend(session.policy, session.mode),
+        allowed=allowed,
+        face=face,
+        option="allow_in_process=True",
+    )
+
+
 class _BadCall(Exception):
     """The model's call cannot be run as sent; the message goes back to the model."""
 
 
-def dispatch(session: Session, call: object) -> list[dict[str, Any]]:
+def dispatch(
+    session: Session, call: object, *, allow_in_process: bool = False
+) -> list[dict[str, Any]]:
     """Run one model tool call in ``session``; return what to append to the conversation.
 
     - chat: ``[{"role": "tool", ...}]``, then a ``user`` message with the files (chat tool
@@ -152,18 +170,23 @@ def dispatch(session: Session, call: object) -> list[dict[str, Any]]:
     Text files travel as text (Anthropic: a plain-text document); any other file as a line
     naming it (it stays in the workdir).
 
-    A call that is not one of those three shapes raises ``ValueError`` (a harness bug).
+    A call that is not one of those three shapes raises ``ValueError`` (a harness bug); a
+    session in an in-process mode raises ``InProcessRefused`` unless ``allow_in_process``.
     """
+    refuse_in_process_session(session, allowed=allow_in_process, face="dispatch")
     api, call_id, name, raw = _read_call(call)
     rendered = _run(session, name, raw)
     return _shape(api, call_id, rendered)
 
 
-def dispatch_many(session: Session, calls: Sequence[object]) -> list[dict[str, Any]]:
+def dispatch_many(
+    session: Session, calls: Sequence[object], *, allow_in_process: bool = False
+) -> list[dict[str, Any]]:
     """:func:`dispatch` each call of one model turn, in order, merged as the API wants it.
 
     Anthropic's results share one ``user`` message; chat's figures follow all tool messages.
     """
+    refuse_in_process_session(session, allowed=allow_in_process, face="dispatch_many")
     read = [_read_call(call) for call in calls]  # every call understood before any runs
     apis = {api for api, *_ in read}
     if len(apis) > 1:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from safeexec.backends.registry import refuse_in_process
 from safeexec.capabilities.gateway import ToolSpec
 from safeexec.errors import ConfigurationError
 from safeexec.harness.effects import refusals_of, unauthorized_effects
@@ -66,7 +67,9 @@ class RunOptions:
     code steps that need approval for other reasons; without them those are denied.
     ``grants="broad"`` grants every tool of the task unscoped and approves every call and step
     (the CodeAct default, for comparison); ``"scoped"`` derives scopes and approvals from the
-    task's ``authorized_effects``.
+    task's ``authorized_effects``. A mode that runs code in the host process
+    (``restricted-inprocess``: not a security boundary) is refused with ``InProcessRefused``
+    unless ``allow_in_process``.
     """
 
     format: str = "code"
@@ -80,6 +83,7 @@ class RunOptions:
     grants: str = "scoped"
     max_invalid_in_row: int = 3
     clock: Callable[[], float] = time.perf_counter
+    allow_in_process: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +158,12 @@ def _format(options: RunOptions) -> ActionFormat:
 def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     """A fresh seeded environment and a session granted exactly the task's tools and ``submit``."""
     _format(options)
+    refuse_in_process(
+        options.mode,
+        allowed=options.allow_in_process,
+        face="the agent harness",
+        option="RunOptions(allow_in_process=True)",
+    )
     base = options.policy if isinstance(options.policy, Policy) else load_policy(options.policy)
     if options.mode not in base.backends.allowed:
         raise ConfigurationError(

@@ -20,6 +20,7 @@ from safeexec._support.environment import distribution_changes, fingerprint
 from safeexec._support.escaping import escape_controls
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import SANDBOX_IMAGE, read_log
+from safeexec.backends.registry import refuse_in_process
 from safeexec.backends.workdir import remove_tree
 from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model.values import Action, AuditEvent
@@ -60,12 +61,18 @@ class ReplayReport:
 
 
 def replay_log(
-    state_dir: Path, *, session_id: str | None = None, policy: Policy | str | Path | None = None
+    state_dir: Path,
+    *,
+    session_id: str | None = None,
+    policy: Policy | str | Path | None = None,
+    allow_in_process: bool = False,
 ) -> ReplayReport:
     """Replay session ``session_id`` (default: the log's last) of ``state_dir``'s audit log.
 
     ``policy`` defaults to the recorded policy id as a pack name. ``ConfigurationError`` if the
-    log holds no such session; ``AuditError`` if the log does not verify.
+    log holds no such session; ``AuditError`` if the log does not verify; ``InProcessRefused``,
+    before anything runs, if a code step was recorded in a mode that runs in the host process
+    (not a security boundary) and ``allow_in_process`` is not set.
     """
     state = Path(state_dir)
     events = read_log(state)
@@ -77,6 +84,14 @@ def replay_log(
         raise ConfigurationError(
             f"no steps of session_id={chosen_id!r} in the log; `safeexec log show` lists them"
         )
+    for event in steps:
+        if event.backend != TOOL_BACKEND:
+            refuse_in_process(
+                event.backend,
+                allowed=allow_in_process,
+                face="replay",
+                option="replay_log(..., allow_in_process=True)",
+            )
     recorded = BlobStore(state / "blobs")
     loaded = policy if isinstance(policy, Policy) else load_policy(policy or steps[0].policy_id)
     changes = _environment_changes(steps[0], loaded, recorded)

@@ -5,7 +5,9 @@
 shape, ``{"error": ..., "message": ...}``: 401 no or unknown token, 404 no such session *for this
 token*, 413 body over the limit, 422 a malformed request, 429 over quota, 500 an internal error
 (the server keeps serving), 502 a worker that died mid-run (the body's ``run`` holds the
-recorded step; the session stays open), 503 a backend this machine cannot provide. No CORS
+recorded step; the session stays open), 503 a backend this machine cannot provide, 403
+``in_process_refused`` a mode that would run the code in the server process (not a security
+boundary) on a server whose operator did not allow it (``--allow-in-process``). No CORS
 headers are ever sent: browsers on other origins cannot call the service.
 """
 
@@ -35,6 +37,7 @@ from safeexec.errors import (
     AuditError,
     BackendUnavailable,
     ConfigurationError,
+    InProcessRefused,
     InternalError,
     PolicyError,
 )
@@ -73,6 +76,15 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No token, or an unknown one."},
     404: {"model": ErrorOut, "description": "No such session for this token."},
     429: {"model": ErrorOut, "description": "Over this token's quota."},
+}
+_MODE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    403: {
+        "model": ErrorOut,
+        "description": "in_process_refused: the mode (or the policy's default) runs the code in "
+        "the server process, which is not a security boundary, and the operator did not allow "
+        "it (safeexec serve --allow-in-process).",
+    },
 }
 _RUN_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
@@ -205,7 +217,7 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
         "/v1/sessions",
         status_code=201,
         response_model=SessionOut,
-        responses=_ERRORS,
+        responses=_MODE_ERRORS,
         tags=["sessions"],
     )
     async def create_session(token: Token, body: CreateSessionIn | None = None) -> dict[str, Any]:
@@ -335,7 +347,7 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
         data = await _found(runtime.read_blob(token, session_id, sha256), sha256)
         return Response(data, media_type="application/octet-stream")
 
-    @api.post("/v1/check", response_model=CheckOut, responses=_ERRORS, tags=["gate"])
+    @api.post("/v1/check", response_model=CheckOut, responses=_MODE_ERRORS, tags=["gate"])
     async def check(token: Token, body: CheckIn) -> dict[str, Any]:
         """The static gate alone (parse, scan, estimate, decide): nothing runs."""
         gate = await runtime.check(token, body.code, policy=body.policy, mode=body.mode)
@@ -490,6 +502,10 @@ def _handlers(api: FastAPI) -> None:
     async def bad_request(_: Request, exc: Exception) -> JSONResponse:
         return _error(400, "bad_request", str(exc))
 
+    async def in_process_refused(request: Request, exc: Exception) -> JSONResponse:
+        _metrics(request).refused("in_process_refused")
+        return _error(403, "in_process_refused", str(exc))
+
     async def unavailable(request: Request, exc: Exception) -> JSONResponse:
         _metrics(request).failed("backend_unavailable")
         return _error(503, "backend_unavailable", str(exc))
@@ -509,6 +525,7 @@ def _handlers(api: FastAPI) -> None:
     api.add_exception_handler(_NotFound, not_found)
     api.add_exception_handler(QuotaExceeded, quota)
     api.add_exception_handler(BadRequest, bad_request)
+    api.add_exception_handler(InProcessRefused, in_process_refused)
     api.add_exception_handler(ConfigurationError, bad_request)
     api.add_exception_handler(PolicyError, bad_request)
     api.add_exception_handler(BackendUnavailable, unavailable)

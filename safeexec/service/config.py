@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from safeexec.backends.registry import refuse_in_process
+
 __all__ = ["DEFAULT_MODES", "ServiceConfig"]
 
 DEFAULT_MODES: tuple[str, ...] = ("native", "restricted", "dsl")
-"""The modes a client may ask for unless the server says otherwise (never the fake, never
-``restricted-inprocess``: a host that wants that names it)."""
+"""The modes a client may ask for unless the server says otherwise (never the fake, never an
+in-process mode: an operator who wants one names it and sets ``allow_in_process``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,6 +24,9 @@ class ServiceConfig:
     log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
     :class:`~safeexec.service.client.Client`) can route a session to its server. Past
     ``max_connections`` open connections (or requests in flight) a new one gets a 503.
+    A mode that runs code in the server process (``restricted-inprocess``; not a security
+    boundary) is refused, here and in every request, unless ``allow_in_process`` is set
+    (``safeexec serve --allow-in-process``): ``InProcessRefused``, over HTTP a 403.
     """
 
     state_dir: Path
@@ -36,3 +41,17 @@ class ServiceConfig:
     drain_seconds: float = 30.0
     heartbeat_seconds: float = 15.0
     audit_fsync: bool = False
+    allow_in_process: bool = False
+
+    def __post_init__(self) -> None:
+        for mode in self.modes:
+            self.refuse_in_process(mode)
+
+    def refuse_in_process(self, mode: str) -> None:
+        """Raise ``InProcessRefused`` if ``mode`` runs in the server process and is not allowed."""
+        refuse_in_process(
+            mode,
+            allowed=self.allow_in_process,
+            face="the service",
+            option="allow_in_process=True (safeexec serve --allow-in-process)",
+        )

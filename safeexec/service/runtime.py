@@ -93,6 +93,8 @@ class Runtime:
         self._monotonic = monotonic
         self._policies: dict[str, Policy] = {name: load_policy(name) for name in config.policies}
         self._backends: dict[str, Backend] = dict(backends or {})
+        for mode in self._backends:
+            config.refuse_in_process(mode)
         self._owned_backends: list[str] = []
         self._unavailable: dict[str, str] = {}
         for mode in config.modes:
@@ -303,6 +305,8 @@ class Runtime:
         chosen = self._policy(policy)
         if mode is not None:
             self._check_mode(mode)
+        else:  # the policy's default, refused as a session of it would be
+            self.config.refuse_in_process(chosen.backends.default)
         action = Action.create(code)
 
         def timed_check() -> tuple[GateResult, float]:
@@ -338,6 +342,7 @@ class Runtime:
         return self._policies[chosen]
 
     def _check_mode(self, mode: str) -> None:
+        self.config.refuse_in_process(mode)
         if mode in self._unavailable:
             raise BackendUnavailable(self._unavailable[mode])
         if mode not in self._backends:

@@ -18,7 +18,6 @@ anything else a backend raises is a bug and surfaces as ``InternalError`` (the s
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 import threading
@@ -51,7 +50,14 @@ from safeexec.capabilities.gateway import (
     to_plain,
 )
 from safeexec.capabilities.specs import is_answer_sink
-from safeexec.decide import decide
+from safeexec.decide import (
+    TOOL_BACKEND,
+    approved_calls,
+    decide,
+    decide_tool_call,
+    fail_closed,
+    settle,
+)
 from safeexec.errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -89,7 +95,6 @@ from safeexec.session.steps import (
     NO_CODE_FINDING,
     check_crashed,
     checked_timeout,
-    fail_closed,
     no_code_action,
     settle_abandoned,
     tool_result,
@@ -99,9 +104,6 @@ __all__ = ["TOOL_BACKEND", "Approver", "Session", "SessionStatistics", "default_
 
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
-
-TOOL_BACKEND = "tool"
-"""The ``backend`` of a step that was one tool call (:meth:`Session.call_tool`), not code."""
 
 
 class Session:
@@ -337,16 +339,7 @@ class Session:
                 source=ActionSource.TOOL_CALL,
                 language="tool_call",
             )
-            decision = dataclasses.replace(
-                decide(
-                    findings=(),
-                    estimate=None,
-                    policy=self.policy,
-                    budget=self._budget,
-                    backend=self.mode,
-                ),
-                backend=TOOL_BACKEND,
-            )
+            decision = decide_tool_call(policy=self.policy, budget=self._budget, backend=self.mode)
             result = None
             if decision.verdict is not Verdict.DENY:
                 self._capabilities.begin_step(tool_calls_left=self._budget.tool_calls_left)
@@ -466,15 +459,13 @@ class Session:
             raise ConfigurationError(
                 f"session session_id={self.session_id!r} is closed; open a new Session"
             )
-        decision, checked = self._decide(action, crashed)
-        decision = self._approve(decision, action)
-        if timeout is not None and timeout < decision.limits.wall_seconds:
-            # Narrowed in the decision itself, so the audit event states the limit that applied.
-            limits = dataclasses.replace(decision.limits, wall_seconds=timeout)
-            decision = dataclasses.replace(decision, limits=limits)
-        if cpu is not None and cpu < decision.limits.cpu_seconds:
-            limits = dataclasses.replace(decision.limits, cpu_seconds=cpu)
-            decision = dataclasses.replace(decision, limits=limits)
+        gated, checked = self._decide(action, crashed)
+        decision = settle(
+            gated,
+            approved=self._ask_approver(gated, action),
+            wall_seconds=timeout,
+            cpu_seconds=cpu,
+        )
         result: ExecResult | None = None
         failure: SafeExecError | None = None
         interrupted: CallInterrupted | None = None
@@ -554,9 +545,10 @@ class Session:
         )
         return decision, None
 
-    def _approve(self, decision: Decision, action: Action) -> Decision:
+    def _ask_approver(self, decision: Decision, action: Action) -> bool | None:
+        """The approver's answer to a ``needs_approval`` decision (``None``: nothing to ask)."""
         if decision.verdict is not Verdict.NEEDS_APPROVAL:
-            return decision
+            return None
         granted = False
         if self._approver is not None:
             try:
@@ -564,9 +556,7 @@ class Session:
             except Exception:  # a crashing approver approves nothing
                 granted = False
         self._counters.approval(granted=granted)
-        # An approved action keeps its needs_approval verdict in the log (and runs); a refused
-        # one is denied.
-        return decision if granted else dataclasses.replace(decision, verdict=Verdict.DENY)
+        return granted
 
     def _execute(
         self, decision: Decision, action: Action, checked: str, relay: OutputRelay | None
@@ -574,14 +564,9 @@ class Session:
         session = self._backend_session(decision)
         request = ExecRequest(action_id=action.action_id, code=checked, limits=decision.limits)
         # The gateway charges the session's tool budget per call, so one step cannot overspend it.
-        approved = None
-        if decision.verdict is Verdict.NEEDS_APPROVAL:
-            # Loaded only then: the DSL's plans are no part of a step that needs no approval.
-            from safeexec.dsl.approval import approved_plan_calls
-
-            approved = approved_plan_calls(decision, self._approver)  # an approved plan's calls
         self._capabilities.begin_step(
-            tool_calls_left=self._budget.tool_calls_left, approved=approved
+            tool_calls_left=self._budget.tool_calls_left,
+            approved=approved_calls(decision, self._approver),  # an approved plan's calls
         )
         self._running = session
         try:

@@ -1,5 +1,5 @@
-"""The pure pieces of one session step: a caller's timeout checked, and the engine findings and
-fail-closed decisions a step records when nothing can be run.
+"""The pure pieces of one session step: a caller's timeout checked, and the engine findings a
+step records when nothing can be run (the decisions themselves are :mod:`safeexec.decide`'s).
 
 Split out of :mod:`safeexec.session.session`, which wires them into each step.
 """
@@ -7,29 +7,24 @@ Split out of :mod:`safeexec.session.session`, which wires them into each step.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.capabilities.gateway import ToolReply, canonical_json
-from safeexec.decide import order_findings
 from safeexec.errors import ConfigurationError
 from safeexec.model.values import (
     Action,
     ActionSource,
-    Decision,
     ExecResult,
     ExecStatus,
     Finding,
     Outcome,
     ToolCalled,
     Usage,
-    Verdict,
 )
 from safeexec.policy.engine_rules import CHECK_CRASHED, NO_CODE, engine_finding
-from safeexec.policy.schema import Rule
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,7 +33,6 @@ __all__ = [
     "NO_CODE_FINDING",
     "check_crashed",
     "checked_timeout",
-    "fail_closed",
     "no_code_action",
     "settle_abandoned",
     "tool_result",
@@ -75,20 +69,6 @@ NO_CODE_FINDING = engine_finding(
 def check_crashed(stage: str, exc: BaseException) -> Finding:
     return engine_finding(
         CHECK_CRASHED, f"the {stage} step crashed ({type(exc).__name__}); denying (fail closed)"
-    )
-
-
-def fail_closed(decision: Decision, rule: Rule, exc: BaseException) -> Decision:
-    """The decision as audited when the backend could not run an allowed action."""
-    finding = engine_finding(
-        rule,
-        f"backend={decision.backend!r} could not run the action: {exc}",
-        evidence=type(exc).__name__,
-    )
-    return dataclasses.replace(
-        decision,
-        verdict=Verdict.DENY,
-        findings=order_findings((*decision.findings, finding)),
     )
 
 

@@ -218,8 +218,8 @@ def test_public_exports_are_pinned() -> None:
     ]  # fmt: skip
     assert errors.__all__ == [
         "AuditError", "BackendError", "BackendUnavailable", "CapabilityError",
-        "ConfigurationError", "Denied", "InternalError", "PolicyError", "SafeExecError",
-        "ToolError",
+        "ConfigurationError", "Denied", "InProcessRefused", "InternalError", "PolicyError",
+        "SafeExecError", "ToolError",
     ]  # fmt: skip
     assert codec.__all__ == ["JSONValue", "field_names", "from_json", "to_json"]
     for module in (model, errors, codec):

@@ -86,7 +86,6 @@ def test_a_misspelt_or_bad_field_is_a_422(tmp_path: Path, path: str, body: objec
         {"policy": "strict"},  # a real pack, but not one this server offers
         {"policy": "/etc/passwd"},  # a client never names a path for the server to read
         {"mode": "native"},  # not a mode this server offers
-        {"mode": "restricted-inprocess"},
     ],
 )
 def test_what_the_server_does_not_offer_is_a_400(tmp_path: Path, body: object) -> None:

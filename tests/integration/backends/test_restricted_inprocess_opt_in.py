@@ -53,6 +53,7 @@ def test_doctor_lists_what_in_process_mode_does_not_stop() -> None:
     outcome = CliRunner().invoke(app, ["doctor", "--json"])
     document = json.loads(outcome.output)
     assert document["restricted_inprocess_does_not_protect_against"] == list(gaps)
+    assert "not a security boundary" in document["restricted_inprocess"]
 
 
 def test_doctor_reachability_crawls_every_pack_in_both_modes(
