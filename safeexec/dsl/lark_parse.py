@@ -22,8 +22,8 @@ from lark.indenter import DedentError, Indenter
 from safeexec.dsl import nodes as n
 from safeexec.dsl.build import build_expression, build_program
 from safeexec.dsl.literals import ParseExpression, grammar_text
-from safeexec.dsl.parser import KEYWORD_HINTS, caret
 from safeexec.dsl.rules import SYNTAX, dsl_finding
+from safeexec.dsl.syntax_hints import KEYWORD_HINTS, caret
 from safeexec.model.values import Finding, Span
 
 __all__ = ["lark_expression", "lark_parser", "lark_program"]

@@ -8,9 +8,10 @@ import pytest
 
 PINNED = {
     "safeexec.dsl.parser": [
-        "MAX_DEPTH", "MAX_SOURCE_CHARS", "DslParseError", "caret", "forget_parses",
+        "MAX_DEPTH", "MAX_SOURCE_CHARS", "DslParseError", "forget_parses",
         "parse_expression", "parse_program",
     ],
+    "safeexec.dsl.syntax_hints": ["KEYWORD_HINTS", "caret"],
     "safeexec.dsl.checker": ["CallSite", "Checked", "DslLimits", "check_program"],
     "safeexec.dsl.plan": ["Plan", "PlannedCall", "PlannedTool", "admit", "make_plan", "plan_of"],
     "safeexec.dsl.front": ["FrontResult", "check_source", "forget_checks"],
