@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.capping import HeadTailCapture
-from safeexec.backends.result import CallRecord, finish, succeeded
+from safeexec.backends.exec_result import CallRecord, finish, succeeded
 from safeexec.model.values import Decision, Limits, Verdict
 from safeexec.observe import observe
 from safeexec.policy.schema import ObserveConfig

@@ -22,9 +22,9 @@ from safeexec.analysis.checks import (
     IMPORT_FUNCTIONS,
     REGISTERED_CHECKS,
 )
+from safeexec.analysis.compiled_rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.constants import StringFolder
 from safeexec.analysis.qualnames import import_bindings, qualified_name
-from safeexec.analysis.rules import CompiledRules, compile_rules, module_matches
 from safeexec.analysis.sites import AttributeSite, CallSite, CheckHit, ScanContext, clip_text
 from safeexec.model.values import BoundKind, Enforcement, Estimate, Finding, Span
 from safeexec.parse import Parsed

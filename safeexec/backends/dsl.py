@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec, ToolGateway
 from safeexec.backends.capping import CappedText
+from safeexec.backends.exec_result import CallRecord, finish, raised
 from safeexec.backends.native import NativeBackend, NativeSession
 from safeexec.backends.restricted import InProcessRestrictedSession
-from safeexec.backends.result import CallRecord, finish, raised
 from safeexec.capabilities.gateway import (
     CapabilitySet,
     ToolDescriptor,

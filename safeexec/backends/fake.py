@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from safeexec.backends.base import OutputSink, SessionSpec
 from safeexec.backends.capping import HeadTailCapture
-from safeexec.backends.result import output_cut
+from safeexec.backends.exec_result import output_cut
 from safeexec.backends.workdir import download_file, upload_file
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model.values import (

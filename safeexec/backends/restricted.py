@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec
 from safeexec.backends.capping import CappedText
-from safeexec.backends.native import NativeBackend
-from safeexec.backends.result import (
+from safeexec.backends.exec_result import (
     CallRecord,
     Settled,
     call_tool,
@@ -57,6 +56,7 @@ from safeexec.backends.result import (
     succeeded,
     timed_out,
 )
+from safeexec.backends.native import NativeBackend
 from safeexec.backends.streaming import OutputTap
 from safeexec.backends.workdir import (
     ArtifactLimits,

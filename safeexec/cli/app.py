@@ -61,7 +61,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "log": LazyCommand(target="safeexec.cli.log:log_app", help="Inspect the audit log."),
     "dsl": LazyCommand(
-        target="safeexec.cli.dsl:dsl_app",
+        target="safeexec.cli.dsl_commands:dsl_app",
         help="The DSL mode: check a program, or print its plan.",
     ),
     "agent": LazyCommand(target="safeexec.cli.agent:agent_app", help="Run agents on task suites."),

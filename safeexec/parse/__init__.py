@@ -43,7 +43,7 @@ from safeexec._support.collector import gc_paused
 from safeexec.model.values import Action, Span
 from safeexec.parse.cross_check import _concrete_check, _parsers_may_differ
 from safeexec.parse.fields import CHILD_FIELDS
-from safeexec.parse.result import (
+from safeexec.parse.parsed import (
     Parsed,
     ParseFailure,
     _caret,

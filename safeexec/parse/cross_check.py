@@ -15,7 +15,7 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 from safeexec.model.values import Action
-from safeexec.parse.result import Parsed, ParseFailure, _caret, _fail, _point
+from safeexec.parse.parsed import Parsed, ParseFailure, _caret, _fail, _point
 from safeexec.policy.engine_rules import NESTING_TOO_DEEP, PARSER_MISMATCH
 
 if TYPE_CHECKING:

@@ -220,7 +220,7 @@ def test_a_policy_replaced_by_hand_is_not_served_stale_compiled_rules() -> None:
 
 
 def test_wildcard_rules_match_by_pattern_and_exact_names_by_name() -> None:
-    from safeexec.analysis.rules import NameTable
+    from safeexec.analysis.compiled_rules import NameTable
 
     star, question, exact = (replace(_rule_for_table(), id=f"XX{n}00") for n in (1, 2, 3))
     table = NameTable()

@@ -18,15 +18,7 @@ from typing import TYPE_CHECKING
 
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.displays import DisplayCollector
-from safeexec.backends.native.procfs import (
-    _descendants,
-    _describe_death,
-    _is_zombie,
-    _peak_rss_bytes,
-    _processes_in_pid_namespace,
-)
-from safeexec.backends.native.template import _READ_CHUNK
-from safeexec.backends.result import (
+from safeexec.backends.exec_result import (
     CallRecord,
     InterruptReason,
     Settled,
@@ -37,6 +29,14 @@ from safeexec.backends.result import (
     succeeded,
     timed_out,
 )
+from safeexec.backends.native.procfs import (
+    _descendants,
+    _describe_death,
+    _is_zombie,
+    _peak_rss_bytes,
+    _processes_in_pid_namespace,
+)
+from safeexec.backends.native.template import _READ_CHUNK
 from safeexec.backends.streaming import OutputSink, OutputTap
 from safeexec.backends.workdir import collect_artifacts, disk_usage, scan
 from safeexec.model.values import (

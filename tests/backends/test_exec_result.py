@@ -7,7 +7,7 @@ from pathlib import Path
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import ToolDescriptor
 from safeexec.backends.capping import HeadTailCapture
-from safeexec.backends.result import (
+from safeexec.backends.exec_result import (
     CallRecord,
     call_tool,
     finish,
