@@ -1,0 +1,76 @@
+"""The second filter: what a rung cannot count is refused, and only what the host names."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from safeexec.sandbox import seccomp
+
+# In a fresh interpreter: load the filter given as hex, then try each class's way in.
+_PROBE = r"""
+import ctypes, json, os, socket, sys
+from safeexec.sandbox import privileges, seccomp
+privileges.set_no_new_privs()
+program = bytes.fromhex(sys.argv[1])
+if program:
+    seccomp.load_compiled(program)
+libc = ctypes.CDLL(None, use_errno=True)
+
+def errno_of(call):
+    try:
+        call()
+    except OSError as exc:
+        return exc.errno
+    return 0
+
+def shmget():
+    segment = libc.shmget(0, 4096, 0o1600)
+    if segment < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    libc.shmctl(segment, 0, None)  # IPC_RMID: no segment outlives the probe
+
+a, b = socket.socketpair()
+print(json.dumps({
+    "memfd_create": errno_of(lambda: os.memfd_create("probe")),
+    "shmget": errno_of(shmget),
+    "sendmsg": errno_of(lambda: a.sendmsg([b"x"])),
+    "send": errno_of(lambda: a.send(b"x")),
+}))
+"""
+
+
+def _probe(classes: frozenset[str]) -> dict[str, int]:
+    program = seccomp.compile_uncounted_filter(classes)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, program.hex()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_no_class_is_no_filter() -> None:
+    assert seccomp.compile_uncounted_filter(frozenset()) == b""
+
+
+def test_without_a_memory_cgroup_unmapped_shared_memory_is_refused() -> None:
+    seen = _probe(frozenset({"unmapped_memory"}))
+    assert seen["memfd_create"] == seen["shmget"] == 38  # ENOSYS
+    assert seen["sendmsg"] == seen["send"] == 0
+
+
+def test_without_a_workdir_mount_descriptors_cannot_go_in_flight() -> None:
+    seen = _probe(frozenset({"hidden_file_holders"}))
+    assert seen["sendmsg"] == 38
+    assert seen["memfd_create"] == seen["shmget"] == seen["send"] == 0
+
+
+def test_an_unknown_class_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown uncounted classes"):
+        seccomp.compile_uncounted_filter(frozenset({"pipes"}))
