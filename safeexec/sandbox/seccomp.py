@@ -144,7 +144,12 @@ UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
     # pins. Refused where the disk budget counts files without a name from /proc, that is
     # wherever the workdir is not a size-bounded mount.
     "hidden_file_holders": ("sendmsg", "sendmmsg", "landlock_create_ruleset"),
+    # Blocks past a file's size (fallocate with FALLOC_FL_KEEP_SIZE), which RLIMIT_FSIZE does
+    # not bound: one call could fill the filesystem between two polls of the disk budget.
+    "preallocation": ("fallocate",),
 }
+# Refused only when these bits of the argument are set: (argument index, bits).
+_UNCOUNTED_WHEN = {"fallocate": (1, 0x01)}  # FALLOC_FL_KEEP_SIZE (and so PUNCH_HOLE)
 
 # io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
 # libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
@@ -263,7 +268,12 @@ def compile_uncounted_filter(classes: frozenset[str]) -> bytes:
     pyseccomp = load_pyseccomp()
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     for name in sorted(n for c in classes for n in UNCOUNTED_CLASSES[c]):
-        rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), name)
+        if name in _UNCOUNTED_WHEN:
+            index, bits = _UNCOUNTED_WHEN[name]
+            condition = pyseccomp.Arg(index, pyseccomp.MASKED_EQ, bits, bits)
+            rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), name, condition)
+        else:
+            rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), name)
     return _export(rules)
 
 

@@ -12,7 +12,7 @@ from safeexec.sandbox import seccomp
 
 # In a fresh interpreter: load the filter given as hex, then try each class's way in.
 _PROBE = r"""
-import ctypes, json, os, socket, sys
+import ctypes, json, os, socket, sys, tempfile
 from safeexec.sandbox import privileges, seccomp
 privileges.set_no_new_privs()
 program = bytes.fromhex(sys.argv[1])
@@ -33,8 +33,15 @@ def shmget():
         raise OSError(ctypes.get_errno(), "shmget")
     libc.shmctl(segment, 0, None)  # IPC_RMID: no segment outlives the probe
 
+def fallocate(mode):
+    with tempfile.TemporaryFile() as file:
+        if libc.fallocate(file.fileno(), mode, ctypes.c_long(0), ctypes.c_long(4096)) != 0:
+            raise OSError(ctypes.get_errno(), "fallocate")
+
 a, b = socket.socketpair()
 print(json.dumps({
+    "fallocate_keep_size": errno_of(lambda: fallocate(1)),
+    "fallocate": errno_of(lambda: fallocate(0)),
     "memfd_create": errno_of(lambda: os.memfd_create("probe")),
     "shmget": errno_of(shmget),
     "sendmsg": errno_of(lambda: a.sendmsg([b"x"])),
@@ -62,13 +69,19 @@ def test_no_class_is_no_filter() -> None:
 def test_without_a_memory_cgroup_unmapped_shared_memory_is_refused() -> None:
     seen = _probe(frozenset({"unmapped_memory"}))
     assert seen["memfd_create"] == seen["shmget"] == 38  # ENOSYS
-    assert seen["sendmsg"] == seen["send"] == 0
+    assert seen["sendmsg"] == seen["send"] == seen["fallocate_keep_size"] == 0
 
 
 def test_without_a_workdir_mount_descriptors_cannot_go_in_flight() -> None:
     seen = _probe(frozenset({"hidden_file_holders"}))
     assert seen["sendmsg"] == 38
     assert seen["memfd_create"] == seen["shmget"] == seen["send"] == 0
+
+
+def test_without_a_workdir_mount_no_blocks_past_the_size() -> None:
+    seen = _probe(frozenset({"preallocation"}))
+    assert seen["fallocate_keep_size"] == 38
+    assert seen["fallocate"] == seen["sendmsg"] == 0
 
 
 def test_an_unknown_class_is_an_error() -> None:

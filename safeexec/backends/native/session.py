@@ -572,12 +572,13 @@ class NativeSession:
 def _uncounted_classes(memory: LayerStatus, disk: WorkdirMount) -> frozenset[str]:
     """What this session's rung cannot count, so its worker refuses it
     (:data:`~safeexec.sandbox.seccomp.UNCOUNTED_CLASSES`): unmapped shared memory without a
-    memory cgroup; hidden holders of unlinked files without a size-bounded workdir mount."""
+    memory cgroup; hidden holders of unlinked files and preallocation without a size-bounded
+    workdir mount."""
     classes = set()
     if not memory.active:
         classes.add("unmapped_memory")
     if not disk.active:
-        classes.add("hidden_file_holders")
+        classes.update(("hidden_file_holders", "preallocation"))
     return frozenset(classes)
 
 
