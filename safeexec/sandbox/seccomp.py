@@ -144,12 +144,12 @@ UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
     # pins. Refused where the disk budget counts files without a name from /proc, that is
     # wherever the workdir is not a size-bounded mount.
     "hidden_file_holders": ("sendmsg", "sendmmsg", "landlock_create_ruleset"),
-    # Blocks past a file's size (fallocate with FALLOC_FL_KEEP_SIZE), which RLIMIT_FSIZE does
-    # not bound: one call could fill the filesystem between two polls of the disk budget.
+    # Allocation without writing: gigabytes per millisecond between two polls of the budget,
+    # and with FALLOC_FL_KEEP_SIZE blocks past a file's size, which RLIMIT_FSIZE does not bound.
+    # Refused with EOPNOTSUPP, on which glibc's posix_fallocate writes the blocks instead.
     "preallocation": ("fallocate",),
 }
-# Refused only when these bits of the argument are set: (argument index, bits).
-_UNCOUNTED_WHEN = {"fallocate": (1, 0x01)}  # FALLOC_FL_KEEP_SIZE (and so PUNCH_HOLE)
+_UNCOUNTED_ERRNO = {"fallocate": errno.EOPNOTSUPP}  # the rest: ENOSYS
 
 # io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
 # libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
@@ -254,8 +254,8 @@ _UNCONDITIONALLY_REFUSED = frozenset(
 
 
 def compile_uncounted_filter(classes: frozenset[str]) -> bytes:
-    """A filter refusing the :data:`UNCOUNTED_CLASSES` named in ``classes`` (ENOSYS: libraries
-    take their fallback for a kernel without the call), as classic BPF; ``b""`` for none.
+    """A filter refusing the :data:`UNCOUNTED_CLASSES` named in ``classes`` (ENOSYS, or for
+    ``fallocate`` EOPNOTSUPP: libraries take their fallback), as classic BPF; ``b""`` for none.
 
     Stacked after :func:`compile_filter`'s and loaded by the session itself once its own
     Landlock layer is in force, so the ``landlock_*`` calls it needs are made by then.
@@ -268,12 +268,7 @@ def compile_uncounted_filter(classes: frozenset[str]) -> bytes:
     pyseccomp = load_pyseccomp()
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     for name in sorted(n for c in classes for n in UNCOUNTED_CLASSES[c]):
-        if name in _UNCOUNTED_WHEN:
-            index, bits = _UNCOUNTED_WHEN[name]
-            condition = pyseccomp.Arg(index, pyseccomp.MASKED_EQ, bits, bits)
-            rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), name, condition)
-        else:
-            rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), name)
+        rules.add_rule(pyseccomp.ERRNO(_UNCOUNTED_ERRNO.get(name, errno.ENOSYS)), name)
     return _export(rules)
 
 

@@ -92,7 +92,7 @@ while True:
 def test_preallocating_past_the_file_size_limit_is_refused(sandbox: Sandbox) -> None:
     """``fallocate`` with ``FALLOC_FL_KEEP_SIZE`` allocates blocks past the file's size, which
     ``RLIMIT_FSIZE`` does not bound: one call would fill the filesystem before a poll of the
-    budget, and a named file stays after the kill. Refused (ENOSYS) without a workdir mount."""
+    budget, and a named file stays after the kill. Refused without a workdir mount."""
     code = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

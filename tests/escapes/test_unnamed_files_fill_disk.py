@@ -57,6 +57,12 @@ UNLINKED = """
         os.write(fd, b"x" * {chunk})
         held.append(fd)
 """
+# Allocated without writing (where fallocate is refused, glibc writes the blocks instead).
+PREALLOCATED = """
+        fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)
+        os.posix_fallocate(fd, 0, {chunk})
+        held.append(fd)
+"""
 # Held by a one-page mapping only: the descriptor is closed, the file never had a link
 # (through libc: Python's mmap keeps a duplicate of the descriptor).
 MAPPED = """
@@ -80,7 +86,13 @@ IN_FLIGHT = """
         held[0].sendmsg([b"x"], rights)
         os.close(fd)
 """
-HOLDERS = {"o_tmpfile": O_TMPFILE, "unlinked": UNLINKED, "mapped": MAPPED, "in_flight": IN_FLIGHT}
+HOLDERS = {
+    "o_tmpfile": O_TMPFILE,
+    "unlinked": UNLINKED,
+    "preallocated": PREALLOCATED,
+    "mapped": MAPPED,
+    "in_flight": IN_FLIGHT,
+}
 
 
 def fill_code(holder: str, fill: int = FILL) -> str:
