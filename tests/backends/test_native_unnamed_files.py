@@ -4,8 +4,10 @@ holds through a descriptor or a mapping (not shared memory, which the memory lim
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -82,3 +84,42 @@ def test_processes_that_are_gone_hold_nothing() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert unnamed_bytes([child.pid]) == 0
+
+
+def test_a_root_host_without_cap_sys_ptrace_reads_another_uid_as_that_uid() -> None:
+    """As in a container (Docker's default capabilities have no CAP_SYS_PTRACE), a root host
+    cannot read a process of another uid by its capabilities; it reads it as its owner."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux)")
+    place = tempfile.mkdtemp()
+    os.chmod(place, 0o777)
+    as_other = ["setpriv", "--reuid=12345", "--regid=12345", "--clear-groups"]
+    holder = subprocess.Popen(
+        [*as_other, "sh", "-c", _SH_HOLDER, "sh", place],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        measure = "from safeexec.backends.native.disk import unnamed_bytes as held\n"
+        measure += f"print(held([{holder.pid}]))"
+        without_ptrace = ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace"]
+        done = subprocess.run(
+            [*without_ptrace, sys.executable, "-c", measure],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert 4 * MIB <= float(done.stdout) < float("inf"), done.stdout + done.stderr
+    finally:
+        holder.communicate("")
+        os.rmdir(place)
+
+
+# Opens a file, unlinks it, writes 4 MiB to it, says "ready" and waits (a shell: an
+# unprivileged uid can run it whoever installed the interpreter, wherever).
+_SH_HOLDER = (
+    'exec 3>"$1/held" && rm "$1/held" && head -c 4194304 /dev/zero >&3 && echo ready && read x'
+)

@@ -20,11 +20,12 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from safeexec.sandbox import namespaces
 from safeexec.sandbox.layers import Layer, LayerStatus
+from safeexec.sandbox.syscalls import libc
 
 __all__ = ["SpareWorkdirs", "WorkdirMount", "disk_support", "remove_workdir", "unnamed_bytes"]
 
@@ -161,24 +162,68 @@ def unnamed_bytes(pids: Iterable[int]) -> float:
     shmem = _shmem_device()
     try:
         for pid in pids:
-            # A thread made with CLONE_THREAD but not CLONE_FILES has a table of its own.
-            for tid in _entries(f"/proc/{pid}/task"):
-                fd_dir = f"/proc/{pid}/task/{tid}/fd"
-                for name in _entries(fd_dir):
-                    _measure(f"{fd_dir}/{name}", sized, shmem)
-            _measure(f"/proc/{pid}/exe", sized, shmem)
-            for key, span in _deleted_mappings(pid, shmem):
-                if key in sized:
-                    continue
-                try:
-                    _measure(f"/proc/{pid}/map_files/{span}", sized, shmem)
-                except PermissionError:
-                    unsized.add(key)
+            try:
+                _held_by(pid, sized, unsized, shmem)
+            except PermissionError:
+                # A root host without CAP_SYS_PTRACE (a container) reads a process of another
+                # uid as that uid: a session's processes keep themselves dumpable for it.
+                if os.geteuid() != 0:
+                    raise
+                with _as_owner_of(pid):
+                    _held_by(pid, sized, unsized, shmem)
     except PermissionError:
         return float("inf")
     if unsized - sized.keys():
         return float("inf")
     return float(sum(sized.values()))
+
+
+def _held_by(
+    pid: int, sized: dict[_Inode, int], unsized: set[_Inode], shmem: tuple[int, int] | None
+) -> None:
+    """Add what ``pid`` holds to ``sized`` (or, mapped files it cannot measure, ``unsized``)."""
+    # A thread made with CLONE_THREAD but not CLONE_FILES has a table of its own.
+    for tid in _entries(f"/proc/{pid}/task"):
+        fd_dir = f"/proc/{pid}/task/{tid}/fd"
+        for name in _entries(fd_dir):
+            _measure(f"{fd_dir}/{name}", sized, shmem)
+    _measure(f"/proc/{pid}/exe", sized, shmem)
+    for key, span in _deleted_mappings(pid, shmem):
+        if key in sized:
+            continue
+        try:
+            _measure(f"/proc/{pid}/map_files/{span}", sized, shmem)
+        except PermissionError:
+            unsized.add(key)
+
+
+@contextlib.contextmanager
+def _as_owner_of(pid: int) -> Iterator[None]:
+    """This thread's filesystem ids (what ``/proc`` checks a reader by) set to the real ids
+    of ``pid``, then back to root's; ``PermissionError`` when that is not possible."""
+    uid = gid = -1
+    with (
+        contextlib.suppress(OSError, ValueError, IndexError),
+        open(f"/proc/{pid}/status", "rb") as status,
+    ):
+        for line in status:
+            if line.startswith(b"Uid:"):
+                uid = int(line.split()[1])
+            elif line.startswith(b"Gid:"):
+                gid = int(line.split()[1])
+    if uid <= 0 or gid < 0:
+        raise PermissionError(1, f"no owner to read pid {pid} as")
+    # setfsuid and setfsgid change the calling thread only, and say nothing on failure: the
+    # previous value, read back with an impossible id, is the check.
+    libc.setfsgid(gid)
+    libc.setfsuid(uid)
+    try:
+        if libc.setfsuid(-1) != uid or libc.setfsgid(-1) != gid:
+            raise PermissionError(1, f"could not take the ids of pid {pid}")
+        yield
+    finally:
+        libc.setfsuid(0)
+        libc.setfsgid(0)
 
 
 def _entries(path: str) -> list[str]:
