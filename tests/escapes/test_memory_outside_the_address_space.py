@@ -62,6 +62,24 @@ except OSError as exc:
     print("refused", exc.errno, flush=True)
 """
 
+# Shared anonymous memory is charged to RLIMIT_AS while mapped; it could outlive its mapping only
+# through a descriptor, which /proc/self/map_files would give (it needs CAP_SYS_ADMIN).
+SHARED_ANONYMOUS_FILL = f"""
+import mmap, os
+held = []
+try:
+    while len(held) * {CHUNK} < {FILL}:
+        shared = mmap.mmap(-1, {CHUNK}, flags=mmap.MAP_SHARED)
+        shared.write(b"x" * {CHUNK})
+        start = [line.split("-")[0] for line in open("/proc/self/maps") if "/dev/zero" in line][-1]
+        spans = [n for n in os.listdir("/proc/self/map_files") if n.startswith(start + "-")]
+        held.append(os.open("/proc/self/map_files/" + spans[0], os.O_RDONLY))
+        shared.close()
+        print(len(held) * {CHUNK}, flush=True)
+except OSError as exc:
+    print("refused", exc.errno, flush=True)
+"""
+
 
 @pytest.fixture
 def small(backend: NativeBackend, canaries: Canaries, tmp_path: Path) -> Iterator[Sandbox]:
@@ -112,4 +130,12 @@ def test_memfd_pages_held_between_calls_count_too(small: Sandbox) -> None:
     assert first.result.status is ExecStatus.OK, first.text
     second = small.run(half + "\nprint('done', flush=True)")
     assert "done" not in second.stdout or "refused" in second.stdout, second.text
+    small.assert_usable()
+
+
+def test_shared_anonymous_memory_cannot_outlive_its_mapping(small: Sandbox) -> None:
+    ran = small.run(SHARED_ANONYMOUS_FILL, wall_seconds=30.0)
+    assert ran.result.status is ExecStatus.OK, ran.text
+    assert "refused" in ran.stdout, ran.text  # EPERM: no descriptor for the pages
+    assert not any(word.isdigit() for word in ran.stdout.split()[:-2]), ran.text
     small.assert_usable()
