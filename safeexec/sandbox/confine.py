@@ -135,6 +135,7 @@ def confine(
     _no_new_privs(confinement)
     _landlock(config, placement, confinement)
     _seccomp(seccomp_program, confinement)
+    _refuse_uncounted(config.uncounted_filter, confinement)
     return config
 
 
@@ -241,6 +242,7 @@ def finish_preconfined(
             make_symlinks=config.workdir_symlinks,
             rules=preconfined.session_rules,
         )
+    _refuse_uncounted(config.uncounted_filter, confinement)
     return config
 
 
@@ -544,3 +546,18 @@ def _seccomp(program: bytes, confinement: Confinement) -> None:
         confinement.mark(Layer.SECCOMP, False, f"seccomp_load: {exc.strerror or exc}")
         return
     confinement.mark(Layer.SECCOMP, True, "denylist filter loaded (kill/EPERM/ENOSYS)")
+
+
+def _refuse_uncounted(program: bytes, confinement: Confinement) -> None:
+    """Stack the host's filter for what this rung cannot count (after the session's own
+    Landlock layer, whose ``landlock_*`` calls it may refuse); failing, seccomp is not whole."""
+    if not program:
+        return
+    seccomp_layer = confinement.layers.get(Layer.SECCOMP.value, {})
+    try:
+        seccomp.load_compiled(program)
+    except OSError as exc:
+        confinement.mark(Layer.SECCOMP, False, f"uncounted classes: {exc.strerror or exc}")
+        return
+    detail = f"{seccomp_layer.get('detail', '')}; and the uncounted classes' filter"
+    confinement.mark(Layer.SECCOMP, seccomp_layer.get("active") is True, detail)

@@ -16,6 +16,7 @@ __all__ = [
     "set_no_new_privs",
 ]
 
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_GET_NO_NEW_PRIVS = 39
@@ -56,6 +57,9 @@ def drop_to(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)
     if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
         raise OSError(1, "privilege drop did not take")
+    # Changing ids made the process undumpable, so only CAP_SYS_PTRACE could read its /proc;
+    # a host without it (a container) reads the session's descriptors as the session's uid.
+    _prctl(_PR_SET_DUMPABLE, 1)
 
 
 def drop_bounding_set() -> None:

@@ -387,6 +387,9 @@ class SessionConfig(Record):
     tool_names: tuple[str, ...] = ()
     workdir_symlinks: bool = False
     seed: int | None = None  # for random and numpy.random, before the first cell
+    # Classic BPF refusing what this session's rung cannot count (seccomp.UNCOUNTED_CLASSES),
+    # loaded after every other layer; empty when nothing is left to refuse.
+    uncounted_filter: bytes = b""
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -404,6 +407,7 @@ class SessionConfig(Record):
             "tool_names": list(self.tool_names),
             "workdir_symlinks": self.workdir_symlinks,
             "seed": self.seed,
+            "uncounted_filter": self.uncounted_filter.hex(),
         }
 
     @classmethod
@@ -413,6 +417,10 @@ class SessionConfig(Record):
         cpu = message.get("cpu_seconds")
         if isinstance(cpu, bool) or not isinstance(cpu, int | float):
             raise ProtocolError("frame field 'cpu_seconds' is not a number")
+        try:
+            uncounted = bytes.fromhex(_field(message, "uncounted_filter", str))
+        except ValueError:
+            raise ProtocolError("frame field 'uncounted_filter' is not hexadecimal") from None
         return cls(
             workdir=_field(message, "workdir", str),
             env=_string_map(message, "env"),
@@ -426,6 +434,7 @@ class SessionConfig(Record):
             tool_names=_strings(message, "tool_names"),
             workdir_symlinks=_field(message, "workdir_symlinks", bool),
             seed=_optional_int(message, "seed"),
+            uncounted_filter=uncounted,
         )
 
 

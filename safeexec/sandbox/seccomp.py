@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 __all__ = [
     "KILLED_SYSCALLS",
     "UNAVAILABLE_CLASSES",
+    "UNCOUNTED_CLASSES",
     "build_filter",
     "compile_filter",
+    "compile_uncounted_filter",
     "load_compiled",
     "newest_known_syscall",
 ]
@@ -129,6 +131,25 @@ UNAVAILABLE_CLASSES: dict[str, tuple[str, ...]] = {
     # Secret memory is unmapped from the kernel's direct map and counts against no rlimit.
     "memfd_secret": ("memfd_secret",),
 }
+
+# Closed by a second filter, loaded last, on rungs that lack the layer which counts them (the
+# host names the classes per session; see ``compile_uncounted_filter``):
+UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
+    # Memory no rlimit sees: memfd and System V shared memory pages stay allocated unmapped
+    # (RLIMIT_AS counts mappings only), message queues and semaphore sets are kernel memory.
+    # A memory cgroup charges all of them; without one they are refused.
+    "unmapped_memory": ("memfd_create", "shmget", "msgget", "semget"),
+    # Holders of an unlinked file's data that the host cannot find in the session's /proc:
+    # a descriptor in flight in a unix socket (SCM_RIGHTS) and an inode a Landlock ruleset
+    # pins. Refused where the disk budget counts files without a name from /proc, that is
+    # wherever the workdir is not a size-bounded mount.
+    "hidden_file_holders": ("sendmsg", "sendmmsg", "landlock_create_ruleset"),
+    # Allocation without writing: gigabytes per millisecond between two polls of the budget,
+    # and with FALLOC_FL_KEEP_SIZE blocks past a file's size, which RLIMIT_FSIZE does not bound.
+    # Refused with EOPNOTSUPP, on which glibc's posix_fallocate writes the blocks instead.
+    "preallocation": ("fallocate",),
+}
+_UNCOUNTED_ERRNO = {"fallocate": errno.EOPNOTSUPP}  # the rest: ENOSYS
 
 # io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
 # libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
@@ -232,6 +253,25 @@ _UNCONDITIONALLY_REFUSED = frozenset(
 )
 
 
+def compile_uncounted_filter(classes: frozenset[str]) -> bytes:
+    """A filter refusing the :data:`UNCOUNTED_CLASSES` named in ``classes`` (ENOSYS, or for
+    ``fallocate`` EOPNOTSUPP: libraries take their fallback), as classic BPF; ``b""`` for none.
+
+    Stacked after :func:`compile_filter`'s and loaded by the session itself once its own
+    Landlock layer is in force, so the ``landlock_*`` calls it needs are made by then.
+    """
+    unknown = sorted(classes - UNCOUNTED_CLASSES.keys())
+    if unknown:
+        raise ValueError(f"unknown uncounted classes={unknown!r}")
+    if not classes:
+        return b""
+    pyseccomp = load_pyseccomp()
+    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    for name in sorted(n for c in classes for n in UNCOUNTED_CLASSES[c]):
+        rules.add_rule(pyseccomp.ERRNO(_UNCOUNTED_ERRNO.get(name, errno.ENOSYS)), name)
+    return _export(rules)
+
+
 @cache
 def newest_known_syscall() -> int:
     """The highest syscall number libseccomp has a name for on this architecture."""
@@ -254,10 +294,15 @@ class _SockFprog(ctypes.Structure):
 def compile_filter(*, allow: Allowlist | None = None) -> bytes:
     """The filter as classic BPF (generated once by libseccomp, loaded many times); ``allow``
     as for :func:`build_filter`."""
+    return _export(build_filter(allow=allow))
+
+
+def _export(rules: pyseccomp.SyscallFilter) -> bytes:
+    """``rules`` as classic BPF."""
     read_end, write_end = os.pipe()
     try:
         with os.fdopen(write_end, "wb", closefd=True) as sink:
-            build_filter(allow=allow).export_bpf(sink)
+            rules.export_bpf(sink)
         chunks = []
         while chunk := os.read(read_end, 1 << 16):
             chunks.append(chunk)

@@ -8,8 +8,11 @@ The fixtures that make them live in ``conftest.py``.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import stat
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,7 @@ from safeexec.backends.native import NativeSession
 from safeexec.model.values import ExecRequest, ExecResult, ExecStatus, Limits
 from safeexec.sandbox.layers import Layer
 
-__all__ = ["CANARY_ENV", "Canaries", "Listener", "Ran", "Sandbox"]
+__all__ = ["CANARY_ENV", "Canaries", "Listener", "Ran", "Sandbox", "run_as_nobody"]
 
 CANARY_ENV = "SAFEEXEC_CANARY_SECRET"
 
@@ -143,3 +146,57 @@ class Sandbox:
         ran = self.run("print(6 * 7)")
         assert ran.result.status is ExecStatus.OK, ran.text
         assert ran.stdout.strip() == "42"
+
+
+def _first_private_ancestor(path: Path) -> Path | None:
+    for ancestor in reversed(path.parents):
+        if ancestor != Path("/") and not ancestor.stat().st_mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def run_as_nobody(
+    commands: list[list[str]], tmp_path: Path, *, cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """As root: run each command in turn as ``nobody`` (via ``setpriv``), the last one by
+    ``exec``, and return how it went. When the interpreter lives under a directory ``nobody``
+    cannot enter (pyenv under a 0700 ``/root``), a private mount namespace first re-exposes
+    only the interpreter tree under that directory."""
+    for tool in ("setpriv", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} (util-linux) is needed to run the suite as another user")
+    runtime = Path(sys.base_prefix).resolve()
+    cover = _first_private_ancestor(runtime)
+    script = ["set -e", "mount --make-rprivate /"]
+    if cover is not None:
+        stash = tmp_path / "runtime"
+        stash.mkdir()
+        script += [
+            f"mount --bind '{runtime}' '{stash}'",
+            f"mount -t tmpfs -o mode=755,size=1m tmpfs '{cover}'",
+            f"mkdir -p '{runtime}'",
+            f"mount --bind '{stash}' '{runtime}'",
+        ]
+    work = tmp_path / "home"
+    work.mkdir()
+    work.chmod(0o777)
+    tmp_path.chmod(0o755)
+    as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups "
+    for index, command in enumerate(commands):
+        quoted = " ".join(f"'{arg}'" for arg in command)
+        script.append(("exec " if index == len(commands) - 1 else "") + as_nobody + quoted)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(work),
+        "TMPDIR": str(work),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return subprocess.run(
+        ["unshare", "--mount", "sh", "-c", "\n".join(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from safeexec.backends.workdir import remove_tree
 from safeexec.model.values import ExecStatus
 
 if TYPE_CHECKING:
@@ -80,6 +81,28 @@ while True:
     ran = sandbox.run(code, wall_seconds=60.0, cpu_seconds=60.0)
     assert ran.result.status is ExecStatus.LIMIT_EXCEEDED, ran.result.message
     assert "entries" in ran.result.message
-    sandbox.session.reset()
-    sandbox.run("import shutil; shutil.rmtree('many')")
+    # Over its budget, every call of the session is stopped, however quick: the caller (here
+    # the host) clears the workdir.
+    ran = sandbox.run("print('over budget')")
+    assert ran.result.status is ExecStatus.LIMIT_EXCEEDED, ran.text
+    remove_tree(str(sandbox.session.workdir / "many"))
+    sandbox.assert_usable()
+
+
+def test_preallocating_past_the_file_size_limit_is_refused(sandbox: Sandbox) -> None:
+    """``fallocate`` with ``FALLOC_FL_KEEP_SIZE`` allocates blocks past the file's size, which
+    ``RLIMIT_FSIZE`` does not bound: one call would fill the filesystem before a poll of the
+    budget, and a named file stays after the kill. Refused without a workdir mount."""
+    code = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open('pre.bin', os.O_CREAT | os.O_WRONLY, 0o600)
+if libc.fallocate(fd, 1, 0, 512 << 20) != 0:  # FALLOC_FL_KEEP_SIZE
+    print("refused", ctypes.get_errno())
+"""
+    ran = sandbox.run(code, wall_seconds=30.0)
+    held = (sandbox.session.workdir / "pre.bin").stat().st_blocks * 512
+    assert held <= 64 * 1024 * 1024, f"{held >> 20} MiB preallocated, {ran.text}"
+    (sandbox.session.workdir / "pre.bin").unlink()
     sandbox.assert_usable()

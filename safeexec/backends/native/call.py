@@ -38,7 +38,7 @@ from safeexec.backends.native.procfs import (
 )
 from safeexec.backends.native.template import _READ_CHUNK
 from safeexec.backends.streaming import OutputSink, OutputTap
-from safeexec.backends.workdir import collect_artifacts, disk_usage, scan
+from safeexec.backends.workdir import collect_artifacts, scan
 from safeexec.model.values import (
     ExecRequest,
     ExecResult,
@@ -119,6 +119,14 @@ def run_call(
             cpu_start=cpu_start,
             cpu_limit=limits.cpu_seconds,
         )
+    if (
+        call.outcome is not None
+        and not call.killed_for
+        and not session._disk.active
+        and session._disk_used(worker) > session._backend.disk_bytes
+    ):
+        # No mount holds the budget: a cell quicker than one poll is checked as it returns.
+        call.killed_for = "disk"
     wall = time.monotonic() - started
     cpu_end = max(session._group.cpu_seconds(worker.pid), call.cpu_seen)
     session._idle_cpu_base = session._idle_cpu_seen = cpu_end
@@ -197,8 +205,7 @@ def _pump(
                         _interrupt_cell(worker, call, "cpu")
                 if time.monotonic() >= next_disk_check:
                     scan_started = time.monotonic()
-                    usage = disk_usage(str(session.workdir), session._backend.artifact_limits)
-                    if usage > session._backend.disk_bytes:
+                    if session._disk_used(worker) > session._backend.disk_bytes:
                         call.killed_for = "disk"
                         break
                     # A big workdir is scanned less often: at most a tenth of the host's time.

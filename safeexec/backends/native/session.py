@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import select
 import selectors
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from safeexec.backends.base import CallInterrupted, OutputSink, SessionSpec
 from safeexec.backends.native.call import read_some, run_call
 from safeexec.backends.native.cgroup import SessionGroup
-from safeexec.backends.native.disk import WorkdirMount
+from safeexec.backends.native.disk import WorkdirMount, unnamed_bytes
 from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
@@ -47,6 +48,7 @@ from safeexec.model.values import (
     ExecRequest,
     ExecResult,
 )
+from safeexec.sandbox import seccomp
 from safeexec.sandbox.channel import (
     FrameDecoder,
     ProtocolError,
@@ -325,10 +327,7 @@ class NativeSession:
             reason = ""
             if cpu - self._idle_cpu_base > self._idle_cpu_budget:
                 reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
-            elif cpu > self._idle_cpu_seen and (
-                disk_usage(str(self.workdir), self._backend.artifact_limits)
-                > self._backend.disk_bytes
-            ):
+            elif cpu > self._idle_cpu_seen and self._disk_used(worker) > self._backend.disk_bytes:
                 reason = (
                     f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes "
                     f"or {self._backend.artifact_limits.max_entries_scanned} entries"
@@ -340,6 +339,15 @@ class NativeSession:
                 self._lost_reason = f"killed while idle: {reason}"
         finally:
             self._lock.release()
+
+    def _disk_used(self, worker: _Worker) -> float:
+        """What the session holds against its disk budget: the files beneath its workdir and,
+        unless the workdir is a size-bounded mount (which counts them itself), the files
+        without a name its processes hold (infinite when that cannot be read: fail closed)."""
+        used = disk_usage(str(self.workdir), self._backend.artifact_limits)
+        if self._disk.active:
+            return used
+        return used + unnamed_bytes(_descendants(worker.pid))
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
@@ -447,6 +455,8 @@ class NativeSession:
             # The session waits for its config before it runs anything: in time to move it,
             # and (a root host) to lend it the workdir, which it enters as its own uid.
             cgroup_layers = self._group.adopt(started.pid)
+            uncounted = _uncounted_classes(cgroup_layers[Layer.CGROUP_MEMORY], self._disk)
+            config = config.replace(uncounted_filter=_uncounted_filter(uncounted))
             uid = started.uid
             if os.geteuid() == 0 and uid is not None and uid > 0:
                 # Chosen by the template from the worker's pid, so unique on this machine
@@ -469,6 +479,8 @@ class NativeSession:
             os.close(err_read)
             if pidfd >= 0:
                 os.close(pidfd)
+            if isinstance(exc, BackendUnavailable):
+                raise
             raise BackendError(f"could not start a native session: {exc}") from exc
         # While the worker finishes confining itself.
         worker.private_pidns = _is_pid_one_of_own_namespace(worker.status)
@@ -489,7 +501,10 @@ class NativeSession:
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
         if not self._disk.active:
             worker.layers[Layer.DISK] = LayerStatus(
-                layer=Layer.DISK, active=False, detail=self._disk.reason
+                layer=Layer.DISK,
+                active=False,
+                detail=f"{self._disk.reason}; files without a name are counted from the "
+                "session's /proc instead, checked while it runs and after each call",
             )
         missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
         if missing:
@@ -552,6 +567,31 @@ class NativeSession:
         if self._worker is worker:
             self._worker = None
             self._lost_state = True
+
+
+def _uncounted_classes(memory: LayerStatus, disk: WorkdirMount) -> frozenset[str]:
+    """What this session's rung cannot count, so its worker refuses it
+    (:data:`~safeexec.sandbox.seccomp.UNCOUNTED_CLASSES`): unmapped shared memory without a
+    memory cgroup; hidden holders of unlinked files and preallocation without a size-bounded
+    workdir mount."""
+    classes = set()
+    if not memory.active:
+        classes.add("unmapped_memory")
+    if not disk.active:
+        classes.update(("hidden_file_holders", "preallocation"))
+    return frozenset(classes)
+
+
+@functools.cache
+def _uncounted_filter(classes: frozenset[str]) -> bytes:
+    """The compiled filter for ``classes``, made once per host process."""
+    try:
+        return seccomp.compile_uncounted_filter(classes)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise BackendUnavailable(
+            f"the seccomp filter for uncounted classes cannot be built here: {exc!r}; "
+            "run `safeexec doctor`"
+        ) from exc
 
 
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
