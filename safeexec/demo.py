@@ -17,11 +17,12 @@ from pathlib import Path
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import AuditLog
 from safeexec.backends.base import SessionSpec
+from safeexec.backends.registry import default_backend
 from safeexec.errors import AuditError, PolicyError, SafeExecError
 from safeexec.model.values import AuditEvent, Outcome
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
-from safeexec.session.session import Session, default_backend
+from safeexec.session.session import Session
 
 __all__ = ["REPLIES", "main"]
 

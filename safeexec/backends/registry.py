@@ -1,12 +1,25 @@
-"""The built-in backends by mode name, made on first use (``Session`` asks here by default),
-and the one list of modes that run the model's code in the host process."""
+"""The built-in backends by mode name, made on first use; the process-wide set of them that
+sessions share by default; and the one list of modes that run the model's code in the host
+process."""
 
 from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Callable
 
 from safeexec.backends.base import Backend
 from safeexec.errors import BackendUnavailable, InProcessRefused
 
-__all__ = ["IN_PROCESS_MODES", "default_backend", "refuse_in_process", "runs_in_process"]
+__all__ = [
+    "IN_PROCESS_MODES",
+    "SharedBackends",
+    "default_backend",
+    "refuse_in_process",
+    "runs_in_process",
+    "shared_backends",
+]
 
 IN_PROCESS_MODES: frozenset[str] = frozenset({"restricted-inprocess", "dsl-inprocess"})
 """Modes whose code runs in the host process: not a security boundary (a guard bug is a host
@@ -81,3 +94,60 @@ def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
         "'restricted-inprocess', 'dsl', 'dsl-inprocess', 'fake' "
         "or pass backends={...} to Session"
     )
+
+
+class SharedBackends:
+    """One backend per mode for the whole process, made on first use and kept warm, so a new
+    ``Session()`` opens in milliseconds (a native backend's template and the sessions it forks
+    ahead are made once, not per session).
+
+    Bounded: one backend per mode, each keeping ``pool_size`` sessions forked ahead. Closed at
+    interpreter exit, or by :meth:`close` (the next use makes them again). Fork-safe: a child
+    process starts with none (the parent's template and workers stay the parent's). Sessions
+    hold their own worker process each; what they share is the template they fork from.
+    """
+
+    def __init__(
+        self, make: Callable[..., Backend] = default_backend, *, pool_size: int | None = None
+    ) -> None:
+        self._make = make
+        self._pool_size = pool_size
+        self._lock = threading.Lock()
+        self._backends: dict[str, Backend] = {}
+
+    def get(self, mode: str) -> Backend:
+        """The shared backend of ``mode`` (``BackendUnavailable`` if it cannot be had)."""
+        with self._lock:
+            backend = self._backends.get(mode)
+            if backend is None:
+                if self._pool_size is None:
+                    backend = self._make(mode)
+                else:
+                    backend = self._make(mode, pool_size=self._pool_size)
+                self._backends[mode] = backend
+            return backend
+
+    def close(self) -> list[BaseException]:
+        """Close every shared backend (their open sessions keep running until closed)."""
+        with self._lock:
+            backends, self._backends = self._backends, {}
+        failures: list[BaseException] = []
+        for backend in backends.values():
+            try:
+                backend.close()
+            except Exception as exc:
+                failures.append(exc)
+        return failures
+
+    def _after_fork_in_child(self) -> None:
+        """Drop the parent's backends without touching them (a fresh lock: the parent's may
+        have been held by another thread at the fork)."""
+        self._backends = {}
+        self._lock = threading.Lock()
+
+
+shared_backends = SharedBackends()
+"""The set ``Session()`` uses when no ``backends=`` are given."""
+atexit.register(shared_backends.close)
+os.register_at_fork(after_in_child=shared_backends._after_fork_in_child)
+

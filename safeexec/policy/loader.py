@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 import string
 import tomllib
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from safeexec._support.memo import BoundedCache
 from safeexec.capabilities.effects import Effect
 from safeexec.dsl.limits import DslLimits
 from safeexec.errors import PolicyError
@@ -640,11 +642,50 @@ def load_policy(name_or_path: str | Path) -> Policy:
     """Load and merge a policy pack: a shipped pack name, a pack directory or a single ``.toml``.
 
     Raises :class:`~safeexec.errors.PolicyError` (file, line, JSON pointer, hint) on any mistake.
+    A pack loaded before is handed out again (policies are frozen) while none of its files or
+    their directories changed, so a new ``Session`` does not parse its TOML again.
     """
+    key = _cache_key(name_or_path)
+    cached = _LOADED.get(key)
+    if cached is not None and cached[1] == _fingerprint(cached[0].sources):
+        return cached[0]
     data, sources = _load_raw(name_or_path, ())
     path = Path(name_or_path)
     default_id = path.stem if path.suffix == ".toml" else path.name
-    return _build(data, sources, default_id)
+    policy = _build(data, sources, default_id)
+    _LOADED.put(key, (policy, _fingerprint(policy.sources)), size=1)
+    return policy
+
+
+# Loaded packs by what named them, with what their files and directories held when read.
+_LOADED: BoundedCache[str, tuple[Policy, tuple[tuple[str, str], ...]]] = BoundedCache(
+    max_entries=32, max_size=32
+)
+
+
+def _cache_key(name_or_path: str | Path) -> str:
+    if isinstance(name_or_path, str) and _PACK_NAME.match(name_or_path):
+        return f"pack:{name_or_path}"
+    return f"path:{Path(name_or_path).resolve()}"
+
+
+def _fingerprint(sources: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The digest of every source file and the listing of each directory holding one (a file
+    added to or removed from a pack changes its directory): content, not timestamps, which a
+    quick rewrite can leave unchanged."""
+    out = []
+    for name in sorted(sources):
+        try:
+            digest = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        except OSError:
+            return ()  # a source is gone: never equal to the recorded state
+        out.append((name, digest))
+    for directory in sorted({str(Path(s).parent) for s in sources}):
+        try:
+            out.append((directory, "\0".join(sorted(os.listdir(directory)))))
+        except OSError:
+            return ()
+    return tuple(out)
 
 
 def parse_policy_text(text: str, *, file: str = "<policy>") -> Policy:

@@ -20,6 +20,7 @@ import anyio
 from starlette.types import Receive
 
 from safeexec.backends.base import Backend
+from safeexec.backends.registry import default_backend
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable
 from safeexec.gate import GateResult, check
@@ -35,7 +36,7 @@ from safeexec.service.quotas import QuotaLedger
 from safeexec.service.runs import ClientLeft, in_thread, run_watching_client
 from safeexec.service.schemas import CreateSessionIn, RunIn
 from safeexec.service.sessions import SessionRecord, SessionRegistry
-from safeexec.session.session import Session, default_backend
+from safeexec.session.session import Session
 
 __all__ = ["BadRequest", "Runtime", "WorkerCrashed", "crashed"]
 

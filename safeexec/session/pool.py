@@ -1,12 +1,12 @@
 """The backend sessions a :class:`~safeexec.session.session.Session` holds: one per mode, opened
 lazily.
 
-A mode's backend comes from the caller's ``backends`` mapping, or (when none was given) is made
-on first use by ``make`` (:func:`~safeexec.backends.registry.default_backend`; the session
-passes its own module's name for it, which tests replace) and then belongs to the pool,
-which closes it on :meth:`BackendPool.close`. The backend session opened for a mode is kept, so
-state carries over between steps like a notebook kernel, until it is discarded (a failed or
-unsettled call) and the next step opens a fresh one.
+A mode's backend comes from the caller's ``backends`` mapping, or (when none was given) from
+``make`` on first use: for a ``Session``, the process-wide
+:data:`~safeexec.backends.registry.shared_backends`. The pool closes the backend sessions it
+opened, never a backend: those belong to the caller or to the shared set. The backend session
+opened for a mode is kept, so state carries over between steps like a notebook kernel, until it
+is discarded (a failed or unsettled call) and the next step opens a fresh one.
 
 Split out of :mod:`safeexec.session.session`, which decides what each session is opened with.
 """
@@ -32,7 +32,6 @@ class BackendPool:
         self._backends: dict[str, Backend] = dict(backends) if backends is not None else {}
         self._use_default_backends = backends is None
         self._make = make
-        self._owned: set[str] = set()
         self._open: dict[str, BackendSession] = {}
 
     @property
@@ -63,7 +62,7 @@ class BackendPool:
                 session.close()
 
     def close(self) -> list[BaseException]:
-        """Close every open backend session, then the backends the pool made; the failures."""
+        """Close every open backend session; the failures."""
         failures: list[BaseException] = []
         for mode in sorted(self._open):
             try:
@@ -71,13 +70,6 @@ class BackendPool:
             except Exception as exc:
                 failures.append(exc)
         self._open.clear()
-        for mode in sorted(self._owned):
-            # Backends this pool made (e.g. the native template process) die with it.
-            try:
-                self._backends.pop(mode).close()
-            except Exception as exc:
-                failures.append(exc)
-        self._owned.clear()
         return failures
 
     def _backend(self, mode: str) -> Backend:
@@ -88,5 +80,4 @@ class BackendPool:
                     "pass one in backends={...}"
                 )
             self._backends[mode] = self._make(mode)
-            self._owned.add(mode)
         return self._backends[mode]

@@ -39,7 +39,7 @@ from safeexec.backends.base import (
     SessionSpec,
     ToolGateway,
 )
-from safeexec.backends.registry import default_backend
+from safeexec.backends.registry import shared_backends
 from safeexec.backends.workdir import remove_tree
 from safeexec.capabilities.gateway import (
     ApprovalRequest,
@@ -100,7 +100,7 @@ from safeexec.session.steps import (
     tool_result,
 )
 
-__all__ = ["TOOL_BACKEND", "Approver", "Session", "SessionStatistics", "default_backend"]
+__all__ = ["TOOL_BACKEND", "Approver", "Session", "SessionStatistics", "shared_backends"]
 
 Approver = Callable[[Decision, Action], bool]
 """Asked about every ``needs_approval`` decision; ``True`` lets the action run."""
@@ -153,9 +153,9 @@ class Session:
                 )
             ensure_apart(self.state_dir, Path(workdir).absolute())
         os.close(open_private_dir(self.state_dir))
-        # Looked up at call time: safeexec.session.session.default_backend is the seam tests
-        # replace.
-        self._pool = BackendPool(backends, make=lambda mode: default_backend(mode))
+        # Without backends=, sessions share the process's warm backends. Looked up at call
+        # time: safeexec.session.session.shared_backends is the seam tests replace.
+        self._pool = BackendPool(backends, make=lambda mode: shared_backends.get(mode))
         self._approver = approver
         self._capabilities = CapabilitySet(approve=tool_approver)
         self._clock = clock or _utc_now

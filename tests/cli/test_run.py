@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import AuditLog
+from safeexec.backends.base import Backend
 from safeexec.backends.fake import FakeBackend, FakeReply
+from safeexec.backends.registry import SharedBackends, default_backend
 from safeexec.cli.app import app
 from safeexec.model.values import ExecRequest, ExecStatus, Usage
 from safeexec.session import session as session_module
@@ -47,12 +49,11 @@ def scripted(request: ExecRequest) -> FakeReply:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeBackend:
     backend = FakeBackend(scripted)
-    real = session_module.default_backend
 
-    def registry(name: str) -> object:
-        return backend if name == "fake" else real(name)
+    def registry(name: str) -> Backend:
+        return backend if name == "fake" else default_backend(name)
 
-    monkeypatch.setattr(session_module, "default_backend", registry)
+    monkeypatch.setattr(session_module, "shared_backends", SharedBackends(registry))
     return backend
 
 

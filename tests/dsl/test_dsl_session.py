@@ -174,8 +174,8 @@ def test_cli_run_mode_dsl_refuses_python(tmp_path: Path) -> None:
 
 def test_the_session_makes_the_dsl_backend_by_name() -> None:
     from safeexec.backends.dsl import DslBackend
+    from safeexec.backends.registry import default_backend
     from safeexec.errors import BackendUnavailable
-    from safeexec.session.session import default_backend
 
     assert isinstance(default_backend("dsl"), DslBackend)
     with pytest.raises(BackendUnavailable, match="'dsl'"):

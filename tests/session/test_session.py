@@ -15,6 +15,7 @@ from safeexec import gate as gate_module
 from safeexec.audit.log import AuditLog
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.fake import FakeBackend, FakeReply, FakeSession, not_executed
+from safeexec.backends.registry import SharedBackends, default_backend
 from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError
 from safeexec.model.values import (
     Action,
@@ -38,7 +39,7 @@ from safeexec.policy.schema import (
     SandboxConfig,
 )
 from safeexec.session import session as session_module
-from safeexec.session.session import Session, default_backend
+from safeexec.session.session import Session
 
 POLICY = Policy(
     info=PolicyInfo(id="unit"),
@@ -533,21 +534,28 @@ def test_a_policy_name_is_loaded_with_the_policy_loader(tmp_path: Path) -> None:
         assert s.policy.digest
 
 
-def test_backends_the_session_made_are_closed_with_it(
+def test_sessions_share_the_process_backends_and_leave_them_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     closed: list[str] = []
+    made: list[FakeBackend] = []
 
     class ClosingFake(FakeBackend):
         def close(self) -> None:
             closed.append(self.name)
 
-    made = ClosingFake(not_executed)
-    monkeypatch.setattr(session_module, "default_backend", lambda name: made)
-    with Session(policy=POLICY, state_dir=tmp_path) as s:
-        s.run(reply("pass\n"))
-    assert closed == ["fake"]
-    assert made.sessions[0].closed
+    def make(name: str) -> FakeBackend:
+        made.append(ClosingFake(not_executed))
+        return made[-1]
+
+    shared = SharedBackends(make)
+    monkeypatch.setattr(session_module, "shared_backends", shared)
+    for _ in range(3):
+        with Session(policy=POLICY, state_dir=tmp_path) as s:
+            s.run(reply("pass\n"))
+    assert len(made) == 1 and closed == []  # one backend served three sessions, still open
+    assert [session.closed for session in made[0].sessions] == [True, True, True]
+    assert shared.close() == [] and closed == ["fake"]
 
 
 def test_backends_passed_in_stay_open_for_their_owner(tmp_path: Path) -> None:
@@ -584,7 +592,7 @@ def test_public_exports_are_pinned() -> None:
         "Approver",
         "Session",
         "SessionStatistics",
-        "default_backend",
+        "shared_backends",
     ]
 
 

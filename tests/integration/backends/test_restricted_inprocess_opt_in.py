@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import CliRunner
 
+from safeexec.backends.registry import default_backend
 from safeexec.backends.restricted import (
     InProcessRestrictedBackend,
     RestrictedBackend,
@@ -19,7 +20,6 @@ from safeexec.errors import PolicyError
 from safeexec.policy import load_policy, shipped_packs
 from safeexec.policy.loader import parse_policy_text
 from safeexec.sandbox.restricted.reachability import CrawlReport
-from safeexec.session.session import default_backend
 
 
 def test_the_in_process_backend_has_its_own_name() -> None:
