@@ -13,6 +13,7 @@ __all__ = [
     "CONNECTIONS_EXCEEDED",
     "HOST_DENIED",
     "HOST_NOT_ALLOWED",
+    "IDLE_TIMEOUT",
     "MALFORMED_REQUEST",
     "NETWORK_RULES",
     "PRIVATE_ADDRESS",
@@ -129,6 +130,21 @@ MALFORMED_REQUEST = NetworkRule(
     example="GET http://pypi.org/ with Host: evil.example",
 )
 
+IDLE_TIMEOUT = NetworkRule(
+    id="SX657",
+    name="network-idle-timeout",
+    key="network.idle_seconds",
+    description=(
+        "Cuts a connection on which neither end sent anything for `[network] idle_seconds` "
+        "(and one whose request head does not arrive in that time)."
+    ),
+    rationale=(
+        "A cell stopped at its wall limit may leave a socket open in the session; a silent "
+        "upstream must not hold a connection and a proxy thread for the session's life."
+    ),
+    example="a server that never answers, with idle_seconds = 30: cut after 30 s of silence",
+)
+
 NETWORK_RULES: tuple[NetworkRule, ...] = (
     HOST_NOT_ALLOWED,
     HOST_DENIED,
@@ -137,4 +153,5 @@ NETWORK_RULES: tuple[NetworkRule, ...] = (
     BYTES_EXCEEDED,
     CONNECTIONS_EXCEEDED,
     MALFORMED_REQUEST,
+    IDLE_TIMEOUT,
 )

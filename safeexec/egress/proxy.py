@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from safeexec.egress.catalogue import (
     BYTES_EXCEEDED,
     CONNECTIONS_EXCEEDED,
+    IDLE_TIMEOUT,
     MALFORMED_REQUEST,
     SNI_MISMATCH,
 )
@@ -227,6 +228,8 @@ class EgressProxy:
                 _answer(client, exc.status, exc.refusal)
         except _Cut as exc:
             verdict, refusal = NetworkVerdict.CUT, exc.refusal
+        except TimeoutError:
+            verdict, refusal = NetworkVerdict.CUT, self._idle_refusal()
         except OSError:
             pass  # either end went away: the connection ends as it stands
         finally:
@@ -312,7 +315,7 @@ class EgressProxy:
             while True:
                 ready = selector.select(self._policy.idle_seconds)
                 if not ready:
-                    return
+                    raise _Cut(self._idle_refusal())
                 for key, _mask in ready:
                     source = key.fileobj
                     assert isinstance(source, socket.socket)
@@ -329,6 +332,12 @@ class EgressProxy:
                     else:
                         self._count(record, received=len(data))
                     peers[source].sendall(data)
+
+    def _idle_refusal(self) -> Refusal:
+        seconds = self._policy.idle_seconds
+        return Refusal.of(
+            IDLE_TIMEOUT, f"nothing passed for {seconds:g} s ([network] idle_seconds)"
+        )
 
     def _count(self, record: _Connection, *, sent: int = 0, received: int = 0) -> None:
         """Charge bytes to the session before they pass; :class:`_Cut` past ``max_bytes``."""

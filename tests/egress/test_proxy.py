@@ -170,6 +170,19 @@ def test_max_bytes_cuts_a_download_mid_stream(upstream: int) -> None:
     assert proxy.statistics().bytes_total == 100_000
 
 
+def test_a_silent_client_is_cut_after_idle_seconds(upstream: int) -> None:
+    proxy = _proxy(upstream, idle_seconds=0.2)
+    client = connect_through(proxy)
+    client.sendall(b"GET http://api.test")  # and nothing more
+    assert read_all(client) == b""
+    event = _one_event(proxy)
+    assert (event.verdict, event.rule, event.key) == (
+        NetworkVerdict.CUT,
+        "SX657",
+        "network.idle_seconds",
+    )
+
+
 @pytest.fixture
 def tls_upstream(tmp_path: Path) -> Iterator[tuple[int, CertificateAuthority]]:
     ca = CertificateAuthority(tmp_path, ("api.test", "other.test"))
