@@ -387,6 +387,9 @@ class SessionConfig(Record):
     tool_names: tuple[str, ...] = ()
     workdir_symlinks: bool = False
     seed: int | None = None  # for random and numpy.random, before the first cell
+    # The frame carries one descriptor: the unix channel to the session's egress proxy (see
+    # sandbox/egress_client.py); the session's TCP sockets go there and nowhere else.
+    egress_channel: bool = False
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -404,6 +407,7 @@ class SessionConfig(Record):
             "tool_names": list(self.tool_names),
             "workdir_symlinks": self.workdir_symlinks,
             "seed": self.seed,
+            "egress_channel": self.egress_channel,
         }
 
     @classmethod
@@ -426,6 +430,7 @@ class SessionConfig(Record):
             tool_names=_strings(message, "tool_names"),
             workdir_symlinks=_field(message, "workdir_symlinks", bool),
             seed=_optional_int(message, "seed"),
+            egress_channel=_field(message, "egress_channel", bool),
         )
 
 

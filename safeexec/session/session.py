@@ -617,6 +617,7 @@ class Session:
                 workdir_symlinks=self.policy.sandbox.workdir_symlinks,
                 seed=self.seed,
                 dsl=self.policy.dsl,
+                network=self.policy.network,
             )
 
         return spec
