@@ -16,13 +16,18 @@ import errno
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
+
+from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [
     "CHANNEL_VARIABLE",
     "ENDPOINT",
+    "SESSION_SITE",
     "SITE_DIR",
+    "SITE_VARIABLE",
     "install",
     "install_from_environment",
     "proxy_environment",
@@ -34,6 +39,10 @@ ENDPOINT = ("127.0.0.1", 3128)
 _ENDPOINT_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 # Tells a child interpreter (pip run as a subprocess) which inherited descriptor is the channel.
 CHANNEL_VARIABLE = "SAFEEXEC_EGRESS_FD"
+# Where the session's own packages go (``pip install`` installs there, as PIP_TARGET says), and
+# are imported from: beneath the session's TMPDIR, inside its workdir, never the interpreter's.
+SITE_VARIABLE = "SAFEEXEC_SITE"
+SESSION_SITE = "site-packages"
 # On PYTHONPATH in network sessions: its sitecustomize calls install_from_environment().
 SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "egress_site")
 _TCP_LEVEL = socket.IPPROTO_TCP
@@ -41,12 +50,17 @@ _STREAM_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 _SOCK_TYPE_MASK = 0xF
 
 
-def proxy_environment() -> dict[str, str]:
-    """The variables that point ``urllib``, ``requests``, ``httpx`` and ``pip`` at the proxy, and
-    child interpreters at :data:`SITE_DIR`."""
+def proxy_environment(workdir: str) -> dict[str, str]:
+    """The variables that point ``urllib``, ``requests``, ``httpx`` and ``pip`` at the proxy,
+    child interpreters at :data:`SITE_DIR`, and ``pip install`` at the session's own site
+    directory beneath ``workdir``."""
     url = f"http://{ENDPOINT[0]}:{ENDPOINT[1]}"
+    site = f"{workdir}/{TMP_DIR}/{SESSION_SITE}"
     return {
         "PYTHONPATH": SITE_DIR,
+        SITE_VARIABLE: site,
+        "PIP_TARGET": site,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "HTTP_PROXY": url,
         "HTTPS_PROXY": url,
         "http_proxy": url,
@@ -60,11 +74,26 @@ def proxy_environment() -> dict[str, str]:
 def install(channel_fd: int) -> None:
     """Make this interpreter's TCP stream sockets go to the host proxy over ``channel_fd``, and
     let child processes inherit the channel (its number in :data:`CHANNEL_VARIABLE`)."""
+    _add_session_site()
     channel = socket.socket(fileno=channel_fd)
     os.set_inheritable(channel_fd, True)
     os.environ[CHANNEL_VARIABLE] = str(channel_fd)
     socket.socket = _proxied_class(channel)  # type: ignore[misc]
     _keep_channel_in_children(channel_fd)
+
+
+def _add_session_site() -> None:
+    """Put the session's site directory last on ``sys.path`` (made now: a path that does not
+    exist when first searched stays unsearched for the interpreter's life).
+
+    Last, so an installed package never shadows a module of the interpreter's (the gate's
+    allowlist names ``json`` meaning the stdlib's), and without ``.pth`` processing, so no
+    installed package runs code when an interpreter starts."""
+    site_dir = os.environ.get(SITE_VARIABLE, "")
+    if site_dir:
+        os.makedirs(site_dir, exist_ok=True)
+        if site_dir not in sys.path:
+            sys.path.append(site_dir)
 
 
 def install_from_environment() -> None:

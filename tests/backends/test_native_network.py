@@ -5,6 +5,8 @@ every other way out stays shut."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +24,13 @@ from safeexec.model.values import (
     NetworkConnection,
     NetworkVerdict,
 )
-from tests.egress.loopback import CertificateAuthority, http_upstream, mapping_resolver
+from tests.egress.loopback import (
+    CertificateAuthority,
+    build_wheel,
+    http_upstream,
+    mapping_resolver,
+    simple_index,
+)
 
 NAMES = {"api.test": "127.0.0.1", "tls.test": "127.0.0.1", "other.test": "127.0.0.1"}
 
@@ -206,3 +214,45 @@ def test_a_slow_upstream_stops_at_the_wall_limit_and_is_cut_when_idle(
         "SX657",
         "network.idle_seconds",
     )
+
+
+def test_pip_installs_into_the_session_and_the_next_cell_imports_it(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path, "egresspkg", "1.2", "ANSWER = 42\n")
+    shadow = build_wheel(tmp_path, "json", "9.9", "SHADOWED = True\n")
+    with simple_index((wheel, shadow)) as port:
+        backend = NativeBackend(pool_size=1, resolver=mapping_resolver({"index.test": "127.0.0.1"}))
+        blobs = BlobStore(tmp_path / "blobs")
+        policy = NetworkPolicy(allow=(f"index.test:{port}",), private_hosts=("index.test",))
+        session = backend.open(SessionSpec(limits=Limits(), blobs=blobs, network=policy))
+        box = Box(session, blobs)
+        try:
+            result, text = box.run(
+                "import subprocess, sys\n"
+                "done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-input',\n"
+                f"    '--index-url', 'http://index.test:{port}/simple/',\n"
+                f"    '--trusted-host', 'index.test:{port}', 'egresspkg', 'json'],\n"
+                "    capture_output=True, text=True)\n"
+                "print(done.returncode, done.stdout[-400:], done.stderr[-800:])",
+                wall_seconds=60.0,
+            )
+            assert result.status is ExecStatus.OK, text
+            assert text.startswith("0 "), text
+            assert [e.verdict for e in _network(result)] == [NetworkVerdict.ALLOWED] * 4
+            after, text = box.run(
+                "import egresspkg, sys\nprint(egresspkg.ANSWER, egresspkg.__file__)"
+            )
+            assert after.status is ExecStatus.OK, text
+            assert text.startswith("42 /") and "/.tmp/site-packages/egresspkg.py" in text
+            # An installed module never shadows one of the interpreter's.
+            _, text = box.run("import json\nprint(hasattr(json, 'SHADOWED'), json.__file__)")
+            assert text.startswith("False /") and "site-packages/json.py" not in text, text
+            # Installed into the session's own directory, not reported as an artifact, and not
+            # into the interpreter the host and every other session share.
+            assert not any("egresspkg" in a.name for a in result.artifacts)
+            shared = subprocess.run(
+                [sys.executable, "-c", "import egresspkg"], capture_output=True, check=False
+            )
+            assert shared.returncode != 0
+        finally:
+            session.close()
+            backend.close()

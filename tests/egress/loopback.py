@@ -3,12 +3,15 @@ a resolver mapping test names to them, and a TCP front for the proxy (for real c
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 import http.server
 import ipaddress
 import socket
 import ssl
 import threading
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -169,3 +172,71 @@ def read_all(sock: socket.socket) -> bytes:
     while chunk := sock.recv(65536):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def build_wheel(where: Path, name: str, version: str, source: str) -> Path:
+    """A pure-Python wheel of one module ``name`` holding ``source``, built by hand (PEP 427)."""
+    wheel = where / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": source.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: safeexec-tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{path},sha256={_urlsafe_digest(data)},{len(data)}" for path, data in files.items()
+    ]
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def _urlsafe_digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+@contextmanager
+def simple_index(wheels: tuple[Path, ...]) -> Iterator[int]:
+    """A PEP 503 simple index on 127.0.0.1 serving ``wheels``; yields its port."""
+    by_name = {w.name.split("-")[0].lower(): w for w in wheels}
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            parts = [p for p in self.path.split("/") if p]
+            body, kind = b"", "text/html"
+            if parts[:1] == ["simple"] and len(parts) == 2 and parts[1] in by_name:
+                wheel = by_name[parts[1]]
+                digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+                body = (
+                    f'<html><body><a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>'
+                    "</body></html>"
+                ).encode()
+            elif parts[:1] == ["files"] and len(parts) == 2:
+                found = [w for w in wheels if w.name == parts[1]]
+                if found:
+                    body, kind = found[0].read_bytes(), "application/octet-stream"
+            status = 200 if body else 404
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = _QuietServer(("127.0.0.1", 0), Index)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,6 +3,7 @@ proxy what it may reach, and every connection is in the step's audit event and o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pytest
 from safeexec.audit.log import read_log
 from safeexec.backends.native import NativeBackend
 from safeexec.model.values import NetworkConnection, NetworkVerdict, Verdict
+from safeexec.policy.engine_rules import IMPORT_NOT_ALLOWED
 from safeexec.policy.loader import parse_policy_text
 from safeexec.session.session import Session
-from tests.egress.loopback import http_upstream, mapping_resolver
+from tests.egress.loopback import build_wheel, http_upstream, mapping_resolver, simple_index
 
 
 @pytest.fixture
@@ -73,3 +75,50 @@ def test_connections_are_audited_and_a_refusal_names_its_key(tmp_path: Path, ups
     finally:
         session.close()
         backend.close()
+
+
+def test_pip_install_then_import_under_the_import_allowlist(tmp_path: Path) -> None:
+    wheels = (
+        build_wheel(tmp_path, "egresspkg", "1.2", "ANSWER = 42\n"),
+        build_wheel(tmp_path, "otherpkg", "0.1", "import os\n"),
+    )
+    with simple_index(wheels) as port:
+        policy = parse_policy_text(
+            f"""
+            [policy]
+            id = "pip-test"
+            [imports]
+            allow = ["subprocess", "sys", "json", "egresspkg"]
+            [network]
+            allow = ["index.test:{port}"]
+            private_hosts = ["index.test"]
+            """
+        )
+        backend = NativeBackend(pool_size=1, resolver=mapping_resolver({"index.test": "127.0.0.1"}))
+        session = Session(
+            policy=policy, mode="native", state_dir=tmp_path / "state", backends={"native": backend}
+        )
+        try:
+            install = session.run(
+                "```python\nimport subprocess, sys\n"
+                "done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-input',\n"
+                f"    '--index-url', 'http://index.test:{port}/simple/',\n"
+                f"    '--trusted-host', 'index.test:{port}', 'egresspkg', 'otherpkg'])\n"
+                "print('pip exit', done.returncode)\n```\n",
+                timeout=60,
+            )
+            assert "pip exit 0" in install.observation.text, install.observation.text
+            environment = json.loads(session.blobs.get(install.event.environment_ref or ""))
+            assert environment["session_distributions"] == {"egresspkg": "1.2", "otherpkg": "0.1"}
+            used = session.run("```python\nimport egresspkg\nprint(egresspkg.ANSWER)\n```\n")
+            assert used.decision.verdict is Verdict.ALLOW and "42" in used.observation.text
+            # Installed, but outside the import allowlist: the gate refuses it, with the rule.
+            refused = session.run("```python\nimport otherpkg\n```\n")
+            assert refused.decision.verdict is Verdict.DENY
+            assert refused.result is None
+            [finding] = refused.decision.findings
+            assert finding.rule == IMPORT_NOT_ALLOWED.id and "otherpkg" in finding.message
+            assert IMPORT_NOT_ALLOWED.id in refused.observation.text
+        finally:
+            session.close()
+            backend.close()

@@ -420,7 +420,7 @@ class NativeSession:
         env = base_environment(str(self.workdir))
         env.update(self.env)
         if self._egress is not None:
-            env.update(proxy_environment())
+            env.update(proxy_environment(str(self.workdir)))
         return env
 
     def take_network_events(self, *, worker_died: bool) -> list[NetworkConnection]:
