@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from safeexec.egress import NetworkPolicy
@@ -47,3 +49,11 @@ def test_mistakes_are_policy_errors_with_a_pointer(text: str, pointer: str) -> N
     with pytest.raises(PolicyError) as error:
         parse_policy_text(text)
     assert error.value.pointer == pointer
+
+
+def test_the_readme_network_example_loads() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Network policy", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    policy = parse_policy_text(block)
+    assert policy.network.enabled and policy.network.deny == ("uploads.example.com",)
