@@ -144,11 +144,17 @@ class EgressProxy:
     def serve(self, client: socket.socket) -> None:
         """Serve ``client`` (a connected stream socket the proxy now owns) on a new thread."""
         with self._lock:
-            if self._closed:
-                client.close()
-                return
-            self._sockets.add(client)
-        threading.Thread(target=self._handle, args=(client,), daemon=True).start()
+            full = len(self._sockets) >= self._policy.max_connections
+            if not (self._closed or full):
+                self._sockets.add(client)
+        if self._closed:
+            client.close()
+        elif full:
+            # Not even a thread to read its head: the session holds max_connections open.
+            client.close()
+            self._record(_Connection(started=self._clock()), NetworkVerdict.REFUSED, self._full())
+        else:
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
 
     def serve_channel(self, channel: socket.socket) -> threading.Thread:
         """Serve every stream socket that arrives on ``channel`` as an SCM_RIGHTS descriptor,
@@ -220,8 +226,8 @@ class EgressProxy:
         verdict, refusal = NetworkVerdict.ALLOWED, None
         try:
             client.settimeout(self._policy.idle_seconds)
-            upstream = self._open(client, record)
-            self._relay(client, upstream, record)
+            upstream, budget = self._open(client, record)
+            self._relay(client, upstream, record, budget)
         except _Refused as exc:
             verdict, refusal = NetworkVerdict.REFUSED, exc.refusal
             if exc.status:
@@ -232,15 +238,19 @@ class EgressProxy:
             verdict, refusal = NetworkVerdict.CUT, self._idle_refusal()
         except OSError:
             pass  # either end went away: the connection ends as it stands
+        except Exception as exc:  # a proxy bug must end the connection, never the host
+            verdict = NetworkVerdict.REFUSED
+            refusal = Refusal(rule="", key="", reason=f"proxy error: {type(exc).__name__}")
         finally:
             if upstream is not None:
                 upstream.close()
             client.close()
             self._finish(client, record, verdict, refusal)
 
-    def _open(self, client: socket.socket, record: _Connection) -> socket.socket:
+    def _open(self, client: socket.socket, record: _Connection) -> tuple[socket.socket, int | None]:
         """Parse, check, resolve and connect; the upstream socket, with what the client sent
-        beyond the head already forwarded."""
+        beyond the head already forwarded, and how many more bytes the client may send (None:
+        a tunnel, unbounded; else what is left of the request's body)."""
         head, rest = _read_head(client)
         request = _parse_head(head)
         record.method, record.host, record.port = request.method, request.host, request.port
@@ -261,16 +271,20 @@ class EgressProxy:
         if refusal is not None:
             raise _Refused(refusal)
         addresses = self._resolve(request.host, request.port)
+        budget: int | None = None
         if request.method == "CONNECT":
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             first = _read_client_hello(client, rest)
             _check_sni(first, request.host)
         else:
+            if len(rest) > request.body_bytes:
+                raise _pipelined()
             first = request.forwarded_head() + rest
+            budget = request.body_bytes - len(rest)
         upstream = self._connect(addresses, request.port, record)
         self._count(record, sent=len(first))
         upstream.sendall(first)
-        return upstream
+        return upstream, budget
 
     def _resolve(self, host: str, port: int) -> list[IPAddress]:
         try:
@@ -305,9 +319,17 @@ class EgressProxy:
         reason = f"could not connect to {record.host}:{port} ({'; '.join(errors)})"
         raise _Refused(Refusal(rule="", key="", reason=reason), 502)
 
-    def _relay(self, client: socket.socket, upstream: socket.socket, record: _Connection) -> None:
+    def _relay(
+        self,
+        client: socket.socket,
+        upstream: socket.socket,
+        record: _Connection,
+        budget: int | None,
+    ) -> None:
         """Copy both ways until the upstream has finished (a client that half-closes still
-        gets the whole answer), or a limit or a silence ends it."""
+        gets the whole answer), or a limit or a silence ends it. ``budget``: how many more
+        bytes the client may send (a plain request's body; a second request on the same
+        connection would reach the checked address under another Host)."""
         peers = {client: upstream, upstream: client}
         with selectors.DefaultSelector() as selector:
             for end in peers:
@@ -328,10 +350,21 @@ class EgressProxy:
                             upstream.shutdown(socket.SHUT_WR)
                         continue
                     if source is client:
+                        if budget is not None:
+                            budget -= len(data)
+                            if budget < 0:
+                                raise _Cut(_pipelined().refusal)
                         self._count(record, sent=len(data))
                     else:
                         self._count(record, received=len(data))
                     peers[source].sendall(data)
+
+    def _full(self) -> Refusal:
+        n = self._policy.max_connections
+        return Refusal.of(
+            CONNECTIONS_EXCEEDED,
+            f"the session holds {n} connections open ([network] max_connections)",
+        )
 
     def _idle_refusal(self) -> Refusal:
         seconds = self._policy.idle_seconds
@@ -367,6 +400,14 @@ class EgressProxy:
         verdict: NetworkVerdict,
         refusal: Refusal | None,
     ) -> None:
+        self._record(record, verdict, refusal)  # before it counts as closed: see wait_idle
+        with self._idle:
+            self._sockets.discard(client)
+            self._idle.notify_all()
+
+    def _record(
+        self, record: _Connection, verdict: NetworkVerdict, refusal: Refusal | None
+    ) -> None:
         event = NetworkConnection(
             host=record.host,
             port=record.port,
@@ -380,15 +421,13 @@ class EgressProxy:
             key=refusal.key if refusal is not None else "",
             reason=refusal.reason if refusal is not None else "",
         )
-        with self._idle:
-            self._sockets.discard(client)
+        with self._lock:
             if verdict is NetworkVerdict.REFUSED:
                 self._refused += 1
             if len(self._events) < MAX_EVENTS:
                 self._events.append(event)
             else:
                 self._dropped += 1
-            self._idle.notify_all()
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +438,7 @@ class _Request:
     path: str
     version: str
     headers: tuple[tuple[str, str], ...]
+    body_bytes: int = 0
 
     def forwarded_head(self) -> bytes:
         """The head sent upstream: origin-form target, no hop-by-hop or proxy headers, and
@@ -461,8 +501,32 @@ def _parse_head(head: bytes) -> _Request:
                 f"the Host header {hosts!r} does not name the request's host {host}:{port}"
             )
     return _Request(
-        method=method, host=host, port=port, path=path, version=version, headers=tuple(headers)
+        method=method,
+        host=host,
+        port=port,
+        path=path,
+        version=version,
+        headers=tuple(headers),
+        body_bytes=_body_bytes(headers) if method != "CONNECT" else 0,
     )
+
+
+def _body_bytes(headers: list[tuple[str, str]]) -> int:
+    """The request body's length: its one ``Content-Length``, else none. A chunked body is not
+    carried (where it ends is what two parsers can disagree on)."""
+    if any(n.lower() == "transfer-encoding" for n, _v in headers):
+        raise _malformed("a request body with Transfer-Encoding is not carried; send its length")
+    lengths = {v for n, v in headers if n.lower() == "content-length"}
+    if not lengths:
+        return 0
+    value = lengths.pop()
+    if lengths or not (value.isascii() and value.isdigit()):
+        raise _malformed(f"an unreadable Content-Length {value!r}")
+    return int(value)
+
+
+def _pipelined() -> _Refused:
+    return _malformed("a second request on one connection (each request opens its own)")
 
 
 def _authority(text: str, *, default_port: int | None) -> tuple[str, int]:
@@ -478,7 +542,7 @@ def _authority(text: str, *, default_port: int | None) -> tuple[str, int]:
         if default_port is None:
             raise _malformed(f"CONNECT {text[:200]!r} names no port")
         port_text = str(default_port)
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise _malformed(f"{text[:200]!r}: the port must be a number from 1 to 65535")
     try:
         return normalize_host(host_text), int(port_text)

@@ -91,7 +91,7 @@ class HostPattern(Fieldwise):
             raise ValueError(f"{text!r}: a wildcard applies to names, not addresses")
         ports: tuple[int, ...] = ()
         if port_text:
-            if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
                 raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
             ports = (int(port_text),)
         return cls(name=name, wildcard=wildcard, ports=ports)

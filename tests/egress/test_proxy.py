@@ -271,3 +271,61 @@ def test_urllib_reaches_an_allowed_host_through_a_tcp_front(
 def test_an_empty_allowlist_gets_no_proxy() -> None:
     with pytest.raises(ValueError, match="allow is empty"):
         EgressProxy(NetworkPolicy())
+
+
+def test_a_second_request_on_one_connection_is_cut(upstream: int) -> None:
+    proxy = _proxy(upstream)
+    client = connect_through(proxy)
+    # The second request would reach the checked address under another Host.
+    client.sendall(_get(upstream, "api.test") + b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n")
+    reply = read_all(client)
+    assert reply.startswith(b"HTTP/1.1 400")
+    event = _one_event(proxy)
+    assert (event.rule, event.address) == ("SX656", "")
+
+
+def test_a_request_body_is_carried_up_to_its_length_only(upstream: int) -> None:
+    proxy = _proxy(upstream)
+    client = connect_through(proxy)
+    head = (
+        f"POST http://api.test:{upstream}/ HTTP/1.1\r\nHost: api.test:{upstream}\r\n"
+        "Content-Length: 5\r\n\r\n"
+    ).encode()
+    client.sendall(head + b"12345")
+    client.sendall(b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n")
+    read_all(client)
+    event = _one_event(proxy)
+    # Refused at the head when both sends arrive in one read, cut in the relay otherwise; the
+    # upstream never sees more than the 5 bytes of the body after the forwarded head.
+    assert event.rule == "SX656"
+    assert event.verdict in (NetworkVerdict.REFUSED, NetworkVerdict.CUT)
+    forwarded = f"POST / HTTP/1.1\r\nHost: api.test:{upstream}\r\nContent-Length: 5\r\n"
+    assert event.bytes_sent <= len(forwarded) + len("Connection: close\r\n\r\n") + 5
+
+
+def test_chunked_request_bodies_are_refused(upstream: int) -> None:
+    proxy = _proxy(upstream)
+    client = connect_through(proxy)
+    client.sendall(
+        (
+            f"POST http://api.test:{upstream}/ HTTP/1.1\r\nHost: api.test:{upstream}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ).encode()
+    )
+    assert read_all(client).startswith(b"HTTP/1.1 400")
+    assert _one_event(proxy).rule == "SX656"
+
+
+def test_sockets_past_max_connections_open_at_once_get_no_thread(upstream: int) -> None:
+    proxy = _proxy(upstream, max_connections=2)
+    held = [connect_through(proxy) for _ in range(2)]  # open, silent: each holds a thread
+    extra = connect_through(proxy)
+    assert read_all(extra) == b""
+    events = proxy.take_events()
+    assert [(e.verdict, e.key) for e in events] == [
+        (NetworkVerdict.REFUSED, "network.max_connections")
+    ]
+    assert proxy.statistics().active == 2
+    for sock in held:
+        sock.close()
+    assert proxy.wait_idle(10)
