@@ -218,7 +218,7 @@ def test_a_slow_upstream_stops_at_the_wall_limit_and_is_cut_when_idle(
 
 def test_pip_installs_into_the_session_and_the_next_cell_imports_it(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path, "egresspkg", "1.2", "ANSWER = 42\n")
-    shadow = build_wheel(tmp_path, "json", "9.9", "SHADOWED = True\n")
+    shadow = build_wheel(tmp_path, "colorsys", "9.9", "SHADOWED = True\n")
     with simple_index((wheel, shadow)) as port:
         backend = NativeBackend(pool_size=1, resolver=mapping_resolver({"index.test": "127.0.0.1"}))
         blobs = BlobStore(tmp_path / "blobs")
@@ -230,7 +230,7 @@ def test_pip_installs_into_the_session_and_the_next_cell_imports_it(tmp_path: Pa
                 "import subprocess, sys\n"
                 "done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-input',\n"
                 f"    '--index-url', 'http://index.test:{port}/simple/',\n"
-                f"    '--trusted-host', 'index.test:{port}', 'egresspkg', 'json'],\n"
+                f"    '--trusted-host', 'index.test:{port}', 'egresspkg', 'colorsys'],\n"
                 "    capture_output=True, text=True)\n"
                 "print(done.returncode, done.stdout[-400:], done.stderr[-800:])",
                 wall_seconds=60.0,
@@ -244,8 +244,10 @@ def test_pip_installs_into_the_session_and_the_next_cell_imports_it(tmp_path: Pa
             assert after.status is ExecStatus.OK, text
             assert text.startswith("42 /") and "/.tmp/site-packages/egresspkg.py" in text
             # An installed module never shadows one of the interpreter's.
-            _, text = box.run("import json\nprint(hasattr(json, 'SHADOWED'), json.__file__)")
-            assert text.startswith("False /") and "site-packages/json.py" not in text, text
+            _, text = box.run(
+                "import colorsys\nprint(hasattr(colorsys, 'SHADOWED'), colorsys.__file__)"
+            )
+            assert text.startswith("False /") and "site-packages/colorsys.py" not in text, text
             # Installed into the session's own directory, not reported as an artifact, and not
             # into the interpreter the host and every other session share.
             assert not any("egresspkg" in a.name for a in result.artifacts)
