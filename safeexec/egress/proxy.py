@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import select
 import selectors
 import socket
 import threading
@@ -136,6 +137,7 @@ class EgressProxy:
         self._refused = 0
         self._bytes = 0
         self._sockets: set[socket.socket] = set()
+        self._upstreams: dict[socket.socket, socket.socket] = {}  # client -> its upstream
         self._idle = threading.Condition(self._lock)
         self._closed = False
 
@@ -185,6 +187,25 @@ class EgressProxy:
         with self._idle:
             return self._idle.wait_for(lambda: not self._sockets, timeout)
 
+    def settle(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, for the connections whose client has hung up to
+        be recorded (a cell that read its answer and closed its socket as it ended has its
+        connection in this call's events, not the next one's)."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._hung_up() and (left := deadline - time.monotonic()) > 0:
+                self._idle.wait(left)
+
+    def _hung_up(self) -> bool:
+        """Whether a connection still being served has been closed at either end."""
+        poller = select.poll()
+        for sock in (*self._sockets, *self._upstreams.values()):
+            fd = sock.fileno()
+            if fd < 0:
+                return True  # closed by its handler, about to be recorded
+            poller.register(fd, select.POLLRDHUP)
+        return bool(poller.poll(0))
+
     def close(self) -> None:
         """End every connection; idempotent."""
         with self._lock:
@@ -227,6 +248,8 @@ class EgressProxy:
         try:
             client.settimeout(self._policy.idle_seconds)
             upstream, budget = self._open(client, record)
+            with self._lock:
+                self._upstreams[client] = upstream
             self._relay(client, upstream, record, budget)
         except _Refused as exc:
             verdict, refusal = NetworkVerdict.REFUSED, exc.refusal
@@ -403,6 +426,7 @@ class EgressProxy:
         self._record(record, verdict, refusal)  # before it counts as closed: see wait_idle
         with self._idle:
             self._sockets.discard(client)
+            self._upstreams.pop(client, None)
             self._idle.notify_all()
 
     def _record(

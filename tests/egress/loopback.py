@@ -68,12 +68,19 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 @contextmanager
 def http_upstream(*, tls: ssl.SSLContext | None = None) -> Iterator[int]:
     """An HTTP server on 127.0.0.1 (TLS with ``tls``); yields its port."""
-    server = _QuietServer(("127.0.0.1", 0), Handler)
+    with _serving(Handler, tls=tls) as port:
+        yield port
+
+
+@contextmanager
+def _serving(
+    handler: type[http.server.BaseHTTPRequestHandler], *, tls: ssl.SSLContext | None = None
+) -> Iterator[int]:
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server.server_address[1]
     finally:
@@ -231,12 +238,5 @@ def simple_index(wheels: tuple[Path, ...]) -> Iterator[int]:
         def log_message(self, *_args: object) -> None:
             pass
 
-    server = _QuietServer(("127.0.0.1", 0), Index)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(Index) as port:
+        yield port

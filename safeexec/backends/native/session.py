@@ -73,7 +73,7 @@ __all__ = ["NativeSession"]
 
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
 _KILL_WAIT_SECONDS = 5.0
-# How long a call that lost its worker waits for the worker's connections to be torn down.
+# How long a call waits for connections the sandbox has closed to be torn down and recorded.
 _EGRESS_SETTLE_SECONDS = 1.0
 
 
@@ -423,16 +423,16 @@ class NativeSession:
             env.update(proxy_environment(str(self.workdir)))
         return env
 
-    def take_network_events(self, *, worker_died: bool) -> list[NetworkConnection]:
+    def take_network_events(self) -> list[NetworkConnection]:
         """The connections through the session's egress proxy that ended since the last call.
 
-        A connection still open is reported by the call during which it ends; when the worker
-        died, its connections end with it, and are waited for (a moment) to be reported here.
+        A connection still open is reported by the call during which it ends; one whose
+        sandbox end is closed already (the cell closed it, or the worker died) is waited for,
+        a moment, to be reported here.
         """
         if self._egress is None:
             return []
-        if worker_died:
-            self._egress.wait_idle(_EGRESS_SETTLE_SECONDS)
+        self._egress.settle(_EGRESS_SETTLE_SECONDS)
         return self._egress.take_events()
 
     def _start_worker(self, spawned: Spawned | None = None) -> _Worker:
