@@ -3,7 +3,9 @@ proxy what it may reach, and every connection is in the step's audit event and o
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from safeexec.audit.log import read_log
 from safeexec.backends.native import NativeBackend
 from safeexec.model.values import NetworkConnection, NetworkVerdict, Verdict
 from safeexec.policy.engine_rules import IMPORT_NOT_ALLOWED
-from safeexec.policy.loader import parse_policy_text
+from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.session.session import Session
 from tests.egress.loopback import build_wheel, http_upstream, mapping_resolver, simple_index
 
@@ -122,3 +124,50 @@ def test_pip_install_then_import_under_the_import_allowlist(tmp_path: Path) -> N
         finally:
             session.close()
             backend.close()
+
+
+def test_pandas_reads_a_csv_from_an_allowed_host_under_a_shipped_pack(tmp_path: Path) -> None:
+    class Csv(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = b"city,rain\nlyon,3\nnantes,7\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Csv)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    pack = tmp_path / "pack.toml"
+    pack.write_text(
+        f'extends = "data-analysis"\n[network]\nallow = ["data.test:{port}"]\n'
+        'private_hosts = ["data.test"]\n'
+    )
+    backend = NativeBackend(pool_size=1, resolver=mapping_resolver({"data.test": "127.0.0.1"}))
+    session = Session(
+        policy=load_policy(pack),
+        mode="native",
+        state_dir=tmp_path / "s",
+        backends={"native": backend},
+    )
+    try:
+        outcome = session.run(
+            "```python\nimport pandas as pd\n"
+            f"df = pd.read_csv('http://data.test:{port}/rain.csv')\n"
+            "print(int(df['rain'].sum()))\n```\n"
+        )
+        assert outcome.decision.verdict is Verdict.ALLOW, outcome.observation.text
+        assert "10" in outcome.observation.text, outcome.observation.text
+        [effect] = [e for e in outcome.event.side_effects if isinstance(e, NetworkConnection)]
+        assert (effect.host, effect.verdict) == ("data.test", NetworkVerdict.ALLOWED)
+    finally:
+        session.close()
+        backend.close()
+        server.shutdown()
+        server.server_close()
