@@ -258,3 +258,15 @@ def test_pip_installs_into_the_session_and_the_next_cell_imports_it(tmp_path: Pa
         finally:
             session.close()
             backend.close()
+
+
+def test_a_reset_session_gets_a_fresh_channel_to_the_same_proxy(
+    box: Box, upstreams: tuple[int, int, Path]
+) -> None:
+    plain = upstreams[0]
+    box.session.reset()
+    result, text = box.run(
+        f"import urllib.request\nprint(urllib.request.urlopen('http://api.test:{plain}/r').read())"
+    )
+    assert result.status is ExecStatus.OK, text
+    assert "path=/r" in text and len(_network(result)) == 1

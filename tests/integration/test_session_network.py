@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.audit.log import read_log
+from safeexec.audit.timeline import show_log
 from safeexec.backends.native import NativeBackend
 from safeexec.model.values import NetworkConnection, NetworkVerdict, Verdict
 from safeexec.policy.engine_rules import IMPORT_NOT_ALLOWED
@@ -71,6 +72,10 @@ def test_connections_are_audited_and_a_refusal_names_its_key(tmp_path: Path, ups
             "api.test",
             "elsewhere.test",
         ]
+        shown = show_log(tmp_path / "state")
+        assert f"network api.test:{upstream} GET allowed via 127.0.0.1: " in shown
+        assert f"network elsewhere.test:{upstream} GET refused: " in shown
+        assert "(SX650 network.allow: elsewhere.test" in shown
         # The gate still decides imports: the network does not widen them.
         denied = session.run("```python\nimport socket\n```\n")
         assert denied.decision.verdict is Verdict.DENY
