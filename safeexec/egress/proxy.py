@@ -39,6 +39,7 @@ from safeexec.egress.rules import (
     normalize_host,
 )
 from safeexec.egress.tls import MAX_HELLO_BYTES, ClientHelloError, hello_length, server_name
+from safeexec.errors import ConfigurationError
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import NetworkConnection, NetworkVerdict
 
@@ -125,8 +126,15 @@ class EgressProxy:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not policy.enabled:
-            raise ValueError("policy.allow is empty: a session without network gets no proxy")
-        policy.allow_patterns(), policy.deny_patterns()  # malformed entries fail here, not later
+            raise ConfigurationError(
+                "policy.allow is empty: a session without network gets no proxy; "
+                "allow a host, e.g. NetworkPolicy(allow=('pypi.org',))"
+            )
+        try:  # malformed entries fail here, not at the first connection
+            policy.allow_patterns()
+            policy.deny_patterns()
+        except ValueError as exc:
+            raise ConfigurationError(f"policy={policy!r}: {exc}") from exc
         self._policy = policy
         self._resolver = resolver
         self._clock = clock

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from safeexec.egress import EgressProxy, NetworkPolicy
+from safeexec.errors import ConfigurationError
 from safeexec.model.values import NetworkConnection, NetworkVerdict
 from tests.egress.loopback import (
     CertificateAuthority,
@@ -269,8 +270,13 @@ def test_urllib_reaches_an_allowed_host_through_a_tcp_front(
 
 
 def test_an_empty_allowlist_gets_no_proxy() -> None:
-    with pytest.raises(ValueError, match="allow is empty"):
+    with pytest.raises(ConfigurationError, match="allow is empty"):
         EgressProxy(NetworkPolicy())
+
+
+def test_a_malformed_entry_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="port"):
+        EgressProxy(NetworkPolicy(allow=("pypi.org:0",)))
 
 
 def test_a_second_request_on_one_connection_is_cut(upstream: int) -> None:
