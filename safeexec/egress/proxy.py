@@ -55,7 +55,7 @@ Resolver = Callable[[str, int], Sequence[IPAddress]]
 
 MAX_HEAD_BYTES = 16 * 1024
 MAX_EVENTS = 256  # kept between two drains; past it, only counted
-_CHUNK = 64 * 1024
+_CHUNK = 256 * 1024
 _FDS_PER_MESSAGE = 4
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
