@@ -32,6 +32,8 @@ from safeexec.model.values import (
     Finding,
     GuardDenied,
     LimitHit,
+    NetworkConnection,
+    NetworkVerdict,
     Observation,
     OutputChunk,
     OutputCut,
@@ -196,9 +198,19 @@ def _event_line(event: ExecutionEvent) -> str:
             return f"[limit hit: {limit} = {_limit_value(limit, value)}]"
         case SyscallKilled(signal=number, syscall=syscall):
             return f"[killed by signal {number}{f' in {syscall}' if syscall else ''}]"
-        case ToolCalled():
+        case NetworkConnection(verdict=NetworkVerdict.REFUSED | NetworkVerdict.CUT):
+            return _network_line(event)
+        case ToolCalled() | NetworkConnection():
             return ""
     return ""
+
+
+def _network_line(event: NetworkConnection) -> str:
+    """A refused or cut connection: where to, why, and the rule and policy key that govern it."""
+    what = "refused" if event.verdict is NetworkVerdict.REFUSED else "cut"
+    where = f"{event.host}:{event.port}" if event.host else "a connection"
+    governs = f" ({event.rule}, policy key {event.key})" if event.rule else ""
+    return f"[network {what}: {_one_line(where)}: {_one_line(event.reason)}{governs}]"
 
 
 def _limit_value(limit: str, value: float) -> str:

@@ -22,6 +22,8 @@ from safeexec.model.values import (
     GuardDenied,
     LimitHit,
     MimeItem,
+    NetworkConnection,
+    NetworkVerdict,
     Severity,
     SyscallKilled,
     ToolCalled,
@@ -605,3 +607,35 @@ def test_escape_controls_keeps_tab_newline_and_printable_text_one_for_one() -> N
     text = "tab\there\nline é 中 \u200d \u00a0 \U0001f600"
     assert escape_controls(text) == text
     assert escape_controls("a\u202eb") == "a\ufffdb"
+
+
+def test_refused_and_cut_connections_name_the_rule_and_the_policy_key(blobs: BlobStore) -> None:
+    allowed = NetworkConnection(
+        host="pypi.org", port=443, method="CONNECT", verdict=NetworkVerdict.ALLOWED
+    )
+    refused = NetworkConnection(
+        host="example.org",
+        port=443,
+        method="CONNECT",
+        verdict=NetworkVerdict.REFUSED,
+        rule="SX650",
+        key="network.allow",
+        reason="example.org:443 is not in [network] allow (add 'example.org' to allow it)",
+    )
+    cut = NetworkConnection(
+        host="pypi.org",
+        port=443,
+        method="CONNECT",
+        verdict=NetworkVerdict.CUT,
+        rule="SX654",
+        key="network.max_bytes",
+        reason="the session's connections reached 1000 bytes ([network] max_bytes)",
+    )
+    text = _text(blobs, _result(blobs, events=(allowed, refused, cut)))
+    assert text.split("\n")[:3] == [
+        "[exit 0]",
+        "[network refused: example.org:443: example.org:443 is not in [network] allow (add "
+        "'example.org' to allow it) (SX650, policy key network.allow)]",
+        "[network cut: pypi.org:443: the session's connections reached 1000 bytes ([network] "
+        "max_bytes) (SX654, policy key network.max_bytes)]",
+    ]

@@ -17,7 +17,10 @@ from functools import cache
 
 from safeexec import __version__
 
-__all__ = ["distribution_changes", "fingerprint"]
+__all__ = ["distribution_changes", "fingerprint", "session_distributions", "with_session"]
+
+_MAX_SESSION_DISTRIBUTIONS = 1000
+_MAX_NAME_CHARS = 200
 
 
 @cache
@@ -83,6 +86,49 @@ def _name_and_version(lines: Iterable[str]) -> tuple[str, str]:
     return found.get("Name", ""), found.get("Version", "")
 
 
+def session_distributions(workdir: str, site: tuple[str, ...]) -> dict[str, str]:
+    """Name and version of each distribution a session installed beneath ``workdir`` (in the
+    directory ``site`` names, relative to it), from the ``*.dist-info`` directory names alone.
+
+    The directory is the sandbox's: every step is opened without following links, and no file
+    in it is read; a name the sandbox made up is recorded as the string it is, bounded.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(workdir, flags)
+    except OSError:
+        return {}
+    try:
+        for part in site:
+            child = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        names = os.listdir(fd)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    found: dict[str, str] = {}
+    for entry in sorted(names)[:_MAX_SESSION_DISTRIBUTIONS]:
+        if not entry.endswith(".dist-info"):
+            continue
+        name, _, version = entry.removesuffix(".dist-info").rpartition("-")
+        if name:
+            key = name.lower().replace("_", "-")[:_MAX_NAME_CHARS]
+            found[key] = version[:_MAX_NAME_CHARS]
+    return found
+
+
+def with_session(base: bytes, installed: dict[str, str]) -> bytes:
+    """The fingerprint ``base`` with what the session installed itself (``session_distributions``
+    beside the interpreter's ``distributions``); ``base`` when it installed nothing."""
+    if not installed:
+        return base
+    document = json.loads(base)
+    document["session_distributions"] = dict(sorted(installed.items()))
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
 def distribution_changes(recorded: bytes, current: bytes) -> list[str]:
     """What differs between two fingerprints, one line each (``numpy 1.26.4 → 2.0.0``)."""
     try:
@@ -96,11 +142,12 @@ def distribution_changes(recorded: bytes, current: bytes) -> list[str]:
         for key in ("interpreter", "platform", "safeexec")
         if before.get(key) != after.get(key)
     ]
-    old, new = before.get("distributions") or {}, after.get("distributions") or {}
-    if isinstance(old, dict) and isinstance(new, dict):
-        for name in sorted(set(old) | set(new)):
-            if old.get(name) != new.get(name):
-                changes.append(
-                    f"{name} {old.get(name, '(not installed)')} → {new.get(name, '(removed)')}"
-                )
+    for field in ("distributions", "session_distributions"):
+        old, new = before.get(field) or {}, after.get(field) or {}
+        if isinstance(old, dict) and isinstance(new, dict):
+            for name in sorted(set(old) | set(new)):
+                if old.get(name) != new.get(name):
+                    changes.append(
+                        f"{name} {old.get(name, '(not installed)')} → {new.get(name, '(removed)')}"
+                    )
     return changes

@@ -17,7 +17,7 @@ from safeexec._support.units import format_bytes, format_seconds
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import read_log
 from safeexec.errors import AuditError
-from safeexec.model.values import AuditEvent, ToolCalled, ToolRefused
+from safeexec.model.values import AuditEvent, NetworkConnection, ToolCalled, ToolRefused
 
 __all__ = ["show_log"]
 
@@ -109,8 +109,25 @@ def _tool_lines(event: AuditEvent) -> Iterable[str]:
             yield f"  tool {_e(effect.tool)} {state}{effects}"
         elif isinstance(effect, ToolRefused):
             yield f"  tool {_e(effect.tool)} refused: {_e(effect.reason)}"
+        elif isinstance(effect, NetworkConnection):
+            yield f"  {_network_line(effect)}"
         else:
             yield f"  event {effect.kind}: {_e(str(effect.to_json()))}"
+
+
+def _network_line(effect: NetworkConnection) -> str:
+    """``network api.example.org:443 CONNECT allowed via 93.184.216.34: 612 B up, 48 KiB down``."""
+    where = f"{_e(effect.host)}:{effect.port}" if effect.host else "(no request)"
+    line = f"network {where} {_e(effect.method)} {effect.verdict}"
+    if effect.address:
+        line += f" via {_e(effect.address)}"
+    line += (
+        f": {format_bytes(effect.bytes_sent)} up, {format_bytes(effect.bytes_received)} down, "
+        f"{format_seconds(effect.duration_ms / 1000)}"
+    )
+    if effect.rule:
+        line += f" ({_e(effect.rule)} {_e(effect.key)}: {_e(effect.reason)})"
+    return line
 
 
 def _blob_text(blobs: BlobStore, ref: str, *, lines: int) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.streaming import OutputSink
 from safeexec.dsl.limits import DslLimits
+from safeexec.egress.rules import NetworkPolicy
 from safeexec.model.codec import JSONValue
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import ExecRequest, ExecResult, Limits
@@ -97,7 +98,9 @@ class SessionSpec(Fieldwise):
     grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``);
     ``seed`` seeds ``random`` and ``numpy.random`` before the first cell (modes that cannot
     ignore it); ``dsl`` is the policy's ``[dsl]`` caps every DSL plan is made and run under
-    (other modes ignore it).
+    (other modes ignore it); ``network`` is the policy's ``[network]``: the native mode gives
+    the session a host-side egress proxy when it allows hosts (other modes reach the network
+    only through tools, and ignore it).
     """
 
     blobs: BlobStore
@@ -110,6 +113,7 @@ class SessionSpec(Fieldwise):
     workdir_symlinks: bool = False
     seed: int | None = None
     dsl: DslLimits = field(default_factory=DslLimits)
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
 
 
 class BackendSession(Protocol):

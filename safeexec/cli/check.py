@@ -24,6 +24,7 @@ from safeexec.policy.docs import render_rule
 from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
+from safeexec.policy.network_rules import NETWORK_RULES
 from safeexec.policy.schema import Policy, Rule
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def render_json(results: list[tuple[str, GateResult]]) -> list[object]:
 
 def render_sarif(results: list[tuple[str, GateResult]], policy: Policy) -> dict[str, object]:
     """A SARIF 2.1.0 log that GitHub code scanning accepts (one run, rules with help text)."""
-    known = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *policy.rules)}
+    known = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *NETWORK_RULES, *policy.rules)}
     rule_index: dict[str, int] = {}
     rules: list[dict[str, object]] = []
     sarif_results: list[dict[str, object]] = []

@@ -16,6 +16,7 @@ from safeexec.policy.docs import render_rule
 from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.loader import load_policy
+from safeexec.policy.network_rules import NETWORK_RULES
 
 __all__ = ["explain"]
 
@@ -31,7 +32,7 @@ def explain(
         loaded = load_policy(policy)
     except PolicyError as exc:
         usage_error(str(exc))
-    rules = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *loaded.rules)}
+    rules = {r.id: r for r in (*ENGINE_RULES, *DSL_RULES, *NETWORK_RULES, *loaded.rules)}
     wanted = rule_id.strip()
     rule = rules.get(wanted.upper()) or next(
         (r for r in rules.values() if r.name == wanted.lower()), None

@@ -17,6 +17,7 @@ from safeexec.policy.dsl_rules import DSL_RULES
 from safeexec.policy.engine_rules import ENGINE_RULES
 from safeexec.policy.lint import lint_policy
 from safeexec.policy.loader import load_policy
+from safeexec.policy.network_rules import NETWORK_RULES
 from safeexec.policy.packs import shipped_packs
 from safeexec.testing.runner import run_pack_tests
 
@@ -90,5 +91,5 @@ def docs(
     except PolicyError as exc:
         typer.echo(f"safeexec: error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    written = write_rule_docs(loaded, out, extra=(*ENGINE_RULES, *DSL_RULES))
+    written = write_rule_docs(loaded, out, extra=(*ENGINE_RULES, *DSL_RULES, *NETWORK_RULES))
     typer.echo(f"wrote {len(written)} pages to {out}")

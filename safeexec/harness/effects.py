@@ -21,6 +21,7 @@ from safeexec.model.values import (
     Enforcement,
     GuardDenied,
     LimitHit,
+    NetworkConnection,
     Outcome,
     SyscallKilled,
     ToolRefused,
@@ -63,6 +64,8 @@ def refusals_of(outcomes: Sequence[Outcome], invalid_actions: int) -> dict[str, 
                 add("runtime", f"syscall:{event.syscall or event.signal}")
             elif isinstance(event, LimitHit):
                 add("runtime", f"limit:{event.limit}")
+            elif isinstance(event, NetworkConnection) and event.rule:
+                add("runtime", f"network:{event.rule}")
     if invalid_actions:
         add("harness", "invalid-action")
     return out

@@ -41,6 +41,8 @@ __all__ = [
     "LimitHit",
     "Limits",
     "MimeItem",
+    "NetworkConnection",
+    "NetworkVerdict",
     "Observation",
     "Outcome",
     "OutputChunk",
@@ -411,7 +413,34 @@ class SyscallKilled(_JSON):
     syscall: str = ""
 
 
-ExecutionEvent = ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKilled
+class NetworkVerdict(StrEnum):
+    ALLOWED = "allowed"  # opened, and closed by either end
+    REFUSED = "refused"  # never reached the upstream (or the upstream could not be reached)
+    CUT = "cut"  # opened, then closed by the proxy at a limit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class NetworkConnection(_JSON):
+    """One connection through the session's egress proxy: where to, what it carried, and the
+    verdict with the rule and policy key behind it (empty for an allowed connection)."""
+
+    kind: ClassVar[str] = "network_connection"
+    host: str
+    port: int
+    method: str  # CONNECT (TLS passed through) or the HTTP method of a plain request
+    verdict: NetworkVerdict
+    address: str = ""  # the resolved address the proxy connected to (empty if it did not)
+    bytes_sent: int = 0  # from the sandbox to the upstream
+    bytes_received: int = 0
+    duration_ms: float = 0.0
+    rule: str = ""
+    key: str = ""
+    reason: str = ""
+
+
+ExecutionEvent = (
+    ToolCalled | ToolRefused | GuardDenied | LimitHit | SyscallKilled | NetworkConnection
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)

@@ -25,6 +25,7 @@ from typing import Any
 from safeexec._support.memo import BoundedCache
 from safeexec.capabilities.effects import Effect
 from safeexec.dsl.limits import DslLimits
+from safeexec.egress.rules import HostPattern, NetworkPolicy, normalize_host
 from safeexec.errors import PolicyError
 from safeexec.model.values import Enforcement, Limits, Severity, codec
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
@@ -149,6 +150,22 @@ def _module_pattern(item: str) -> bool:
     return bool(_MODULE_PATTERN.match(item))
 
 
+def _host_pattern(item: str) -> bool:
+    try:
+        HostPattern.parse(item)
+    except ValueError:
+        return False
+    return True
+
+
+def _host_name(item: str) -> bool:
+    try:
+        normalize_host(item)
+    except ValueError:
+        return False
+    return True
+
+
 _SECTIONS: dict[str, dict[str, _Check]] = {
     "policy": {
         "id": _is_str,
@@ -190,6 +207,15 @@ _SECTIONS: dict[str, dict[str, _Check]] = {
         "max_iterations": _is_int,
         "max_text_chars": _is_int,
         "max_tool_calls": _is_int,
+    },
+    "network": {
+        "allow": _str_list(_host_pattern, "a host pattern like 'pypi.org' or '*.example.com:443'"),
+        "deny": _str_list(_host_pattern, "a host pattern like 'pypi.org' or '*.example.com:443'"),
+        "private_hosts": _str_list(_host_name, "a host name like 'mirror.internal'"),
+        "max_bytes": _is_int,
+        "max_connections": _is_int,
+        "connect_seconds": _is_number,
+        "idle_seconds": _is_number,
     },
     "sandbox": {
         "env_passthrough": _str_list(
@@ -236,6 +262,7 @@ _TOP_LEVEL = (
     "sandbox",
     "approval",
     "dsl",
+    "network",
     "rule",
 )
 
@@ -570,6 +597,10 @@ def _build(data: _Raw, sources: tuple[str, ...], default_id: str) -> Policy:
     budget = section("budget")
     if "cpu_seconds" in budget:
         budget["cpu_seconds"] = float(budget["cpu_seconds"])
+    network = section("network")
+    for float_key in ("connect_seconds", "idle_seconds"):
+        if float_key in network:
+            network[float_key] = float(network[float_key])
     capabilities = tuple(
         CapabilityConfig(tool=tool, **_tupled(config))
         for tool, config in sorted(dict(data.get("capabilities", {})).items())
@@ -595,6 +626,7 @@ def _build(data: _Raw, sources: tuple[str, ...], default_id: str) -> Policy:
         sandbox=SandboxConfig(**section("sandbox")),
         approval=ApprovalConfig(**section("approval")),
         dsl=DslLimits(**section("dsl")),
+        network=NetworkPolicy(**network),
         rules=rules,
         sources=sources,
     )

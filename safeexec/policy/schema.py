@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from safeexec.dsl.limits import DslLimits
+from safeexec.egress.rules import NetworkPolicy
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import Enforcement, Limits, Severity
 
@@ -183,6 +184,7 @@ class Policy(Fieldwise):
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     approval: ApprovalConfig = field(default_factory=ApprovalConfig)
     dsl: DslLimits = field(default_factory=DslLimits)
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
     rules: tuple[Rule, ...] = ()
     sources: tuple[str, ...] = ()
     digest: str = ""

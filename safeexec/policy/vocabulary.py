@@ -188,5 +188,6 @@ ENGINE_RULE_IDS = frozenset(rule.id for rule in ENGINE_RULES)
 
 
 def reserved_rule_id(rule_id: str) -> bool:
-    """Whether ``rule_id`` belongs to the engine (SX0xx parse, SX510/SX520, SX7xx DSL, SX9xx)."""
-    return rule_id in ENGINE_RULE_IDS or rule_id.startswith(("SX0", "SX7", "SX9"))
+    """Whether ``rule_id`` belongs to the engine (SX0xx parse, SX510/SX520, SX65x network, SX7xx
+    DSL, SX9xx)."""
+    return rule_id in ENGINE_RULE_IDS or rule_id.startswith(("SX0", "SX65", "SX7", "SX9"))

@@ -390,6 +390,9 @@ class SessionConfig(Record):
     # Classic BPF refusing what this session's rung cannot count (seccomp.UNCOUNTED_CLASSES),
     # loaded after every other layer; empty when nothing is left to refuse.
     uncounted_filter: bytes = b""
+    # The frame carries one descriptor: the unix channel to the session's egress proxy (see
+    # sandbox/egress_client.py); the session's TCP sockets go there and nowhere else.
+    egress_channel: bool = False
 
     def to_message(self) -> dict[str, object]:
         """The ``config`` frame."""
@@ -408,6 +411,7 @@ class SessionConfig(Record):
             "workdir_symlinks": self.workdir_symlinks,
             "seed": self.seed,
             "uncounted_filter": self.uncounted_filter.hex(),
+            "egress_channel": self.egress_channel,
         }
 
     @classmethod
@@ -435,6 +439,7 @@ class SessionConfig(Record):
             workdir_symlinks=_field(message, "workdir_symlinks", bool),
             seed=_optional_int(message, "seed"),
             uncounted_filter=uncounted,
+            egress_channel=_field(message, "egress_channel", bool),
         )
 
 

@@ -136,7 +136,9 @@ def _session(
     only the identity to take came from the template, before the claim.
     """
     channel = socket.socket(fileno=_CHANNEL_FD)
-    config = SessionConfig.from_message(recv_frame(channel))
+    message, fds = recv_frame_with_fds(channel, max_fds=1)
+    config = SessionConfig.from_message(message)
+    egress = _egress_channel(config, fds)
     if preconfined is not None:
         config = finish_preconfined(config, placement, preconfined, confinement, disk=claim.disk)
     else:
@@ -154,6 +156,13 @@ def _session(
         )
     if workdir_mount is not None:
         os.close(workdir_mount)
+    if egress is not None:
+        # Loaded here, in a network session only: the template's heap (every session's) and
+        # its start stay without it and the subprocess module it patches.
+        from safeexec.sandbox import egress_client
+
+        # Plumbing, not a layer: every layer above stays as it is (see egress_client).
+        egress_client.install(egress)
     # Made after confinement: the restricted runtime resolves the workdir as the session sees it.
     executor = _make_executor(config)
     send_frame(channel, Hello(layers=confinement.layers).to_message())
@@ -164,6 +173,17 @@ def _session(
         workdir=Path(config.workdir),
         seed=config.seed,
     )
+
+
+def _egress_channel(config: SessionConfig, fds: list[int]) -> int | None:
+    """The egress channel the config frame carried, if the config says it carries one and the
+    session runs plain Python (restricted code reaches the network only through tools)."""
+    wanted = config.egress_channel and config.executor == "python" and len(fds) == 1
+    if wanted:
+        return fds[0]
+    for fd in fds:
+        os.close(fd)
+    return None
 
 
 class _TemplateState:

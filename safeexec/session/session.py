@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from safeexec._support.environment import fingerprint
+from safeexec._support.environment import fingerprint, session_distributions, with_session
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import AuditLog, build_event
 from safeexec.audit.statedir import default_state_dir, ensure_apart, open_private_dir
@@ -88,6 +88,8 @@ from safeexec.policy.engine_rules import (
 )
 from safeexec.policy.loader import load_policy
 from safeexec.policy.schema import Policy
+from safeexec.sandbox.egress_client import SESSION_SITE
+from safeexec.sandbox.session_env import TMP_DIR
 from safeexec.session.files import WorkdirFiles
 from safeexec.session.pool import BackendPool
 from safeexec.session.statistics import SessionStatistics, StepCounters
@@ -165,6 +167,7 @@ class Session:
             raise ConfigurationError(f"seed={seed!r} must be an int; pass e.g. seed=0")
         self.seed = seed
         self._environment_ref = self.blobs.put(fingerprint()).uri
+        self._session_packages: dict[str, str] = {}
         self._owns_workdir = workdir is None
         self.workdir = (
             Path(tempfile.mkdtemp(prefix=f"safeexec-{self.session_id}-"))
@@ -601,9 +604,20 @@ class Session:
                 workdir_symlinks=self.policy.sandbox.workdir_symlinks,
                 seed=self.seed,
                 dsl=self.policy.dsl,
+                network=self.policy.network,
             )
 
         return spec
+
+    def _note_session_packages(self) -> None:
+        """With the network on, what the session installed (``pip install``) joins the
+        environment fingerprint the next events reference."""
+        if not self.policy.network.enabled:
+            return
+        installed = session_distributions(str(self.workdir), (TMP_DIR, SESSION_SITE))
+        if installed != self._session_packages:
+            self._session_packages = installed
+            self._environment_ref = self.blobs.put(with_session(fingerprint(), installed)).uri
 
     def _sandbox_env(self) -> dict[str, str]:
         names = self.policy.sandbox.env_passthrough
@@ -625,6 +639,7 @@ class Session:
         self._budget = self._budget.charge(steps=1, cpu_seconds=cpu, tool_calls=calls)
         self._counters.step(decision, result, cpu_seconds=cpu, tool_calls=calls)
         finished = self._now()
+        self._note_session_packages()
         event = build_event(
             action=action,
             decision=decision,

@@ -212,7 +212,8 @@ def test_public_exports_are_pinned() -> None:
         "Action", "ActionSource", "Artifact", "AuditEvent", "BlobRef", "Bound", "BoundKind",
         "Budget", "Decision", "DisplayData", "DisplayKind", "Enforcement", "Estimate", "ExecError",
         "ExecRequest", "ExecResult", "ExecStatus", "ExecutionEvent", "Finding", "GuardDenied",
-        "LimitHit", "Limits", "MimeItem", "Observation", "Outcome", "OutputChunk", "OutputCut",
+        "LimitHit", "Limits", "MimeItem", "NetworkConnection", "NetworkVerdict", "Observation",
+        "Outcome", "OutputChunk", "OutputCut",
         "Severity", "Span", "StreamName", "SyscallKilled", "ToolCalled", "ToolRefused", "Usage",
         "Verdict", "span_at",
     ]  # fmt: skip

@@ -23,8 +23,9 @@ from safeexec.policy.vocabulary import ENGINE_RULE_IDS, reserved_rule_id
 
 PACKAGE = Path(safeexec.__file__).parent
 CATALOGUE = PACKAGE / "policy" / "engine_rules.py"
-# The DSL's own SX7xx rules are a second, documented catalogue (``safeexec explain SX7xx``).
-CATALOGUES = {CATALOGUE, PACKAGE / "dsl" / "rules.py"}
+# The DSL's own SX7xx rules and the egress proxy's SX65x are documented catalogues of their own
+# (``safeexec explain SX7xx``, ``SX650``).
+CATALOGUES = {CATALOGUE, PACKAGE / "dsl" / "rules.py", PACKAGE / "egress" / "catalogue.py"}
 # Modules allowed to construct a Finding: the catalogues and the scanner, which builds findings
 # of the policy's own (pack-documented) rules.
 FINDING_BUILDERS = {*CATALOGUES, PACKAGE / "analysis" / "scanner.py"}

@@ -63,6 +63,7 @@ FRAMES = [
     Claim(),
     Started(pid=7, pidns=4026531836, uid=None),
     CONFIG,
+    CONFIG.replace(executor="python", egress_channel=True),
     Hello(layers={"seccomp": {"active": True, "detail": "x"}}),
     Run(code="print(1)"),
     Run(code="print(1)", stream=True),
@@ -181,6 +182,8 @@ def test_wrong_field_types_are_protocol_errors() -> None:
         SessionConfig.from_message({**CONFIG.to_message(), "env": {"A": 1}})
     with pytest.raises(ProtocolError, match="'cpu_seconds'"):
         SessionConfig.from_message({**CONFIG.to_message(), "cpu_seconds": True})
+    with pytest.raises(ProtocolError, match="'egress_channel'"):
+        SessionConfig.from_message({**CONFIG.to_message(), "egress_channel": "yes"})
     with pytest.raises(ProtocolError, match="'layers'"):
         Hello.from_message({"op": "hello", "layers": []})
 

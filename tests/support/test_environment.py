@@ -6,8 +6,15 @@ import json
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
-from safeexec._support.environment import _name_and_version, fingerprint
+from safeexec._support.environment import (
+    _name_and_version,
+    distribution_changes,
+    fingerprint,
+    session_distributions,
+    with_session,
+)
 
 
 def test_the_fingerprint_names_what_importlib_metadata_reads() -> None:
@@ -35,3 +42,29 @@ def test_only_the_header_block_is_read() -> None:
 
 def test_metadata_without_the_headers_has_no_name() -> None:
     assert _name_and_version(["Metadata-Version: 2.1"]) == ("", "")
+
+
+def test_session_distributions_come_from_dist_info_names_without_following_links(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "work" / ".tmp" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "Egress_Pkg-1.2.dist-info").mkdir()
+    (site / "egress_pkg.py").write_text("")
+    assert session_distributions(str(tmp_path / "work"), (".tmp", "site-packages")) == {
+        "egress-pkg": "1.2"
+    }
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "site-packages" / "secret-1.0.dist-info").mkdir(parents=True)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".tmp").symlink_to(elsewhere)
+    assert session_distributions(str(linked), (".tmp", "site-packages")) == {}
+
+
+def test_the_fingerprint_records_what_the_session_installed() -> None:
+    base = fingerprint()
+    assert with_session(base, {}) == base
+    changed = with_session(base, {"egresspkg": "1.2"})
+    assert json.loads(changed)["session_distributions"] == {"egresspkg": "1.2"}
+    assert distribution_changes(base, changed) == ["egresspkg (not installed) → 1.2"]

@@ -17,6 +17,7 @@ from safeexec.backends.native.disk import SpareWorkdirs, disk_support
 from safeexec.backends.native.spawn import SpawnedAhead
 from safeexec.backends.native.template import TemplateProcess, _Template
 from safeexec.backends.workdir import ArtifactLimits
+from safeexec.egress.proxy import Resolver, system_resolver
 from safeexec.errors import ConfigurationError
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import Limits
@@ -114,7 +115,9 @@ class NativeBackend:
     ``pool_size`` session processes are kept forked and confined ahead, and as many spawned
     ahead with workdirs of their own, so an open only sends its config and waits for the
     session's hello; ``disk_bytes`` caps what a session's workdir may hold;
-    ``cpu_cores`` caps how much of the machine's CPU a session's cgroup may use at once.
+    ``cpu_cores`` caps how much of the machine's CPU a session's cgroup may use at once;
+    ``resolver`` is what the sessions' egress proxies resolve names with (the host's own by
+    default; tests map their names to loopback servers).
     """
 
     name: ClassVar[str] = "native"
@@ -129,6 +132,7 @@ class NativeBackend:
         disk_bytes: int = 1024 * 1024 * 1024,
         pool_size: int = 4,
         cpu_cores: float = 1.0,
+        resolver: Resolver = system_resolver,
     ) -> None:
         if executor not in _EXECUTORS:
             raise ConfigurationError(f"unknown executor={executor!r}; use one of {_EXECUTORS}")
@@ -141,6 +145,7 @@ class NativeBackend:
         if not cpu_cores > 0:
             raise ConfigurationError(f"cpu_cores={cpu_cores!r} must be a positive number of CPUs")
         self.cpu_cores = cpu_cores
+        self.resolver = resolver
         self._template: _Template | None = None
         self._sessions = _OpenSessions()
         self._watchdog: threading.Thread | None = None

@@ -139,6 +139,8 @@ def run_call(
     cpu = max(0.0, cpu_end - cpu_from)
     rss = _peak_rss_bytes(worker.status)
     settled = _settle(session, worker, call, limits)
+    for event in session.take_network_events():
+        call.record.record(event)
     artifacts = collect_artifacts(
         str(session.workdir), before, blobs=session.blobs, limits=artifact_limits
     )

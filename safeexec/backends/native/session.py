@@ -43,10 +43,12 @@ from safeexec.backends.workdir import (
     return_beneath,
     upload_file,
 )
+from safeexec.egress.proxy import EgressProxy
 from safeexec.errors import BackendError, BackendUnavailable, ConfigurationError
 from safeexec.model.values import (
     ExecRequest,
     ExecResult,
+    NetworkConnection,
 )
 from safeexec.sandbox import seccomp
 from safeexec.sandbox.channel import (
@@ -55,7 +57,9 @@ from safeexec.sandbox.channel import (
     recv_frame,
     recv_frame_with_fds,
     send_frame,
+    send_frame_with_fds,
 )
+from safeexec.sandbox.egress_client import proxy_environment
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
     Hello,
@@ -71,6 +75,8 @@ __all__ = ["NativeSession"]
 
 _MAX_WORKER_FRAME = 8 * 1024 * 1024
 _KILL_WAIT_SECONDS = 5.0
+# How long a call waits for connections the sandbox has closed to be torn down and recorded.
+_EGRESS_SETTLE_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -151,6 +157,11 @@ class NativeSession:
         self.env = dict(spec.env)
         self.workdir_symlinks = spec.workdir_symlinks
         self.seed = spec.seed
+        # The session's way out, if its policy allows hosts and its cells are plain Python:
+        # one proxy for the session's life, a fresh channel to it for each worker.
+        self._egress: EgressProxy | None = None
+        if spec.network.enabled and backend.executor == "python":
+            self._egress = EgressProxy(spec.network, resolver=backend.resolver)
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         # Held while the workdir's owner changes (a worker's uid is lent it, close gives it
@@ -287,6 +298,8 @@ class NativeSession:
             self._closed = True
             self._backend._sessions.discard(self)
             self._stop_worker()
+            if self._egress is not None:
+                self._egress.close()
             self._group.remove()
             self._disk.remove()
             with self._files_lock:
@@ -414,7 +427,21 @@ class NativeSession:
     def _session_env(self) -> dict[str, str]:
         env = base_environment(str(self.workdir))
         env.update(self.env)
+        if self._egress is not None:
+            env.update(proxy_environment(str(self.workdir)))
         return env
+
+    def take_network_events(self) -> list[NetworkConnection]:
+        """The connections through the session's egress proxy that ended since the last call.
+
+        A connection still open is reported by the call during which it ends; one whose
+        sandbox end is closed already (the cell closed it, or the worker died) is waited for,
+        a moment, to be reported here.
+        """
+        if self._egress is None:
+            return []
+        self._egress.settle(_EGRESS_SETTLE_SECONDS)
+        return self._egress.take_events()
 
     def _start_worker(self, spawned: Spawned | None = None) -> _Worker:
         """Start a worker: from ``spawned`` (a session process spawned ahead for this workdir,
@@ -438,6 +465,7 @@ class NativeSession:
             tool_names=self._tool_names,
             workdir_symlinks=self.workdir_symlinks,
             seed=self.seed,
+            egress_channel=self._egress is not None,
         )
         host_end.settimeout(_STARTUP_SECONDS)
         pidfd = -1
@@ -464,7 +492,7 @@ class NativeSession:
                 with self._files_lock:
                     self._uid = uid
                     self._give_workdir_to(uid)
-            send_frame(host_end, config.to_message())
+            self._send_config(host_end, config)
             worker = _Worker(
                 pid=started.pid,
                 pidfd=pidfd,
@@ -516,6 +544,22 @@ class NativeSession:
                 "Run `safeexec doctor` to see why, or drop them from `require`."
             )
         return worker
+
+    def _send_config(self, host_end: socket.socket, config: SessionConfig) -> None:
+        """Send the config; with the network on, with a new channel to the egress proxy."""
+        if self._egress is None:
+            send_frame(host_end, config.to_message())
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            send_frame_with_fds(host_end, config.to_message(), [theirs.fileno()])
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        # Ends when every process of the worker holding the other end is gone.
+        self._egress.serve_channel(ours)
 
     def _stop_worker(self) -> None:
         worker, self._worker = self._worker, None
