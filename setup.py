@@ -9,7 +9,7 @@ setup(
         "safeexec": ["py.typed"],
         "safeexec.dsl": ["grammar.lark"],
         "safeexec.service": ["openapi.json"],
-        "safeexec.sandbox.restricted": ["module_views.json"],
+        "safeexec.restricted": ["module_views.json"],
         "safeexec.policies": ["**/*.toml", "**/*.py", "**/*.md"],
     },
 )

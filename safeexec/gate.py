@@ -248,7 +248,7 @@ def suggest_policy(
 
 
 def _restricted_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
-    from safeexec.sandbox.restricted.allowlist import restricted_modules  # only when suggesting
+    from safeexec.restricted.allowlist import restricted_modules  # only when suggesting
 
     return restricted_modules(modules)
 

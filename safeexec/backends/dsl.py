@@ -31,7 +31,7 @@ from safeexec.dsl.runtime import DslRuntime, DslRuntimeError, render_value
 from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, signatures_of
 from safeexec.errors import BackendUnavailable
 from safeexec.model.values import Enforcement
-from safeexec.sandbox.restricted import OperationBudget, SandboxExit
+from safeexec.restricted import OperationBudget, SandboxExit
 
 __all__ = ["DslBackend", "DslRejected", "DslSession"]
 

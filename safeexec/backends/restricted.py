@@ -74,7 +74,7 @@ from safeexec.model.values import (
     Limits,
     StreamName,
 )
-from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 if TYPE_CHECKING:

@@ -105,7 +105,7 @@ def runtime_read_only_paths() -> tuple[str, ...]:
 
 def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
-        from safeexec.sandbox.restricted import RestrictedExecutor
+        from safeexec.restricted import RestrictedExecutor
 
         # The worker is confined: here the data stack's views exist (data_views.py).
         executor: Executor = RestrictedExecutor(
@@ -518,7 +518,7 @@ def main() -> None:
     options = TemplateOptions.from_argument(sys.argv[2])
     loaded, failed = _preload(list(options.preload))
     with contextlib.suppress(ImportError):
-        importlib.import_module("safeexec.sandbox.restricted")
+        importlib.import_module("safeexec.restricted")
     try:
         # Sent by the host while we imported: it loads libseccomp, so that we need not.
         setup = Setup.from_message(recv_frame(control))

@@ -14,7 +14,7 @@ from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted import OperationBudget, RestrictedExecutor
 
 REFUSED_ON_PURPOSE = {"HumanEval/160": "Eval calls are not allowed"}
 IMPORTS = load_policy("default").imports.allow

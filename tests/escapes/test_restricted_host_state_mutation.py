@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted import (
+from safeexec.restricted import (
     DENIED_ATTRIBUTES,
     MODULE_ALLOWLISTS,
     RestrictedExecutor,

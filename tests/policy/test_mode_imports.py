@@ -14,8 +14,8 @@ from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.packs import shipped_packs
-from safeexec.sandbox.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
-from safeexec.sandbox.restricted.allowlist import WORKER_ONLY_VIEWS
+from safeexec.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
+from safeexec.restricted.allowlist import WORKER_ONLY_VIEWS
 
 
 def _named_modules(pack: str) -> list[str]:

@@ -18,7 +18,7 @@ from safeexec.cli.app import app
 from safeexec.errors import PolicyError
 from safeexec.policy import load_policy, shipped_packs
 from safeexec.policy.loader import parse_policy_text
-from safeexec.sandbox.restricted.reachability import CrawlReport
+from safeexec.restricted_proof.reachability import CrawlReport
 from safeexec.session.session import default_backend
 
 
