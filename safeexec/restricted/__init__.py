@@ -1,5 +1,12 @@
 """The restricted runtime: RestrictedPython, one ``Guards`` object, attribute-allowlisted imports.
 
+This package is the **core** (transformer, guards, allowlist, receivers, budget, executor, the
+pure wrappers of derived stdlib modules and the one file mediator, ``workdir_files``);
+:mod:`safeexec.restricted.views` holds the hand-built module views, which receive a narrow
+:class:`~safeexec.restricted.cell.Cell` and run only in the confined worker (the core never
+imports them: the worker hands the executor its ``WorkerViews``). The proof of the fast path's
+premises, the reachability crawl, is host-side only (:mod:`safeexec.restricted_proof`).
+
 Sandboxed code is transformed by :class:`SafeexecTransformer` (RestrictedPython's
 ``RestrictingNodeTransformer``, the heart of ``compile_restricted``, compiled without inheriting
 ``compile_restricted``'s ``from __future__ import annotations``), which keeps RestrictedPython's
@@ -26,16 +33,16 @@ Item access, iteration, unpacking and in-place operators stay plain bytecode (Re
 attribute access checked, imports wrapped and no module-holding container reachable, those hooks
 would only re-check values the code can already hold, at a guard call per element.
 
-Nothing that reaches a module object through a public attribute is exposed (``tests/restricted``
-walks the reachable object graph to check that premise of the fast path). When
-``count_operations`` is on, every loop iteration, comprehension step and function call draws from
-an :class:`OperationBudget`, so ``while True: pass`` stops in-process. C-level consumers
+Nothing that reaches a module object through a public attribute is exposed (the crawl of
+``safeexec.restricted_proof`` walks the reachable object graph to check that premise of the fast
+path). When ``count_operations`` is on, every loop iteration, comprehension step and function call
+draws from an :class:`OperationBudget`, so ``while True: pass`` stops in-process. C-level consumers
 (``sum``, ``list``, ``x in it``) run no Python code between items, so what they consume counts
 instead: long ranges, endless or combinatorial ``itertools`` producers and ``iter(callable,
 sentinel)`` draw one operation per item. Single C operations (``"x" * 10**10``,
-``math.factorial(10**8)``, big-integer arithmetic, a backtracking regular expression) and
-library code written in Python (``difflib``) still cannot be interrupted in-process, which is
-why the default home of this runtime is the confined worker.
+``math.factorial(10**8)``, big-integer arithmetic, a backtracking regular expression) and library
+code written in Python (``difflib``) still cannot be interrupted in-process, which is why the
+default home of this runtime is the confined worker.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
         USER_DUNDERS,
     )
     from safeexec.restricted.budget import OperationBudget
+    from safeexec.restricted.cell import Cell
     from safeexec.restricted.executor import RestrictedExecutor
     from safeexec.restricted.guards import (
         GuardError,
@@ -69,6 +77,7 @@ _HOMES = {
     "MODULE_ALLOWLISTS": "allowlist",
     "USER_DUNDERS": "allowlist",
     "OperationBudget": "budget",
+    "Cell": "cell",
     "RestrictedExecutor": "executor",
     "GuardError": "guards",
     "Guards": "guards",
@@ -93,6 +102,7 @@ __all__ = [
     "DENIED_ATTRIBUTES",
     "MODULE_ALLOWLISTS",
     "USER_DUNDERS",
+    "Cell",
     "CountingTransformer",
     "GuardError",
     "Guards",

@@ -326,12 +326,10 @@ BUILT_VIEWS = frozenset(
     }
 )
 
-# Views of the data stack (data_views.py: the real modules' public API minus a documented
-# denylist). They exist only where the restricted runtime runs inside the confined worker, whose
-# kernel layers stand behind the guards: in the host process (``restricted-inprocess``) an escape
-# through their thousands of C-level entry points would be a host compromise, so there they are
-# absent and the gate says so (one list for both: :func:`has_view`).
-WORKER_ONLY_VIEWS = frozenset(
+# Views of the data stack (views/data_views.py: the real modules' public API minus a documented
+# denylist), not in MODULE_ALLOWLISTS: through their thousands of C-level entry points an escape
+# in the host process would be a host compromise.
+DATA_VIEWS = frozenset(
     {
         "numpy",
         "numpy.linalg",
@@ -342,6 +340,17 @@ WORKER_ONLY_VIEWS = frozenset(
         "matplotlib.pyplot",
     }
 )
+
+# Every view the runtime builds (``safeexec.restricted.views``) exists only where the restricted
+# runtime runs inside the confined worker, whose kernel layers stand behind the guards: they do
+# file I/O, start threads, or wrap sqlite3, archives, compression, logging handlers, asyncio or
+# the data stack. In the host process (``restricted-inprocess``) the runtime is the core and the
+# pure stdlib modules, and the gate says so (one list for both: :func:`has_view`).
+WORKER_ONLY_VIEWS = BUILT_VIEWS | DATA_VIEWS
+
+# Attributes of built views whose value is a factory, called on every read (mutable values,
+# never shared: a fresh list each time for ``sys.path``).
+FRESH_VALUES = frozenset({"sys.path", "sys.argv"})
 
 # Modules that allowed modules import lazily from C on first use (``datetime.strptime`` imports
 # ``_strptime``), mapped to the allowed modules that need them. C's ``PyImport_Import`` calls the
@@ -391,8 +400,10 @@ def module_matches(module: str, patterns: Iterable[str]) -> bool:
 
 def has_view(module: str, *, in_process: bool = False) -> bool:
     """Whether restricted mode has a view of ``module``: in the confined worker, or in the host
-    process (``in_process``), where the data stack has none."""
-    return module in MODULE_ALLOWLISTS or (not in_process and module in WORKER_ONLY_VIEWS)
+    process (``in_process``), where only the pure stdlib modules have one."""
+    if in_process:
+        return module in MODULE_ALLOWLISTS and module not in WORKER_ONLY_VIEWS
+    return module in MODULE_ALLOWLISTS or module in WORKER_ONLY_VIEWS
 
 
 def restricted_modules(allow: Iterable[str], *, in_process: bool = False) -> tuple[str, ...]:
@@ -400,7 +411,7 @@ def restricted_modules(allow: Iterable[str], *, in_process: bool = False) -> tup
     that have a module view (in the host process when ``in_process``). The gate's restricted
     allowlist and the runtime's imports are both this set."""
     patterns = tuple(allow)
-    names = (*MODULE_ALLOWLISTS, *WORKER_ONLY_VIEWS)
+    names = {*MODULE_ALLOWLISTS, *WORKER_ONLY_VIEWS}
     return tuple(
         sorted(
             name

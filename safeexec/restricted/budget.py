@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from safeexec.restricted.guards import RuntimeClass
 
 if TYPE_CHECKING:
+    from safeexec.restricted.cell import Cell
     from safeexec.restricted.executor import RestrictedExecutor
 
 # A budget's ticks come in chunks: a chunk is an iteration over ``_ONES``, so a tick hands out
@@ -107,7 +108,7 @@ _COUNTED_RANGE_ABOVE = 1 << 20
 _SECOND = operator.itemgetter(1)
 
 
-def _counted(executor: RestrictedExecutor, source: Iterable[object]) -> Iterator[object]:
+def _counted(cell: Cell, source: Iterable[object]) -> Iterator[object]:
     """``source``'s items, one budget operation each, drawn at C speed.
 
     ``zip`` pulls the budget's counter before the source, so when the counter runs dry (the
@@ -116,14 +117,14 @@ def _counted(executor: RestrictedExecutor, source: Iterable[object]) -> Iterator
     """
     iterator = iter(source)
     while True:
-        budget = executor._budget
+        budget = cell.budget
         # A ``for`` loop, not ``yield from``: resuming after a plain ``yield`` checks the eval
         # breaker, so the watchdog thread gets the GIL to stop the budget.
         for item in map(_SECOND, zip(budget.counter, iterator, strict=False)):  # noqa: UP028
             yield item
         if not budget.exhausted:
             return  # the source ended
-        if budget is executor._budget:
+        if budget is cell.budget:
             raise RuntimeError("the operation budget is exhausted")
 
 
@@ -153,10 +154,10 @@ class _CountedRange(metaclass=RuntimeClass):
         return self._range.step
 
     def __iter__(self) -> Iterator[object]:
-        return _counted(self._executor, self._range)
+        return _counted(self._executor.cell, self._range)
 
     def __reversed__(self) -> Iterator[object]:
-        return _counted(self._executor, reversed(self._range))
+        return _counted(self._executor.cell, reversed(self._range))
 
     def __len__(self) -> int:
         return len(self._range)
@@ -172,17 +173,17 @@ class _CountedRange(metaclass=RuntimeClass):
     def __contains__(self, value: object) -> bool:
         if type(value) is int or type(value) is bool:
             return value in self._range  # arithmetic, not a scan
-        return value in _counted(self._executor, self._range)
+        return value in _counted(self._executor.cell, self._range)
 
     def count(self, value: object) -> int:
         if type(value) is int or type(value) is bool:
             return self._range.count(value)
-        return operator.countOf(_counted(self._executor, self._range), value)
+        return operator.countOf(_counted(self._executor.cell, self._range), value)
 
     def index(self, value: object) -> int:
         if type(value) is int or type(value) is bool:
             return self._range.index(value)
-        return operator.indexOf(_counted(self._executor, self._range), value)
+        return operator.indexOf(_counted(self._executor.cell, self._range), value)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _CountedRange):
@@ -201,12 +202,12 @@ class _CountedRange(metaclass=RuntimeClass):
         return (self._executor._range, (self.start, self.stop, self.step))
 
 
-def _counted_producer(executor: RestrictedExecutor, producer: Callable[..., Any]) -> object:
+def _counted_producer(cell: Cell, producer: Callable[..., Any]) -> object:
     """An ``itertools`` producer that may be endless or combinatorial: its items count."""
-    if not executor._counting:
+    if not cell.counting:
         return producer
 
     def counted(*args: object, **kwargs: object) -> Iterator[object]:
-        return _counted(executor, producer(*args, **kwargs))
+        return _counted(cell, producer(*args, **kwargs))
 
     return counted

@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from safeexec.restricted.budget import _closed_budget
 from safeexec.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = [
     "MAX_LIVE_THREADS",
@@ -76,11 +75,13 @@ class ThreadState(metaclass=RuntimeClass):
 
 
 class CellThreads(metaclass=RuntimeClass):
-    """The threads and pools the code started in one executor: waited for and stopped at the end
+    """The threads and pools the code started in one cell: waited for and stopped at the end
     of each cell (see the module docstring)."""
 
-    def __init__(self, executor: RestrictedExecutor) -> None:
-        self._executor = executor
+    def __init__(self, cell: Cell, *, on_stop: Callable[[], None]) -> None:
+        self._cell = cell
+        # Closes the budget the cell's code reads from its namespace (the executor's own).
+        self._on_stop = on_stop
         self._lock = threading.Lock()
         self._live: dict[int, tuple[ThreadState, object]] = {}
         self._pools: list[Any] = []
@@ -115,7 +116,7 @@ class CellThreads(metaclass=RuntimeClass):
     # -- waiting -------------------------------------------------------------------------------
     def check(self) -> None:
         """Raise if the cell is stopped: the budget's own error, or :class:`ThreadStopped`."""
-        budget = self._executor._budget
+        budget = self._cell.budget
         if budget.exhausted:
             next(budget.counter)  # raises as every budget tick does
         if self._stopping and threading.get_ident() in self._live:
@@ -236,13 +237,13 @@ class CellThreads(metaclass=RuntimeClass):
             self._prune()
             live = list(self._live.items())
             unwinding = set(self._unwinding)
-        if not live or (self._executor._counting and time.monotonic() > deadline):
+        if not live or (self._cell.counting and time.monotonic() > deadline):
             self._stopping = False
             return True
         if not self._stopping:
             # The cell is stopped: every loop step and call of its threads raises from now on
             # (their code reads the budget from the namespace), until the next cell begins.
-            self._executor._namespace["_budget_"] = _closed_budget().counter
+            self._on_stop()
             self._stopping = True
         for ident, _entry in live:
             if ident not in unwinding:
@@ -263,6 +264,6 @@ def _raise_in_thread(ident: int) -> None:
     )
 
 
-def report_error(executor: RestrictedExecutor, name: str, error: BaseException) -> None:
+def report_error(cell: Cell, name: str, error: BaseException) -> None:
     """What ``threading.excepthook`` prints, to the cell's output."""
-    executor._sink.write(f"Exception in thread {name}:\n{format_exception(error)}")
+    cell.sink.write(f"Exception in thread {name}:\n{format_exception(error)}")

@@ -15,6 +15,7 @@ from safeexec.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
     _SAFE_BUILTIN_NAMES,
     BUILT_VIEWS,
+    FRESH_VALUES,
     LAZY_INTERNAL_IMPORTS,
     MODULE_ALLOWLISTS,
     WORKER_ONLY_VIEWS,
@@ -28,6 +29,7 @@ from safeexec.restricted.budget import (
     _counted,
     _CountedRange,
 )
+from safeexec.restricted.cell import Cell, ViewSet, ViewsFactory
 from safeexec.restricted.cell_threads import CellThreads
 from safeexec.restricted.derived_views import (
     DERIVED_DENIED,
@@ -53,16 +55,7 @@ from safeexec.restricted.guards import (
 )
 from safeexec.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.restricted.transformer import CountingTransformer, SafeexecTransformer
-from safeexec.restricted.views.archive_views import archive_views
-from safeexec.restricted.views.asyncio_view import asyncio_view
-from safeexec.restricted.views.concurrency_views import concurrency_views
-from safeexec.restricted.views.data_views import data_view, is_internal_module, mediate
-from safeexec.restricted.views.environment_views import FRESH_VALUES, environment_views
-from safeexec.restricted.views.logging_view import logging_view
-from safeexec.restricted.views.sqlite_views import sqlite_views
-from safeexec.restricted.views.warnings_view import warnings_view
-from safeexec.restricted.views.workdir_views import WorkdirPath, workdir_views
-from safeexec.restricted.workdir_files import Workdir, WorkdirFile, WorkdirOps
+from safeexec.restricted.workdir_files import Workdir, WorkdirOps
 from safeexec.sandbox.worker_seed import restricted_random
 
 # Compiled cells by (transformer, code): agents resend the same cell, and the transform costs
@@ -83,9 +76,10 @@ class RestrictedExecutor(metaclass=RuntimeClass):
     it. ``count_operations`` compiles budget ticks into loops and calls (the in-process mode);
     ``output_bytes`` caps the ``printed`` collector. ``seed`` seeds the code's own ``random``
     generator (as ``Session(seed=...)`` seeds native code's), again on every :meth:`reset`.
-    ``confined`` says the executor runs inside the confined worker (the zygote sets it): only
-    there do the data stack's views exist (``WORKER_ONLY_VIEWS``); the default is the host
-    process's set.
+    ``views`` makes the module views of :data:`WORKER_ONLY_VIEWS` for the executor's
+    :class:`Cell` (the confined worker passes ``safeexec.restricted.views.WorkerViews``); without
+    it, as in the host process, the runtime is the core and the pure stdlib modules, and importing
+    a worker-only module is refused with where it runs.
     """
 
     def __init__(
@@ -97,33 +91,42 @@ class RestrictedExecutor(metaclass=RuntimeClass):
         output_bytes: int = 1024 * 1024,
         sink: TextSink | None = None,
         seed: int | None = None,
-        confined: bool = False,
+        views: ViewsFactory | None = None,
     ) -> None:
         self._imports = tuple(imports)
-        self._confined = confined
+        self._make_views = views
+        self._view_set: ViewSet | None = None
         self._workdir = None if workdir is None else Path(workdir).resolve()
-        self._files = None if self._workdir is None else Workdir(self._workdir)
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
         self._counting = count_operations
         self._output_bytes = output_bytes
-        self._sink: TextSink = sink if sink is not None else _SinkProxy()
         self._tools: dict[str, Callable[..., object]] = {}
         # The budget between runs, made once (every use of a closed budget raises alike).
         self._closed = _closed_budget()
-        self._budget = self._closed
-        self.guards = Guards()
+        # What views may use of this executor; its fields are this executor's state.
+        self.cell = Cell(
+            guards=Guards(),
+            budget=self._closed,
+            sink=sink if sink is not None else _SinkProxy(),
+            files=None if self._workdir is None else WorkdirOps(Workdir(self._workdir)),
+            counting=count_operations,
+        )
+        self.cell.threads = CellThreads(self.cell, on_stop=self._close_namespace_budget)
         self._views: dict[str, ModuleView] = {}
-        self._built: dict[str, dict[str, object]] | None = None
         self._namespace: dict[str, object] = {}
         # The cell this executor compiled last: (code, file name, code objects), checked before
         # the shared cache (an agent resends its cell; the same transformer made it).
         self._last_compiled: tuple[str, str, _Compiled] | None = None
         # ``print`` of every run: restarted (emptied, given the current sink) as each run begins.
-        self._printer = PrintCollector(self._sink, cap_bytes=output_bytes)
+        self._printer = PrintCollector(self.cell.sink, cap_bytes=output_bytes)
         self._seed = seed
-        self._threads = CellThreads(self)
         self.last_denials: tuple[tuple[str, str], ...] = ()
         self.reset()
+
+    @property
+    def guards(self) -> Guards:
+        """The guards of the current namespace (new on every :meth:`reset`)."""
+        return self.cell.guards
 
     def __reduce__(self) -> str | tuple[object, ...]:
         # Sandboxed code holds bound methods of this object (``getattr``, ``print``, ``open``);
@@ -132,13 +135,14 @@ class RestrictedExecutor(metaclass=RuntimeClass):
 
     # -- the Executor protocol -------------------------------------------------------------------
     def reset(self) -> None:
-        if hasattr(self, "_threads"):
-            self._threads.stop_all()
-        self.guards = Guards()
+        cell = self.cell
+        cell.threads.stop_all()
+        cell.guards = Guards()
         self._random = restricted_random(self._seed)  # a fresh interpreter starts seeded
-        self.guards.mediator = lambda obj, name: mediate(self, obj, name)
         self._views = {}
-        self._built = None
+        self._view_set = None if self._make_views is None else self._make_views(cell)
+        if self._view_set is not None:
+            cell.guards.mediator = self._view_set.mediate
         self._namespace = self._fresh_namespace()
 
     def bind_tools(self, tools: Mapping[str, Callable[..., object]]) -> None:
@@ -150,7 +154,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
 
     def set_sink(self, sink: TextSink) -> None:
         """Send ``print`` output of later cells to ``sink`` instead of ``sys.stdout``."""
-        self._sink = sink
+        self.cell.sink = sink
 
     def execute(
         self, code: str, *, filename: str, budget: OperationBudget | None = None
@@ -193,15 +197,16 @@ class RestrictedExecutor(metaclass=RuntimeClass):
         self, body: types.CodeType, final: types.CodeType | None, budget: OperationBudget | None
     ) -> str | None:
         namespace = self._namespace
-        threads = self._threads
+        cell = self.cell
+        threads = cell.threads
         # In-process, a thread an earlier cell could not stop (it was inside a C operation) is
         # stopped again before this cell's budget opens. (Most cells start no thread: the idle
         # check is made here, one call fewer.)
         if not threads.idle():
             threads.stop_all()
-        self._printer.restart(self._sink)
-        self._budget = budget if budget is not None else OperationBudget(2**62)
-        namespace["_budget_"] = self._budget.counter
+        self._printer.restart(cell.sink)
+        cell.budget = budget if budget is not None else OperationBudget(2**62)
+        namespace["_budget_"] = cell.budget.counter
         try:
             try:
                 # A context of its own: a context variable the code sets (a ``decimal`` context
@@ -223,10 +228,15 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             raise SandboxExit(f"{type(exc).__name__}{exc.args!r} ended the cell") from None
         finally:
             # Code that runs later (finalizers, callbacks) finds an exhausted budget.
-            self._budget = self._closed
+            cell.budget = self._closed
             namespace["_budget_"] = self._closed.counter
 
     # -- internals --------------------------------------------------------------------------------
+    def _close_namespace_budget(self) -> None:
+        """Every loop step and call of the current namespace's code raises from now on (the
+        cell's threads are being stopped); the next run opens its own budget."""
+        self._namespace["_budget_"] = _closed_budget().counter
+
     def _compile(self, code: str, filename: str) -> _Compiled:
         last = self._last_compiled
         if last is not None and last[0] == code and last[1] == filename:
@@ -298,8 +308,8 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
             "_next_": next,
-            "_budget_": self._budget.counter,
-            "_caught_": self._threads.check,
+            "_budget_": self.cell.budget.counter,
+            "_caught_": self.cell.threads.check,
             "_print": self._printer,
         }
         namespace.update(self._tools)
@@ -323,8 +333,8 @@ class RestrictedExecutor(metaclass=RuntimeClass):
                 "ToolError": ToolError,
             }
         )
-        if self._workdir is not None:
-            table["open"] = self._open
+        if self.cell.files is not None:
+            table["open"] = self.cell.files.open
         if self._counting:
             counted_range = self._range  # one bound method, so ``type(range(3)) is range``
             table["range"] = counted_range
@@ -348,7 +358,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
     def _iter(self, source: object, *sentinel: object) -> Iterator[object]:
         """``iter``; ``iter(callable, sentinel)`` may never end, so it counts."""
         if sentinel:
-            return _counted(self, iter(source, *sentinel))  # type: ignore[call-overload]
+            return _counted(self.cell, iter(source, *sentinel))  # type: ignore[call-overload]
         return iter(source)  # type: ignore[call-overload]
 
     def _import_allowed(self, name: str) -> bool:
@@ -365,14 +375,22 @@ class RestrictedExecutor(metaclass=RuntimeClass):
         if level != 0:
             raise ImportError("relative imports are not available in restricted mode")
         needed_by = LAZY_INTERNAL_IMPORTS.get(name)
-        if needed_by is None and self._confined and is_internal_module(name):
+        views = self._view_set
+        if needed_by is None and views is not None and views.is_internal(name):
             needed_by = frozenset({name.split(".", 1)[0]})
         if needed_by is not None and any(self._import_allowed(m) for m in needed_by):
             import importlib
 
             importlib.import_module(name)  # for the C caller, which reads sys.modules
             return ModuleView(name, {})
-        if not has_view(name, in_process=not self._confined) or not self._import_allowed(name):
+        if views is None and name in WORKER_ONLY_VIEWS and self._import_allowed(name):
+            _record_denial("import", name)
+            raise ImportError(
+                f"{name!r} has a view only in the confined worker: run the code with mode "
+                "'restricted' (the worker) or 'native'; in the host process restricted mode "
+                "offers the core and the pure stdlib modules"
+            )
+        if not has_view(name, in_process=views is None) or not self._import_allowed(name):
             _record_denial("import", name)
             raise ImportError(f"import of {name!r} is not allowed by the policy in restricted mode")
         view = self._view(name)
@@ -387,31 +405,26 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             return view
         return self._view(name.split(".", 1)[0])
 
-    def _built_view(self, name: str) -> ModuleView:
-        """A view the runtime builds (``os``, ``pathlib``, ``sys``…): never the real module."""
-        if self._built is None:
-            built = dict(environment_views(self))
-            built.update(concurrency_views(self))
-            built.update(warnings_view(self))
-            built.update(logging_view(self))
-            built["asyncio"] = asyncio_view(self)
-            if self._files is not None:
-                ops = WorkdirOps(self._files)
-                built.update(workdir_views(self, ops))
-                for extra in (sqlite_views(self, ops), archive_views(self, ops)):
-                    for module, attributes in extra.items():
-                        built.setdefault(module, {}).update(attributes)
-            self._built = built
-        source = self._built.get(name)
-        if source is None:
-            raise ImportError(f"{name!r} needs a working directory in restricted mode")
-        attributes = {a: source[a] for a in MODULE_ALLOWLISTS[name] if a in source}
+    def _provided_view(self, name: str) -> ModuleView:
+        """A view of :data:`WORKER_ONLY_VIEWS` (``os``, ``sqlite3``, ``numpy``…), made by the
+        executor's view set: never the real module, and only where the executor has views."""
+        if self._view_set is None:
+            raise ImportError(f"{name!r} has a view only in the confined worker")
+        source = self._view_set.attributes(name)
+        if name in BUILT_VIEWS:
+            attributes = {a: source[a] for a in MODULE_ALLOWLISTS[name] if a in source}
+            missing = MODULE_ALLOWLISTS[name] - set(source)
+        else:  # the data stack: the view set applies its own denylist
+            attributes = dict(source)
+            missing = frozenset()
         fresh = {a: attributes.pop(a) for a in list(attributes) if f"{name}.{a}" in FRESH_VALUES}
-        for attr in MODULE_ALLOWLISTS[name] - set(source):
-            # A package view's submodule (``os.path``, ``concurrent.futures``), when allowed.
-            full = f"{name}.{attr}"
-            if full in MODULE_ALLOWLISTS and self._import_allowed(full):
-                attributes[attr] = self._view(full)
+        # A package view's submodules (``os.path``, ``concurrent.futures``, ``numpy.linalg``),
+        # when allowed.
+        for child in sorted(WORKER_ONLY_VIEWS):
+            parent, _, leaf = child.rpartition(".")
+            wanted = leaf in missing or name not in BUILT_VIEWS
+            if parent == name and wanted and self._import_allowed(child):
+                attributes[leaf] = self._view(child)
         view = ModuleView(name, attributes, fresh)  # type: ignore[arg-type]
         self._views[name] = view
         return view
@@ -419,12 +432,8 @@ class RestrictedExecutor(metaclass=RuntimeClass):
     def _view(self, name: str) -> ModuleView:
         if name in self._views:
             return self._views[name]
-        if name in BUILT_VIEWS:
-            return self._built_view(name)
         if name in WORKER_ONLY_VIEWS:
-            view = data_view(self, name)
-            self._views[name] = view
-            return view
+            return self._provided_view(name)
         import importlib
 
         module = importlib.import_module(name)
@@ -436,7 +445,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             # In-process a backtracking pattern would hang the host: ``re`` runs time-limited.
             from safeexec.restricted.timed_regex import timed_re_attributes
 
-            timed = timed_re_attributes(self)
+            timed = timed_re_attributes(self.cell)
             attributes = {a: timed[a] for a in allowed if a in timed}
             view = ModuleView(name, attributes)
             self._views[name] = view
@@ -453,25 +462,10 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             if name == "random" and getattr(value, "__self__", None) is not None:
                 value = getattr(self._random, attr)  # the code's own generator, not the host's
             special = _SPECIAL_VALUES.get(full)
-            attributes[attr] = _view_value(value) if special is None else special(self, value)
+            attributes[attr] = _view_value(value) if special is None else special(self.cell, value)
         view = ModuleView(name, attributes)
         self._views[name] = view
         return view
-
-    def _open(
-        self,
-        file: str,
-        mode: str = "r",
-        buffering: int = -1,
-        encoding: str | None = None,
-        errors: str | None = None,
-        newline: str | None = None,
-    ) -> WorkdirFile:
-        """``open`` confined beneath the workdir (see :class:`Workdir`)."""
-        assert self._files is not None
-        if isinstance(file, WorkdirPath):
-            file = str(file)
-        return self._files.open(file, mode, buffering, encoding, errors, newline)
 
 
 def _run_cell(

@@ -20,28 +20,28 @@ from safeexec.restricted.enum_view import sandbox_enum_base
 from safeexec.restricted.guards import CLASS_LIKE, GuardError
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 
-def _wrap_dataclass(executor: RestrictedExecutor, dataclass: Callable[..., object]) -> object:
+def _wrap_dataclass(cell: Cell, dataclass: Callable[..., object]) -> object:
     """``dataclass`` keeping the result an own class (``slots=True`` makes a new one)."""
 
     def wrapped(cls: object = None, /, **kwargs: object) -> object:
         def apply(target: object) -> object:
-            if not (isinstance(target, type) and target in executor.guards.own_classes):
+            if not (isinstance(target, type) and target in cell.guards.own_classes):
                 raise GuardError("dataclass() applies only to classes defined by the code")
-            return executor.guards.register_class(dataclass(target, **kwargs))
+            return cell.guards.register_class(dataclass(target, **kwargs))
 
         return apply if cls is None else apply(cls)
 
     return wrapped
 
 
-def _own_only(executor: RestrictedExecutor, decorator: Callable[..., object]) -> object:
+def _own_only(cell: Cell, decorator: Callable[..., object]) -> object:
     """A host helper that changes its argument (``total_ordering``): own classes only."""
 
     def wrapped(target: object) -> object:
-        if not executor.guards.is_own(target) or not isinstance(target, type):
+        if not cell.guards.is_own(target) or not isinstance(target, type):
             raise GuardError("this decorator applies only to classes defined by the code")
         return decorator(target)
 
@@ -56,7 +56,7 @@ def _refuse_class(helper: str, target: object) -> None:
         )
 
 
-def _functions_only(executor: RestrictedExecutor, helper: Callable[..., Any]) -> object:
+def _functions_only(cell: Cell, helper: Callable[..., Any]) -> object:
     """A decorator built on ``update_wrapper`` (``functools.cache``, ``lru_cache``) copies the
     wrapped object's ``__dict__`` onto its wrapper: for a class, every method of it without its
     receiver (``cache(ChainMap).clear``). Functions only, used bare or with options
@@ -88,9 +88,7 @@ class _FunctionContextManager(contextlib._GeneratorContextManager):
         return super().__call__(func)
 
 
-def _wrap_contextmanager(
-    executor: RestrictedExecutor, contextmanager: Callable[..., Any]
-) -> object:
+def _wrap_contextmanager(cell: Cell, contextmanager: Callable[..., Any]) -> object:
     """``contextlib.contextmanager`` of functions, whose context managers decorate functions
     only (see ``_functions_only`` and ``_FunctionContextManager``)."""
 
@@ -106,12 +104,12 @@ def _wrap_contextmanager(
     return wrapped
 
 
-def _stop_aware(executor: RestrictedExecutor, manager: type[Any]) -> object:
+def _stop_aware(cell: Cell, manager: type[Any]) -> object:
     """``suppress`` and ``ExitStack`` (whose pushed callbacks may return True): host code that
     swallows what a ``with`` body raised. When it would, the runtime's stop check comes first,
     as in a handler the code wrote (``_caught_``): a stopped thread's signal, or the closed
     budget between cells, is never swallowed."""
-    check = executor._threads.check
+    check = cell.threads.check
 
     class StopAware(manager):
         def __exit__(self, *exc_info: Any) -> bool:
@@ -125,7 +123,7 @@ def _stop_aware(executor: RestrictedExecutor, manager: type[Any]) -> object:
     return StopAware
 
 
-def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> object:
+def _wrap_wraps(cell: Cell, wraps: Callable[..., Any]) -> object:
     """``functools.wraps`` that only ever writes the standard attributes, to functions the code
     defined: ``assigned``/``updated`` would make ``update_wrapper`` (host code) read and merge
     attribute names the code chose (``updated=("__globals__",)`` merges a module's globals into
@@ -141,7 +139,7 @@ def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> obje
         _refuse_class("functools.wraps", original)
 
         def apply(wrapper: object) -> object:
-            if not executor.guards.is_own_function(wrapper):
+            if not cell.guards.is_own_function(wrapper):
                 raise GuardError("functools.wraps applies only to functions defined by the code")
             return wraps(original)(wrapper)
 
@@ -150,9 +148,7 @@ def _wrap_wraps(executor: RestrictedExecutor, wraps: Callable[..., Any]) -> obje
     return wrapped
 
 
-def _wrap_abstractmethod(
-    executor: RestrictedExecutor, abstractmethod: Callable[..., Any]
-) -> object:
+def _wrap_abstractmethod(cell: Cell, abstractmethod: Callable[..., Any]) -> object:
     """``abc.abstractmethod`` sets ``__isabstractmethod__`` on its argument: own functions (or
     ``classmethod``/``staticmethod``/``property`` of them) only, never a host object."""
 
@@ -162,33 +158,33 @@ def _wrap_abstractmethod(
             inner = funcobj.__func__
         elif isinstance(funcobj, property):
             inner = funcobj.fget
-        if not executor.guards.is_own_function(inner):
+        if not cell.guards.is_own_function(inner):
             raise GuardError("abc.abstractmethod applies only to functions defined by the code")
         return abstractmethod(funcobj)
 
     return wrapped
 
 
-def _wrap_namedtuple(executor: RestrictedExecutor, namedtuple: Callable[..., object]) -> object:
+def _wrap_namedtuple(cell: Cell, namedtuple: Callable[..., object]) -> object:
     def wrapped(typename: str, field_names: object, **kwargs: object) -> object:
         kwargs.pop("module", None)
-        return executor.guards.register_class(
+        return cell.guards.register_class(
             namedtuple(typename, field_names, module="__sandbox__", **kwargs)
         )
 
     return wrapped
 
 
-def _copy_function(executor: RestrictedExecutor, real: Callable[..., object]) -> object:
+def _copy_function(cell: Cell, real: Callable[..., object]) -> object:
     """``copy.copy``/``deepcopy`` as ``copy_view`` has them (the copy protocol's writes go only
     to a new object of the copied type)."""
     return safe_copy if real.__name__ == "copy" else safe_deepcopy
 
 
-def _dataclass_export(executor: RestrictedExecutor, real: Callable[..., object]) -> object:
+def _dataclass_export(cell: Cell, real: Callable[..., object]) -> object:
     """``dataclasses.asdict``/``astuple`` on ``copy_view``'s deep copy, own dataclasses only."""
     helper = safe_asdict if real.__name__ == "asdict" else safe_astuple
-    is_own = executor.guards.is_own
+    is_own = cell.guards.is_own
 
     def export(obj: object, **factory: Callable[[Any], Any]) -> object:
         return helper(is_own, obj, **factory)
@@ -197,7 +193,7 @@ def _dataclass_export(executor: RestrictedExecutor, real: Callable[..., object])
     return export
 
 
-def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) -> object:
+def _wrap_pprint(cell: Cell, pprint: Callable[..., object]) -> object:
     """``pprint.pprint`` and ``pprint.pp`` writing to the cell's output, not the process's
     stdout (``pp`` sorts no dicts unless asked, as the real one)."""
     sort_default = pprint.__name__ != "pp"
@@ -206,19 +202,19 @@ def _wrap_pprint(executor: RestrictedExecutor, pprint: Callable[..., object]) ->
         import pprint as pprint_module
 
         kwargs.setdefault("sort_dicts", sort_default)
-        executor._sink.write(pprint_module.pformat(obj, *args, **kwargs) + "\n")  # type: ignore[arg-type]
+        cell.sink.write(pprint_module.pformat(obj, *args, **kwargs) + "\n")  # type: ignore[arg-type]
 
     return wrapped
 
 
-def _wrap_sleep(executor: RestrictedExecutor, sleep: Callable[[float], None]) -> object:
+def _wrap_sleep(cell: Cell, sleep: Callable[[float], None]) -> object:
     """``time.sleep`` in slices, so a stopped budget ends the sleep too."""
 
     def wrapped(seconds: float) -> None:
         import time
 
         end = time.monotonic() + float(seconds)
-        budget = executor._budget
+        budget = cell.budget
         while (left := end - time.monotonic()) > 0:
             if budget.exhausted:
                 next(budget.counter)
@@ -227,7 +223,7 @@ def _wrap_sleep(executor: RestrictedExecutor, sleep: Callable[[float], None]) ->
     return wrapped
 
 
-def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
+def _freeze_text_wrapper(cell: Cell, wrapper: type) -> object:
     """``TextWrapper`` with its class-level translation table made read-only.
 
     The table is a dict every ``TextWrapper`` of the process shares; an item store on it
@@ -246,28 +242,28 @@ def _freeze_text_wrapper(executor: RestrictedExecutor, wrapper: type) -> object:
 _DECIMAL_CONTEXT_SETTINGS = frozenset({"prec", "rounding", "Emin", "Emax", "capitals", "clamp"})
 
 
-def _decimal_contexts(executor: RestrictedExecutor, value: object) -> object:
+def _decimal_contexts(cell: Cell, value: object) -> object:
     """``decimal.Context``/``localcontext``, with the contexts' settings writable."""
     import decimal
 
-    executor.guards.writable_attributes[decimal.Context] = _DECIMAL_CONTEXT_SETTINGS
+    cell.guards.writable_attributes[decimal.Context] = _DECIMAL_CONTEXT_SETTINGS
     return value
 
 
-def _checked_enum_base(executor: RestrictedExecutor, base: type[enum.Enum]) -> object:
+def _checked_enum_base(cell: Cell, base: type[enum.Enum]) -> object:
     """``enum.Enum`` and the other memberless bases: stand-ins whose functional API takes
     public member names only (see ``enum_view``)."""
     return sandbox_enum_base(base)
 
 
-def _warmed(executor: RestrictedExecutor, codec: Callable[[bytes], object]) -> object:
+def _warmed(cell: Cell, codec: Callable[[bytes], object]) -> object:
     """A ``base64`` codec whose lookup tables are built now: the module builds them into its
     globals on first use, which would be sandboxed code writing host module state."""
     codec(b"")
     return codec
 
 
-_SPECIAL_VALUES: Mapping[str, Callable[[RestrictedExecutor, Any], object]] = {
+_SPECIAL_VALUES: Mapping[str, Callable[[Cell, Any], object]] = {
     **{
         f"itertools.{name}": _counted_producer
         for name in (

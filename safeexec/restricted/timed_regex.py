@@ -19,7 +19,7 @@ import regex
 from safeexec.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["TimedMatch", "TimedPattern", "timed_re_attributes"]
 
@@ -34,18 +34,18 @@ _FLAGS: tuple[str, ...] = (
 class TimedPattern(metaclass=RuntimeClass):
     """A compiled pattern whose every search runs with the run's time limit."""
 
-    __slots__ = ("_executor", "_pattern")
-    _executor: RestrictedExecutor
+    __slots__ = ("_cell", "_pattern")
+    _cell: Cell
     _pattern: Any
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise GuardError("patterns come from re.compile() only")
 
     @classmethod
-    def _wrap(cls, pattern: Any, executor: RestrictedExecutor) -> TimedPattern:
+    def _wrap(cls, pattern: Any, cell: Cell) -> TimedPattern:
         view = object.__new__(cls)
         object.__setattr__(view, "_pattern", pattern)
-        object.__setattr__(view, "_executor", executor)
+        object.__setattr__(view, "_cell", cell)
         return view
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -71,7 +71,7 @@ class TimedPattern(metaclass=RuntimeClass):
         return dict(self._pattern.groupindex)
 
     def _run(self, method: str, *args: object, **kwargs: object) -> Any:
-        return _timed(self._executor, getattr(self._pattern, method), *args, **kwargs)
+        return _timed(self._cell, getattr(self._pattern, method), *args, **kwargs)
 
     def match(self, string: str, pos: int = 0, endpos: int | None = None) -> TimedMatch | None:
         return _match(self, self._run("match", string, pos, endpos))
@@ -189,10 +189,8 @@ class TimedMatch(metaclass=RuntimeClass):
         return f"<re.Match object; span={self.span()!r}, match={self.group()!r}>"
 
 
-def _timed(
-    executor: RestrictedExecutor, call: Callable[..., Any], *args: object, **kw: object
-) -> Any:
-    budget = executor._budget
+def _timed(cell: Cell, call: Callable[..., Any], *args: object, **kw: object) -> Any:
+    budget = cell.budget
     if budget.exhausted:
         raise RuntimeError("the operation budget is exhausted")
     deadline = budget.deadline
@@ -214,17 +212,17 @@ def _replacement(pattern: TimedPattern, repl: object) -> object:
     return repl
 
 
-def _compile(executor: RestrictedExecutor, pattern: object, flags: int = 0) -> TimedPattern:
+def _compile(cell: Cell, pattern: object, flags: int = 0) -> TimedPattern:
     if isinstance(pattern, TimedPattern):
         return pattern
-    return TimedPattern._wrap(regex.compile(pattern, int(flags)), executor)
+    return TimedPattern._wrap(regex.compile(pattern, int(flags)), cell)
 
 
-def timed_re_attributes(executor: RestrictedExecutor) -> dict[str, object]:
+def timed_re_attributes(cell: Cell) -> dict[str, object]:
     """The in-process ``re`` view: the same names as ``re``, on the timed engine."""
 
     def compile(pattern: object, flags: int = 0) -> TimedPattern:
-        return _compile(executor, pattern, flags)
+        return _compile(cell, pattern, flags)
 
     def match(pattern: object, string: str, flags: int = 0) -> TimedMatch | None:
         return compile(pattern, flags).match(string)

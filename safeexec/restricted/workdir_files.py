@@ -15,6 +15,7 @@ import glob as glob_module
 import os
 import posixpath
 import secrets
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -194,9 +195,48 @@ class WorkdirOps(metaclass=RuntimeClass):
 
     def __init__(self, files: Workdir) -> None:
         self.files = files
+        # The ``pathlib`` view's path classes, whose instances ``open`` takes as their text.
+        self._path_types: tuple[type, ...] = ()
 
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
+
+    # -- the workdir layer ---------------------------------------------------------------------
+    @property
+    def root(self) -> str:
+        """The workdir's absolute path (what ``os.getcwd()`` answers)."""
+        return self.files.root
+
+    def relative(self, file: str, caller: str) -> str:
+        """``file`` relative to the workdir (see :meth:`Workdir.relative`)."""
+        return self.files.relative(file, caller)
+
+    def apply(self, file: str, caller: str, operation: Callable[[BoundPath], _T]) -> _T:
+        """Run ``operation`` on ``file`` bound beneath the workdir (see :meth:`Workdir.apply`)."""
+        return self.files.apply(file, caller, operation)
+
+    def admit_path_type(self, path_type: type) -> None:
+        """Let :meth:`open` take instances of ``path_type`` (exactly) as their text."""
+        self._path_types = (*self._path_types, path_type)
+
+    def open(
+        self,
+        file: object,
+        mode: str = "r",
+        buffering: int = -1,
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
+    ) -> WorkdirFile:
+        """``open`` for sandboxed code (see :meth:`Workdir.open`); a ``pathlib`` view path
+        opens its text."""
+        if type(file) in self._path_types:
+            file = str(file)
+        return self.files.open(file, mode, buffering, encoding, errors, newline)  # type: ignore[arg-type]
+
+    def disk_usage(self) -> Any:
+        """``shutil.disk_usage`` of the workdir's file system."""
+        return shutil.disk_usage(self.files.root)
 
     # -- looking -------------------------------------------------------------------------------
     def stat(self, path: str) -> os.stat_result:

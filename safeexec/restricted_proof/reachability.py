@@ -50,14 +50,15 @@ from pathlib import Path
 
 from safeexec.capabilities.gateway import ToolDescriptor, ToolReply, tool_function
 from safeexec.restricted.allowlist import (
+    DATA_VIEWS,
     DENIED_ATTRIBUTES,
     IMPLEMENTATION_MODULES,
-    WORKER_ONLY_VIEWS,
     restricted_modules,
 )
 from safeexec.restricted.budget import OperationBudget
 from safeexec.restricted.executor import RestrictedExecutor
 from safeexec.restricted.guards import CLASS_LIKE, GuardError
+from safeexec.restricted.views import WorkerViews
 from safeexec.restricted.views.data_views import DATA_ROOTS, is_data_object
 
 __all__ = ["CrawlLimits", "CrawlReport", "Reached", "crawl", "crawl_modes"]
@@ -169,7 +170,7 @@ class _Crawler(_Checks):
             imports=self.imports,
             workdir=workdir,
             count_operations=counting,
-            confined=not counting,
+            views=None if counting else WorkerViews,
             output_bytes=4096,
             sink=self.sink,
         )
@@ -194,7 +195,7 @@ class _Crawler(_Checks):
         allowed = [
             m
             for m in restricted_modules(self.imports, in_process=counting)
-            if data_stack or m not in WORKER_ONLY_VIEWS
+            if data_stack or m not in DATA_VIEWS
         ]
         self.homes = tuple(
             {
@@ -285,14 +286,14 @@ class _Crawler(_Checks):
     def _open_budget(self) -> Iterator[None]:
         """Own functions the probes call draw from an open budget (a counting run's is closed)."""
         budget = OperationBudget(2**62)
-        self.executor._budget = budget
+        self.executor.cell.budget = budget
         self.namespace["_budget_"] = budget.counter
         try:
             yield
         finally:
-            self.executor._budget = OperationBudget(1)
-            self.executor._budget.stop("closed")
-            self.namespace["_budget_"] = self.executor._budget.counter
+            self.executor.cell.budget = OperationBudget(1)
+            self.executor.cell.budget.stop("closed")
+            self.namespace["_budget_"] = self.executor.cell.budget.counter
 
     def _pool(self) -> list[_Probe]:
         """Arguments for the probes, the likeliest openers first (keyword probes use a prefix)."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from safeexec.restricted.budget import OperationBudget
+from safeexec.restricted.cell import Cell
 from safeexec.restricted.executor import RestrictedExecutor
 from safeexec.restricted.guards import Guards
 from safeexec.restricted_proof.reachability_probes import (
@@ -262,7 +263,7 @@ class _Checks:
             return "sys.modules", "the module table"
         if obj is self.namespace or obj is self.table:
             return "runtime object", "the sandbox's own namespace or builtins table (its guards)"
-        if isinstance(obj, Guards | RestrictedExecutor | OperationBudget):
+        if isinstance(obj, Guards | RestrictedExecutor | Cell | OperationBudget):
             return "runtime object", f"the runtime's {type(obj).__name__}"
         if isinstance(obj, dict) and _is_globals(obj):
             return "globals dict", f"the globals of module {obj.get('__name__')!r}"

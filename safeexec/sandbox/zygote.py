@@ -106,13 +106,15 @@ def runtime_read_only_paths() -> tuple[str, ...]:
 def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
         from safeexec.restricted import RestrictedExecutor
+        from safeexec.restricted.views import WorkerViews
 
-        # The worker is confined: here the data stack's views exist (data_views.py).
+        # The worker is confined: only here does the runtime have its views (files, threads,
+        # asyncio, sqlite3, archives, logging, the data stack).
         executor: Executor = RestrictedExecutor(
             imports=config.imports,
             workdir=Path(config.workdir),
             seed=config.seed,
-            confined=True,
+            views=WorkerViews,
         )
         return executor
     return PythonExecutor()

@@ -9,10 +9,11 @@ import decimal
 import pytest
 
 from safeexec.restricted import GuardError, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 
 def run(code: str, *imports: str) -> str | None:
-    return RestrictedExecutor(imports=imports).execute(code, filename="<test>")
+    return RestrictedExecutor(imports=imports, views=WorkerViews).execute(code, filename="<test>")
 
 
 def test_vars_of_an_own_instance_is_its_attribute_dict() -> None:

@@ -19,6 +19,8 @@ from safeexec.restricted import (
     RestrictedExecutor,
     SandboxExit,
 )
+from safeexec.restricted.allowlist import WORKER_ONLY_VIEWS
+from safeexec.restricted.views import WorkerViews
 
 
 def run(code: str, **options: object) -> str | None:
@@ -154,7 +156,17 @@ def test_imports_follow_the_allowlist_including_wildcards() -> None:
     with pytest.raises(ImportError, match="not allowed"):
         run("import scipy", imports=("scipy",))  # allowed by policy, but no view here
     with pytest.raises(ImportError, match="needs a working directory"):
-        run("import os", imports=("os",))  # the built os view exists only with a workdir
+        # the built os view exists only with a workdir
+        run("import os", imports=("os",), views=WorkerViews)
+
+
+def test_a_worker_only_view_is_refused_in_process_naming_where_it_runs(tmp_path: Path) -> None:
+    # In the host process the runtime is the core and the pure stdlib modules.
+    where = "only in the confined worker.*'restricted'.*'native'"
+    for module in sorted(WORKER_ONLY_VIEWS):
+        with pytest.raises(ImportError, match=where):
+            run(f"import {module}", imports=(module,), workdir=tmp_path)
+    assert run("import json\njson.dumps([1])", imports=("json",), workdir=tmp_path) == "'[1]'"
 
 
 def test_a_module_view_is_read_only_and_never_a_module() -> None:

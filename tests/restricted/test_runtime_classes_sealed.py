@@ -18,6 +18,7 @@ from safeexec.restricted.workdir_files import WorkdirFile
 
 # Classes left plain, each with why: none is an object the code holds whose class it could name.
 _PLAIN = {
+    "cell.ViewSet": "a typing Protocol, never instantiated",
     "enum_view._CheckedEnumType": "a metaclass; the code cannot read type() of a class",
     "futures_view.DoneAndNotDoneFutures": "a namedtuple of futures (its methods are tuple's)",
     "guards.RuntimeClass": "this metaclass itself",

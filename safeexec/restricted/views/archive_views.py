@@ -34,7 +34,7 @@ from safeexec.restricted.views.compression_views import Files, compression_views
 from safeexec.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 _TAR_OPTIONS = frozenset(
     {"compresslevel", "format", "encoding", "errors", "pax_headers", "preset", "ignore_zeros",
@@ -200,7 +200,7 @@ class ZipArchive(_Archive):
             self._zip.writestr(entry, b"")
             return
         entry.compress_type = self._zip.compression if compress_type is None else compress_type
-        data = ops.files.apply(name, "write", lambda p: p.read_bytes())
+        data = ops.apply(name, "write", lambda p: p.read_bytes())
         self._zip.writestr(entry, data, compresslevel=compresslevel)
 
     def mkdir(self, zinfo_or_directory: str | zipfile.ZipInfo, mode: int = 511) -> None:
@@ -237,7 +237,7 @@ class ZipArchive(_Archive):
         return self._zip.testzip()
 
     def printdir(self, file: object = None) -> None:
-        sink = self._files.executor._sink
+        sink = self._files.cell.sink
         sink.write(f"{'File Name':<46} {'Modified':>19} {'Size':>12}\n")
         for info in self._zip.infolist():
             year, month, day, hour, minute, second = info.date_time[:6]
@@ -367,7 +367,7 @@ class TarArchive(_Archive):
                     self.add(posixpath.join(path, child), posixpath.join(member.name, child),
                              recursive, filter=filter)  # fmt: skip
             return
-        data = ops.files.apply(path, "add", lambda p: p.read_bytes())
+        data = ops.apply(path, "add", lambda p: p.read_bytes())
         member.size = len(data)
         self._tar.addfile(member, io.BytesIO(data))
 
@@ -446,7 +446,7 @@ class TarArchive(_Archive):
             files.copy_out(handle, target)
 
     def list(self, verbose: bool = True, *, members: object = None) -> None:
-        sink = self._files.executor._sink
+        sink = self._files.cell.sink
         chosen = self._tar.getmembers() if members is None else list(members)  # type: ignore[call-overload]
         for info in chosen:
             line = info.name + ("/" if info.isdir() else "")
@@ -519,11 +519,11 @@ _ZIPINFO_WRITABLE = frozenset(
 )
 
 
-def archive_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
+def archive_views(cell: Cell, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
     """The archive and compression views for one executor's workdir (``shutil`` adds to the
     file view of the same name)."""
-    files = Files(executor, ops)
-    writable = executor.guards.writable_attributes
+    files = Files(cell, ops)
+    writable = cell.guards.writable_attributes
     writable[tarfile.TarInfo] = _TARINFO_WRITABLE
     # ``TarInfo.replace`` copies; the first copy caches the slot names on the class. Made here,
     # so that cache is not a change sandboxed code makes to a host class.

@@ -31,7 +31,7 @@ from safeexec.restricted.cell_threads import ThreadStopped, report_error
 from safeexec.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = [
     "STOP_SIGNALS",
@@ -93,13 +93,13 @@ class LoopState(metaclass=RuntimeClass):
     """What the loops of one executor share: its budget, and each thread's default loop
     (``get_event_loop`` outside a running loop)."""
 
-    def __init__(self, executor: RestrictedExecutor) -> None:
-        self.executor = executor
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
         self.default: dict[int, EventLoop] = {}
 
     def tick(self) -> None:
         """Draw one operation from the running cell's budget."""
-        if next(self.executor._budget.counter, None) is None:
+        if next(self.cell.budget.counter, None) is None:
             raise RuntimeError("the operation budget is exhausted")
 
 
@@ -144,7 +144,7 @@ class Handle(_Final):
         except STOP_SIGNALS:
             raise
         except Exception as error:
-            report_error(self._loop._state.executor, "event loop callback", error)
+            report_error(self._loop._state.cell, "event loop callback", error)
 
     def __repr__(self) -> str:
         return f"<Handle {'cancelled' if self._cancelled else 'scheduled'}>"
@@ -565,7 +565,7 @@ class EventLoop(_Final):
         resumed later by the collector, in whatever thread and cell collects them. Async
         generators need no closing: their finalizer is this loop's, which does nothing once
         the loop is closed."""
-        with self._state.executor._threads.unwinding():  # a second stop would cut it short
+        with self._state.cell.threads.unwinding():  # a second stop would cut it short
             tasks = [*self._tasks, *self._closers]
             self._tasks.clear()
             self._closers.clear()

@@ -39,7 +39,7 @@ from safeexec.restricted.views.async_sync import (
 )
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["asyncio_view"]
 
@@ -490,9 +490,9 @@ class TaskGroup(_Final):
         return False
 
 
-def asyncio_view(executor: RestrictedExecutor) -> dict[str, object]:
+def asyncio_view(cell: Cell) -> dict[str, object]:
     """The attributes of one executor's ``asyncio`` view (its loops tick its budget)."""
-    state = LoopState(executor)
+    state = LoopState(cell)
 
     def new_event_loop() -> EventLoop:
         return EventLoop(state)

@@ -24,7 +24,7 @@ from safeexec.restricted.guards import GuardError, RuntimeClass
 from safeexec.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 # The most one extracted member may write (the default pack's ``file_size_bytes``).
 MAX_MEMBER_BYTES = 64 * 1024 * 1024
@@ -47,10 +47,10 @@ def _binary(mode: str) -> str:
 
 
 class Files(metaclass=RuntimeClass):
-    """Opening names through the workdir layer and copying within it, for one executor."""
+    """Opening names through the workdir layer and copying within it, for one cell."""
 
-    def __init__(self, executor: RestrictedExecutor, ops: WorkdirOps) -> None:
-        self.executor = executor
+    def __init__(self, cell: Cell, ops: WorkdirOps) -> None:
+        self.cell = cell
         self.ops = ops
 
     def __reduce__(self) -> str | tuple[object, ...]:
@@ -60,7 +60,7 @@ class Files(metaclass=RuntimeClass):
         """A binary file for ``value`` and whether the view opened it (and must close it)."""
         name = path_name(value)
         if name is not None:
-            return self.ops.files.open(name, mode), True
+            return self.ops.open(name, mode), True
         if isinstance(value, os.PathLike) or not (
             hasattr(value, "read") or hasattr(value, "write")
         ):
@@ -68,13 +68,13 @@ class Files(metaclass=RuntimeClass):
         return value, False
 
     def check_budget(self) -> None:
-        budget = self.executor._budget
+        budget = self.cell.budget
         if budget.exhausted:
             next(budget.counter)  # raises, as a loop head of the code would
 
     def copy_out(self, source: IO[bytes], target: str) -> None:
         """Write ``source`` to ``target`` beneath the workdir, bounded in size and by the budget."""
-        with self.ops.files.open(target, "wb") as out:
+        with self.ops.open(target, "wb") as out:
             written = 0
             while chunk := source.read(_CHUNK):
                 written += len(chunk)
@@ -87,7 +87,7 @@ class Files(metaclass=RuntimeClass):
         name = "." if path is None or path == "" else path_name(path)
         if name is None:
             raise TypeError("the extraction path must be a string or a Path")
-        return self.ops.files.relative(name, "extract")
+        return self.ops.relative(name, "extract")
 
     def parent_dirs(self, target: str) -> None:
         parent = posixpath.dirname(target)

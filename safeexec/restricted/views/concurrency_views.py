@@ -35,15 +35,15 @@ from safeexec.restricted.guards import GuardError
 from safeexec.restricted.views.futures_view import futures_view
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["concurrency_views"]
 
 
-def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]]:
+def concurrency_views(cell: Cell) -> Mapping[str, dict[str, object]]:
     """The attributes of the ``threading``, ``queue`` and ``concurrent.futures`` views for one
     executor (its :class:`CellThreads` owns every thread they start)."""
-    cell = executor._threads
+    threads = cell.threads
 
     def timeout_of(timeout: object) -> float | None:
         if timeout is None:
@@ -68,11 +68,11 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
         ) -> None:
             if group is not None:
                 raise ValueError("group argument must be None for now")
-            current = cell.current()
+            current = threads.current()
             inherited = bool(current is not None and current.daemon)  # type: ignore[attr-defined]
             self._state = ThreadState(
                 target=target,
-                name=cell.next_name() if name is None else str(name),
+                name=threads.next_name() if name is None else str(name),
                 args=tuple(args),
                 kwargs=dict(kwargs or {}),
                 daemon=inherited if daemon is None else bool(daemon),
@@ -98,12 +98,12 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                 except ThreadStopped:
                     pass
                 except BaseException as error:  # what the code raised ends its thread only
-                    if cell.stopping:  # the stop's own end (in-process: the closed budget)
+                    if threads.stopping:  # the stop's own end (in-process: the closed budget)
                         return
                     with contextlib.suppress(ThreadStopped):
-                        report_error(executor, state.name, error)
+                        report_error(cell, state.name, error)
 
-            cell.start(self, state, body)
+            threads.start(self, state, body)
 
         def run(self) -> None:
             state = self._state
@@ -116,7 +116,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                 raise RuntimeError("cannot join thread before it is started")
             if real is threading.current_thread():
                 raise RuntimeError("cannot join current thread")
-            cell.wait(self._state.finished.wait, timeout_of(timeout))
+            threads.wait(self._state.finished.wait, timeout_of(timeout))
 
         def is_alive(self) -> bool:
             return self._state.alive
@@ -150,11 +150,11 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             return None if real is None else real.native_id
 
     # ``t.daemon = True`` and ``t.name = ...`` before ``start``: the class's own setters.
-    executor.guards.writable_attributes[Thread] = frozenset({"name", "daemon"})
+    cell.guards.writable_attributes[Thread] = frozenset({"name", "daemon"})
     main = Thread(name="MainThread")
 
     def current_thread() -> object:
-        current = cell.current()
+        current = threads.current()
         return main if current is None else current
 
     class Lock:
@@ -172,7 +172,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
         def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
             if not blocking:
                 return bool(self._lock.acquire(False))
-            return cell.wait(lambda s: bool(self._lock.acquire(timeout=s)), timeout_of(timeout))
+            return threads.wait(lambda s: bool(self._lock.acquire(timeout=s)), timeout_of(timeout))
 
         def release(self) -> None:
             self._lock.release()
@@ -225,7 +225,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
 
         def wait(self, timeout: float | None = None) -> bool:
             # Slices may wake early, which a condition's callers must allow for anyway.
-            return cell.wait(lambda s: bool(self._cond.wait(s)), timeout_of(timeout))
+            return threads.wait(lambda s: bool(self._cond.wait(s)), timeout_of(timeout))
 
         def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
             deadline = None if timeout is None else time.monotonic() + float(timeout)
@@ -259,7 +259,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
         def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
             if not blocking:
                 return bool(self._semaphore.acquire(False))
-            return cell.wait(lambda s: bool(self._semaphore.acquire(timeout=s)), timeout)
+            return threads.wait(lambda s: bool(self._semaphore.acquire(timeout=s)), timeout)
 
         def release(self, n: int = 1) -> None:
             self._semaphore.release(n)
@@ -297,7 +297,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             return self._event.is_set()
 
         def wait(self, timeout: float | None = None) -> bool:
-            return cell.wait(self._event.wait, timeout)
+            return threads.wait(self._event.wait, timeout)
 
     def make_queue(real_class: type, label: str) -> type:
         class Queue:
@@ -329,7 +329,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                         return False
                     return True
 
-                if not cell.wait(attempt, timeout):
+                if not threads.wait(attempt, timeout):
                     raise queue.Empty
                 return got[0]
 
@@ -351,7 +351,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                         return False
                     return True
 
-                if not cell.wait(attempt, timeout):
+                if not threads.wait(attempt, timeout):
                     raise queue.Full
 
             def put_nowait(self, item: object) -> None:
@@ -374,7 +374,7 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
                             real.all_tasks_done.wait(seconds)
                         return not real.unfinished_tasks
 
-                cell.wait(attempt, None)
+                threads.wait(attempt, None)
 
             def maxsize(self: Any) -> int:
                 return int(self._queue.maxsize)
@@ -397,8 +397,8 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             "Event": Event,
             "current_thread": current_thread,
             "main_thread": lambda: main,
-            "active_count": lambda: 1 + len(cell.alive()),
-            "enumerate": lambda: [main, *cell.alive()],
+            "active_count": lambda: 1 + len(threads.alive()),
+            "enumerate": lambda: [main, *threads.alive()],
             "get_ident": lambda: threading.get_ident(),
             "get_native_id": lambda: threading.get_native_id(),
             "TIMEOUT_MAX": threading.TIMEOUT_MAX,
@@ -413,5 +413,5 @@ def concurrency_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             "Full": queue.Full,
         },
         "concurrent": {},  # its ``futures`` is the view below, when allowed
-        "concurrent.futures": futures_view(executor, cell, Thread),
+        "concurrent.futures": futures_view(cell, threads, Thread),
     }

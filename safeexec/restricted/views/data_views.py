@@ -3,7 +3,7 @@
 Design (issue 11), decided on security grounds:
 
 * **Where.** The data stack has views only where the restricted runtime runs inside the confined
-  worker (``RestrictedExecutor(confined=True)``), with namespaces, Landlock, seccomp and rlimits
+  worker (``RestrictedExecutor(views=WorkerViews)``), with namespaces, Landlock, seccomp and rlimits
   behind the guards. numpy, pandas and matplotlib are thousands of public callables written in C
   and Python that take paths, URLs, raw pointers, pickles, string expressions and backend names;
   no bounded crawl proves such a surface closed, and in the host process (``restricted-inprocess``,
@@ -46,25 +46,24 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from safeexec.restricted.allowlist import DENIED_ATTRIBUTES, WORKER_ONLY_VIEWS
+from safeexec.restricted.allowlist import DATA_VIEWS, DENIED_ATTRIBUTES
 from safeexec.restricted.guards import (
     _ALIASES,
     CLASS_LIKE,
     GuardError,
-    ModuleView,
     RuntimeClass,
     _view_value,
 )
 from safeexec.restricted.views.workdir_views import WorkdirPath
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
-    from safeexec.restricted.workdir_files import Workdir
+    from safeexec.restricted.cell import Cell
+    from safeexec.restricted.workdir_files import WorkdirOps
 
 __all__ = [
     "DATA_DENIED",
     "DATA_ROOTS",
-    "data_view",
+    "data_attributes",
     "is_data_object",
     "is_internal_module",
     "mediate",
@@ -228,9 +227,9 @@ def is_data_object(obj: object) -> bool:
     return known
 
 
-def mediate(executor: RestrictedExecutor, obj: object, name: str) -> object:
+def mediate(cell: Cell, obj: object, name: str) -> object:
     """What reading the mediated attribute ``name`` of ``obj`` gives restricted code."""
-    guards = executor.guards
+    guards = cell.guards
     if not is_data_object(obj):
         return guards.plain_read(obj, name)
     if isinstance(obj, CLASS_LIKE):
@@ -247,7 +246,7 @@ def mediate(executor: RestrictedExecutor, obj: object, name: str) -> object:
     if name == "type" and isinstance(value, type) and issubclass(value, type):
         raise GuardError(f"{type(obj).__name__}.type is a metaclass (it builds classes)")
     pandas = _root(obj) == "pandas"
-    files = executor._files
+    files = cell.files
     if name in _WRITERS and pandas and files is not None:
         return _writer(files, value, name)
     if name in _NAMED_FUNCTIONS and pandas:
@@ -294,11 +293,11 @@ def _path(target: object, caller: str) -> str | None:
     return target
 
 
-def _read(files: Workdir, path: str, caller: str) -> io.BytesIO:
+def _read(files: WorkdirOps, path: str, caller: str) -> io.BytesIO:
     return io.BytesIO(files.apply(path, caller, lambda p: p.read_bytes()))
 
 
-def _write(files: Workdir, path: str, data: bytes, *, append: bool = False) -> None:
+def _write(files: WorkdirOps, path: str, data: bytes, *, append: bool = False) -> None:
     with files.open(path, "ab" if append else "wb") as handle:
         handle.write(data)
 
@@ -329,7 +328,7 @@ def _refuse_remote(kwargs: Mapping[str, object], caller: str) -> None:
 
 
 # -- pandas -----------------------------------------------------------------------------------
-def _reader(files: Workdir | None, read: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _reader(files: WorkdirOps | None, read: Callable[..., Any], name: str) -> Callable[..., Any]:
     keyword = _PANDAS_READERS[name]
 
     def reader(*args: Any, **kwargs: Any) -> Any:
@@ -348,7 +347,7 @@ def _reader(files: Workdir | None, read: Callable[..., Any], name: str) -> Calla
     return reader
 
 
-def _writer(files: Workdir, write: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _writer(files: WorkdirOps, write: Callable[..., Any], name: str) -> Callable[..., Any]:
     keyword = _WRITERS[name]
 
     def writer(*args: Any, **kwargs: Any) -> Any:
@@ -442,8 +441,8 @@ class _PlotView(metaclass=RuntimeClass):
 
 
 # -- numpy ------------------------------------------------------------------------------------
-def _numpy_files(files: Workdir | None, numpy: Any) -> dict[str, object]:
-    def need() -> Workdir:
+def _numpy_files(files: WorkdirOps | None, numpy: Any) -> dict[str, object]:
+    def need() -> WorkdirOps:
         if files is None:
             raise GuardError("numpy file functions need a working directory in restricted mode")
         return files
@@ -497,7 +496,7 @@ def _numpy_files(files: Workdir | None, numpy: Any) -> dict[str, object]:
 
 # -- matplotlib -------------------------------------------------------------------------------
 def _savefig(
-    files: Workdir, save: Callable[..., Any], fname: object, *args: Any, **kwargs: Any
+    files: WorkdirOps, save: Callable[..., Any], fname: object, *args: Any, **kwargs: Any
 ) -> None:
     """``savefig`` through the workdir: rendered to memory, written by the file layer."""
     if "backend" in kwargs:
@@ -551,12 +550,13 @@ def _own_export(value: object) -> bool:
     return module.split(".")[0] in DATA_ROOTS
 
 
-def data_view(executor: RestrictedExecutor, name: str) -> ModuleView:
-    """The view of data-stack module ``name`` (one of ``WORKER_ONLY_VIEWS``)."""
+def data_attributes(cell: Cell, name: str) -> dict[str, object]:
+    """The attributes of the view of data-stack module ``name`` (one of ``DATA_VIEWS``; the
+    executor adds its allowed submodules)."""
     import importlib
 
-    assert name in WORKER_ONLY_VIEWS
-    files = executor._files
+    assert name in DATA_VIEWS
+    files = cell.files
     if name == "matplotlib":
         import matplotlib
 
@@ -578,8 +578,4 @@ def data_view(executor: RestrictedExecutor, name: str) -> ModuleView:
                 _savefig(files, pyplot.gcf().savefig, *args, **kwargs)
 
             attributes["savefig"] = savefig
-    for child in sorted(WORKER_ONLY_VIEWS):
-        parent, _, leaf = child.rpartition(".")
-        if parent == name and executor._import_allowed(child):
-            attributes[leaf] = executor._view(child)
-    return ModuleView(name, attributes)
+    return attributes

@@ -19,14 +19,14 @@ from safeexec.restricted.guards import GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 
 class _Stream(metaclass=RuntimeClass):
     """``sys.stdout``/``sys.stderr``: ``write`` and ``flush`` to the run's output."""
 
-    def __init__(self, executor: RestrictedExecutor) -> None:
-        self._executor = executor
+    def __init__(self, cell: Cell) -> None:
+        self._cell = cell
 
     def __reduce__(self) -> str | tuple[object, ...]:
         raise GuardError("runtime objects cannot be pickled or copied in restricted mode")
@@ -34,7 +34,7 @@ class _Stream(metaclass=RuntimeClass):
     def write(self, text: str) -> int:
         if type(text) is not str:
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._executor._sink.write(text)
+        self._cell.sink.write(text)
         return len(text)
 
     def flush(self) -> None:
@@ -61,13 +61,9 @@ def _format_exception_only(exc: object, /, *args: object) -> list[str]:
     return format_exception(exc).splitlines(keepends=True)[-1:]
 
 
-# Attributes whose view value is a factory, called on every read (mutable values, never shared).
-FRESH_VALUES = frozenset({"sys.path", "sys.argv"})
-
-
-def environment_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]]:
+def environment_views(cell: Cell) -> Mapping[str, dict[str, object]]:
     """The attributes of each view, for one executor (``print`` output goes to its sink)."""
-    stdout = _Stream(executor)
+    stdout = _Stream(cell)
 
     def print_exc(limit: object = None, file: object = None, chain: bool = True) -> None:
         (file if isinstance(file, _Stream) else stdout).write(_format_exc())
@@ -83,10 +79,10 @@ def environment_views(executor: RestrictedExecutor) -> Mapping[str, dict[str, ob
             "maxunicode": sys.maxunicode,
             "float_info": sys.float_info,
             "int_info": sys.int_info,
-            "path": list,  # made anew on every read (see FRESH_VALUES)
+            "path": list,  # made anew on every read (see allowlist.FRESH_VALUES)
             "argv": lambda: [""],
             "stdout": stdout,
-            "stderr": _Stream(executor),
+            "stderr": _Stream(cell),
             "getsizeof": sys.getsizeof,
             "getrecursionlimit": sys.getrecursionlimit,
             "getdefaultencoding": sys.getdefaultencoding,

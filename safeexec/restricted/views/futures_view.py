@@ -17,16 +17,14 @@ from safeexec.restricted.cell_threads import MAX_LIVE_THREADS, CellThreads, repo
 from safeexec.restricted.guards import GuardError
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["futures_view"]
 
 DoneAndNotDoneFutures = collections.namedtuple("DoneAndNotDoneFutures", "done not_done")
 
 
-def futures_view(
-    executor: RestrictedExecutor, cell: CellThreads, thread_class: type
-) -> dict[str, object]:
+def futures_view(cell: Cell, threads: CellThreads, thread_class: type) -> dict[str, object]:
     """The attributes of the ``concurrent.futures`` view; workers are ``thread_class`` threads."""
     Thread = thread_class
 
@@ -47,7 +45,7 @@ def futures_view(
             return f"<Future state={self._future._state.lower()}>"
 
         def _wait(self, timeout: float | None) -> None:
-            if not cell.wait(self._done.wait, timeout):
+            if not threads.wait(self._done.wait, timeout):
                 raise TimeoutError()
 
         def result(self, timeout: float | None = None) -> object:
@@ -75,7 +73,7 @@ def futures_view(
                 try:
                     fn(self)
                 except Exception as error:
-                    report_error(executor, "future callback", error)
+                    report_error(cell, "future callback", error)
 
             self._future.add_done_callback(call)
 
@@ -114,7 +112,7 @@ def futures_view(
             if not pending or done:
                 continue
             left = None if deadline is None else deadline - time.monotonic()
-            if (left is not None and left <= 0) or not cell.wait(changed.wait, left):
+            if (left is not None and left <= 0) or not threads.wait(changed.wait, left):
                 raise TimeoutError(f"{len(pending)} (of {total}) futures unfinished")
 
     def wait(
@@ -139,7 +137,7 @@ def futures_view(
             if finished():
                 break
             left = None if deadline is None else deadline - time.monotonic()
-            if (left is not None and left <= 0) or not cell.wait(changed.wait, left):
+            if (left is not None and left <= 0) or not threads.wait(changed.wait, left):
                 break
         done = {f for f in futures if f.done()}
         return DoneAndNotDoneFutures(done, set(futures) - done)
@@ -167,7 +165,7 @@ def futures_view(
             self._workers: list[Any] = []
             self._idle = threading.Semaphore(0)
             self._shut = False
-            cell.add_pool(self)
+            threads.add_pool(self)
 
         def __reduce__(self) -> str | tuple[object, ...]:
             raise GuardError("executors cannot be pickled or copied in restricted mode")
@@ -182,7 +180,7 @@ def futures_view(
                     return False
                 return True
 
-            cell.wait(attempt, None)
+            threads.wait(attempt, None)
             return got[0]
 
         def submit(self, fn: Callable[..., object], /, *args: object, **kwargs: object) -> Future:

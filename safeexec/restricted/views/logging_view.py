@@ -22,7 +22,7 @@ from safeexec.restricted.guards import _SAFE_FORMATTER, GuardError, RuntimeClass
 from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["logging_view"]
 
@@ -183,8 +183,8 @@ class NullHandler(Handler):
         """Drop it."""
 
 
-def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]]:
-    """The attributes of the ``logging`` view for one executor."""
+def logging_view(cell: Cell) -> Mapping[str, dict[str, object]]:
+    """The attributes of the ``logging`` view for one cell."""
     lock = threading.RLock()
 
     class StreamHandler(Handler):
@@ -199,7 +199,7 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
         def emit(self, record: LogRecord) -> None:
             text = self.format(record) + "\n"
             if self.stream is None:
-                executor._sink.write(text)
+                cell.sink.write(text)
             else:
                 self.stream.write(text)  # type: ignore[attr-defined]
 
@@ -209,7 +209,10 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
         __slots__ = ()
 
         def __init__(self, filename: str, mode: str = "a", encoding: str | None = None) -> None:
-            super().__init__(executor._open(str(filename), mode, encoding=encoding))
+            files = cell.files
+            if files is None:
+                raise GuardError("logging.FileHandler needs a working directory in restricted mode")
+            super().__init__(files.open(str(filename), mode, encoding=encoding))
 
         def emit(self, record: LogRecord) -> None:
             super().emit(record)
@@ -307,7 +310,7 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
                         handler.handle(record)
                     logger = logger.parent if logger.propagate else None
                 if not handled and record.levelno >= _LEVELS["WARNING"]:
-                    executor._sink.write(record.getMessage() + "\n")  # the last resort
+                    cell.sink.write(record.getMessage() + "\n")  # the last resort
 
         def debug(self, msg: object, *args: object, **kwargs: object) -> None:
             self.log(10, msg, *args, **kwargs)
@@ -332,7 +335,7 @@ def logging_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]
         fatal = critical
 
     # ``log.propagate = False``, ``handler.level = ...``: the classes' own attributes.
-    writable = executor.guards.writable_attributes
+    writable = cell.guards.writable_attributes
     writable[Logger] = frozenset({"level", "propagate", "disabled"})
     for handler_class in (Handler, StreamHandler, FileHandler, NullHandler):
         writable[handler_class] = frozenset({"level", "formatter"})

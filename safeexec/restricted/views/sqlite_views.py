@@ -27,7 +27,7 @@ from safeexec.restricted.guards import GuardError, RuntimeClass
 from safeexec.restricted.workdir_files import WorkdirOps
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 # A database file is read into memory and grows there: the same bound as a written file
 # (the default pack's ``file_size_bytes``; the worker's RLIMIT_FSIZE stops larger writes too).
@@ -160,9 +160,9 @@ def _database_name(value: object) -> str:
 class SqliteConnection(metaclass=RuntimeClass):
     """What ``sqlite3.connect`` returns: the connection's methods, never the connection."""
 
-    __slots__ = ("_conn", "_executor", "_held", "_ops", "_state", "_target")
+    __slots__ = ("_cell", "_conn", "_held", "_ops", "_state", "_target")
     _conn: sqlite3.Connection
-    _executor: RestrictedExecutor
+    _cell: Cell
     _ops: WorkdirOps
     _target: str | None
     _state: tuple[int, int]
@@ -173,16 +173,16 @@ class SqliteConnection(metaclass=RuntimeClass):
 
     @classmethod
     def _open(
-        cls, executor: RestrictedExecutor, ops: WorkdirOps, target: str | None, **options: Any
+        cls, cell: Cell, ops: WorkdirOps, target: str | None, **options: Any
     ) -> SqliteConnection:
         data = b""
         if target is not None:
             if ops.exists(target):
                 if ops.getsize(target) > MAX_DATABASE_BYTES:
                     raise sqlite3.DatabaseError(f"{target!r} is larger than the database bound")
-                data = ops.files.apply(target, "connect", lambda p: p.read_bytes())
+                data = ops.apply(target, "connect", lambda p: p.read_bytes())
             else:
-                ops.files.apply(target, "connect", lambda p: p.write_bytes(b""))
+                ops.apply(target, "connect", lambda p: p.write_bytes(b""))
         conn = sqlite3.connect(":memory:", **options)
         try:
             if data:
@@ -198,7 +198,7 @@ class SqliteConnection(metaclass=RuntimeClass):
         view = object.__new__(cls)
         setter = object.__setattr__
         setter(view, "_conn", conn)
-        setter(view, "_executor", executor)
+        setter(view, "_cell", cell)
         setter(view, "_ops", ops)
         setter(view, "_target", target)
         setter(view, "_held", [])
@@ -218,7 +218,7 @@ class SqliteConnection(metaclass=RuntimeClass):
     def _progress(self) -> int:
         """Stop the statement when the budget is spent; keep an interrupt to raise afterwards."""
         try:
-            return 1 if self._executor._budget.exhausted else 0
+            return 1 if self._cell.budget.exhausted else 0
         except BaseException as exc:  # KeyboardInterrupt delivered inside the statement
             self._held.append(exc)
             return 1
@@ -263,7 +263,7 @@ class SqliteConnection(metaclass=RuntimeClass):
         if state == self._state:
             return
         data = self._conn.serialize()
-        self._ops.files.apply(self._target, "sqlite3", lambda p: p.write_bytes(data))
+        self._ops.apply(self._target, "sqlite3", lambda p: p.write_bytes(data))
         object.__setattr__(self, "_state", state)
 
     def _wrap_cursor(self, cursor: sqlite3.Cursor) -> SqliteCursor:
@@ -509,7 +509,7 @@ _EXCEPTIONS = [
 ]
 
 
-def sqlite_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
+def sqlite_views(cell: Cell, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
     """The ``sqlite3`` view for one executor's workdir."""
 
     def connect(
@@ -529,7 +529,7 @@ def sqlite_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, 
             raise GuardError("sqlite3.connect(factory=...) is not available in restricted mode")
         target = None if name in _MEMORY_NAMES else name
         return SqliteConnection._open(
-            executor,
+            cell,
             ops,
             target,
             timeout=timeout,
@@ -543,7 +543,7 @@ def sqlite_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, 
         (SqliteConnection, ("row_factory", "text_factory", "isolation_level")),
         (SqliteCursor, ("row_factory", "arraysize")),
     ):
-        executor.guards.writable_attributes[kind] = frozenset(names)
+        cell.guards.writable_attributes[kind] = frozenset(names)
     view: dict[str, object] = {name: getattr(sqlite3, name) for name in _EXCEPTIONS}
     view.update(
         connect=connect,

@@ -1,4 +1,4 @@
-"""The ``warnings`` view: warnings the code issues, filtered and caught per executor.
+"""The ``warnings`` view: warnings the code issues, filtered and caught per cell.
 
 In-process the real module's filters and ``showwarning`` are the host's, process-wide: a
 ``simplefilter("error")`` would turn the host's own warnings into exceptions. The view keeps its
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from safeexec.restricted.guards import GuardError, RuntimeClass
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 __all__ = ["warnings_view"]
 
@@ -72,8 +72,8 @@ def _category(category: object) -> type[Warning]:
     return category
 
 
-def warnings_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object]]:
-    """The attributes of the ``warnings`` view for one executor."""
+def warnings_view(cell: Cell) -> Mapping[str, dict[str, object]]:
+    """The attributes of the ``warnings`` view for one cell."""
     state = _State()
 
     def add(item: _Filter, append: bool) -> None:
@@ -135,7 +135,7 @@ def warnings_view(executor: RestrictedExecutor) -> Mapping[str, dict[str, object
         if state.records is not None:
             state.records.append(WarningMessage(instance, kind, "<cell>", 0))
             return
-        executor._sink.write(f"{kind.__name__}: {text}\n")
+        cell.sink.write(f"{kind.__name__}: {text}\n")
 
     class catch_warnings:
         """``warnings.catch_warnings``: filters restored on exit; ``record=True`` lists them."""

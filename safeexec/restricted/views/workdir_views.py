@@ -22,7 +22,7 @@ from safeexec.restricted.guards import GuardError, RuntimeClass
 from safeexec.restricted.workdir_files import WorkdirFile, WorkdirOps
 
 if TYPE_CHECKING:
-    from safeexec.restricted.executor import RestrictedExecutor
+    from safeexec.restricted.cell import Cell
 
 # The pure ``os.path`` functions: string work only, no file system, no environment.
 _PURE_PATH = (
@@ -140,10 +140,10 @@ class WorkdirPath(metaclass=RuntimeClass):
     # -- the workdir ---------------------------------------------------------------------------
     @classmethod
     def cwd(cls) -> WorkdirPath:
-        return cls(cls._ops.files.root)
+        return cls(cls._ops.root)
 
     def absolute(self) -> WorkdirPath:
-        return self if self.is_absolute() else self._new(self._ops.files.root, self._path)
+        return self if self.is_absolute() else self._new(self._ops.root, self._path)
 
     def resolve(self, strict: bool = False) -> WorkdirPath:
         return self.absolute()
@@ -189,7 +189,7 @@ class WorkdirPath(metaclass=RuntimeClass):
         errors: str | None = None,
         newline: str | None = None,
     ) -> WorkdirFile:
-        return self._ops.files.open(self._path, mode, buffering, encoding, errors, newline)
+        return self._ops.open(self._path, mode, buffering, encoding, errors, newline)
 
     def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
         with self.open("r", encoding=encoding, errors=errors) as handle:
@@ -273,9 +273,10 @@ def _paths(function: Callable[..., object], count: int = 1) -> Callable[..., obj
     return call
 
 
-def workdir_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
+def workdir_views(cell: Cell, ops: WorkdirOps) -> Mapping[str, dict[str, object]]:
     """The attributes of each confined module view, for the session's workdir."""
     path_class = type("Path", (WorkdirPath,), {"__slots__": (), "_ops": ops})
+    ops.admit_path_type(path_class)
     os_path: dict[str, object] = {name: getattr(posixpath, name) for name in _PURE_PATH}
     os_path.update(
         exists=_paths(ops.exists),
@@ -283,7 +284,7 @@ def workdir_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str,
         isdir=_paths(ops.isdir),
         getsize=_paths(ops.getsize),
         getmtime=_paths(ops.getmtime),
-        abspath=_paths(lambda p: posixpath.normpath(posixpath.join(ops.files.root, p))),
+        abspath=_paths(lambda p: posixpath.normpath(posixpath.join(ops.root, p))),
         relpath=_paths(lambda p, start=".": posixpath.relpath(p, start)),
     )
 
@@ -297,10 +298,8 @@ def workdir_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str,
         return _TemporaryDirectory(ops, suffix or "", prefix or "tmp", where)
 
     def disk_usage(path: object) -> object:
-        import shutil
-
         ops.stat(_text(path))  # beneath the workdir, or refused
-        return shutil.disk_usage(ops.files.root)
+        return ops.disk_usage()
 
     return {
         "os.path": os_path,
@@ -312,7 +311,7 @@ def workdir_views(executor: RestrictedExecutor, ops: WorkdirOps) -> Mapping[str,
             "name": "posix",
             "environ": types.MappingProxyType({}),
             "getenv": getenv,
-            "getcwd": lambda: ops.files.root,
+            "getcwd": lambda: ops.root,
             "cpu_count": os.cpu_count,
             "listdir": _paths(ops.listdir),
             "walk": _paths(ops.walk),

@@ -14,8 +14,8 @@ from safeexec.gate import check
 from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.restricted import GuardError, RestrictedExecutor
-from safeexec.restricted.allowlist import WORKER_ONLY_VIEWS
-from safeexec.restricted.views import data_views
+from safeexec.restricted.allowlist import DATA_VIEWS
+from safeexec.restricted.views import WorkerViews, data_views
 from safeexec.restricted.views.data_views import mediate
 from safeexec.restricted_proof.reachability import CrawlLimits, crawl
 
@@ -25,7 +25,7 @@ URL = "http://127.0.0.1:9/data.csv"
 
 @pytest.fixture
 def run(tmp_path: Path):  # type: ignore[no-untyped-def]
-    executor = RestrictedExecutor(imports=IMPORTS, workdir=tmp_path / "work", confined=True)
+    executor = RestrictedExecutor(imports=IMPORTS, workdir=tmp_path / "work", views=WorkerViews)
     (tmp_path / "work").mkdir()
     prelude = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
 
@@ -133,8 +133,8 @@ def test_the_views_leave_out_the_denylist_and_every_submodule(  # type: ignore[n
 def test_no_view_hands_out_a_module_or_a_shared_container(run) -> None:  # type: ignore[no-untyped-def]
     run("import numpy.linalg, numpy.random, numpy.fft\n")
     views = run.executor._views  # type: ignore[attr-defined]
-    assert set(WORKER_ONLY_VIEWS) <= set(views)
-    for name in WORKER_ONLY_VIEWS:
+    assert set(DATA_VIEWS) <= set(views)
+    for name in DATA_VIEWS:
         for attr, value in vars(views[name]).items():
             if attr.startswith("_"):
                 continue  # the view's own label and factories
@@ -166,7 +166,7 @@ def test_a_read_of_a_mediated_name_on_other_objects_is_the_plain_read(run) -> No
     run("import io\nassert io.StringIO('x').read() == 'x'\n")
     executor = run.executor  # type: ignore[attr-defined]
     holder = {"plot": 1}
-    assert mediate(executor, holder, "get") == holder.get
+    assert mediate(executor.cell, holder, "get") == holder.get
     run("class Own:\n    def eval(self):\n        return 7\nassert Own().eval() == 7\n")
 
 
@@ -176,7 +176,7 @@ def test_the_data_stack_has_no_view_in_the_host_process(tmp_path: Path) -> None:
         RestrictedExecutor(imports=IMPORTS, workdir=tmp_path),  # not confined: the default
     ):
         for module in ("numpy", "pandas", "matplotlib.pyplot"):
-            with pytest.raises(ImportError, match="not allowed"):
+            with pytest.raises(ImportError, match="only in the confined worker"):
                 executor.execute(f"import {module}\n", filename="<host>")
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from safeexec.restricted import GuardError, RestrictedExecutor
-from safeexec.restricted.views import compression_views
+from safeexec.restricted.views import WorkerViews, compression_views
 
 IMPORTS = ("gzip", "bz2", "lzma", "zipfile", "tarfile", "io", "os", "os.path", "pathlib", "shutil")
 
 
 def run(workdir: Path, code: str) -> str | None:
-    executor = RestrictedExecutor(imports=IMPORTS, workdir=workdir)
+    executor = RestrictedExecutor(views=WorkerViews, imports=IMPORTS, workdir=workdir)
     prelude = "import gzip, bz2, lzma, zipfile, tarfile, io, os, shutil, pathlib\n"
     return executor.execute(prelude + code, filename="<test>")
 

@@ -10,13 +10,14 @@ import pytest
 
 from safeexec.restricted import OperationBudget, RestrictedExecutor
 from safeexec.restricted.cell_threads import _SLICE_SECONDS, ThreadState, ThreadStopped
+from safeexec.restricted.views import WorkerViews
 from safeexec.restricted.views.async_loop import EventLoop, Future, LoopState
 
 
 def _executor(operations: int = 10_000) -> RestrictedExecutor:
     """An executor as during a run: its budget open (outside a run it is closed)."""
-    executor = RestrictedExecutor()
-    executor._budget = OperationBudget(operations)
+    executor = RestrictedExecutor(views=WorkerViews)
+    executor.cell.budget = OperationBudget(operations)
     return executor
 
 
@@ -24,7 +25,7 @@ def _executor(operations: int = 10_000) -> RestrictedExecutor:
 def test_a_stop_signal_in_a_task_ends_the_loop_instead_of_becoming_its_exception(
     signal: type[BaseException],
 ) -> None:
-    loop = EventLoop(LoopState(_executor()))
+    loop = EventLoop(LoopState(_executor().cell))
 
     async def stopped() -> None:
         raise signal("stop")
@@ -40,7 +41,7 @@ def test_a_stop_signal_in_a_task_ends_the_loop_instead_of_becoming_its_exception
 
 
 def test_an_ordinary_failure_is_the_tasks_exception() -> None:
-    loop = EventLoop(LoopState(_executor()))
+    loop = EventLoop(LoopState(_executor().cell))
 
     async def failing() -> None:
         raise ValueError("x")
@@ -68,8 +69,8 @@ def _next_turn(loop: EventLoop) -> Future:
 def test_every_callback_draws_from_the_executors_budget() -> None:
     # Ten callbacks draw at least ten operations: a budget of nine runs out (and is enough
     # without them).
-    assert EventLoop(LoopState(_executor(9))).run_until_complete(_nothing()) is None
-    loop = EventLoop(LoopState(_executor(9)))
+    assert EventLoop(LoopState(_executor(9).cell)).run_until_complete(_nothing()) is None
+    loop = EventLoop(LoopState(_executor(9).cell))
     for _ in range(10):
         loop.call_soon(len, "x")
     idle = _nothing()
@@ -79,7 +80,7 @@ def test_every_callback_draws_from_the_executors_budget() -> None:
 
 
 def test_the_loop_stops_when_the_budget_runs_out() -> None:
-    loop = EventLoop(LoopState(_executor(50)))
+    loop = EventLoop(LoopState(_executor(50).cell))
 
     async def forever() -> None:
         while True:
@@ -99,7 +100,7 @@ def test_a_stopped_threads_tasks_are_closed_in_that_thread_not_left_to_the_colle
     # The worker's executor (no ticks). ``waiter`` is suspended whenever the stop lands; left so,
     # the collector would resume it later in another cell, where ``asyncio.sleep`` raises (no
     # running loop) into its ``except BaseException`` forever.
-    executor = RestrictedExecutor(imports=("asyncio", "threading"))
+    executor = RestrictedExecutor(views=WorkerViews, imports=("asyncio", "threading"))
     code = (
         "import asyncio, threading\n"
         "started = threading.Event()\n"
@@ -126,8 +127,8 @@ def test_a_thread_unwinding_from_its_stop_is_not_stopped_again() -> None:
     # Stop rounds raise again every slice; under load that used to cut the loop's clean-up
     # after the first stop short, leaving coroutines for the collector. The clean-up here is
     # host code that outlasts several slices.
-    executor = RestrictedExecutor(imports=("threading",))
-    threads = executor._threads
+    executor = RestrictedExecutor(views=WorkerViews, imports=("threading",))
+    threads = executor.cell.threads
     finished: list[str] = []
 
     def body() -> None:

@@ -8,12 +8,15 @@ import sys
 import pytest
 
 from safeexec.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 
 @pytest.fixture(params=[False, True], ids=["worker", "in-process"])
 def run(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     def execute(code: str, *, budget: OperationBudget | None = None) -> str | None:
-        executor = RestrictedExecutor(imports=("asyncio",), count_operations=request.param)
+        executor = RestrictedExecutor(
+            views=WorkerViews, imports=("asyncio",), count_operations=request.param
+        )
         return executor.execute("import asyncio\n" + code, filename="<test>", budget=budget)
 
     return execute
@@ -323,7 +326,7 @@ asyncio.run(main())
 
 def test_the_budget_stops_an_endless_sleep_chain() -> None:
     # Virtual time never blocks, so only the budget can end it; each callback draws from it.
-    executor = RestrictedExecutor(imports=("asyncio",), count_operations=True)
+    executor = RestrictedExecutor(views=WorkerViews, imports=("asyncio",), count_operations=True)
     budget = OperationBudget(5_000)
     code = "import asyncio\nasync def main():\n    while True:\n        await asyncio.sleep(3600)\n"
     with pytest.raises(RuntimeError):
@@ -334,7 +337,7 @@ def test_the_budget_stops_an_endless_sleep_chain() -> None:
 def test_the_loop_itself_draws_from_the_budget() -> None:
     # Callbacks the code schedules on the loop run no ticked code of their own (``print`` is a
     # builtin): only the loop's own draw stops them.
-    executor = RestrictedExecutor(imports=("asyncio",), count_operations=True)
+    executor = RestrictedExecutor(views=WorkerViews, imports=("asyncio",), count_operations=True)
     budget = OperationBudget(2_000)
     code = """
 import asyncio
@@ -355,7 +358,7 @@ asyncio.run(main())
 @pytest.mark.parametrize("keep", [False, True], ids=["finalized", "left-open"])
 def test_open_async_generators_are_closed_and_the_hosts_hooks_restored(keep: bool) -> None:
     before = sys.get_asyncgen_hooks()
-    executor = RestrictedExecutor(imports=("asyncio",), count_operations=True)
+    executor = RestrictedExecutor(views=WorkerViews, imports=("asyncio",), count_operations=True)
     code = f"""
 import asyncio
 closed = []

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from safeexec.restricted import GuardError, OperationBudget, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 
 def _drive(
     code: str, *, counting: bool = False, budget: OperationBudget | None = None
 ) -> str | None:
     """Run ``code`` (which binds ``coro``), drive ``coro`` by hand, return the cell's value."""
-    executor = RestrictedExecutor(count_operations=counting)
+    executor = RestrictedExecutor(views=WorkerViews, count_operations=counting)
     driver = (
         "\ndef drive(c):\n    try:\n        while True:\n            c.send(None)\n"
         "    except StopIteration as stop:\n        return stop.value\ndrive(coro)\n"
@@ -85,20 +86,20 @@ finally:
         target.close()
 """
     with pytest.raises(GuardError, match=attribute):
-        RestrictedExecutor().execute(code, filename="<test>")
+        RestrictedExecutor(views=WorkerViews).execute(code, filename="<test>")
 
 
 @pytest.mark.parametrize("name", ["cr_frame", "ag_frame", "gi_frame", "cr_code"])
 def test_getattr_of_coroutine_internals_is_refused(name: str) -> None:
     code = f"async def c():\n    pass\nx = c()\nx.close()\ngetattr(x, {name!r})\n"
     with pytest.raises(GuardError):
-        RestrictedExecutor().execute(code, filename="<test>")
+        RestrictedExecutor(views=WorkerViews).execute(code, filename="<test>")
 
 
 def test_defining_await_on_an_own_class_is_refused() -> None:
     code = "class A:\n    def __await__(self):\n        yield\n"
     with pytest.raises(SyntaxError, match="__await__"):
-        RestrictedExecutor().execute(code, filename="<test>")
+        RestrictedExecutor(views=WorkerViews).execute(code, filename="<test>")
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from safeexec.restricted import GuardError, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 
 def _run(code: str, workdir: Path) -> tuple[str | None, str]:
     sink = io.StringIO()
-    executor = RestrictedExecutor(imports=("logging",), workdir=workdir, sink=sink)
+    executor = RestrictedExecutor(
+        views=WorkerViews, imports=("logging",), workdir=workdir, sink=sink
+    )
     return executor.execute(code, filename="<t>"), sink.getvalue()
 
 

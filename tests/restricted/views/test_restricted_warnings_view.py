@@ -8,10 +8,11 @@ import warnings
 import pytest
 
 from safeexec.restricted import RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 
 def _executor(sink: io.StringIO | None = None) -> RestrictedExecutor:
-    return RestrictedExecutor(imports=("warnings",), sink=sink or io.StringIO())
+    return RestrictedExecutor(views=WorkerViews, imports=("warnings",), sink=sink or io.StringIO())
 
 
 def test_catch_warnings_records_what_the_code_warns() -> None:

@@ -13,13 +13,13 @@ from safeexec.restricted import (
     OperationBudget,
     RestrictedExecutor,
 )
-from safeexec.restricted.views import sqlite_views
+from safeexec.restricted.views import WorkerViews, sqlite_views
 
 IMPORTS = ("sqlite3", "os", "os.path")
 
 
 def _executor(workdir: Path, **options: object) -> RestrictedExecutor:
-    return RestrictedExecutor(imports=IMPORTS, workdir=workdir, **options)  # type: ignore[arg-type]
+    return RestrictedExecutor(views=WorkerViews, imports=IMPORTS, workdir=workdir, **options)  # type: ignore[arg-type]
 
 
 def run(workdir: Path, code: str) -> str | None:
@@ -158,7 +158,7 @@ def test_a_spent_budget_ends_a_long_statement(tmp_path: Path) -> None:
     endless = (
         "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
     )
-    executor._budget = budget
+    executor.cell.budget = budget
     view = executor._namespace["c"]
     with pytest.raises(sqlite3.OperationalError, match="interrupted"):
         view.execute(endless)  # type: ignore[attr-defined]
@@ -174,7 +174,7 @@ def test_an_interrupt_during_a_statement_is_raised_not_swallowed(tmp_path: Path)
         def exhausted(self) -> bool:
             raise KeyboardInterrupt
 
-    executor._budget = Budget()  # type: ignore[assignment]
+    executor.cell.budget = Budget()  # type: ignore[assignment]
     endless = (
         "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
     )
