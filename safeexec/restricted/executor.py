@@ -96,7 +96,6 @@ class RestrictedExecutor(metaclass=RuntimeClass):
         self._imports = tuple(imports)
         self._make_views = views
         self._view_set: ViewSet | None = None
-        self._workdir = None if workdir is None else Path(workdir).resolve()
         self._transformer = CountingTransformer if count_operations else SafeexecTransformer
         self._counting = count_operations
         self._output_bytes = output_bytes
@@ -108,7 +107,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             guards=Guards(),
             budget=self._closed,
             sink=sink if sink is not None else _SinkProxy(),
-            files=None if self._workdir is None else WorkdirOps(Workdir(self._workdir)),
+            files=None if workdir is None else WorkdirOps(Workdir(Path(workdir).resolve())),
             counting=count_operations,
         )
         self.cell.threads = CellThreads(self.cell, on_stop=self._close_namespace_budget)
