@@ -10,7 +10,7 @@ setup(
         "safeexec.dsl": ["grammar.lark"],
         "safeexec.service": ["openapi.json"],
         "safeexec.sandbox": ["egress_site/sitecustomize.py"],
-        "safeexec.sandbox.restricted": ["module_views.json"],
+        "safeexec.restricted": ["module_views.json"],
         "safeexec.policies": ["**/*.toml", "**/*.py", "**/*.md"],
     },
 )

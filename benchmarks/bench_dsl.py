@@ -56,7 +56,7 @@ from safeexec.dsl.parser import forget_parses
 from safeexec.gate import check, clear_check_cache
 from safeexec.model.values import Action, ExecRequest, ExecStatus, Limits, Verdict
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted import executor as restricted_executor
+from safeexec.restricted import executor as restricted_executor
 
 # The same pipelines as restricted Python (results shown by the final expression).
 PYTHON = {

@@ -48,7 +48,7 @@ from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.capabilities.gateway import CapabilitySet, tool, tool_function
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
-from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted import OperationBudget, RestrictedExecutor
 
 PROGRAMS: dict[str, str] = {
     "trivial call": "x = abs(-1) + 1\n",

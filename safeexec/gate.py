@@ -39,7 +39,7 @@ from safeexec.policy.engine_rules import CHECK_CRASHED, engine_finding
 from safeexec.policy.loader import policy_digest
 from safeexec.policy.modes import DSL_MODES, mode_imports
 from safeexec.policy.schema import MatchKind, Policy
-from safeexec.sandbox.restricted.allowlist import restricted_modules
+from safeexec.restricted.allowlist import restricted_modules
 
 if TYPE_CHECKING:  # imported on first use: the DSL (lark, its checker) and the tool layer
     from safeexec.capabilities.gateway import CapabilitySet, ToolSpec

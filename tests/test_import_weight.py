@@ -51,9 +51,9 @@ _NOT_FOR_CHECKING = (
     "safeexec.sandbox.zygote",
     "safeexec.sandbox.confine",
     "safeexec.sandbox.executor",
-    "safeexec.sandbox.restricted.executor",
-    "safeexec.sandbox.restricted.guards",
-    "safeexec.sandbox.restricted.transformer",
+    "safeexec.restricted.executor",
+    "safeexec.restricted.guards",
+    "safeexec.restricted.transformer",
     "RestrictedPython",
     "libcst",
     "lark",
@@ -77,7 +77,7 @@ _NOT_FOR_A_SESSION = (
     "safeexec.policy.grants",
     "safeexec.backends.native",
     "safeexec.backends.restricted",
-    "safeexec.sandbox.restricted.executor",
+    "safeexec.restricted.executor",
 )
 
 

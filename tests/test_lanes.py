@@ -69,7 +69,7 @@ def test_the_fast_lane_does_not_collect_the_slow_suites() -> None:
     assert ignore(TESTS / "integration", fast) is True
     # Only whole suites are left out, and only under the fast lane's expression.
     assert ignore(TESTS / "backends", fast) is None
-    assert ignore(TESTS / "sandbox" / "restricted", fast) is None
+    assert ignore(TESTS / "restricted", fast) is None
     assert ignore(TESTS / "escapes", everything) is None
     assert ignore(TESTS / "escapes", slow_only) is None
 

@@ -33,7 +33,7 @@ from safeexec.policy.engine_rules import CHECK_CRASHED, UNKNOWN_SYNTAX, engine_f
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.schema import MatchKind, Policy, Rule, RuleStatus
 from safeexec.policy.vocabulary import SYNTAX_NODE_TYPES
-from safeexec.sandbox.restricted.allowlist import restricted_modules
+from safeexec.restricted.allowlist import restricted_modules
 
 __all__ = ["scan"]
 

@@ -44,9 +44,9 @@ from safeexec.dsl.signatures import ToolSignature, signature_of_descriptor, sign
 from safeexec.errors import BackendUnavailable, ConfigurationError
 from safeexec.model.codec import JSONValue
 from safeexec.model.values import Enforcement, ExecRequest, ExecResult, ExecStatus, ToolRefused
+from safeexec.restricted import OperationBudget, SandboxExit
 from safeexec.sandbox.dsl_executor import DslBounds, DslCell, new_runtime, run_program
 from safeexec.sandbox.dsl_runtime import DslLimitError, DslRuntime, DslRuntimeError
-from safeexec.sandbox.restricted import OperationBudget, SandboxExit
 
 if TYPE_CHECKING:
     from safeexec.backends.native.template import TemplateProcess

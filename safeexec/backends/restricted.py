@@ -24,9 +24,11 @@ configuration names it (:func:`safeexec.backends.registry.refuse_in_process`). P
   raises ``BackendUnavailable``);
 * output is capped as it is written and streamed to ``on_output`` as it is written (capped per
   stream like the worker's, on the thread running the call: a slow callback slows the cell and
-  counts against its time); tools and files work as in the worker (``open`` and the file
-  views resolve beneath the workdir through ``BoundPath``, links never followed, as the host's
-  uid); ``env`` is ignored (the ``os`` view's ``environ`` is empty);
+  counts against its time); tools work as in the worker, and ``open`` resolves beneath the
+  workdir through ``BoundPath``, links never followed, as the host's uid; the runtime here is
+  the core and the pure stdlib modules: every module view (``os``, ``pathlib``, ``sys``, threads,
+  ``asyncio``, ``sqlite3``, archives, ``logging``, ``warnings``, the data stack) is refused, it
+  runs only in the confined worker; ``env`` is ignored;
 * sandbox objects live in the host process: they never cross into host code (tool arguments and
   results are JSON-plain copies), but a RestrictedPython or guard bug here is a host compromise.
 * CPython 3.11 recurses in C without a depth check through deeply nested objects (hashing a
@@ -77,7 +79,7 @@ from safeexec.model.values import (
     Limits,
     StreamName,
 )
-from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted import OperationBudget, RestrictedExecutor
 from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 if TYPE_CHECKING:
@@ -106,7 +108,9 @@ _IN_PROCESS_GAPS = (
     "threads the code starts draw from the cell's operation budget and wall limit, not from the "
     "CPU-time watchdog (it reads the cell's own thread); a thread inside a single C operation "
     "when its cell ends finishes it, and runs on into the next cell if it outlasts a second",
-    "numpy, pandas and matplotlib have no views in-process (they need the confined worker)",
+    "only the core and the pure stdlib modules run in-process: the module views (os, pathlib, "
+    "sys, threading, asyncio, sqlite3, archives, logging, warnings, numpy, pandas, matplotlib) "
+    "need the confined worker",
 )
 
 

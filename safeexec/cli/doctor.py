@@ -10,7 +10,7 @@ import typer
 from safeexec.backends.native import diagnose
 from safeexec.backends.restricted import in_process_gaps
 from safeexec.policy import load_policy, shipped_packs
-from safeexec.sandbox.restricted.reachability import CrawlReport, crawl_modes
+from safeexec.restricted_proof.reachability import CrawlReport, crawl_modes
 
 __all__ = ["doctor"]
 

@@ -1,14 +1,14 @@
 """What a pack means in each execution mode: the import allowlist in force and the rules that apply.
 
 One allowlist, two enforcers: the static gate reads a mode's imports from :func:`mode_imports`,
-and the restricted runtime imports exactly ``restricted_modules`` (sandbox.restricted.allowlist)
+and the restricted runtime imports exactly ``restricted_modules`` (restricted.allowlist)
 of the same ``[imports] allow`` list, so ``check`` and ``run`` cannot disagree about a module.
 """
 
 from __future__ import annotations
 
 from safeexec.policy.schema import ImportsConfig
-from safeexec.sandbox.restricted.allowlist import module_matches, restricted_modules
+from safeexec.restricted.allowlist import module_matches, restricted_modules
 
 __all__ = ["DSL_MODES", "explicitly_allowed", "mode_imports", "module_matches"]
 

@@ -2,7 +2,7 @@
 
 The worker owns the channel, output capture and tracebacks; an executor only turns source text
 into effects on its own persistent namespace. ``PythonExecutor`` is plain ``exec``; the restricted
-mode plugs ``RestrictedExecutor`` (``safeexec.sandbox.restricted``) into the same worker.
+mode plugs ``RestrictedExecutor`` (``safeexec.restricted``) into the same worker.
 """
 
 from __future__ import annotations

@@ -105,14 +105,16 @@ def runtime_read_only_paths() -> tuple[str, ...]:
 
 def _make_executor(config: SessionConfig) -> Executor:
     if config.executor == "restricted":
-        from safeexec.sandbox.restricted import RestrictedExecutor
+        from safeexec.restricted import RestrictedExecutor
+        from safeexec.restricted.views import WorkerViews
 
-        # The worker is confined: here the data stack's views exist (data_views.py).
+        # The worker is confined: only here does the runtime have its views (files, threads,
+        # asyncio, sqlite3, archives, logging, the data stack).
         executor: Executor = RestrictedExecutor(
             imports=config.imports,
             workdir=Path(config.workdir),
             seed=config.seed,
-            confined=True,
+            views=WorkerViews,
         )
         return executor
     if config.executor == "dsl":
@@ -542,7 +544,7 @@ def main() -> None:
     options = TemplateOptions.from_argument(sys.argv[2])
     loaded, failed = _preload(list(options.preload))
     with contextlib.suppress(ImportError):
-        importlib.import_module("safeexec.sandbox.restricted")
+        importlib.import_module("safeexec.restricted")
     try:
         # Sent by the host while we imported: it loads libseccomp, so that we need not.
         setup = Setup.from_message(recv_frame(control))

@@ -14,7 +14,8 @@ from safeexec.backends.base import SessionSpec
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted import OperationBudget, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 REFUSED_ON_PURPOSE = {"HumanEval/160": "Eval calls are not allowed"}
 IMPORTS = load_policy("default").imports.allow
@@ -48,7 +49,9 @@ def test_dataset_is_complete() -> None:
 @pytest.mark.parametrize("counting", [False, True], ids=["worker-runtime", "in-process-runtime"])
 @pytest.mark.parametrize("problem", PROBLEMS, ids=[p["task_id"] for p in PROBLEMS])
 def test_canonical_solution_passes(problem: dict[str, str], counting: bool) -> None:
-    executor = RestrictedExecutor(imports=IMPORTS, count_operations=counting)
+    executor = RestrictedExecutor(
+        imports=IMPORTS, count_operations=counting, views=None if counting else WorkerViews
+    )
     budget = OperationBudget(10**9) if counting else None
     task = problem["task_id"]
     if task in REFUSED_ON_PURPOSE:

@@ -4,7 +4,7 @@ interpreter is reachable from numpy, pandas or matplotlib as restricted mode off
 from __future__ import annotations
 
 from safeexec.policy.loader import load_policy
-from safeexec.sandbox.restricted.reachability import crawl
+from safeexec.restricted_proof.reachability import crawl
 
 # What must never be reachable from the data views, even in the worker: the kinds that hand
 # sandboxed code the interpreter itself. The crawl of the data stack is bounded (truncated: its

@@ -14,11 +14,12 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeexec.sandbox.restricted import (
+from safeexec.restricted import (
     DENIED_ATTRIBUTES,
     MODULE_ALLOWLISTS,
     RestrictedExecutor,
 )
+from safeexec.restricted.views import WorkerViews
 
 if TYPE_CHECKING:
     from restricted_support import BoxFactory
@@ -71,7 +72,9 @@ def test_no_shared_mutable_container_is_reachable_through_public_attributes(
 ) -> None:
     """Item stores are plain bytecode: nothing public may lead to a dict, list or set the host
     shares (module-level containers are copied by the views; class-level ones are frozen)."""
-    executor = RestrictedExecutor(imports=tuple(MODULE_ALLOWLISTS), workdir=tmp_path)
+    executor = RestrictedExecutor(
+        imports=tuple(MODULE_ALLOWLISTS), workdir=tmp_path, views=WorkerViews
+    )
     executor.execute(
         "import " + ", ".join(m for m in MODULE_ALLOWLISTS if m != "__future__"), filename="<t>"
     )

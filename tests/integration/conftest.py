@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from safeexec.sandbox.restricted.reachability import CrawlReport
+    from safeexec.restricted_proof.reachability import CrawlReport
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -28,7 +28,7 @@ _crawls: dict[tuple[tuple[str, ...], bool], Future[CrawlReport]] = {}
 
 def _start_crawls() -> None:
     from safeexec.policy import load_policy, shipped_packs
-    from safeexec.sandbox.restricted.reachability import crawl
+    from safeexec.restricted_proof.reachability import crawl
 
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
     _crawler.append(pool)
@@ -55,7 +55,7 @@ def reachability_crawl() -> Callable[[tuple[str, ...], bool], CrawlReport]:
     Shipped packs were crawled in the background (a fresh process: no test's patches leak in);
     any other allowlist is crawled here.
     """
-    from safeexec.sandbox.restricted.reachability import crawl
+    from safeexec.restricted_proof.reachability import crawl
 
     reports: dict[tuple[tuple[str, ...], bool], CrawlReport] = {}
 

@@ -14,8 +14,9 @@ from safeexec.model.values import Verdict
 from safeexec.policy.loader import load_policy
 from safeexec.policy.modes import explicitly_allowed, mode_imports
 from safeexec.policy.packs import shipped_packs
-from safeexec.sandbox.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
-from safeexec.sandbox.restricted.allowlist import WORKER_ONLY_VIEWS
+from safeexec.restricted import MODULE_ALLOWLISTS, RestrictedExecutor
+from safeexec.restricted.allowlist import WORKER_ONLY_VIEWS
+from safeexec.restricted.views import WorkerViews
 
 
 def _named_modules(pack: str) -> list[str]:
@@ -39,7 +40,7 @@ def _runtime_imports(allow: tuple[str, ...], module: str, *, in_process: bool = 
             imports=allow,
             workdir=Path(workdir),
             count_operations=in_process,
-            confined=not in_process,
+            views=None if in_process else WorkerViews,
         )
         try:
             executor.execute(_statement(module), filename="<agree>")

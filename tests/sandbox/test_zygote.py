@@ -57,10 +57,7 @@ def test_the_template_imports_none_of_the_host_side_layers() -> None:
     # What the template imports before it forks is in every session's memory and on the path of
     # every one-shot run: the worker, confinement and the protocol, not the host's capability
     # layer, value types, parsers or RestrictedPython (loaded only by a restricted cell).
-    probe = (
-        "import sys, safeexec.sandbox.zygote, safeexec.sandbox.restricted\n"
-        "print(' '.join(sys.modules))"
-    )
+    probe = "import sys, safeexec.sandbox.zygote, safeexec.restricted\nprint(' '.join(sys.modules))"
     done = subprocess.run(
         [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True
     )

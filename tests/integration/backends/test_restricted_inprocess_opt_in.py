@@ -19,7 +19,7 @@ from safeexec.cli.app import app
 from safeexec.errors import PolicyError
 from safeexec.policy import load_policy, shipped_packs
 from safeexec.policy.loader import parse_policy_text
-from safeexec.sandbox.restricted.reachability import CrawlReport
+from safeexec.restricted_proof.reachability import CrawlReport
 
 
 def test_the_in_process_backend_has_its_own_name() -> None:
