@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from safeexec._support.escaping import escape_controls
+from safeexec._support.tracebacks import kept_traceback_lines
 from safeexec._support.units import format_bytes, format_seconds
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.capping import locate_omission
@@ -44,7 +45,6 @@ from safeexec.model.values import (
     Verdict,
 )
 from safeexec.policy.schema import ObserveConfig
-from safeexec.sandbox.tracebacks import kept_traceback_lines
 
 __all__ = ["OutputRelay", "observe"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from safeexec._support.tracebacks import trim_traceback_lines
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import ToolGateway
 from safeexec.backends.capping import HeadTailCapture
@@ -30,7 +31,6 @@ from safeexec.model.values import (
     Usage,
 )
 from safeexec.sandbox.protocol import MAX_TRACEBACK_CHARS
-from safeexec.sandbox.tracebacks import trim_traceback_lines
 
 __all__ = [
     "CallRecord",

@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from safeexec._support.tracebacks import exception_message, format_exception
 from safeexec.backends.base import BackendSession, OutputSink, SessionSpec
 from safeexec.backends.capping import CappedText
 from safeexec.backends.exec_result import (
@@ -80,7 +81,6 @@ from safeexec.model.values import (
     StreamName,
 )
 from safeexec.restricted import OperationBudget, RestrictedExecutor
-from safeexec.sandbox.tracebacks import exception_message, format_exception
 
 if TYPE_CHECKING:
     from safeexec.backends.native.template import TemplateProcess

@@ -485,7 +485,7 @@ class OutputCut(_JSON):
 class ExecError(_JSON):
     """What the code raised, as a value (Jupyter's ``ename``/``evalue``/``traceback``, E2B's
     ``ExecutionError``): the exception's class name, its message, and its traceback trimmed to
-    the model's own frames (:mod:`safeexec.sandbox.tracebacks`), all size-capped."""
+    the model's own frames (:mod:`safeexec._support.tracebacks`), all size-capped."""
 
     name: str
     value: str

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from safeexec._support.tracebacks import format_exception
 from safeexec.restricted.guards import GuardError, RuntimeClass
-from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
     from safeexec.restricted.cell import Cell

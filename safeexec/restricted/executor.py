@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from safeexec._support.memo import BoundedCache
+from safeexec._support.seeding import restricted_random
 from safeexec.errors import ToolError
 from safeexec.restricted.allowlist import (
     _BUILTIN_EXCEPTIONS,
@@ -56,7 +57,6 @@ from safeexec.restricted.guards import (
 from safeexec.restricted.stdlib_wrappers import _SPECIAL_VALUES
 from safeexec.restricted.transformer import CountingTransformer, SafeexecTransformer
 from safeexec.restricted.workdir_files import Workdir, WorkdirOps
-from safeexec.sandbox.worker_seed import restricted_random
 
 # Compiled cells by (transformer, code): agents resend the same cell, and the transform costs
 # more than running most cells. Code objects are immutable, so sharing them is safe; each use

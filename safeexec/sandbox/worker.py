@@ -27,15 +27,16 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
+from safeexec._support.seeding import seed_randomness
+from safeexec._support.tracebacks import exception_message, format_exception
+
 # One exception class for refused or failed tool calls in every mode, so sandboxed code can
 # ``except ToolError`` whether it runs here or in-process.
 from safeexec.errors import ToolError
 from safeexec.sandbox.channel import ProtocolError, recv_frame, send_frame
 from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall
-from safeexec.sandbox.tracebacks import exception_message, format_exception
 from safeexec.sandbox.worker_display import bundle_of
-from safeexec.sandbox.worker_seed import seed_randomness
 
 if TYPE_CHECKING:
     from safeexec.model.codec import JSONValue

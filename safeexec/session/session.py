@@ -122,7 +122,7 @@ class Session:
     ``audit_fsync`` makes every audit line and blob durable before the step returns. ``seed``
     makes ``random`` and ``numpy.random`` start the same in every run of the session (in
     restricted modes, in the worker or in-process, the code's own ``random`` generator, seeded
-    the same way: :mod:`safeexec.sandbox.worker_seed`), for ``safeexec log replay``; every audit
+    the same way: :mod:`safeexec._support.seeding`), for ``safeexec log replay``; every audit
     event records it, with the environment fingerprint (:mod:`safeexec._support.environment`). Use
     as a context manager, or call :meth:`close`.
     """

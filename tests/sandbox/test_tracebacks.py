@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import traceback
 
-from safeexec.model.codec import to_json
-from safeexec.sandbox import tracebacks
-from safeexec.sandbox.tracebacks import (
+from safeexec._support import tracebacks
+from safeexec._support.tracebacks import (
     exception_message,
     format_exception,
     is_model_file,
     is_safeexec_file,
     trim_traceback_lines,
 )
+from safeexec.model.codec import to_json
 
 # This test's frame (the runner), then the model's cell, then a library the cell called, which
 # calls into this package (a safeexec frame below the model's code), which calls json.

@@ -2,7 +2,7 @@
 
 Read-only facts about the interpreter (``sys.version``, ``sys.getsizeof``, ``platform.system()``),
 ``sys.stdout``/``sys.stderr`` that write where ``print`` writes, and tracebacks formatted by the
-runtime's own trimming rule (``sandbox/tracebacks.py``). Nothing here is the real module or holds
+runtime's own trimming rule (``_support/tracebacks.py``). Nothing here is the real module or holds
 it: no ``sys.modules``, no real ``sys.path`` (the host's paths), no ``settrace``, no
 ``setrecursionlimit``, no ``locale.setlocale``.
 """
@@ -15,8 +15,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from safeexec._support.tracebacks import format_exception
 from safeexec.restricted.guards import GuardError, RuntimeClass
-from safeexec.sandbox.tracebacks import format_exception
 
 if TYPE_CHECKING:
     from safeexec.restricted.cell import Cell
