@@ -54,8 +54,26 @@ def serve(
     ] = "4MiB",
     max_connections: Annotated[
         int,
-        typer.Option("--max-connections", help="Open connections at most (a 503 past them)."),
+        typer.Option(
+            "--max-connections",
+            help="Open connections at most (past them the oldest unauthenticated one is closed).",
+        ),
     ] = 1000,
+    max_per_address: Annotated[
+        int,
+        typer.Option("--max-connections-per-address", help="Open connections per client address."),
+    ] = 100,
+    head_timeout: Annotated[
+        float,
+        typer.Option("--head-timeout", help="Seconds for a request's line and headers to arrive."),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option("--body-timeout", help="Seconds for a request's body to arrive.")
+    ] = 60.0,
+    keepalive: Annotated[
+        float,
+        typer.Option("--keepalive", help="Close a kept-alive connection idle this many seconds."),
+    ] = 5.0,
     idle_seconds: Annotated[
         float, typer.Option("--idle-seconds", help="Close sessions unused this long.")
     ] = 600.0,
@@ -92,6 +110,10 @@ def serve(
             replica_id=replica_id,
             max_body_bytes=parse_bytes(max_body),
             max_connections=max_connections,
+            max_connections_per_address=max_per_address,
+            head_timeout_seconds=head_timeout,
+            body_timeout_seconds=body_timeout,
+            keepalive_seconds=keepalive,
             idle_seconds=idle_seconds,
             drain_seconds=drain_seconds,
         )
