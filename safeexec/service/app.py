@@ -101,7 +101,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
-            group.start_soon(_sweep, runtime)
+            group.start_soon(_every, config.sweep_seconds, runtime.sweep_idle)
+            group.start_soon(_every, config.cpu_meter_seconds, runtime.meter_cpu)
             try:
                 yield
             finally:
@@ -154,11 +155,14 @@ class ServiceApp:
         await self._app(scope, receive, send)
 
 
-async def _sweep(runtime: Runtime) -> None:
+async def _every(seconds: float, task: Callable[[], Coroutine[Any, Any, object]]) -> None:
+    """``task()`` every ``seconds`` until cancelled; a failure waits for the next turn."""
     while True:
-        await anyio.sleep(runtime.config.sweep_seconds)
-        with contextlib.suppress(Exception):
-            await runtime.sweep_idle()
+        await anyio.sleep(seconds)
+        try:
+            await task()
+        except Exception:
+            _log.exception("periodic %s failed", getattr(task, "__name__", "task"))
 
 
 def _known(scope: Scope, tokens: TokenStore) -> bool:

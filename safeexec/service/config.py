@@ -27,6 +27,10 @@ class ServiceConfig:
     ``max_connections_per_address`` per client address; a request head must arrive within
     ``head_timeout_seconds`` and be at most ``max_head_bytes``, its body within
     ``body_timeout_seconds``; a kept-alive connection idle for ``keepalive_seconds`` is closed.
+
+    Every ``cpu_meter_seconds`` the CPU each session burnt between runs is charged to its token,
+    and a token whose ``cpu_seconds`` are spent has its sessions closed; every
+    ``sweep_seconds`` sessions idle for ``idle_seconds`` are closed.
     """
 
     state_dir: Path
@@ -42,6 +46,7 @@ class ServiceConfig:
     max_head_bytes: int = 16 * 1024
     idle_seconds: float = 600.0
     sweep_seconds: float = 5.0
+    cpu_meter_seconds: float = 1.0
     max_worker_threads: int = 64
     drain_seconds: float = 30.0
     heartbeat_seconds: float = 15.0

@@ -39,6 +39,7 @@ class SessionRecord:
     stopped: bool = False
     """The host interrupted or closed the running cell (its kill is no crash)."""
     closing: bool = False
+    """Being closed: its id is a 404 already; forgotten once its last CPU is charged."""
     steps: int = 0
     blobs: dict[str, BlobRef] = field(default_factory=dict)
     events: EventHub = field(default_factory=EventHub)
@@ -76,9 +77,9 @@ class SessionRegistry:
     def owned_by(self, owner: str) -> tuple[SessionRecord, ...]:
         return tuple(r for r in self._records.values() if r.owner == owner and not r.closing)
 
-    def take(self, record: SessionRecord) -> None:
-        """Remove ``record`` (it is being closed); later lookups of its id are 404s."""
-        record.closing = True
+    def forget(self, record: SessionRecord) -> None:
+        """Remove ``record``: it is closed and its last CPU charged (lookups of its id have been
+        404s since it was marked ``closing``)."""
         self._records.pop(record.session_id, None)
 
     @contextlib.contextmanager
@@ -97,8 +98,12 @@ class SessionRegistry:
         return tuple(
             r
             for r in self._records.values()
-            if r.active == 0 and not r.running and now - r.last_used >= idle_seconds
+            if r.active == 0
+            and not r.running
+            and not r.closing
+            and now - r.last_used >= idle_seconds
         )
 
     def all(self) -> tuple[SessionRecord, ...]:
-        return tuple(self._records.values())
+        """Every session not being closed."""
+        return tuple(r for r in self._records.values() if not r.closing)

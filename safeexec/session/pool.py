@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 
-from safeexec.backends.base import Backend, BackendSession, SessionSpec
+from safeexec.backends.base import Backend, BackendSession, CpuMetered, SessionSpec
 from safeexec.errors import BackendUnavailable
 
 __all__ = ["BackendPool"]
@@ -34,6 +34,7 @@ class BackendPool:
         self._make = make
         self._owned: set[str] = set()
         self._open: dict[str, BackendSession] = {}
+        self._closed_cpu = 0.0  # what sessions closed here used after their last call
 
     @property
     def open_modes(self) -> tuple[str, ...]:
@@ -61,15 +62,18 @@ class BackendPool:
             # Already failing closed; the next step opens a fresh session.
             with contextlib.suppress(Exception):
                 session.close()
+            self._closed_cpu += _unbilled(session)
 
     def close(self) -> list[BaseException]:
         """Close every open backend session, then the backends the pool made; the failures."""
         failures: list[BaseException] = []
         for mode in sorted(self._open):
+            session = self._open.pop(mode)
             try:
-                self._open.pop(mode).close()
+                session.close()
             except Exception as exc:
                 failures.append(exc)
+            self._closed_cpu += _unbilled(session)
         self._open.clear()
         for mode in sorted(self._owned):
             # Backends this pool made (e.g. the native template process) die with it.
@@ -79,6 +83,12 @@ class BackendPool:
                 failures.append(exc)
         self._owned.clear()
         return failures
+
+    def unbilled_cpu_seconds(self) -> float:
+        """CPU the backend sessions (open, and closed here) used outside their calls since
+        this was last asked (see :class:`~safeexec.backends.base.CpuMetered`)."""
+        closed, self._closed_cpu = self._closed_cpu, 0.0
+        return closed + sum(_unbilled(session) for session in self._open.values())
 
     def _backend(self, mode: str) -> Backend:
         if mode not in self._backends:
@@ -90,3 +100,13 @@ class BackendPool:
             self._backends[mode] = self._make(mode)
             self._owned.add(mode)
         return self._backends[mode]
+
+
+def _unbilled(session: BackendSession) -> float:
+    """What ``session`` used outside its calls (0 for a mode that cannot tell)."""
+    if not isinstance(session, CpuMetered):
+        return 0.0
+    try:
+        return max(0.0, session.unbilled_cpu_seconds())
+    except OSError:  # its cgroup or process is gone: nothing more can be read
+        return 0.0
