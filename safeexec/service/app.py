@@ -351,18 +351,18 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
 
 
 async def _event_stream(runtime: Runtime, record: SessionRecord) -> AsyncIterator[bytes]:
-    # Starlette cancels this generator when the client disconnects.
-    with runtime.registry.in_use(record):
-        async with record.events.subscribe() as subscription:
-            yield b": subscribed\n\n"
-            while True:
-                event = await subscription.next(timeout=runtime.config.heartbeat_seconds)
-                if event is None:
-                    yield b": heartbeat\n\n"
-                    continue
-                yield event.encode()
-                if event.name in FINAL_EVENTS:
-                    return
+    # Starlette cancels this generator when the client disconnects. An open stream is no use
+    # of the session: it idles out (and the stream ends with ``closed``) like any other.
+    async with record.events.subscribe() as subscription:
+        yield b": subscribed\n\n"
+        while True:
+            event = await subscription.next(timeout=runtime.config.heartbeat_seconds)
+            if event is None:
+                yield b": heartbeat\n\n"
+                continue
+            yield event.encode()
+            if event.name in FINAL_EVENTS:
+                return
 
 
 async def _found(call: Any, name: str) -> Any:
