@@ -8,6 +8,8 @@ by that signal, as uvicorn does; 2 is a usage or configuration error (one line o
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -21,6 +23,7 @@ from safeexec.errors import SafeExecError
 __all__ = ["serve"]
 
 EXIT_USAGE = 2
+_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def serve(
@@ -83,6 +86,10 @@ def serve(
     new_token: Annotated[
         bool, typer.Option("--new-token", help="Print a fresh token and its file entry; exit.")
     ] = False,
+    token_id: Annotated[
+        str | None,
+        typer.Option("--token-id", help="With --new-token: the entry's id (default: made up)."),
+    ] = None,
     hash_token: Annotated[
         bool, typer.Option("--hash-token", help="Print the sha256 of a token read from stdin.")
     ] = False,
@@ -96,7 +103,10 @@ def serve(
         _fail(f"the service needs its extra: pip install 'safeexec[service]' ({exc})")
     if new_token:
         token = auth.new_token()
-        typer.echo(f'token: {token}\n\n[tokens.CHANGE-ME]\nsha256 = "{auth.hash_token(token)}"')
+        entry_id = token_id or f"client-{secrets.token_hex(4)}"
+        if not _TOKEN_ID.fullmatch(entry_id):
+            _fail(f"--token-id {entry_id} must be letters, digits, '-' or '_'")
+        typer.echo(f'token: {token}\n\n[tokens.{entry_id}]\nsha256 = "{auth.hash_token(token)}"')
         return
     if hash_token:
         typer.echo(auth.hash_token(sys.stdin.readline().strip()))

@@ -85,7 +85,7 @@ class QuotaLedger:
         if self._sessions[token_id] >= quota.max_sessions:
             raise QuotaExceeded(
                 "sessions",
-                f"token {token_id!r} holds {self._sessions[token_id]} session(s), its quota "
+                f"token {token_id} holds {self._sessions[token_id]} session(s), its quota "
                 f"max_sessions={quota.max_sessions}; delete one first",
             )
         self._sessions[token_id] += 1
@@ -108,7 +108,7 @@ class QuotaLedger:
         if self._runs[token_id] >= quota.max_concurrent_runs:
             raise QuotaExceeded(
                 "concurrent_runs",
-                f"token {token_id!r} has {self._runs[token_id]} run(s) in flight, its quota "
+                f"token {token_id} has {self._runs[token_id]} run(s) in flight, its quota "
                 f"max_concurrent_runs={quota.max_concurrent_runs}; wait for one to finish",
             )
         granted = min(cpu_seconds, left)

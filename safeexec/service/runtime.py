@@ -325,13 +325,16 @@ class Runtime:
         with self.registry.in_use(record):
             await in_thread(lambda: record.session.files.remove(path), limiter=self.limiter)
 
-    async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> bytes:
-        """A blob one of this session's outcomes referred to (any other is a 404)."""
+    async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> tuple[bytes, str]:
+        """A blob one of this session's outcomes referred to (any other is a 404), and the
+        media type the outcome recorded for it."""
         record = self.registry.get(token.token_id, session_id)
-        ref = record.blobs.get(sha256)
-        if ref is None:
+        known = record.blobs.get(sha256)
+        if known is None:
             raise FileNotFoundError(sha256)
-        return await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
+        ref, media_type = known
+        data = await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
+        return data, media_type
 
     # -- the static gate ---------------------------------------------------------------------------
 
@@ -373,7 +376,7 @@ class Runtime:
         chosen = self.config.policies[0] if name is None else name
         if chosen not in self._policies:
             raise BadRequest(
-                f"policy={chosen!r} is not offered here; choose one of {list(self._policies)}"
+                f"policy={chosen} is not offered here; choose one of: {', '.join(self._policies)}"
             )
         return self._policies[chosen]
 
@@ -381,6 +384,5 @@ class Runtime:
         if mode in self._unavailable:
             raise BackendUnavailable(self._unavailable[mode])
         if mode not in self._backends:
-            raise BadRequest(
-                f"mode={mode!r} is not offered here; choose one of {sorted(self._backends)}"
-            )
+            offered = ", ".join(sorted(self._backends))
+            raise BadRequest(f"mode={mode} is not offered here; choose one of: {offered}")
