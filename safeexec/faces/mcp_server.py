@@ -536,8 +536,17 @@ def serve_http(
     idle_timeout_seconds: float = 1800.0,
     max_age_seconds: float = 86400.0,
 ) -> None:
-    """Serve :func:`http_app` under uvicorn until stopped."""
+    """Serve :func:`http_app` under uvicorn until stopped, its connections under
+    :mod:`safeexec._support.connections`' default limits (head and body timeouts, a cap per
+    address, unauthenticated connections closed first when full)."""
     import uvicorn
+
+    from safeexec._support.connections import (
+        ConnectionGuard,
+        ConnectionLimits,
+        bearer_authenticates,
+        guarded_protocol,
+    )
 
     app = http_app(
         config,
@@ -547,4 +556,7 @@ def serve_http(
         idle_timeout_seconds=idle_timeout_seconds,
         max_age_seconds=max_age_seconds,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    guard = ConnectionGuard(ConnectionLimits(), authenticates=bearer_authenticates(tokens))
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", http=guarded_protocol(guard), ws="none"
+    )

@@ -22,7 +22,7 @@ class ServiceConfig:
     log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
     :class:`~safeexec.service.client.Client`) can route a session to its server.
 
-    Connections (:mod:`safeexec.service.connections`): at most ``max_connections`` open (past
+    Connections (:mod:`safeexec._support.connections`): at most ``max_connections`` open (past
     it the oldest not yet authenticated is closed for a new one) and
     ``max_connections_per_address`` per client address; a request head must arrive within
     ``head_timeout_seconds`` and be at most ``max_head_bytes``, its body within

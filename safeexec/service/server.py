@@ -9,15 +9,18 @@ and the request log stay in the state dir for the next start; the sessions do no
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable
 
 import uvicorn
 
-from safeexec._support.bearer import bearer_token
+from safeexec._support.connections import (
+    ConnectionGuard,
+    ConnectionLimits,
+    bearer_authenticates,
+    guarded_protocol,
+)
 from safeexec.service.app import ServiceApp, create_app
 from safeexec.service.auth import TokenStore
 from safeexec.service.config import ServiceConfig
-from safeexec.service.connections import ConnectionGuard, ConnectionLimits, guarded_protocol
 
 __all__ = ["DrainingServer", "serve", "uvicorn_config"]
 
@@ -42,7 +45,7 @@ def uvicorn_config(
     app: ServiceApp, *, host: str, port: int, log_level: str = "info"
 ) -> tuple[uvicorn.Config, ConnectionGuard]:
     """uvicorn's settings for ``app`` (its connection limits from ``app``'s config), and the
-    guard that enforces the limits uvicorn lacks (see :mod:`safeexec.service.connections`)."""
+    guard that enforces the limits uvicorn lacks (see :mod:`safeexec._support.connections`)."""
     config = app.runtime.config
     tokens = app.runtime.tokens
     guard = ConnectionGuard(
@@ -52,7 +55,7 @@ def uvicorn_config(
             head_timeout_seconds=config.head_timeout_seconds,
             body_timeout_seconds=config.body_timeout_seconds,
         ),
-        authenticates=lambda headers: _carries_known_token(headers, tokens),
+        authenticates=bearer_authenticates(tokens),
     )
     return (
         uvicorn.Config(
@@ -78,10 +81,3 @@ def serve(config: ServiceConfig, tokens: TokenStore, *, host: str, port: int) ->
     app = create_app(config, tokens)
     settings, _ = uvicorn_config(app, host=host, port=port)
     DrainingServer(settings, app=app).run()
-
-
-def _carries_known_token(headers: Iterable[tuple[bytes, bytes]], tokens: TokenStore) -> bool:
-    for name, value in headers:
-        if name == b"authorization":
-            return tokens.authenticate(bearer_token(value.decode("latin-1"))) is not None
-    return False

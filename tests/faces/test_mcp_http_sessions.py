@@ -8,7 +8,10 @@ speaks plain HTTP to it. Every wait is bounded by ``_BOUND_SECONDS``.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -118,3 +121,37 @@ def test_a_busy_session_ends_at_its_maximum_age(tmp_path: Path) -> None:
     with _serving(tmp_path, idle_timeout_seconds=3600.0, max_age_seconds=1.0) as url:
         session_id = _open_session(url, ALICE)
         _eventually(lambda: _ping(url, ALICE, session_id) == 404, "the session aged out")
+
+
+def test_the_http_server_closes_a_connection_that_sends_nothing(tmp_path: Path) -> None:
+    """``safeexec mcp --transport http`` serves under the connection guard: a socket that never
+    sends a request head is closed at the head timeout (10 s by default)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable,
+        "-c",
+        "from safeexec.cli.app import main; main()",
+        "mcp",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    env = {**os.environ, "SAFEEXEC_MCP_TOKENS": f"alice={ALICE}"}
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    try:
+        _eventually(lambda: _listening(port), "the MCP server listens")
+        with socket.create_connection(("127.0.0.1", port), timeout=_BOUND_SECONDS) as idle:
+            assert idle.recv(1) == b""  # closed by the server (a timeout raises instead)
+    finally:
+        process.terminate()
+        process.wait(timeout=_BOUND_SECONDS)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from safeexec._support.connections import ConnectionGuard
 from safeexec.backends.base import Backend
 from safeexec.service.app import ServiceApp, create_app
 from safeexec.service.auth import TokenEntry, TokenStore, hash_token
 from safeexec.service.config import ServiceConfig
-from safeexec.service.connections import ConnectionGuard
 from safeexec.service.quotas import Quota
 from safeexec.service.server import DrainingServer, uvicorn_config
 

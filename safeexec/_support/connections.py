@@ -1,5 +1,5 @@
-"""Connection hygiene beneath the app: what a client may hold open, and for how long, before it
-has proved it holds a token.
+"""Connection hygiene beneath an HTTP app (the service's, the MCP server's): what a client may
+hold open, and for how long, before it has proved it holds a token.
 
 uvicorn's own knobs come first (``timeout_keep_alive`` closes an idle kept-alive connection,
 ``h11_max_incomplete_event_size`` caps a request head); what it lacks is added here, as its
@@ -25,11 +25,14 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ConnectionGuard", "ConnectionLimits", "guarded_protocol"]
+from safeexec._support.bearer import TokenStore, bearer_token
+
+__all__ = ["ConnectionGuard", "ConnectionLimits", "bearer_authenticates", "guarded_protocol"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +47,21 @@ class ConnectionLimits:
 
 Authenticates = Callable[[Iterable[tuple[bytes, bytes]]], bool]
 """Whether a request head (its lower-cased header pairs) carries a token the server knows."""
+
+
+def bearer_authenticates(tokens: TokenStore[Any] | None) -> Authenticates:
+    """A request head authenticates when its ``Authorization: Bearer`` token is one of
+    ``tokens`` (``None``: a server without tokens, where no connection ever counts as known)."""
+
+    def authenticates(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        if tokens is None:
+            return False
+        for name, value in headers:
+            if name == b"authorization":
+                return tokens.authenticate(bearer_token(value.decode("latin-1"))) is not None
+        return False
+
+    return authenticates
 
 
 class ConnectionGuard:
