@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "service"))
 
-from service_support import RunningServer, serve
+from service_support import serve
 
 from safeexec.service.auth import TokenEntry, TokenStore, hash_token
 from safeexec.service.quotas import Quota
@@ -96,6 +99,14 @@ def _tokens() -> TokenStore:
     )
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the server listens (all a client process needs to know)."""
+
+    base_url: str
+    port: int
+
+
 @dataclass
 class Good:
     latencies: list[float] = field(default_factory=list)
@@ -117,7 +128,7 @@ class Hostile:
     stream_sessions: list[str] = field(default_factory=list)
 
 
-def _client(server: RunningServer, name: str, source: str) -> httpx.AsyncClient:
+def _client(server: Target, name: str, source: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=server.base_url,
         headers={"Authorization": f"Bearer {_token(name)}"},
@@ -126,7 +137,7 @@ def _client(server: RunningServer, name: str, source: str) -> httpx.AsyncClient:
     )
 
 
-async def _well_behaved(server: RunningServer, name: str, source: str, into: Good) -> None:
+async def _well_behaved(server: Target, name: str, source: str, into: Good) -> None:
     async with _client(server, name, source) as client:
         try:
             opened = await client.post("/v1/sessions")
@@ -153,7 +164,7 @@ async def _well_behaved(server: RunningServer, name: str, source: str, into: Goo
             await client.delete(f"/v1/sessions/{session_id}")
 
 
-async def _good_load(server: RunningServer) -> Good:
+async def _good_load(server: Target) -> Good:
     good = Good()
     clients = [
         _well_behaved(server, f"good{t}", f"127.0.0.{10 + t * SESSIONS_PER_TOKEN + s}", good)
@@ -165,7 +176,7 @@ async def _good_load(server: RunningServer) -> Good:
 
 
 async def _connect(
-    server: RunningServer, source: str
+    server: Target, source: str
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_connection("127.0.0.1", server.port, local_addr=(source, 0))
 
@@ -177,7 +188,7 @@ async def _until_closed(reader: asyncio.StreamReader) -> bytes:
     return data
 
 
-async def _idle_socket(server: RunningServer, source: str, stop: asyncio.Event, h: Hostile) -> None:
+async def _idle_socket(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """Open a connection, send nothing; when it is closed, open another."""
     while not stop.is_set():
         h.attempts["idle sockets"] += 1
@@ -190,7 +201,7 @@ async def _idle_socket(server: RunningServer, source: str, stop: asyncio.Event, 
         await asyncio.sleep(0.05)
 
 
-async def _slow_header(server: RunningServer, source: str, stop: asyncio.Event, h: Hostile) -> None:
+async def _slow_header(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """Send a request head one byte every half second; count any answer."""
     while not stop.is_set():
         h.attempts["slow headers"] += 1
@@ -207,7 +218,7 @@ async def _slow_header(server: RunningServer, source: str, stop: asyncio.Event, 
             writer.close()
 
 
-async def _slow_body(server: RunningServer, source: str, stop: asyncio.Event, h: Hostile) -> None:
+async def _slow_body(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """An authenticated upload of 1 MB at 100 bytes every half second; count any answer that
     is not the connection closing."""
     head = (
@@ -229,7 +240,7 @@ async def _slow_body(server: RunningServer, source: str, stop: asyncio.Event, h:
             writer.close()
 
 
-async def _burner(server: RunningServer, source: str, stop: asyncio.Event, h: Hostile) -> None:
+async def _burner(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """Open a session, leave two threads burning, delete it a second later; again."""
     async with _client(server, "h-burn", source) as client:
         while not stop.is_set():
@@ -250,9 +261,7 @@ async def _burner(server: RunningServer, source: str, stop: asyncio.Event, h: Ho
             await client.delete(f"/v1/sessions/{session_id}")
 
 
-async def _abandoned_stream(
-    server: RunningServer, source: str, stop: asyncio.Event, h: Hostile
-) -> None:
+async def _abandoned_stream(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """Open a session and its event stream, then never read or use either."""
     async with _client(server, "h-stream", source) as client:
         h.attempts["abandoned streams"] += 1
@@ -268,7 +277,7 @@ async def _abandoned_stream(
     writer.close()
 
 
-async def _oversized(server: RunningServer, source: str, stop: asyncio.Event, h: Hostile) -> None:
+async def _oversized(server: Target, source: str, stop: asyncio.Event, h: Hostile) -> None:
     """Runs with an 8 MiB body (the limit is 4 MiB); count any that was taken."""
     body = b'{"code": "' + b"x" * (8 << 20) + b'"}'
     async with _client(server, "h-big", source) as client:
@@ -297,12 +306,12 @@ async def _waiting(work: Awaitable[bytes], stop: asyncio.Event) -> bytes:
     return b""
 
 
-Attack = Callable[[RunningServer, str, asyncio.Event, Hostile], Awaitable[None]]
+Attack = Callable[[Target, str, asyncio.Event, Hostile], Awaitable[None]]
 
 
-async def _with_hostiles(server: RunningServer) -> tuple[Good, Hostile]:
-    hostile = Hostile()
-    stop = asyncio.Event()
+async def _hostiles(server: Target, stop: Callable[[], bool], hostile: Hostile) -> None:
+    """Every hostile class at once, until ``stop()``."""
+    stopping = asyncio.Event()
     plan: list[tuple[Attack, int, int]] = [
         (_idle_socket, IDLE_SOCKETS, 100),
         (_slow_header, SLOW_HEADERS, 110),
@@ -312,16 +321,38 @@ async def _with_hostiles(server: RunningServer) -> tuple[Good, Hostile]:
         (_oversized, OVERSIZED, 150),
     ]
     tasks = [
-        asyncio.ensure_future(attack(server, f"127.0.{subnet}.{1 + i % 4}", stop, hostile))
+        asyncio.ensure_future(attack(server, f"127.0.{subnet}.{1 + i % 4}", stopping, hostile))
         for attack, count, subnet in plan
         for i in range(count)
     ]
-    await asyncio.sleep(2.0)  # the hostiles are in place first
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not stop() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    stopping.set()
+    await asyncio.wait(tasks, timeout=30.0)
+
+
+def _hostile_process(server: Target, stop: EventType, results: Queue[Hostile]) -> None:
+    """The hostile clients in a process of their own (as they would be on other machines: they
+    do not share the server's interpreter lock); what they got goes to ``results``."""
+    hostile = Hostile()
+    asyncio.run(_hostiles(server, stop.is_set, hostile))
+    results.put(hostile)
+
+
+def _with_hostiles(server: Target) -> tuple[Good, Hostile]:
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    results: Queue[Hostile] = context.Queue()
+    process = context.Process(target=_hostile_process, args=(server, stop, results))
+    process.start()
     try:
-        good = await _good_load(server)
+        time.sleep(5.0)  # the hostiles are in place first (the process starts from scratch)
+        good = asyncio.run(_good_load(server))
     finally:
         stop.set()
-        await asyncio.wait(tasks, timeout=30.0)
+    hostile = results.get(timeout=DEADLINE_SECONDS)
+    process.join(DEADLINE_SECONDS)
     return good, hostile
 
 
@@ -349,9 +380,9 @@ def _line(label: str, good: Good, base: Good | None) -> str:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="safeexec-bench-abuse-") as work:
         with serve(Path(work) / "alone", tokens=_tokens(), **SERVER) as server:
-            alone = asyncio.run(_good_load(server))
+            alone = asyncio.run(_good_load(Target(server.base_url, server.port)))
         with serve(Path(work) / "hostile", tokens=_tokens(), **SERVER) as server:
-            beside, hostile = asyncio.run(_with_hostiles(server))
+            beside, hostile = _with_hostiles(Target(server.base_url, server.port))
             time.sleep(SERVER["idle_seconds"] + 1.0)  # type: ignore[operator]
             runtime = server.app.runtime
             streams_alive = sum(
