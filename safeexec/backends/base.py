@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.streaming import OutputSink
@@ -31,6 +31,7 @@ __all__ = [
     "Backend",
     "BackendSession",
     "CallInterrupted",
+    "CpuMetered",
     "OutputSink",
     "SessionSpec",
     "ToolDescriptor",
@@ -149,6 +150,17 @@ class BackendSession(Protocol):
 
     def close(self) -> None:
         """Release everything, killing the whole process tree; idempotent."""
+        ...
+
+
+@runtime_checkable
+class CpuMetered(Protocol):
+    """A backend session that can say what CPU its processes used between calls (a thread or
+    process a cell left running), so that it is charged to someone."""
+
+    def unbilled_cpu_seconds(self) -> float:
+        """CPU used since the last call ended or this was last asked, now counted as charged
+        (the next call is charged only what comes after); after ``close``, what ran up to it."""
         ...
 
 

@@ -76,8 +76,16 @@ def mcp(
     ] = 16,
     idle_timeout: Annotated[
         float,
-        typer.Option("--idle-timeout", metavar="SECONDS", help="HTTP: close idle sessions."),
+        typer.Option(
+            "--idle-timeout",
+            metavar="SECONDS",
+            help="HTTP: close sessions with no request but their event stream this long.",
+        ),
     ] = 1800.0,
+    max_age: Annotated[
+        float,
+        typer.Option("--max-session-age", metavar="SECONDS", help="HTTP: close sessions this old."),
+    ] = 86400.0,
     tokens: Annotated[
         Path | None,
         typer.Option(
@@ -127,4 +135,5 @@ def mcp(
             port=port,
             max_sessions=max_sessions,
             idle_timeout_seconds=idle_timeout,
+            max_age_seconds=max_age,
         )

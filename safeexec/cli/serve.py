@@ -8,6 +8,8 @@ by that signal, as uvicorn does; 2 is a usage or configuration error (one line o
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -21,6 +23,7 @@ from safeexec.errors import SafeExecError
 __all__ = ["serve"]
 
 EXIT_USAGE = 2
+_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def serve(
@@ -62,8 +65,26 @@ def serve(
     ] = "4MiB",
     max_connections: Annotated[
         int,
-        typer.Option("--max-connections", help="Open connections at most (a 503 past them)."),
+        typer.Option(
+            "--max-connections",
+            help="Open connections at most (past them the oldest unauthenticated one is closed).",
+        ),
     ] = 1000,
+    max_per_address: Annotated[
+        int,
+        typer.Option("--max-connections-per-address", help="Open connections per client address."),
+    ] = 100,
+    head_timeout: Annotated[
+        float,
+        typer.Option("--head-timeout", help="Seconds for a request's line and headers to arrive."),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option("--body-timeout", help="Seconds for a request's body to arrive.")
+    ] = 60.0,
+    keepalive: Annotated[
+        float,
+        typer.Option("--keepalive", help="Close a kept-alive connection idle this many seconds."),
+    ] = 5.0,
     idle_seconds: Annotated[
         float, typer.Option("--idle-seconds", help="Close sessions unused this long.")
     ] = 600.0,
@@ -73,6 +94,10 @@ def serve(
     new_token: Annotated[
         bool, typer.Option("--new-token", help="Print a fresh token and its file entry; exit.")
     ] = False,
+    token_id: Annotated[
+        str | None,
+        typer.Option("--token-id", help="With --new-token: the entry's id (default: made up)."),
+    ] = None,
     hash_token: Annotated[
         bool, typer.Option("--hash-token", help="Print the sha256 of a token read from stdin.")
     ] = False,
@@ -86,7 +111,10 @@ def serve(
         _fail(f"the service needs its extra: pip install 'safeexec[service]' ({exc})")
     if new_token:
         token = auth.new_token()
-        typer.echo(f'token: {token}\n\n[tokens.CHANGE-ME]\nsha256 = "{auth.hash_token(token)}"')
+        entry_id = token_id or f"client-{secrets.token_hex(4)}"
+        if not _TOKEN_ID.fullmatch(entry_id):
+            _fail(f"--token-id {entry_id} must be letters, digits, '-' or '_'")
+        typer.echo(f'token: {token}\n\n[tokens.{entry_id}]\nsha256 = "{auth.hash_token(token)}"')
         return
     if hash_token:
         typer.echo(auth.hash_token(sys.stdin.readline().strip()))
@@ -100,6 +128,10 @@ def serve(
             replica_id=replica_id,
             max_body_bytes=parse_bytes(max_body),
             max_connections=max_connections,
+            max_connections_per_address=max_per_address,
+            head_timeout_seconds=head_timeout,
+            body_timeout_seconds=body_timeout,
+            keepalive_seconds=keepalive,
             idle_seconds=idle_seconds,
             drain_seconds=drain_seconds,
             allow_in_process=allow_in_process,

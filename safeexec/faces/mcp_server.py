@@ -35,6 +35,8 @@ import anyio.to_thread
 import mcp_types as types
 import uvicorn
 from mcp.server import Server
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -51,9 +53,16 @@ from safeexec._support.bearer import (
     read_tokens_env,
     read_tokens_file,
 )
+from safeexec._support.connections import (
+    ConnectionGuard,
+    ConnectionLimits,
+    bearer_authenticates,
+    guarded_protocol,
+)
 from safeexec.backends.registry import refuse_in_process, runs_in_process
 from safeexec.decide import chosen_backend
 from safeexec.errors import ConfigurationError, SafeExecError
+from safeexec.faces.mcp_sessions import SessionLifetimes
 from safeexec.faces.results import MAX_INLINE_BYTES, File, Rendered, render
 from safeexec.faces.tooldefs import (
     RUN_CODE,
@@ -473,7 +482,8 @@ async def serve_stdio(config: McpConfig) -> None:
 
 class RequireBearer:
     """ASGI: every HTTP request needs ``Authorization: Bearer <token>`` with a token of
-    ``tokens`` (else a 401 JSON body and ``WWW-Authenticate: Bearer``); lifespan passes."""
+    ``tokens`` (else a 401 JSON body and ``WWW-Authenticate: Bearer``); lifespan passes. The
+    request then carries the token's id as its principal, to which the SDK binds sessions."""
 
     def __init__(self, app: ASGIApp, tokens: TokenStore[Any]) -> None:
         self._app = app
@@ -482,7 +492,8 @@ class RequireBearer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             header = Headers(scope=scope).get("authorization")
-            if self._tokens.authenticate(bearer_token(header)) is None:
+            entry = self._tokens.authenticate(bearer_token(header))
+            if entry is None:
                 response = JSONResponse(
                     {
                         "error": "unauthorized",
@@ -495,6 +506,10 @@ class RequireBearer:
                 )
                 await response(scope, receive, send)
                 return
+            # The SDK binds each session to the principal that opened it: a session id is
+            # then a 404 for every other token.
+            principal = AccessToken(token=entry.token_id, client_id=entry.token_id, scopes=[])
+            scope = {**scope, "user": AuthenticatedUser(principal)}
         await self._app(scope, receive, send)
 
 
@@ -521,19 +536,25 @@ def http_app(
     host: str = "127.0.0.1",
     max_sessions: int = 16,
     idle_timeout_seconds: float = 1800.0,
+    max_age_seconds: float = 86400.0,
 ) -> ASGIApp:
     """The streamable HTTP app (``/mcp``), with DNS-rebinding protection; bearer tokens from
     ``tokens`` are required unless it is ``None``, which only a loopback ``host`` may choose.
 
-    ``max_sessions`` bounds the open client sessions (each holds a sandbox); a session idle for
-    ``idle_timeout_seconds`` is closed with its sandbox.
+    ``max_sessions`` bounds the open client sessions (each holds a sandbox); a session with no
+    request but its event stream for ``idle_timeout_seconds``, or ``max_age_seconds`` old, is
+    closed with its sandbox (:class:`~safeexec.faces.mcp_sessions.SessionLifetimes`).
     """
     if host not in _LOOPBACK:
         raise ValueError(f"host={host!r}: the MCP server listens on loopback only")
     server = build_server(config, per_connection(config))
     _advertise_handshake_only(server)
-    app = server.streamable_http_app(
-        host=host, max_sessions=max_sessions, session_idle_timeout=idle_timeout_seconds
+    app = SessionLifetimes(
+        server.streamable_http_app(
+            host=host, max_sessions=max_sessions, session_idle_timeout=idle_timeout_seconds
+        ),
+        idle_seconds=idle_timeout_seconds,
+        max_age_seconds=max_age_seconds,
     )
     return app if tokens is None else RequireBearer(app, tokens)
 
@@ -546,13 +567,20 @@ def serve_http(
     port: int = 8765,
     max_sessions: int = 16,
     idle_timeout_seconds: float = 1800.0,
+    max_age_seconds: float = 86400.0,
 ) -> None:
-    """Serve :func:`http_app` under uvicorn until stopped."""
+    """Serve :func:`http_app` under uvicorn until stopped, its connections under
+    :mod:`safeexec._support.connections`' default limits (head and body timeouts, a cap per
+    address, unauthenticated connections closed first when full)."""
     app = http_app(
         config,
         tokens=tokens,
         host=host,
         max_sessions=max_sessions,
         idle_timeout_seconds=idle_timeout_seconds,
+        max_age_seconds=max_age_seconds,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    guard = ConnectionGuard(ConnectionLimits(), authenticates=bearer_authenticates(tokens))
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", http=guarded_protocol(guard), ws="none"
+    )

@@ -72,10 +72,17 @@ from safeexec.service.sessions import SessionNotFound, SessionRecord
 
 __all__ = ["ServiceApp", "create_app"]
 
+_SERVER_ERRORS: dict[int | str, dict[str, Any]] = {
+    500: {"model": ErrorOut, "description": "An internal error; the server keeps serving."},
+}
 _ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "A policy, mode, path or limit not offered here."},
     401: {"model": ErrorOut, "description": "No token, or an unknown one."},
-    404: {"model": ErrorOut, "description": "No such session for this token."},
+    404: {"model": ErrorOut, "description": "No such session (or file, blob) for this token."},
+    413: {"model": ErrorOut, "description": "A request body over the server's limit."},
+    422: {"model": ErrorOut, "description": "A malformed request (unknown fields included)."},
     429: {"model": ErrorOut, "description": "Over this token's quota."},
+    503: {"model": ErrorOut, "description": "A backend this machine cannot provide."},
 }
 _MODE_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
@@ -113,7 +120,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
-            group.start_soon(_sweep, runtime)
+            group.start_soon(_every, config.sweep_seconds, runtime.sweep_idle)
+            group.start_soon(_every, config.cpu_meter_seconds, runtime.meter_cpu)
             try:
                 yield
             finally:
@@ -130,6 +138,7 @@ def create_app(
         docs_url=None,  # the docs pages load scripts from a CDN; the schema is enough
         redoc_url=None,
         lifespan=lifespan,
+        responses=_SERVER_ERRORS,
     )
     api.state.runtime = runtime
     api.router.route_class = _GuardedRoute
@@ -166,11 +175,14 @@ class ServiceApp:
         await self._app(scope, receive, send)
 
 
-async def _sweep(runtime: Runtime) -> None:
+async def _every(seconds: float, task: Callable[[], Coroutine[Any, Any, object]]) -> None:
+    """``task()`` every ``seconds`` until cancelled; a failure waits for the next turn."""
     while True:
-        await anyio.sleep(runtime.config.sweep_seconds)
-        with contextlib.suppress(Exception):
-            await runtime.sweep_idle()
+        await anyio.sleep(seconds)
+        try:
+            await task()
+        except Exception:
+            _log.exception("periodic %s failed", getattr(task, "__name__", "task"))
 
 
 def _known(scope: Scope, tokens: TokenStore) -> bool:
@@ -339,13 +351,14 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
     @api.get(
         "/v1/sessions/{session_id}/blobs/{sha256}",
         response_class=Response,
-        responses={**_ERRORS, 200: {"content": {"application/octet-stream": {}}}},
+        responses={**_ERRORS, 200: {"content": {"*/*": {}}}},
         tags=["files"],
     )
     async def get_blob(token: Token, session_id: str, sha256: str) -> Response:
-        """Output or an artifact that one of this session's steps referred to, by sha256."""
-        data = await _found(runtime.read_blob(token, session_id, sha256), sha256)
-        return Response(data, media_type="application/octet-stream")
+        """Output or an artifact that one of this session's steps referred to, by sha256,
+        served as the media type the step recorded for it (stdout and stderr as text)."""
+        data, media_type = await _found(runtime.read_blob(token, session_id, sha256), sha256)
+        return Response(data, media_type=media_type, headers={"X-Content-Type-Options": "nosniff"})
 
     @api.post("/v1/check", response_model=CheckOut, responses=_MODE_ERRORS, tags=["gate"])
     async def check(token: Token, body: CheckIn) -> dict[str, Any]:
@@ -359,18 +372,18 @@ def _routes(api: FastAPI, runtime: Runtime) -> None:
 
 
 async def _event_stream(runtime: Runtime, record: SessionRecord) -> AsyncIterator[bytes]:
-    # Starlette cancels this generator when the client disconnects.
-    with runtime.registry.in_use(record):
-        async with record.events.subscribe() as subscription:
-            yield b": subscribed\n\n"
-            while True:
-                event = await subscription.next(timeout=runtime.config.heartbeat_seconds)
-                if event is None:
-                    yield b": heartbeat\n\n"
-                    continue
-                yield event.encode()
-                if event.name in FINAL_EVENTS:
-                    return
+    # Starlette cancels this generator when the client disconnects. An open stream is no use
+    # of the session: it idles out (and the stream ends with ``closed``) like any other.
+    async with record.events.subscribe() as subscription:
+        yield b": subscribed\n\n"
+        while True:
+            event = await subscription.next(timeout=runtime.config.heartbeat_seconds)
+            if event is None:
+                yield b": heartbeat\n\n"
+                continue
+            yield event.encode()
+            if event.name in FINAL_EVENTS:
+                return
 
 
 async def _found(call: Any, name: str) -> Any:
@@ -378,7 +391,7 @@ async def _found(call: Any, name: str) -> Any:
     try:
         return await call
     except (ConfigurationError, FileNotFoundError) as exc:
-        raise _NotFound(f"no file or blob {name!r} here ({exc})") from exc
+        raise _NotFound(f"no file or blob {name} here for this session") from exc
 
 
 def _run_out(session_id: str, outcome: Outcome) -> dict[str, Any]:
@@ -520,6 +533,31 @@ def _handlers(api: FastAPI) -> None:
         }
         return JSONResponse(body, status_code=502)
 
+    async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return _error(422, "invalid_request", _validation_message(exc))
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            message = (
+                f"no route {request.method} {request.url.path}; the routes are in /v1/openapi.json"
+            )
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            message = f"{request.method} is not allowed on {request.url.path}; use {allowed}"
+        else:
+            message = str(exc.detail)
+        error = _HTTP_ERRORS.get(exc.status_code, "http_error")
+        return _error(exc.status_code, error, message, **(exc.headers or {}))
+
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        _log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return _internal_error(exc)
+
+    api.add_exception_handler(RequestValidationError, invalid)
+    api.add_exception_handler(HTTPException, http_error)
+    api.add_exception_handler(Exception, internal)
     api.add_exception_handler(_Unauthorized, unauthorized)
     api.add_exception_handler(SessionNotFound, not_found)
     api.add_exception_handler(_NotFound, not_found)
@@ -545,6 +583,18 @@ _HANDLED: tuple[type[Exception], ...] = (
     BackendUnavailable,
     WorkerCrashed,
 )
+
+
+_HTTP_ERRORS = {404: "not_found", 405: "method_not_allowed"}
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """Each problem as ``where: what`` (``body.timeout: Input should be a valid number``)."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        problems.append(f"{where}: {error.get('msg', 'invalid')}" if where else error["msg"])
+    return "the request is malformed: " + "; ".join(problems)
 
 
 def _internal_error(exc: Exception) -> JSONResponse:

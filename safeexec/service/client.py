@@ -5,18 +5,25 @@ Code written against the library moves to the service by changing one line::
     with Session(policy="default") as session:                                  # in-process
     with Client("http://127.0.0.1:8000", token=TOKEN, policy="default") as session:  # service
 
-``run`` returns the same :class:`~safeexec.model.values.Outcome` (rebuilt from its JSON), ``files``
-writes, reads, lists and removes workdir files, ``interrupt`` stops the running cell from any
-thread. With several replicas, pass ``{replica_id: url}``: a new session goes to one of them
-(``replica=`` picks), and every later request follows the replica named in the session id —
-the same affinity a load balancer gives. HTTP errors come back as the library's exceptions:
-500 ``InternalError``, 503 ``BackendUnavailable``, anything else ``ServiceError``.
+``run`` returns the same :class:`~safeexec.model.values.Outcome` (rebuilt from its JSON) and
+takes ``on_output`` (the cell's output while it runs, from the session's event stream);
+``arun`` and ``stream`` are its asyncio forms, as on ``Session``; ``budget`` is what is left;
+``files`` writes, reads, lists and removes workdir files; ``interrupt`` stops the running cell
+from any thread. ``Session.grant`` has no counterpart: a tool is a host callable, and the
+service's host is the server. With several replicas, pass ``{replica_id: url}``: a new
+session goes to one of them (``replica=`` picks), and every later request follows the replica
+named in the session id — the same affinity a load balancer gives. HTTP errors come back as
+the library's exceptions: 500 ``InternalError``, 503 ``BackendUnavailable``, anything else
+``ServiceError``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import secrets
-from collections.abc import Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import Self
 
@@ -25,7 +32,8 @@ import httpx
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable, ConfigurationError, InternalError, SafeExecError
 from safeexec.model.codec import JSONValue
-from safeexec.model.values import BlobRef, Decision, Outcome
+from safeexec.model.values import BlobRef, Budget, Decision, Outcome, OutputChunk, StreamName
+from safeexec.session.steps import settle_abandoned
 
 __all__ = ["Client", "RemoteFiles", "ServiceError", "replica_of"]
 
@@ -103,13 +111,83 @@ class Client:
 
     # -- Session's face ----------------------------------------------------------------------
 
-    def run(self, text: str, *, timeout: float | None = None) -> Outcome:
-        """Run the code in one model reply (one step), as :meth:`Session.run`."""
-        return self._run({"reply": text, "timeout": timeout})
+    def run(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
+        """Run the code in one model reply (one step), as :meth:`Session.run`.
 
-    def run_code(self, code: str, *, timeout: float | None = None) -> Outcome:
+        ``on_output`` receives the session's output while the run is in flight (from
+        ``GET .../events``, subscribed before the run is sent), on a thread of this client;
+        every chunk comes before ``run`` returns. Runs of one session take turns, so the chunks
+        are this run's unless another client attached to the same session runs meanwhile."""
+        return self._run({"reply": text, "timeout": timeout}, on_output)
+
+    def run_code(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
         """Run ``code`` as it is (one step), as ``Session.run_action(Action.create(code))``."""
-        return self._run({"code": code, "timeout": timeout})
+        return self._run({"code": code, "timeout": timeout}, on_output)
+
+    async def arun(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[OutputChunk], None] | None = None,
+    ) -> Outcome:
+        """:meth:`run` in a worker thread, for asyncio harnesses; cancelling it interrupts the
+        cell and waits until the step is recorded, as :meth:`Session.arun` does."""
+        step = asyncio.ensure_future(
+            asyncio.to_thread(self.run, text, timeout=timeout, on_output=on_output)
+        )
+        try:
+            return await asyncio.shield(step)
+        except asyncio.CancelledError:
+            await settle_abandoned(step, self.interrupt)
+            raise
+
+    async def stream(
+        self, text: str, *, timeout: float | None = None
+    ) -> AsyncIterator[OutputChunk | Outcome]:
+        """:meth:`run` as an async iterator: the output chunks while the cell runs, then the
+        :class:`~safeexec.model.values.Outcome` (last), as :meth:`Session.stream`."""
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
+
+        def deliver(chunk: OutputChunk) -> None:
+            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+
+        step = asyncio.ensure_future(
+            asyncio.to_thread(self.run, text, timeout=timeout, on_output=deliver)
+        )
+        step.add_done_callback(lambda _done: chunks.put_nowait(None))
+        try:
+            while (chunk := await chunks.get()) is not None:
+                yield chunk
+            yield step.result()
+        finally:
+            if not step.done():
+                await settle_abandoned(step, self.interrupt)
+
+    @property
+    def budget(self) -> Budget:
+        """What is left of the session's steps, CPU seconds and tool calls (asked now)."""
+        described = self._json("GET", self._path(""))["budget"]
+        if not isinstance(described, dict):
+            raise InternalError("the service described a session without its budget")
+        return Budget(
+            steps_left=int(str(described["steps_left"])),
+            cpu_seconds_left=float(str(described["cpu_seconds_left"])),
+            tool_calls_left=int(str(described["tool_calls_left"])),
+        )
 
     def interrupt(self) -> None:
         """Interrupt the session's running cell; a no-op when none runs."""
@@ -148,10 +226,17 @@ class Client:
 
     # -- the wire ------------------------------------------------------------------------------
 
-    def _run(self, body: dict[str, JSONValue]) -> Outcome:
+    def _run(
+        self, body: dict[str, JSONValue], on_output: Callable[[OutputChunk], None] | None
+    ) -> Outcome:
         # A worker that died mid-run is a 502 whose body still holds the recorded step: the
         # outcome Session.run would have returned (status killed, state lost on the next run).
-        response = self._send("POST", self._path("/run"), {"json": body}, crashed_ok=True)
+        if on_output is None:
+            response = self._send("POST", self._path("/run"), {"json": body}, crashed_ok=True)
+        else:
+            with _OutputRelay(self, on_output) as relay:
+                response = self._send("POST", self._path("/run"), {"json": body}, crashed_ok=True)
+                relay.until_step(response.headers.get("x-request-id", ""))
         reply = response.json()
         run = reply.get("run") if response.status_code == WORKER_CRASHED_STATUS else reply
         if not isinstance(run, dict):
@@ -242,3 +327,85 @@ class RemoteFiles:
 
     def remove(self, path: str) -> None:
         self._client._bytes("DELETE", self._client._path(f"/files/{path}"))
+
+
+class _OutputRelay:
+    """The session's ``output`` events, passed to ``on_output`` from a thread while a run is in
+    flight: subscribed on entry (so no chunk of the run is missed), ended on exit."""
+
+    def __init__(self, client: Client, on_output: Callable[[OutputChunk], None]) -> None:
+        self._client = client
+        self._on_output = on_output
+        self._subscribed = threading.Event()
+        self._ended: set[str] = set()
+        self._step_seen = threading.Condition()
+        self._response: httpx.Response | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        if not self._subscribed.wait(self._client._http.timeout.read or 60.0):
+            raise InternalError("the service's event stream did not open")
+        if self._failure is not None:
+            raise self._failure
+        return self
+
+    def until_step(self, run_id: str) -> None:
+        """Wait (bounded) until the ``step`` event of ``run_id`` came: every chunk of that run
+        was delivered before it."""
+        with self._step_seen:
+            self._step_seen.wait_for(
+                lambda: run_id in self._ended or not self._thread.is_alive(),
+                timeout=_STEP_EVENT_SECONDS,
+            )
+
+    def __exit__(self, *_exc: object) -> None:
+        response = self._response
+        if response is not None:
+            response.close()  # ends the reader's iteration
+        self._thread.join(_STEP_EVENT_SECONDS)
+        if self._failure is not None and not isinstance(self._failure, httpx.HTTPError):
+            raise self._failure  # on_output raised: as Session.run, after the step
+
+    def _read(self) -> None:
+        try:
+            with self._client._http.stream(
+                "GET",
+                self._client._path("/events"),
+                timeout=httpx.Timeout(self._client._http.timeout.connect, read=None),
+            ) as response:
+                self._response = response
+                if not response.is_success:
+                    response.read()
+                    self._failure = ServiceError(
+                        response.status_code, "events_refused", response.text[:500]
+                    )
+                    return
+                name = None
+                for line in response.iter_lines():
+                    if line == ": subscribed":
+                        self._subscribed.set()
+                    elif line.startswith("event: "):
+                        name = line.removeprefix("event: ")
+                    elif line.startswith("data: ") and name is not None:
+                        self._event(name, json.loads(line.removeprefix("data: ")))
+                        name = None
+        except BaseException as exc:  # reported to the caller (a closed stream is no failure)
+            self._failure = exc
+        finally:
+            self._subscribed.set()
+            with self._step_seen:
+                self._step_seen.notify_all()
+
+    def _event(self, name: str, data: dict[str, str]) -> None:
+        if name == "output":
+            self._on_output(OutputChunk(stream=StreamName(data["stream"]), text=data["text"]))
+        elif name == "step":
+            with self._step_seen:
+                self._ended.add(data["run_id"])
+                self._step_seen.notify_all()
+
+
+_STEP_EVENT_SECONDS = 30.0
+"""How long a finished run waits for its ``step`` event (it is published as the run ends)."""

@@ -22,11 +22,20 @@ class ServiceConfig:
     the server read its files); the first is the default. A client's limits can only narrow the
     chosen policy's. ``state_dir`` holds every session's audit log and blobs and the request
     log, and outlives the process. ``replica_id`` prefixes session ids so a load balancer (or
-    :class:`~safeexec.service.client.Client`) can route a session to its server. Past
-    ``max_connections`` open connections (or requests in flight) a new one gets a 503.
+    :class:`~safeexec.service.client.Client`) can route a session to its server.
     A mode that runs code in the server process (``restricted-inprocess``; not a security
     boundary) is refused, here and in every request, unless ``allow_in_process`` is set
     (``safeexec serve --allow-in-process``): ``InProcessRefused``, over HTTP a 403.
+
+    Connections (:mod:`safeexec._support.connections`): at most ``max_connections`` open (past
+    it the oldest not yet authenticated is closed for a new one) and
+    ``max_connections_per_address`` per client address; a request head must arrive within
+    ``head_timeout_seconds`` and be at most ``max_head_bytes``, its body within
+    ``body_timeout_seconds``; a kept-alive connection idle for ``keepalive_seconds`` is closed.
+
+    Every ``cpu_meter_seconds`` the CPU each session burnt between runs is charged to its token,
+    and a token whose ``cpu_seconds`` are spent has its sessions closed; every
+    ``sweep_seconds`` sessions idle for ``idle_seconds`` are closed.
     """
 
     state_dir: Path
@@ -35,8 +44,14 @@ class ServiceConfig:
     replica_id: str = "r0"
     max_body_bytes: int = 4 * 1024 * 1024
     max_connections: int = 1000
+    max_connections_per_address: int = 100
+    head_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 60.0
+    keepalive_seconds: float = 5.0
+    max_head_bytes: int = 16 * 1024
     idle_seconds: float = 600.0
     sweep_seconds: float = 5.0
+    cpu_meter_seconds: float = 1.0
     max_worker_threads: int = 64
     drain_seconds: float = 30.0
     heartbeat_seconds: float = 15.0

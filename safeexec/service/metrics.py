@@ -51,6 +51,13 @@ class ServiceMetrics:
             ["error"],
             registry=self.registry,
         )
+        self._cpu = Counter(
+            "safeexec_cpu_seconds_charged",
+            "CPU seconds charged to tokens, by when: run (a run's own), idle (burnt between "
+            "runs), close (up to a session's close), check (the static gate).",
+            ["when"],
+            registry=self.registry,
+        )
         self._latency = Histogram(
             "safeexec_run_duration_seconds",
             "Wall-clock seconds of a run, from admission to its recorded outcome.",
@@ -65,6 +72,9 @@ class ServiceMetrics:
         status = "none" if outcome.result is None else outcome.result.status.value
         self._runs.labels(verdict=outcome.decision.verdict.value, status=status).inc()
         self._latency.observe(max(0.0, seconds))
+
+    def charged(self, when: str, seconds: float) -> None:
+        self._cpu.labels(when=when).inc(max(0.0, seconds))
 
     def refused(self, error: str) -> None:
         self._refusals.labels(error=error).inc()

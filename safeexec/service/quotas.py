@@ -67,6 +67,7 @@ class QuotaLedger:
         self._runs: Counter[str] = Counter()
         self._cpu: dict[str, float] = {}
         self._reserved: dict[str, float] = {}
+        self._quotas: dict[str, Quota] = {}
 
     def usage(self, token_id: str, quota: Quota) -> QuotaUsage:
         return QuotaUsage(
@@ -77,11 +78,14 @@ class QuotaLedger:
         )
 
     def admit_session(self, token_id: str, quota: Quota) -> None:
-        """Count one more session for ``token_id``, or raise ``QuotaExceeded``."""
+        """Count one more session for ``token_id``, or raise ``QuotaExceeded`` (no CPU left
+        counts: a session could not run, and its sandbox would be stopped at once)."""
+        self._quotas[token_id] = quota
+        self.refuse_if_spent(token_id, quota)
         if self._sessions[token_id] >= quota.max_sessions:
             raise QuotaExceeded(
                 "sessions",
-                f"token {token_id!r} holds {self._sessions[token_id]} session(s), its quota "
+                f"token {token_id} holds {self._sessions[token_id]} session(s), its quota "
                 f"max_sessions={quota.max_sessions}; delete one first",
             )
         self._sessions[token_id] += 1
@@ -99,20 +103,12 @@ class QuotaLedger:
         Yields the CPU seconds the run may use: its own limit ``cpu_seconds``, narrowed to what
         is left of the quota after what was charged and what runs in flight may still use (each
         run reserves its grant until it is charged), so the quota holds even mid-run."""
-        spent = self._cpu.get(token_id, 0.0)
+        left = self.refuse_if_spent(token_id, quota)
         reserved = self._reserved.get(token_id, 0.0)
-        left = quota.cpu_seconds - spent - reserved
-        if left <= 0:
-            held = f" (and {reserved:.2f} held by runs in flight)" if reserved > 0 else ""
-            raise QuotaExceeded(
-                "cpu_seconds",
-                f"token {token_id!r} has spent {spent:.2f} CPU seconds{held}, its quota "
-                f"cpu_seconds={quota.cpu_seconds}",
-            )
         if self._runs[token_id] >= quota.max_concurrent_runs:
             raise QuotaExceeded(
                 "concurrent_runs",
-                f"token {token_id!r} has {self._runs[token_id]} run(s) in flight, its quota "
+                f"token {token_id} has {self._runs[token_id]} run(s) in flight, its quota "
                 f"max_concurrent_runs={quota.max_concurrent_runs}; wait for one to finish",
             )
         granted = min(cpu_seconds, left)
@@ -126,3 +122,26 @@ class QuotaLedger:
 
     def charge_cpu(self, token_id: str, seconds: float) -> None:
         self._cpu[token_id] = self._cpu.get(token_id, 0.0) + max(0.0, seconds)
+
+    def out_of_cpu(self) -> tuple[str, ...]:
+        """The tokens (that ever opened a session) whose charged CPU reached their quota."""
+        return tuple(
+            token_id
+            for token_id, quota in self._quotas.items()
+            if self._cpu.get(token_id, 0.0) >= quota.cpu_seconds
+        )
+
+    def refuse_if_spent(self, token_id: str, quota: Quota) -> float:
+        """The CPU seconds ``token_id`` has left (after what runs in flight hold), or
+        ``QuotaExceeded`` when none is."""
+        spent = self._cpu.get(token_id, 0.0)
+        reserved = self._reserved.get(token_id, 0.0)
+        left = quota.cpu_seconds - spent - reserved
+        if left <= 0:
+            held = f" (and {reserved:.2f} held by runs in flight)" if reserved > 0 else ""
+            raise QuotaExceeded(
+                "cpu_seconds",
+                f"token {token_id} has spent {spent:.2f} CPU seconds{held}, its quota "
+                f"cpu_seconds={quota.cpu_seconds:g}",
+            )
+        return left

@@ -161,6 +161,8 @@ class Runtime:
         ``run_id``), then a ``step`` event says how it ended."""
         if (body.code is None) == (body.reply is None):
             raise BadRequest("give exactly one of 'code' (run as it is) or 'reply' (extracted)")
+        # First: a token out of CPU has had its sessions stopped; it hears why, not a 404.
+        self.ledger.refuse_if_spent(token.token_id, token.quota)
         record = self.registry.get(token.token_id, session_id)
         session = record.session
         code, reply, timeout = body.code, body.reply, body.timeout
@@ -217,8 +219,29 @@ class Runtime:
         """Close every session idle for ``config.idle_seconds``; how many were closed."""
         idle = self.registry.idle(self.config.idle_seconds)
         for record in idle:
-            await self._close(record)
+            await self._close(record, reason="the session was idle too long")
         return len(idle)
+
+    async def meter_cpu(self) -> int:
+        """Charge each session's CPU burnt between runs (threads or processes a cell left
+        running) to its token, then close every session of a token whose CPU quota is spent;
+        how many were closed. Runs every ``config.cpu_meter_seconds``."""
+        records = [r for r in self.registry.all() if not r.running]
+        if records:
+            used = await in_thread(
+                lambda: [r.session.unbilled_cpu_seconds() for r in records],
+                limiter=self.limiter,
+            )
+            for record, seconds in zip(records, used, strict=True):
+                self._charge(record.owner, seconds, "idle")
+        stopped = 0
+        for token_id in self.ledger.out_of_cpu():
+            for record in self.registry.owned_by(token_id):
+                await self._close(
+                    record, reason="its token's CPU quota (cpu_seconds) is spent: stopped"
+                )
+                stopped += 1
+        return stopped
 
     def end_event_streams(self) -> None:
         """End every session's event streams (a ``closed`` event); the server is stopping."""
@@ -238,20 +261,37 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await in_thread(backend.close, limiter=self.limiter)
 
-    async def _close(self, record: SessionRecord) -> None:
-        self.registry.take(record)
-        record.events.close()
-        self.ledger.release_session(record.owner)
+    async def _close(
+        self, record: SessionRecord, *, reason: str = "the session was closed"
+    ) -> None:
+        """Close ``record``'s session (its processes killed), charge its token the CPU it used
+        since it was last charged, and only then forget its id. Shielded: a close begun ends."""
+        if record.closing:
+            return
+        record.closing = True  # a 404 from now on
+        record.events.close(reason)
         record.stopped = True
         record.session.interrupt()
-        await in_thread(record.session.close, limiter=self.limiter)
+        session = record.session
+        with anyio.CancelScope(shield=True):
+            try:
+                await in_thread(session.close, limiter=self.limiter)
+            finally:
+                seconds = await in_thread(session.unbilled_cpu_seconds, limiter=self.limiter)
+                self._charge(record.owner, seconds, "close")
+                self.registry.forget(record)
+                self.ledger.release_session(record.owner)
+
+    def _charge(self, token_id: str, seconds: float, when: str) -> None:
+        self.ledger.charge_cpu(token_id, seconds)
+        self.metrics.charged(when, seconds)
 
     def _account(self, record: SessionRecord, outcome: Outcome, run_id: str) -> None:
         record.steps += 1
         record.remember(outcome)
         result = outcome.result
         if result is not None:
-            self.ledger.charge_cpu(record.owner, result.usage.cpu_seconds)
+            self._charge(record.owner, result.usage.cpu_seconds, "run")
         record.events.publish(
             ServerEvent(
                 name="step",
@@ -288,13 +328,16 @@ class Runtime:
         with self.registry.in_use(record):
             await in_thread(lambda: record.session.files.remove(path), limiter=self.limiter)
 
-    async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> bytes:
-        """A blob one of this session's outcomes referred to (any other is a 404)."""
+    async def read_blob(self, token: TokenEntry, session_id: str, sha256: str) -> tuple[bytes, str]:
+        """A blob one of this session's outcomes referred to (any other is a 404), and the
+        media type the outcome recorded for it."""
         record = self.registry.get(token.token_id, session_id)
-        ref = record.blobs.get(sha256)
-        if ref is None:
+        known = record.blobs.get(sha256)
+        if known is None:
             raise FileNotFoundError(sha256)
-        return await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
+        ref, media_type = known
+        data = await in_thread(lambda: record.session.blobs.get(ref), limiter=self.limiter)
+        return data, media_type
 
     # -- the static gate ---------------------------------------------------------------------------
 
@@ -316,7 +359,7 @@ class Runtime:
 
         with self.ledger.run_slot(token.token_id, token.quota):
             gate, cpu_seconds = await in_thread(timed_check, limiter=self.limiter)
-        self.ledger.charge_cpu(token.token_id, cpu_seconds)
+        self._charge(token.token_id, cpu_seconds, "check")
         return gate
 
     # -- describing --------------------------------------------------------------------------------
@@ -338,7 +381,7 @@ class Runtime:
         chosen = self.config.policies[0] if name is None else name
         if chosen not in self._policies:
             raise BadRequest(
-                f"policy={chosen!r} is not offered here; choose one of {list(self._policies)}"
+                f"policy={chosen} is not offered here; choose one of: {', '.join(self._policies)}"
             )
         return self._policies[chosen]
 
@@ -347,6 +390,5 @@ class Runtime:
         if mode in self._unavailable:
             raise BackendUnavailable(self._unavailable[mode])
         if mode not in self._backends:
-            raise BadRequest(
-                f"mode={mode!r} is not offered here; choose one of {sorted(self._backends)}"
-            )
+            offered = ", ".join(sorted(self._backends))
+            raise BadRequest(f"mode={mode} is not offered here; choose one of: {offered}")

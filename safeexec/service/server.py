@@ -12,11 +12,17 @@ import socket
 
 import uvicorn
 
+from safeexec._support.connections import (
+    ConnectionGuard,
+    ConnectionLimits,
+    bearer_authenticates,
+    guarded_protocol,
+)
 from safeexec.service.app import ServiceApp, create_app
 from safeexec.service.auth import TokenStore
 from safeexec.service.config import ServiceConfig
 
-__all__ = ["DrainingServer", "serve"]
+__all__ = ["DrainingServer", "serve", "uvicorn_config"]
 
 
 class DrainingServer(uvicorn.Server):
@@ -35,20 +41,43 @@ class DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def serve(config: ServiceConfig, tokens: TokenStore, *, host: str, port: int) -> None:
-    """Serve until stopped; ``ConfigurationError`` comes first if nobody could authenticate."""
-    app = create_app(config, tokens)
-    DrainingServer(
+def uvicorn_config(
+    app: ServiceApp, *, host: str, port: int, log_level: str = "info"
+) -> tuple[uvicorn.Config, ConnectionGuard]:
+    """uvicorn's settings for ``app`` (its connection limits from ``app``'s config), and the
+    guard that enforces the limits uvicorn lacks (see :mod:`safeexec._support.connections`)."""
+    config = app.runtime.config
+    tokens = app.runtime.tokens
+    guard = ConnectionGuard(
+        ConnectionLimits(
+            max_connections=config.max_connections,
+            max_connections_per_address=config.max_connections_per_address,
+            head_timeout_seconds=config.head_timeout_seconds,
+            body_timeout_seconds=config.body_timeout_seconds,
+        ),
+        authenticates=bearer_authenticates(tokens),
+    )
+    return (
         uvicorn.Config(
             app,
             host=host,
             port=port,
-            log_level="info",
+            log_level=log_level,
             lifespan="on",
             access_log=False,  # the request log (requests.jsonl) is the record, with token ids
             server_header=False,
-            limit_concurrency=config.max_connections,
+            http=guarded_protocol(guard),
+            ws="none",
+            timeout_keep_alive=max(1, round(config.keepalive_seconds)),
+            h11_max_incomplete_event_size=config.max_head_bytes,
             timeout_graceful_shutdown=max(1, round(config.drain_seconds)),
         ),
-        app=app,
-    ).run()
+        guard,
+    )
+
+
+def serve(config: ServiceConfig, tokens: TokenStore, *, host: str, port: int) -> None:
+    """Serve until stopped; ``ConfigurationError`` comes first if nobody could authenticate."""
+    app = create_app(config, tokens)
+    settings, _ = uvicorn_config(app, host=host, port=port)
+    DrainingServer(settings, app=app).run()

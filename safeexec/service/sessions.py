@@ -17,7 +17,10 @@ from safeexec.model.values import BlobRef, Outcome
 from safeexec.service.events import EventHub
 from safeexec.session.session import Session
 
-__all__ = ["SessionNotFound", "SessionRecord", "SessionRegistry"]
+__all__ = ["TEXT_MEDIA_TYPE", "SessionNotFound", "SessionRecord", "SessionRegistry"]
+
+TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
+"""The media type of captured stdout and stderr."""
 
 
 class SessionNotFound(Exception):
@@ -39,18 +42,25 @@ class SessionRecord:
     stopped: bool = False
     """The host interrupted or closed the running cell (its kill is no crash)."""
     closing: bool = False
+    """Being closed: its id is a 404 already; forgotten once its last CPU is charged."""
     steps: int = 0
-    blobs: dict[str, BlobRef] = field(default_factory=dict)
+    blobs: dict[str, tuple[BlobRef, str]] = field(default_factory=dict)
+    """The blobs this session's outcomes referred to, each with its recorded media type."""
     events: EventHub = field(default_factory=EventHub)
 
     def remember(self, outcome: Outcome) -> None:
-        """Let this session's owner fetch the blobs ``outcome`` refers to (and nothing else)."""
+        """Let this session's owner fetch the blobs ``outcome`` refers to (and nothing else),
+        each served as the media type the outcome recorded for it."""
         result = outcome.result
         if result is None:
             return
-        shown = (item.blob for display in result.displays for item in display.items)
-        for ref in (result.stdout, result.stderr, *(a.blob for a in result.artifacts), *shown):
-            self.blobs[ref.sha256] = ref
+        for ref in (result.stdout, result.stderr):
+            self.blobs[ref.sha256] = (ref, TEXT_MEDIA_TYPE)
+        for artifact in result.artifacts:
+            self.blobs[artifact.blob.sha256] = (artifact.blob, artifact.media_type)
+        for display in result.displays:
+            for item in display.items:
+                self.blobs[item.blob.sha256] = (item.blob, item.media_type)
 
 
 class SessionRegistry:
@@ -76,9 +86,9 @@ class SessionRegistry:
     def owned_by(self, owner: str) -> tuple[SessionRecord, ...]:
         return tuple(r for r in self._records.values() if r.owner == owner and not r.closing)
 
-    def take(self, record: SessionRecord) -> None:
-        """Remove ``record`` (it is being closed); later lookups of its id are 404s."""
-        record.closing = True
+    def forget(self, record: SessionRecord) -> None:
+        """Remove ``record``: it is closed and its last CPU charged (lookups of its id have been
+        404s since it was marked ``closing``)."""
         self._records.pop(record.session_id, None)
 
     @contextlib.contextmanager
@@ -97,8 +107,12 @@ class SessionRegistry:
         return tuple(
             r
             for r in self._records.values()
-            if r.active == 0 and not r.running and now - r.last_used >= idle_seconds
+            if r.active == 0
+            and not r.running
+            and not r.closing
+            and now - r.last_used >= idle_seconds
         )
 
     def all(self) -> tuple[SessionRecord, ...]:
-        return tuple(self._records.values())
+        """Every session not being closed."""
+        return tuple(r for r in self._records.values() if not r.closing)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 
-from safeexec.backends.base import Backend, BackendSession, SessionSpec
+from safeexec.backends.base import Backend, BackendSession, CpuMetered, SessionSpec
 from safeexec.errors import BackendUnavailable
 
 __all__ = ["BackendPool"]
@@ -33,6 +33,7 @@ class BackendPool:
         self._use_default_backends = backends is None
         self._make = make
         self._open: dict[str, BackendSession] = {}
+        self._closed_cpu = 0.0  # what sessions closed here used after their last call
 
     @property
     def open_modes(self) -> tuple[str, ...]:
@@ -60,17 +61,26 @@ class BackendPool:
             # Already failing closed; the next step opens a fresh session.
             with contextlib.suppress(Exception):
                 session.close()
+            self._closed_cpu += _unbilled(session)
 
     def close(self) -> list[BaseException]:
         """Close every open backend session; the failures."""
         failures: list[BaseException] = []
         for mode in sorted(self._open):
+            session = self._open.pop(mode)
             try:
-                self._open.pop(mode).close()
+                session.close()
             except Exception as exc:
                 failures.append(exc)
+            self._closed_cpu += _unbilled(session)
         self._open.clear()
         return failures
+
+    def unbilled_cpu_seconds(self) -> float:
+        """CPU the backend sessions (open, and closed here) used outside their calls since
+        this was last asked (see :class:`~safeexec.backends.base.CpuMetered`)."""
+        closed, self._closed_cpu = self._closed_cpu, 0.0
+        return closed + sum(_unbilled(session) for session in self._open.values())
 
     def _backend(self, mode: str) -> Backend:
         if mode not in self._backends:
@@ -81,3 +91,13 @@ class BackendPool:
                 )
             self._backends[mode] = self._make(mode)
         return self._backends[mode]
+
+
+def _unbilled(session: BackendSession) -> float:
+    """What ``session`` used outside its calls (0 for a mode that cannot tell)."""
+    if not isinstance(session, CpuMetered):
+        return 0.0
+    try:
+        return max(0.0, session.unbilled_cpu_seconds())
+    except OSError:  # its cgroup or process is gone: nothing more can be read
+        return 0.0

@@ -363,6 +363,18 @@ class Session:
                 audit_events=self.audit.statistics().events_written,
             )
 
+    def unbilled_cpu_seconds(self) -> float:
+        """CPU the session's sandboxes used outside its steps (threads or processes a cell left
+        running) since this was last asked, now counted as charged; the next step's result is
+        charged only what comes after. 0 while a step runs (the step is charged it); after
+        :meth:`close`, what ran until the kill. For a host that bills someone (the service)."""
+        if not self._lock.acquire(blocking=False):
+            return 0.0
+        try:
+            return self._pool.unbilled_cpu_seconds()
+        finally:
+            self._lock.release()
+
     def close(self) -> None:
         """Close every backend session (killing their process trees) and the audit log."""
         with self._lock:

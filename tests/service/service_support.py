@@ -17,12 +17,13 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from safeexec._support.connections import ConnectionGuard
 from safeexec.backends.base import Backend
 from safeexec.service.app import ServiceApp, create_app
 from safeexec.service.auth import TokenEntry, TokenStore, hash_token
 from safeexec.service.config import ServiceConfig
 from safeexec.service.quotas import Quota
-from safeexec.service.server import DrainingServer
+from safeexec.service.server import DrainingServer, uvicorn_config
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
@@ -50,6 +51,8 @@ class RunningServer:
     base_url: str
     state_dir: Path
     server: uvicorn.Server
+    guard: ConnectionGuard
+    port: int
 
     def client(
         self, token: str | None = ALICE, *, headers: Mapping[str, str] | None = None
@@ -79,12 +82,8 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = DrainingServer(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=30
-        ),
-        app=app,
-    )
+    settings, guard = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning")
+    server = DrainingServer(settings, app=app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + _START_SECONDS
@@ -94,7 +93,12 @@ def serve(
         time.sleep(0.01)
     try:
         yield RunningServer(
-            app=app, base_url=f"http://127.0.0.1:{port}", state_dir=state_dir, server=server
+            app=app,
+            base_url=f"http://127.0.0.1:{port}",
+            state_dir=state_dir,
+            server=server,
+            guard=guard,
+            port=port,
         )
     finally:
         server.should_exit = True

@@ -3,6 +3,7 @@ server."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from service_support import ALICE, BOB, serve
 
 from safeexec import Session
 from safeexec.errors import ConfigurationError
-from safeexec.model.values import ExecStatus, Verdict
+from safeexec.model.values import Budget, ExecStatus, OutputChunk, Verdict
 from safeexec.service.client import Client, ServiceError, replica_of
 
 STEPS = [
@@ -84,3 +85,43 @@ def test_the_restricted_mode_is_served_too(tmp_path: Path) -> None:
         outcome = client.run_code("total = sum(range(4))\nprint(total)")
         assert outcome.decision.backend == "restricted"
         assert outcome.observation.text.endswith("6")
+
+
+STREAMING = "```python\nimport sys\nprint('one', flush=True)\nprint('two', file=sys.stderr)\n```"
+
+
+def _faces(session: Session | Client) -> tuple[list[tuple[str, str]], list[object], str, Budget]:
+    """``run(on_output=)``, ``stream``, ``arun`` and ``budget``, the same against either."""
+    chunks: list[OutputChunk] = []
+    session.run(STREAMING, on_output=chunks.append)
+    heard = sorted((c.stream.value, c.text) for c in chunks)
+
+    async def asynchronous() -> tuple[list[object], str]:
+        items = [item async for item in session.stream(STREAMING)]
+        kinds = [type(item).__name__ for item in items]
+        done = await session.arun("```python\nprint(6 * 7)\n```")
+        return kinds, done.observation.text
+
+    kinds, text = asyncio.run(asynchronous())
+    return heard, kinds, text, session.budget
+
+
+def test_the_client_has_sessions_streaming_async_and_budget_faces(tmp_path: Path) -> None:
+    with Session(policy="default", state_dir=tmp_path / "direct") as session:
+        direct = _faces(session)
+    with (
+        serve(tmp_path / "state", modes=("native",)) as server,
+        Client(server.base_url, token=ALICE, policy="default") as client,
+    ):
+        remote = _faces(client)
+    assert remote[0] == direct[0] == [("stderr", "two\n"), ("stdout", "one\n")]
+    assert set(remote[1]) == set(direct[1]) == {"OutputChunk", "Outcome"}
+    assert remote[1][-1] == direct[1][-1] == "Outcome"
+    assert remote[2] == direct[2]
+    # The same steps counted; CPU-seconds differ by what each run used.
+    assert (remote[3].steps_left, remote[3].tool_calls_left) == (
+        direct[3].steps_left,
+        direct[3].tool_calls_left,
+    )
+    assert remote[3].steps_left == session.policy.budget.steps - 3
+    assert remote[3].cpu_seconds_left < session.policy.budget.cpu_seconds

@@ -6,13 +6,15 @@ import asyncio
 import json
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-from service_support import ALICE, BOB, RunningServer, bearer, serve
+from service_support import ALICE, BOB, RunningServer, bearer, fake_server, serve
 
+from safeexec.backends.fake import FakeBackend, FakeReply
 from safeexec.model.values import OutputChunk, StreamName
 from safeexec.service.events import EventHub, ServerEvent
 
@@ -135,3 +137,24 @@ def test_a_subscriber_that_falls_behind_is_dropped_with_a_lagged_event() -> None
             return names
 
     assert asyncio.run(scenario()) == ["output", "output", "output", "lagged"]
+
+
+def test_an_open_event_stream_does_not_keep_its_session_from_idling_out(tmp_path: Path) -> None:
+    backend = FakeBackend(lambda _: FakeReply(stdout="ok\n"))
+    with (
+        fake_server(
+            tmp_path, backend, idle_seconds=0.5, sweep_seconds=0.1, heartbeat_seconds=0.1
+        ) as server,
+        server.client() as alice,
+    ):
+        session_id = alice.post("/v1/sessions").json()["session_id"]
+        deadline = time.monotonic() + _BOUND_SECONDS
+        with alice.stream("GET", f"/v1/sessions/{session_id}/events") as stream:
+            lines = []
+            for line in stream.iter_lines():  # a heartbeat every 0.1 s until the stream ends
+                assert time.monotonic() < deadline, "the stream kept its session open"
+                lines.append(line)
+        assert "event: closed" in lines
+        data = [json.loads(line.removeprefix("data: ")) for line in lines if line[:6] == "data: "]
+        assert data == [{"reason": "the session was idle too long"}]
+        assert alice.get(f"/v1/sessions/{session_id}").status_code == 404

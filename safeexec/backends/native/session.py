@@ -297,6 +297,9 @@ class NativeSession:
                 return
             self._closed = True
             self._backend._sessions.discard(self)
+            # The last reading, for unbilled_cpu_seconds(): the cgroup goes with the session.
+            if self._worker is not None:
+                self._idle_cpu_seen = self._group.cpu_seconds(self._worker.pid)
             self._stop_worker()
             if self._egress is not None:
                 self._egress.close()
@@ -327,6 +330,27 @@ class NativeSession:
         else:
             pids = _processes_in_pid_namespace(worker.pidns)
         return [pid for pid in pids if not _is_zombie(pid)]
+
+    def unbilled_cpu_seconds(self) -> float:
+        """CPU the session used since its last call ended (or this was last asked), now counted
+        as charged: the next call is charged only what comes after. 0 while a call runs (the
+        call charges it); after :meth:`close`, what ran up to the kill."""
+        if not self._lock.acquire(blocking=False):
+            return 0.0
+        try:
+            worker = self._worker
+            reading = (
+                self._group.cpu_seconds(worker.pid)
+                if worker is not None and not self._closed
+                else self._idle_cpu_seen  # the reading before the kill (idle watch or close)
+            )
+            charged = self._charged_cpu
+            self._charged_cpu = reading
+            if charged is None or charged > reading:  # no call yet, or a counter that went back
+                return 0.0
+            return reading - charged
+        finally:
+            self._lock.release()
 
     def _watch_idle(self) -> None:
         """Called by the backend's watchdog: between calls, enforce CPU and disk budgets."""
