@@ -3,7 +3,6 @@ safe ``str.format`` and the ``print`` collector."""
 
 from __future__ import annotations
 
-import builtins
 import collections
 import functools
 import io
@@ -348,6 +347,25 @@ def _check_value_equality(cls: type) -> None:
             )
 
 
+def _build_from_resolved(
+    func: Callable[..., object],
+    name: str,
+    bases: tuple[object, ...],
+    resolved: tuple[type, ...],
+    kw: dict[str, object],
+) -> type:
+    """What ``__build_class__`` does, from bases already resolved: the metaclass and namespace
+    from ``resolved``, the class body run in that namespace (its closure carries the
+    ``__class__`` cell ``super()`` reads), ``__orig_bases__`` kept where resolution changed
+    them (``typing.Generic`` reads it)."""
+    meta, namespace, keywords = types.prepare_class(name, resolved, kw)
+    if resolved != bases:
+        namespace["__orig_bases__"] = bases
+    exec(func.__code__, func.__globals__, namespace, closure=func.__closure__)
+    cls: type = meta(name, resolved, namespace, **keywords)
+    return cls
+
+
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
 
 
@@ -478,12 +496,15 @@ class Guards(metaclass=RuntimeClass):
             # Class keywords go to the bases' ``__init_subclass__``: ``_root=True`` is how
             # ``typing`` lets its own internals subclass its final classes.
             raise GuardError(f"class {name!r}: private class keywords {private} are not allowed")
-        for base in types.resolve_bases(bases):
+        # Bases are resolved once (``__mro_entries__`` runs once), and the tuple checked here
+        # is the one the class is built from: no second resolution can hand back another.
+        resolved = types.resolve_bases(bases)
+        for base in resolved:
             if not isinstance(base, type):
                 raise GuardError(f"class {name!r}: base {base!r} is not a class")
             if issubclass(base, type):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
-        cls = builtins.__build_class__(func, name, *bases, **kw)
+        cls = _build_from_resolved(func, name, bases, resolved, kw)
         check_class(cls, self.own_classes)
         return self.register_class(cls)
 
