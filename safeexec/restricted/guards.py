@@ -7,6 +7,7 @@ import collections
 import functools
 import io
 import string
+import sys
 import threading
 import types
 import typing
@@ -347,6 +348,35 @@ def _check_value_equality(cls: type) -> None:
             )
 
 
+# Library classes whose ``__init_subclass__`` was read and found to run nothing the code's
+# class attributes steer (by module and name; matched by identity with the loaded class).
+_REVIEWED_SUBCLASS_HOOKS = (
+    ("random", "Random"),  # notes which of random/getrandbits the subclass overrides
+    ("typing", "_Final"),  # refuses the subclass (typing's internals only)
+    ("typing", "Generic"),  # collects type parameters from __orig_bases__
+    ("typing", "Protocol"),  # marks protocol members; its checks run on isinstance
+    ("zoneinfo", "ZoneInfo"),  # gives the subclass a cache of its own
+)
+
+
+def _check_subclass_hook(name: str, base: type, own: Collection[type]) -> None:
+    """A library class's ``__init_subclass__`` runs library code over the new class's
+    attributes, which the code chose (``string.Template`` compiles its ``idpattern`` with the
+    real, untimed ``re``): only reviewed hooks may run for a class the code defines."""
+    reviewed = {
+        getattr(sys.modules.get(module), attr, None) for module, attr in _REVIEWED_SUBCLASS_HOOKS
+    }
+    for klass in base.__mro__:
+        if klass in own or klass is object:
+            continue
+        if "__init_subclass__" in klass.__dict__ and klass not in reviewed:
+            raise GuardError(
+                f"class {name!r}: a class the code defines cannot subclass "
+                f"{klass.__qualname__}, whose __init_subclass__ would run on it; "
+                "use the class as it is, or run the code in native mode"
+            )
+
+
 def _build_from_resolved(
     func: Callable[..., object],
     name: str,
@@ -504,6 +534,7 @@ class Guards(metaclass=RuntimeClass):
                 raise GuardError(f"class {name!r}: base {base!r} is not a class")
             if issubclass(base, type):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
+            _check_subclass_hook(name, base, self.own_classes)
         cls = _build_from_resolved(func, name, bases, resolved, kw)
         check_class(cls, self.own_classes)
         return self.register_class(cls)
