@@ -30,7 +30,7 @@ def test_the_python_api_example_runs_and_prints_what_its_comments_say(
     assert lines[0] == "allow ok"
     assert "285" in printed.getvalue()
     assert "['SX201', 'SX202']" in lines
-    assert lines[-1] == "47 3"
+    assert lines[-1] == "497 3"
     assert (tmp_path / "xdg" / "safeexec" / "audit.jsonl").is_file()
     assert not (tmp_path / ".safeexec").exists()
 
