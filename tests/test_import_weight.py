@@ -50,7 +50,7 @@ _NOT_FOR_CHECKING = (
     "safeexec.sandbox.worker",
     "safeexec.sandbox.zygote",
     "safeexec.sandbox.confine",
-    "safeexec.sandbox.executor",
+    "safeexec.sandbox.python_executor",
     "safeexec.restricted.executor",
     "safeexec.restricted.guards",
     "safeexec.restricted.transformer",

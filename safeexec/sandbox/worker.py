@@ -34,8 +34,8 @@ from safeexec._support.tracebacks import exception_message, format_exception
 # ``except ToolError`` whether it runs here or in-process.
 from safeexec.errors import ToolError
 from safeexec.sandbox.channel import ProtocolError, recv_frame, send_frame
-from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall
+from safeexec.sandbox.python_executor import Executor, PythonExecutor
 from safeexec.sandbox.worker_display import bundle_of
 
 if TYPE_CHECKING:

@@ -46,7 +46,6 @@ from safeexec.sandbox.confine import (
     preconfine,
     reachable_by_others,
 )
-from safeexec.sandbox.executor import Executor, PythonExecutor
 from safeexec.sandbox.layers import Layer
 from safeexec.sandbox.protocol import (
     Claim,
@@ -62,6 +61,7 @@ from safeexec.sandbox.protocol import (
     Started,
     TemplateOptions,
 )
+from safeexec.sandbox.python_executor import Executor, PythonExecutor
 from safeexec.sandbox.rootfs import SANDBOX_WORKDIR
 from safeexec.sandbox.session_env import base_environment
 from safeexec.sandbox.syscalls import install, libc

@@ -17,7 +17,7 @@ from safeexec.backends.restricted import RestrictedBackend
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
 from safeexec.policy.loader import load_policy
 from safeexec.restricted import OperationBudget, RestrictedExecutor
-from safeexec.sandbox.executor import PythonExecutor
+from safeexec.sandbox.python_executor import PythonExecutor
 
 # The default policy pack's import allowlist.
 IMPORTS = load_policy("default").imports.allow

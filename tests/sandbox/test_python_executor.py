@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from safeexec.sandbox.executor import PythonExecutor
+from safeexec.sandbox.python_executor import PythonExecutor
 
 
 def test_the_final_expression_is_returned_as_repr_text() -> None:
