@@ -324,11 +324,19 @@ def _check_attribute_hooks(cls: type, own: Collection[type]) -> None:
 
 def _check_slots(cls: type) -> None:
     """A slot is a class attribute of its own name; named like a hook (``__reduce_ex__``), it
-    would bind a dunder the class body may not bind. (The slots are read off the class, not
-    off ``__slots__``, which may have been a one-shot iterator.)"""
-    for name, value in cls.__dict__.items():
-        if isinstance(value, types.MemberDescriptorType) and name.endswith("__"):
-            raise GuardError(f"class {cls.__name__!r}: a slot cannot be named {name!r}")
+    would bind a dunder the class body may not bind, whether the class or a base made at run
+    time declared it (a static type's members, ``BaseException.__suppress_context__``, are the
+    interpreter's own fields). (The slots are read off the classes, not off ``__slots__``,
+    which may have been a one-shot iterator.)"""
+    for klass in cls.__mro__:
+        if not klass.__flags__ & _HEAP_TYPE:
+            continue
+        for name, value in klass.__dict__.items():
+            if isinstance(value, types.MemberDescriptorType) and name.endswith("__"):
+                raise GuardError(
+                    f"class {cls.__name__!r}: a slot cannot be named {name!r}"
+                    + ("" if klass is cls else f" (declared by {klass.__qualname__})")
+                )
 
 
 # Builtin value types that serve as keys of process-wide caches (``struct``'s formats,
@@ -348,33 +356,46 @@ def _check_value_equality(cls: type) -> None:
             )
 
 
-# Library classes whose ``__init_subclass__`` was read and found to run nothing the code's
-# class attributes steer (by module and name; matched by identity with the loaded class).
-_REVIEWED_SUBCLASS_HOOKS = (
-    ("random", "Random"),  # notes which of random/getrandbits the subclass overrides
-    ("typing", "_Final"),  # refuses the subclass (typing's internals only)
-    ("typing", "Generic"),  # collects type parameters from __orig_bases__
-    ("typing", "Protocol"),  # marks protocol members; its checks run on isinstance
-    ("zoneinfo", "ZoneInfo"),  # gives the subclass a cache of its own
-)
+# Library hooks that run over, or store under, names the code's class chooses, and the library
+# classes whose hook was read and found safe to run for a class the code defines (by module and
+# name; matched by identity with the loaded class).
+_REVIEWED_LIBRARY_HOOKS: dict[str, tuple[tuple[str, str], ...]] = {
+    # Runs when a subclass is made, over the subclass's attributes.
+    "__init_subclass__": (
+        ("random", "Random"),  # notes which of random/getrandbits the subclass overrides
+        ("typing", "_Final"),  # refuses the subclass (typing's internals only)
+        ("typing", "Generic"),  # collects type parameters from __orig_bases__
+        ("typing", "Protocol"),  # marks protocol members; its checks run on isinstance
+        ("zoneinfo", "ZoneInfo"),  # gives the subclass a cache of its own
+    ),
+    # Tells a descriptor the name it was bound to; a subclass could choose another, under which
+    # the library then stores (``cached_property`` writes ``instance.__dict__[attrname]``).
+    "__set_name__": (
+        ("builtins", "property"),  # keeps the name for its error messages
+        ("dataclasses", "Field"),  # records the field's name for the dataclass machinery
+    ),
+}
 
 
 def _check_subclass_hook(name: str, base: type, own: Collection[type]) -> None:
     """A library class's ``__init_subclass__`` runs library code over the new class's
     attributes, which the code chose (``string.Template`` compiles its ``idpattern`` with the
-    real, untimed ``re``): only reviewed hooks may run for a class the code defines."""
-    reviewed = {
-        getattr(sys.modules.get(module), attr, None) for module, attr in _REVIEWED_SUBCLASS_HOOKS
-    }
-    for klass in base.__mro__:
-        if klass in own or klass is object:
-            continue
-        if "__init_subclass__" in klass.__dict__ and klass not in reviewed:
-            raise GuardError(
-                f"class {name!r}: a class the code defines cannot subclass "
-                f"{klass.__qualname__}, whose __init_subclass__ would run on it; "
-                "use the class as it is, or run the code in native mode"
-            )
+    real, untimed ``re``), and a library descriptor's ``__set_name__`` decides under which
+    name it stores (``cached_property`` writes the instance's real ``__dict__``): only
+    reviewed hooks may serve a class the code defines."""
+    for hook, entries in _REVIEWED_LIBRARY_HOOKS.items():
+        reviewed = {getattr(sys.modules.get(module), attr, None) for module, attr in entries}
+        for klass in base.__mro__:
+            if klass in own or klass is object:
+                continue
+            if hook in klass.__dict__:
+                if klass not in reviewed:
+                    raise GuardError(
+                        f"class {name!r}: a class the code defines cannot subclass "
+                        f"{klass.__qualname__}, whose {hook} would run on it; "
+                        "use the class as it is, or run the code in native mode"
+                    )
+                break
 
 
 def _build_from_resolved(

@@ -57,3 +57,39 @@ def test_reviewed_hooks_still_run() -> None:
     # The plain Template, used as it is, is fine.
     plain = "import string\nstring.Template('$a').substitute(a=1)\n"
     assert RestrictedExecutor(imports=("string",)).execute(plain, filename="<t>") == "'1'"
+
+
+def test_a_descriptor_subclass_cannot_choose_where_the_library_stores() -> None:
+    # cached_property writes instance.__dict__[attrname]; a subclass could name a dunder there.
+    code = "import functools\nclass Sneaky(functools.cached_property):\n    pass\n"
+    with pytest.raises(GuardError, match="cannot subclass cached_property"):
+        RestrictedExecutor(imports=("functools",)).execute(code, filename="<test>")
+
+
+def test_reviewed_descriptors_and_plain_uses_still_work() -> None:
+    code = (
+        "import functools\n"
+        "from dataclasses import dataclass, field\n"
+        "class Loud(property):\n    pass\n"
+        "class Circle:\n"
+        "    def __init__(self, r):\n        self.r = r\n"
+        "    @functools.cached_property\n"
+        "    def area(self):\n        return 3 * self.r * self.r\n"
+        "    @Loud\n"
+        "    def twice(self):\n        return 2 * self.r\n"
+        "@dataclass\nclass P:\n    xs: list = field(default_factory=list)\n"
+        "Circle(2).area, Circle(2).twice, P().xs\n"
+    )
+    shown = RestrictedExecutor(imports=("functools", "dataclasses")).execute(code, filename="<t>")
+    assert shown == "(12, 4, [])"
+
+
+class _HookSlots:
+    """A library class whose slot is named like a hook."""
+
+    __slots__ = ("__reduce_ex__",)
+
+
+def test_an_inherited_slot_named_like_a_hook_is_refused() -> None:
+    with pytest.raises(GuardError, match=r"slot cannot be named '__reduce_ex__' \(declared by"):
+        Guards().build_class(_body, "Mine", _HookSlots)
