@@ -49,8 +49,13 @@ test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 $(VENV)-%/.installed-test: pyproject.toml setup.py
-	@interp=$$( { prefix=$$(pyenv prefix $* 2>/dev/null) && [ -x "$$prefix/bin/python$*" ] \
-	    && echo "$$prefix/bin/python$*"; } || command -v python$* || true); \
+	@interp=; \
+	for candidate in "$$(pyenv prefix $* 2>/dev/null)/bin/python$*" "$$(command -v python$*)"; do \
+	  if [ -x "$$candidate" ] && "$$candidate" -c 'import sys; \
+	      sys.exit(sys.version_info[:2] != tuple(map(int, "$*".split("."))))' 2>/dev/null; then \
+	    interp=$$candidate; break; \
+	  fi; \
+	done; \
 	if [ -z "$$interp" ]; then \
 	  echo "Python $* not found: install it (pyenv install $*) or put python$* on PATH" >&2; \
 	  exit 1; \
