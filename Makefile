@@ -19,7 +19,7 @@ MATRIX := 3.12 3.13
 PY ?=
 PY_VENV := $(VENV)-$(PY)
 
-.PHONY: setup setup-test demo test test-fast test-py test-matrix print-matrix lint bench ablation agentdojo clean
+.PHONY: setup setup-test demo test test-fast test-py test-matrix print-matrix module-views lint bench ablation agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,13 @@ test-matrix:
 
 print-matrix:
 	@echo $(MATRIX)
+
+# The restricted runtime's reviewed module views, one pin per Python (derived_views.py): prints
+# each version's new and gone names and writes its pin. Review what it printed before committing.
+module-views: $(TEST_STAMP) $(foreach v,$(MATRIX),$(VENV)-$(v)/.installed-test)
+	@for python in $(BIN)/python $(foreach v,$(MATRIX),$(VENV)-$(v)/bin/python); do \
+	  echo "== $$python"; $$python -m safeexec.sandbox.restricted.derived_views --write || exit 1; \
+	done
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check safeexec tests benchmarks

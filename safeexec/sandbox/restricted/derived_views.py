@@ -13,8 +13,8 @@ A hand-picked allowlist misses ordinary functions (``statistics.correlation``,
 * intersected with the reviewed golden list :data:`GOLDEN_PATH` (``module_views.json``), pinned
   per minor version (``{"3.11": {module: [names]}, "3.12": ...}``), so a newer Python that adds a
   function does not silently widen a view: the name stays absent until that version's pin is
-  regenerated and reviewed (run ``python -m safeexec.sandbox.restricted.derived_views --write``
-  under each version, e.g. ``.venv-3.13/bin/python``;
+  regenerated and reviewed (``make module-views`` runs ``python -m
+  safeexec.sandbox.restricted.derived_views --write`` under each version;
   ``tests/sandbox/restricted/test_derived_views.py`` fails until then). A version without a pin
   uses the newest older pin, never a newer one.
 

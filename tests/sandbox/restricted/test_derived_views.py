@@ -29,7 +29,8 @@ from safeexec.sandbox.restricted.stdlib_wrappers import _SPECIAL_VALUES
 _UPDATE = (
     "review each name `python -m safeexec.sandbox.restricted.derived_views` prints (a dangerous "
     "one goes into DERIVED_DENIED with its reason), run the reachability crawler "
-    "(test_reachability.py) over every shipped pack, then write the golden with `--write`"
+    "(test_reachability.py) over every shipped pack, then write the pins with "
+    "`make module-views` (`--write` under each supported Python)"
 )
 _RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 # Denied names newer than the oldest supported Python: the version that added each.
