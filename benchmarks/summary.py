@@ -3,9 +3,12 @@
 Each ``bench_*.py`` runs as its own process (its tables print as it goes) and hands its headline
 figures over through :mod:`figures`; the static gate's and the dsl mode's benchmarks are read
 through their measuring functions when they record no figures of their own. ``--readme`` writes
-the table between the README's summary markers (``make bench`` does).
+the table between the README's summary markers (``make bench`` does). ``--beside PYTHON`` runs the
+native benchmark again under another interpreter (``make bench``: the 3.13 venv) and prints its
+idle memory, session open and opens/s beside this Python's.
 
-Run: ``.venv/bin/python benchmarks/summary.py [--readme README.md] [--only NAME ...]``
+Run: ``.venv/bin/python benchmarks/summary.py [--readme README.md] [--only NAME ...]
+[--beside .venv-3.13/bin/python]``
 """
 
 from __future__ import annotations
@@ -103,6 +106,16 @@ def _dsl_figures() -> list[Figure]:
     ]
 
 
+# The figures printed beside another Python's (issue 30: 3.12+'s immortal objects were what the
+# idle-memory and open-rate targets were said to need), and the benchmark that measures them.
+BESIDE_BENCH = "bench_native"
+BESIDE_FIGURES = (
+    "idle session private memory (USS)",
+    "session open (warm pool), median",
+    "sustained opens/s, 1 client(s)",
+    "sustained opens/s, 8 client(s)",
+)
+
 # Benchmarks owned elsewhere that print but do not record: read through their functions.
 ADAPTERS: dict[str, Callable[[], list[Figure]]] = {
     "bench_check": _check_figures,
@@ -110,23 +123,28 @@ ADAPTERS: dict[str, Callable[[], list[Figure]]] = {
 }
 
 
-def run_all(only: list[str]) -> tuple[list[Figure], list[str]]:
-    """Run the benchmarks; the figures they recorded, and the names of any that failed."""
-    names = sorted(p.stem for p in HERE.glob("bench_*.py"))
-    if only:
-        names = [n for n in names if n in only]
+def _run_benchmarks(python: str, names: list[str]) -> tuple[list[Figure], list[str]]:
+    """Run each benchmark under ``python``; the figures they recorded, and those that failed."""
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-summary-") as tmp:
         path = Path(tmp) / "figures.jsonl"
         path.touch()
         env = {**os.environ, FIGURES_ENV: str(path)}
         for name in names:
-            print(f"\n===== {name} =====", flush=True)
-            done = subprocess.run([sys.executable, str(HERE / f"{name}.py")], env=env, check=False)
+            print(f"\n===== {name} ({python}) =====", flush=True)
+            done = subprocess.run([python, str(HERE / f"{name}.py")], env=env, check=False)
             if done.returncode != 0:
                 failed.append(name)
         lines = path.read_text(encoding="utf-8").splitlines()
-    figures = [Figure.from_json(json.loads(line)) for line in lines]
+    return [Figure.from_json(json.loads(line)) for line in lines], failed
+
+
+def run_all(only: list[str]) -> tuple[list[Figure], list[str]]:
+    """Run the benchmarks; the figures they recorded, and the names of any that failed."""
+    names = sorted(p.stem for p in HERE.glob("bench_*.py"))
+    if only:
+        names = [n for n in names if n in only]
+    figures, failed = _run_benchmarks(sys.executable, names)
     recorded = {f.source for f in figures}
     for name, adapter in ADAPTERS.items():
         if name in names and name not in recorded and name not in failed:
@@ -163,6 +181,40 @@ def render(figures: list[Figure]) -> str:
     return header + "\n\n" + "\n".join(rows) + "\n"
 
 
+def run_beside(python: str) -> tuple[str, list[Figure]]:
+    """The version of ``python`` and the figures :data:`BESIDE_BENCH` recorded under it."""
+    version = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    figures, failed = _run_benchmarks(python, [BESIDE_BENCH])
+    if failed:
+        raise SystemExit(f"{BESIDE_BENCH} failed under {python} (Python {version})")
+    return version, figures
+
+
+def render_beside(here: list[Figure], version: str, there: list[Figure]) -> str:
+    """:data:`BESIDE_FIGURES` measured on this Python and on Python ``version``, side by side."""
+    mine = {f.figure: f for f in here if f.source == BESIDE_BENCH}
+    theirs = {f.figure: f for f in there}
+    rows = [
+        f"| figure | Python {platform.python_version()} | Python {version} | "
+        f"{version} / {platform.python_version()} |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name in BESIDE_FIGURES:
+        a, b = mine.get(name), theirs.get(name)
+        unit = a.unit if a else b.unit if b else ""
+        ratio = b.safeexec / a.safeexec if a and b and a.safeexec else None
+        rows.append(
+            f"| {name} | {format_value(a.safeexec if a else None, unit)} | "
+            f"{format_value(b.safeexec if b else None, unit)} | {format_ratio(ratio)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def write_readme(path: Path, table: str) -> None:
     text = path.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
@@ -175,9 +227,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--readme", type=Path, help="write the table into this README")
     parser.add_argument("--only", nargs="*", default=[], help="benchmark names (bench_native ...)")
+    parser.add_argument("--beside", help="another Python to run the native benchmark under")
     args = parser.parse_args()
     figures, failed = run_all(args.only)
     table = render(figures)
+    if args.beside is not None and not failed:
+        version, there = run_beside(args.beside)
+        table += f"\nBeside Python {version} ({BESIDE_BENCH}):\n\n"
+        table += render_beside(figures, version, there)
     print("\n===== summary =====\n" + table)
     if failed:
         print(f"benchmarks that failed: {', '.join(failed)}")

@@ -78,6 +78,9 @@ def test_make_test_fast_selects_with_the_expression_the_collection_skip_knows() 
     makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\ntest-fast:", 1)[1].splitlines()[1]
     assert f'-m "{_root_conftest().FAST_LANE}"' in recipe
+    # The other Pythons' unit lane (make test-py) too.
+    matrix = makefile.split("\ntest-py:", 1)[1].split("\n\n", 1)[0]
+    assert f'pytest -q -m "{_root_conftest().FAST_LANE}"' in matrix
 
 
 def test_every_collected_test_is_in_the_lane_of_its_directory(

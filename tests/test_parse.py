@@ -214,9 +214,17 @@ def test_identifier_that_normalises_to_a_keyword_is_refused() -> None:
     _failure("ｉｆ = 1\n", "SX003")
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 tokenizes f-strings (PEP 701)")
 def test_unnormalised_identifier_inside_an_fstring_is_refused() -> None:
     finding = _failure("x = 1\nprint(f'{ｘ}')\n", "SX003").finding
     assert "ｘ" in finding.message
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="f-string tokens from 3.12 (PEP 701)")
+def test_unnormalised_identifier_inside_an_fstring_is_normalised_where_tokenize_sees_it() -> None:
+    # 3.12's tokenizer yields the names inside an f-string: they are rewritten like any other,
+    # and the f-string's literal text is left alone.
+    assert _parsed("x = 1\nprint(f'ｘ {ｘ}')\n").code == "x = 1\nprint(f'ｘ {x}')\n"
 
 
 def test_too_many_nested_parentheses_is_cpythons_syntax_error_without_crashing() -> None:

@@ -35,6 +35,9 @@ def seed_randomness(seed: int) -> None:
 def restricted_random(seed: int | None) -> random.Random:
     """The generator behind restricted code's ``random`` module: seeded like ``random`` by
     :func:`seed_randomness` when ``seed`` is given, else from the system's entropy."""
+    # Python 3.13 imports sha512 into the random module's globals on the first string seed: that
+    # happens here, not when the code seeds its generator with a string (host module state).
+    random.Random("")
     generator = random.Random()
     if seed is not None:
         generator.seed(seed)

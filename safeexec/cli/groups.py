@@ -34,6 +34,9 @@ def usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
+_FROZEN_AT_IMPORT = gc.get_freeze_count()
+
+
 @contextmanager
 def one_shot() -> Iterator[None]:
     """Around a command that loads, works once and exits: no collection meanwhile, and what it
@@ -44,7 +47,9 @@ def one_shot() -> Iterator[None]:
     more, all of them, at the first allocation after the pause.
     """
     # Unfreezing would thaw what the embedding process froze: then the objects stay young.
-    promote = gc.get_freeze_count() == 0
+    # What was frozen at import is the interpreter's own (3.12 starts with static tuples there;
+    # once a pause has promoted, they are thawed and the count is 0).
+    promote = gc.get_freeze_count() in (0, _FROZEN_AT_IMPORT)
     with gc_paused():
         try:
             yield

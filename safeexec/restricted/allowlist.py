@@ -123,6 +123,8 @@ DENIED_ATTRIBUTES = frozenset(
         "register",
         # ``ZipInfo.from_file(path)`` stats any host path (its size, times and mode).
         "from_file",
+        # ``PurePath.parser`` (Python 3.13) is the real ``posixpath`` module, and through it ``os``.
+        "parser",
         # Read through the guard too, so the data-stack views decide on them (see below).
         *MEDIATED_ATTRIBUTES,
     }
@@ -378,6 +380,8 @@ _BUILTIN_EXCEPTIONS: Mapping[str, type[BaseException]] = {
 # functions from these homes run on sandboxed code's behalf and are vetted with the module.
 IMPLEMENTATION_MODULES: Mapping[str, frozenset[str]] = {
     "json": frozenset({"_json"}),
+    # From Python 3.13 a dataclass's generated __repr__ is wrapped by reprlib.recursive_repr.
+    "dataclasses": frozenset({"reprlib"}),
     "os.path": frozenset({"posixpath", "genericpath"}),
 }
 

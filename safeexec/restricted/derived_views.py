@@ -10,10 +10,13 @@ A hand-picked allowlist misses ordinary functions (``statistics.correlation``,
   threads or processes, pickles, or hands out host objects the guards cannot wrap);
 * minus every value that is a module (a submodule with a view of its own, ``collections.abc``,
   is handed out as that view);
-* intersected with the reviewed golden list :data:`GOLDEN_PATH` (``module_views.json``), so a
-  newer Python that adds a function does not silently widen a view: the name stays absent until
-  the golden is regenerated and reviewed (``python -m safeexec.restricted.derived_views
-  --write``; ``tests/restricted/test_derived_views.py`` fails until then).
+* intersected with the reviewed golden list :data:`GOLDEN_PATH` (``module_views.json``), pinned
+  per minor version (``{"3.11": {module: [names]}, "3.12": ...}``), so a newer Python that adds a
+  function does not silently widen a view: the name stays absent until that version's pin is
+  regenerated and reviewed (``make module-views`` runs ``python -m
+  safeexec.restricted.derived_views --write`` under each version;
+  ``tests/restricted/test_derived_views.py`` fails until then). A version without a pin
+  uses the newest older pin, never a newer one.
 
 Names with a wrapper (``stdlib_wrappers._SPECIAL_VALUES``) keep it: the executor builds every
 name of a view, derived or not, through the same wrapper table. This module imports nothing from
@@ -37,6 +40,8 @@ __all__ = [
     "GOLDEN_PATH",
     "derived_names",
     "golden_views",
+    "pinned_version",
+    "pinned_views",
     "refusal_reason",
     "regenerate",
 ]
@@ -90,7 +95,10 @@ DERIVED_DENIED: Mapping[str, Mapping[str, str]] = {
         "AsyncExitStack": _HOST_COROUTINES,
         "aclosing": _HOST_COROUTINES,
     },
-    "copy": {},
+    "copy": {
+        "replace": "calls the object's __replace__ with names the code chooses (code objects "
+        "have one), past the copy view",
+    },
     "csv": {
         "field_size_limit": _HOST_STATE + " (the parser's field limit)",
         "register_dialect": _HOST_STATE + " (the dialect registry)",
@@ -112,6 +120,7 @@ DERIVED_DENIED: Mapping[str, Mapping[str, str]] = {
     },
     "enum": {
         "EnumMeta": _METACLASS,
+        "EnumDict": "the metaclass's class namespace: builds members outside the enum view",
         "EnumType": _METACLASS,
         "global_enum": "writes members into the defining module's globals via sys.modules",
         "global_enum_repr": "reads the defining module from sys.modules (global_enum's helper)",
@@ -191,6 +200,7 @@ DERIVED_DENIED: Mapping[str, Mapping[str, str]] = {
         "no_type_check": _SETS_ON_ARGUMENT,
         "no_type_check_decorator": _SETS_ON_ARGUMENT,
         "final": _SETS_ON_ARGUMENT,
+        "override": _SETS_ON_ARGUMENT,
         "dataclass_transform": _SETS_ON_ARGUMENT,
         "reveal_type": "writes to the process's own stderr",
         "get_overloads": "reads the process-wide overload registry: host functions",
@@ -198,6 +208,7 @@ DERIVED_DENIED: Mapping[str, Mapping[str, str]] = {
     },
     "unicodedata": {},
     "uuid": {
+        "main": _HOST_STDOUT + " (the module's command line, from sys.argv)",
         "getnode": "reads the host's network interfaces (may run ifconfig or ip)",
         "uuid1": "embeds the host's MAC address (getnode)",
     },
@@ -240,36 +251,66 @@ def derived_names(name: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _read_golden(path: Path) -> dict[str, list[str]]:
+Pins = dict[str, dict[str, list[str]]]
+
+
+def _minor(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def _version_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.split("."))
+
+
+def _running() -> tuple[int, int]:
+    return (sys.version_info.major, sys.version_info.minor)
+
+
+def _read_golden(path: Path) -> Pins:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not all(
-        isinstance(v, list) and all(isinstance(n, str) for n in v) for v in data.values()
+        isinstance(version, str)
+        and version.count(".") == 1
+        and all(part.isdigit() for part in version.split("."))
+        and isinstance(views, dict)
+        and all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in views.values())
+        for version, views in data.items()
     ):
-        raise ValueError(f"{path}: expected an object of module name → list of names")
+        raise ValueError(
+            f'{path}: expected an object of minor version ("3.12") → module name → list of names'
+        )
     return data
+
+
+def pinned_version(pins: Mapping[str, object], running: tuple[int, int]) -> str | None:
+    """The pin a Python ``running`` (major, minor) uses: its own, else the newest older one
+    (never a newer one: its names were reviewed on a stdlib this Python does not have)."""
+    return max((v for v in pins if _version_key(v) <= running), key=_version_key, default=None)
+
+
+def pinned_views(pins: Pins, running: tuple[int, int]) -> Mapping[str, frozenset[str]]:
+    """The reviewed names per derived module for a Python ``running``; a module missing from the
+    pin (or a Python older than every pin) has an empty view (fail closed)."""
+    version = pinned_version(pins, running)
+    views = pins[version] if version is not None else {}
+    return types.MappingProxyType(
+        {name: frozenset(views.get(name, ())) for name in DERIVED_MODULES}
+    )
 
 
 @functools.cache
 def golden_views() -> Mapping[str, frozenset[str]]:
-    """The reviewed names per derived module (the shipped golden): an upper bound on each view.
-
-    A module missing from the golden has an empty view (fail closed)."""
-    golden = _read_golden(GOLDEN_PATH)
-    return types.MappingProxyType(
-        {name: frozenset(golden.get(name, ())) for name in DERIVED_MODULES}
-    )
+    """The reviewed names per derived module on this interpreter (the shipped golden's pin for
+    its minor version): an upper bound on each view."""
+    return pinned_views(_read_golden(GOLDEN_PATH), _running())
 
 
-def regenerate(golden: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
-    """The golden as this interpreter derives it: per module, the sorted derived names, plus the
-    names of ``golden`` this interpreter's module lacks (reviewed on another Python version)."""
-    previous = golden if golden is not None else _read_golden(GOLDEN_PATH)
-    result: dict[str, list[str]] = {}
-    for name in DERIVED_MODULES:
-        module = importlib.import_module(name)
-        kept = {n for n in previous.get(name, ()) if not hasattr(module, n)}
-        result[name] = sorted(derived_names(name) | kept)
-    return result
+def regenerate(golden: Pins | None = None) -> Pins:
+    """The golden with this interpreter's pin as it derives it (per module, the sorted derived
+    names); the other versions' pins are kept as they are."""
+    pins = dict(golden if golden is not None else _read_golden(GOLDEN_PATH))
+    pins[_minor(_running())] = {name: sorted(derived_names(name)) for name in DERIVED_MODULES}
+    return pins
 
 
 def refusal_reason(module: str, attr: str) -> str | None:
@@ -278,16 +319,21 @@ def refusal_reason(module: str, attr: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the difference between the shipped golden and this interpreter's derivation, or
-    write the regenerated golden (``--write``, after review of the difference)."""
+    """Print the difference between the shipped golden's pin for this Python and what it
+    derives, or write this Python's pin (``--write``, after review of the difference)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--write", action="store_true", help="write the regenerated golden")
+    parser.add_argument("--write", action="store_true", help="write this Python's pin")
     args = parser.parse_args(argv)
     golden = _read_golden(GOLDEN_PATH)
     fresh = regenerate(golden)
+    minor = _minor(_running())
+    compared = pinned_version(golden, _running())
+    if compared != minor:
+        print(f"no pin for Python {minor}; comparing with the pin for {compared or 'none'}")
+    pinned = golden.get(compared, {}) if compared is not None else {}
     for name in DERIVED_MODULES:
-        added = sorted(set(fresh[name]) - set(golden.get(name, ())))
-        removed = sorted(set(golden.get(name, ())) - set(fresh[name]))
+        added = sorted(set(fresh[minor][name]) - set(pinned.get(name, ())))
+        removed = sorted(set(pinned.get(name, ())) - set(fresh[minor][name]))
         if added or removed:
             print(f"{name}: new {' '.join(added) or '-'}; gone {' '.join(removed) or '-'}")
     if args.write:

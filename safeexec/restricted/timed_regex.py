@@ -262,6 +262,7 @@ def timed_re_attributes(cell: Cell) -> dict[str, object]:
         "subn": subn,
         "escape": regex.escape,
         "error": regex.error,
+        "PatternError": regex.error,  # re's name for error from Python 3.13
         "Pattern": TimedPattern,
         "Match": TimedMatch,
         "NOFLAG": 0,

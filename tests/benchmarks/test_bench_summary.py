@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from figures import Figure
-from summary import END, START, render, write_readme
+from summary import BESIDE_BENCH, END, START, render, render_beside, write_readme
 
 
 def _figure(**changes: object) -> Figure:
@@ -67,3 +67,18 @@ def test_a_readme_without_markers_is_refused(tmp_path: Path) -> None:
     readme.write_text("no markers\n", encoding="utf-8")
     with pytest.raises(SystemExit):
         write_readme(readme, "table\n")
+
+
+def test_the_other_python_s_figures_sit_beside_this_one_s() -> None:
+    here = [
+        _figure(figure="idle session private memory (USS)", safeexec=1.5, unit="MiB"),
+        _figure(figure="sustained opens/s, 1 client(s)", safeexec=400.0, unit="/s"),
+        _figure(figure="warm round trip of `x = 1`", safeexec=0.0004),  # not a beside figure
+    ]
+    here = [Figure.from_json({**f.to_json(), "source": BESIDE_BENCH}) for f in here]
+    there = [_figure(figure="idle session private memory (USS)", safeexec=1.2, unit="MiB")]
+    table = render_beside(here, "3.13.0", there)
+    assert "| Python 3.13.0 |" in table
+    assert "| idle session private memory (USS) | 1.5 MiB | 1.2 MiB | 0.8x |" in table
+    assert "| sustained opens/s, 1 client(s) | 400 /s | - | - |" in table  # not measured there
+    assert "warm round trip" not in table

@@ -46,6 +46,15 @@ def test_a_one_shot_command_is_never_collected_and_leaves_what_it_made_old(
     assert _generation(kept[-1]) == 2
 
 
+def test_a_second_one_shot_command_still_leaves_what_it_made_old() -> None:
+    # The first pause thaws what the interpreter froze at start (3.12): the second one promotes.
+    with one_shot():
+        pass
+    with one_shot():
+        kept = [[i] for i in range(50_000)]
+    assert _generation(kept[-1]) == 2
+
+
 def test_a_one_shot_command_that_raises_turns_the_collector_back_on() -> None:
     with pytest.raises(ZeroDivisionError), one_shot():
         _ = 1 / 0

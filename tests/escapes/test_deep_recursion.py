@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from safeexec.model.values import ExecStatus
@@ -34,7 +35,13 @@ import json
 json.dumps(nested)
 """
     ran = sandbox.run(code, wall_seconds=20.0)
-    assert ran.result.status is ExecStatus.KILLED
-    assert "SIGSEGV" in ran.result.message
-    assert ran.result.state_lost
+    if sys.version_info >= (3, 12):
+        # 3.12 counts C recursion apart from sys.setrecursionlimit: the encoder stops itself.
+        # (Hashing nested tuples still overflows there: test_deeply_nested_c_recursion.py.)
+        assert ran.result.status is ExecStatus.ERROR
+        assert "RecursionError" in ran.result.message
+    else:
+        assert ran.result.status is ExecStatus.KILLED
+        assert "SIGSEGV" in ran.result.message
+        assert ran.result.state_lost
     sandbox.assert_usable()

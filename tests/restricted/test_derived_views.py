@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import sys
 
 import pytest
 
@@ -19,6 +20,8 @@ from safeexec.restricted.derived_views import (
     DERIVED_MODULES,
     GOLDEN_PATH,
     derived_names,
+    pinned_version,
+    pinned_views,
     regenerate,
 )
 from safeexec.restricted.stdlib_wrappers import _SPECIAL_VALUES
@@ -26,8 +29,17 @@ from safeexec.restricted.stdlib_wrappers import _SPECIAL_VALUES
 _UPDATE = (
     "review each name `python -m safeexec.restricted.derived_views` prints (a dangerous "
     "one goes into DERIVED_DENIED with its reason), run the reachability crawler "
-    "(test_reachability.py) over every shipped pack, then write the golden with `--write`"
+    "(test_reachability.py) over every shipped pack, then write the pins with "
+    "`make module-views` (`--write` under each supported Python)"
 )
+_RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
+# Denied names newer than the oldest supported Python: the version that added each.
+_DENIED_SINCE = {
+    "typing.override": (3, 12),
+    "uuid.main": (3, 12),
+    "copy.replace": (3, 13),
+    "enum.EnumDict": (3, 13),
+}
 
 
 def _execute(code: str, *, counting: bool = False) -> str | None:
@@ -35,24 +47,68 @@ def _execute(code: str, *, counting: bool = False) -> str | None:
     return executor.execute(code, filename="<test>")
 
 
-def test_the_golden_is_what_this_interpreter_derives() -> None:
+def test_the_golden_pins_what_this_interpreter_derives() -> None:
     golden = json.loads(GOLDEN_PATH.read_text(encoding="utf-8"))
-    fresh = regenerate(golden)
-    assert set(golden) == set(DERIVED_MODULES), f"modules changed: {_UPDATE}"
+    assert _RUNNING in golden, f"no pin for Python {_RUNNING}: {_UPDATE}"
+    pinned, fresh = golden[_RUNNING], regenerate(golden)[_RUNNING]
+    assert set(pinned) == set(DERIVED_MODULES), f"modules changed: {_UPDATE}"
     for name in DERIVED_MODULES:
-        added = sorted(set(fresh[name]) - set(golden[name]))
-        removed = sorted(set(golden[name]) - set(fresh[name]))
+        added = sorted(set(fresh[name]) - set(pinned[name]))
+        removed = sorted(set(pinned[name]) - set(fresh[name]))
         assert not added, f"{name} has new public names {added}: {_UPDATE}"
         assert not removed, f"{name} no longer derives {removed}: {_UPDATE}"
 
 
 def test_every_denied_name_is_a_public_name_of_its_module() -> None:
-    # A misspelt entry would deny nothing and leave the real name in the view.
+    # A misspelt entry would deny nothing and leave the real name in the view; a name newer than
+    # this Python must be absent here (or its "since" is wrong). CI runs this on each version.
     for module, denied in DERIVED_DENIED.items():
         real = importlib.import_module(module)
         for name in denied:
-            assert hasattr(real, name), f"{module}.{name} is not a name of {module}"
+            since = _DENIED_SINCE.get(f"{module}.{name}", (3, 11))
+            present = sys.version_info[:2] >= since
+            assert hasattr(real, name) == present, f"{module}.{name}: since {since}?"
             assert not name.startswith("_")
+
+
+_PINS = {
+    "3.11": {"math": ["gcd"]},
+    "3.13": {"math": ["fma", "gcd"], "re": ["PatternError"]},
+    "3.12": {"math": ["gcd", "sumprod"]},
+}
+
+
+def test_a_python_uses_its_own_pin() -> None:
+    assert pinned_version(_PINS, (3, 12)) == "3.12"
+    assert pinned_views(_PINS, (3, 12))["math"] == {"gcd", "sumprod"}
+    assert pinned_views(_PINS, (3, 12))["re"] == frozenset()  # absent from the pin: fail closed
+
+
+def test_an_unpinned_python_uses_the_newest_older_pin_never_a_newer_one() -> None:
+    assert pinned_version(_PINS, (3, 14)) == "3.13"
+    assert pinned_views(_PINS, (3, 14))["math"] == {"fma", "gcd"}
+    assert pinned_version({"3.11": {}, "3.13": {}}, (3, 12)) == "3.11"
+    assert pinned_version(_PINS, (3, 10)) is None
+    assert all(not names for names in pinned_views(_PINS, (3, 10)).values())
+
+
+def test_regenerating_replaces_this_python_s_pin_only() -> None:
+    fresh = regenerate(_PINS)  # type: ignore[arg-type]
+    others = {v: p for v, p in _PINS.items() if v != _RUNNING}
+    assert {v: p for v, p in fresh.items() if v != _RUNNING} == others
+    assert fresh[_RUNNING] == {name: sorted(derived_names(name)) for name in DERIVED_MODULES}
+
+
+def test_the_in_process_re_view_has_the_worker_view_s_names_on_this_python() -> None:
+    # The timed engine has no RegexFlag enum and no template(); every other name (PatternError
+    # from 3.13) is there in-process too.
+    missing = set()
+    for name in sorted(MODULE_ALLOWLISTS["re"] & derived_names("re")):
+        try:
+            _execute(f"import re\nre.{name}", counting=True)
+        except AttributeError:
+            missing.add(name)
+    assert missing <= {"RegexFlag", "template"}
 
 
 @pytest.mark.parametrize("counting", [False, True], ids=["worker", "in-process"])
