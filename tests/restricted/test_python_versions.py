@@ -8,13 +8,17 @@ from pathlib import Path
 import pytest
 
 from safeexec.restricted import GuardError, RestrictedExecutor
+from safeexec.restricted.views import WorkerViews
 
 _MODES = pytest.mark.parametrize("counting", [False, True], ids=["worker", "in-process"])
 
 
 def _execute(code: str, workdir: Path, *, counting: bool) -> str | None:
     executor = RestrictedExecutor(
-        imports=("pathlib", "random", "dataclasses"), count_operations=counting, workdir=workdir
+        imports=("pathlib", "random", "dataclasses"),
+        count_operations=counting,
+        workdir=workdir,
+        views=WorkerViews,
     )
     return executor.execute(code, filename="<test>")
 
