@@ -4,7 +4,10 @@ Called in the child forked from the template, before any user code exists in the
 Each layer either applies or records why it did not; the host decides (``require``) whether a
 session missing a layer may run. Order: session → private root (mount namespace, fresh /proc,
 the workdir moved to a neutral path) → workdir → environment → rlimits → (root: drop to an
-unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
+unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp. No step needs
+``CAP_SYS_ADMIN``: Landlock and seccomp come after no_new_privs, which is what lets an
+unprivileged process (or root in a container) load them; :data:`ORDER` names the steps, and
+``tests/rungs`` holds every rung to it.
 Namespaces come first and from outside: the template enters one empty network namespace once
 (:func:`enter_template_namespaces`) and makes each session process pid 1 of fresh pid and IPC
 namespaces when it forks it, because a pid namespace only applies to children of its creator.
@@ -15,6 +18,8 @@ from __future__ import annotations
 import os
 import resource
 import stat
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
@@ -23,13 +28,16 @@ from safeexec.sandbox.record import Record
 from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [
+    "ORDER",
     "Confinement",
     "Placement",
     "Preconfined",
+    "Step",
     "assemble_shared_root",
     "confine",
     "enter_template_namespaces",
     "finish_preconfined",
+    "hidden_from_others",
     "preconfine",
     "reachable_by_others",
 ]
@@ -105,6 +113,32 @@ def reachable_by_others(path: str) -> bool:
     ) and os.path.isdir(path)
 
 
+class Step(StrEnum):
+    """The last steps of confinement, whose order matters without ``CAP_SYS_ADMIN``."""
+
+    PRIVDROP = "privdrop"
+    NO_NEW_PRIVS = "no_new_privs"
+    LANDLOCK = "landlock"
+    SECCOMP = "seccomp"
+
+
+ORDER = (Step.PRIVDROP, Step.NO_NEW_PRIVS, Step.LANDLOCK, Step.SECCOMP)
+"""Privileges go first (the uid change needs them), then no_new_privs, which is what lets a
+process without ``CAP_SYS_ADMIN`` (every session: it has just dropped its capabilities) load
+Landlock and seccomp at all."""
+
+
+def hidden_from_others(paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` beneath a directory an unprivileged uid cannot walk through."""
+    hidden = []
+    for path in paths:
+        parts = os.path.abspath(path).split(os.sep)[1:]
+        ancestors = (os.sep + os.sep.join(parts[:depth]) for depth in range(1, len(parts)))
+        if not all(_traversable_by_others(ancestor) for ancestor in ancestors):
+            hidden.append(path)
+    return hidden
+
+
 def confine(
     config: SessionConfig,
     placement: Placement,
@@ -113,6 +147,7 @@ def confine(
     *,
     own_mount_namespace: bool,
     workdir_mount: int | None = None,
+    order: Sequence[Step] = ORDER,
 ) -> SessionConfig:
     """Apply every remaining layer to this process; failures are recorded, not raised.
 
@@ -126,16 +161,38 @@ def confine(
     _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
     _set_rlimits(config, confinement, _mapped_bytes())
-    _drop_privileges(
-        config.workdir,
-        placement,
+    _apply(
+        order,
         confinement,
-        own_mount_namespace=own_mount_namespace and not private_root,
+        seccomp_program,
+        drop=lambda: _drop_privileges(
+            config.workdir,
+            placement,
+            confinement,
+            own_mount_namespace=own_mount_namespace and not private_root,
+        ),
+        restrict=lambda: _landlock(config, placement, confinement),
     )
-    _no_new_privs(confinement)
-    _landlock(config, placement, confinement)
-    _seccomp(seccomp_program, confinement)
     return config
+
+
+def _apply(
+    order: Sequence[Step],
+    confinement: Confinement,
+    seccomp_program: bytes,
+    *,
+    drop: Callable[[], None],
+    restrict: Callable[[], None],
+) -> None:
+    """Run the last steps in ``order`` (:data:`ORDER`; a test injects another)."""
+    steps: dict[Step, Callable[[], None]] = {
+        Step.PRIVDROP: drop,
+        Step.NO_NEW_PRIVS: lambda: _no_new_privs(confinement),
+        Step.LANDLOCK: restrict,
+        Step.SECCOMP: lambda: _seccomp(seccomp_program, confinement),
+    }
+    for step in order:
+        steps[step]()
 
 
 class Preconfined(Record):
@@ -185,14 +242,23 @@ def preconfine(
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
     mapped = _mapped_bytes()
-    _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
-    _no_new_privs(confinement)
-    _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
-    session_rules = None
-    if confinement.layers[Layer.LANDLOCK.value]["active"]:
-        session_rules = _session_rules(placement, lowest_fd)
-    _seccomp(seccomp_program, confinement)
-    return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules)
+    session_rules: list[landlock.Ruleset | None] = [None]
+
+    def restrict() -> None:
+        _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
+        if confinement.layers[Layer.LANDLOCK.value]["active"]:
+            session_rules[0] = _session_rules(placement, lowest_fd)
+
+    _apply(
+        ORDER,
+        confinement,
+        seccomp_program,
+        drop=lambda: _drop_privileges(
+            rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False
+        ),
+        restrict=restrict,
+    )
+    return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules[0])
 
 
 def _root_paths(read_only: tuple[str, ...]) -> tuple[str, ...]:
@@ -468,8 +534,17 @@ def _drop_privileges(
         privileges.drop_capabilities()
     except OSError as exc:
         confinement.mark(Layer.PRIVDROP, False, f"{exc.strerror or exc}")
+        confinement.mark(Layer.OWN_UID, False, f"{exc.strerror or exc}")
         return
     confinement.mark(Layer.PRIVDROP, True, f"uid={os.getuid()} gid={os.getgid()}, no capabilities")
+    if placement.uid is not None:
+        confinement.mark(Layer.OWN_UID, True, f"uid {placement.uid}, used by no other process")
+    elif Layer.OWN_UID.value not in confinement.layers:  # a root host's refusal says why
+        confinement.mark(
+            Layer.OWN_UID,
+            False,
+            f"the host runs as uid {os.getuid()}, not root: the session shares its uid",
+        )
 
 
 def _no_new_privs(confinement: Confinement) -> None:

@@ -43,6 +43,7 @@ from safeexec.sandbox.confine import (
     confine,
     enter_template_namespaces,
     finish_preconfined,
+    hidden_from_others,
     preconfine,
     reachable_by_others,
 )
@@ -133,6 +134,10 @@ def _session(
     """
     channel = socket.socket(fileno=_CHANNEL_FD)
     config = SessionConfig.from_message(recv_frame(channel))
+    if claim.uid_refused and preconfined is None:
+        # Kept the host's uid (without capabilities): the template said why.
+        placement = placement.replace(uid=None, gid=None)
+        confinement.mark(Layer.OWN_UID, False, claim.uid_refused)
     if preconfined is not None:
         config = finish_preconfined(config, placement, preconfined, confinement, disk=claim.disk)
     else:
@@ -172,6 +177,7 @@ class _TemplateState:
         "session_namespaces",
         "sessions",
         "shared_root",
+        "uid_refused",
     )
 
     def __init__(
@@ -184,8 +190,11 @@ class _TemplateState:
         pidns_fd: int,
         mntns_fd: int,
         session_namespaces: dict[str, dict[str, object]],
+        uid_refused: str = "",
     ) -> None:
         self.read_only = read_only
+        # Non-empty on a root host whose sessions cannot take a uid of their own: why.
+        self.uid_refused = uid_refused
         # The root pool members enter, assembled once (None: each builds one).
         self.shared_root = shared_root
         self.seccomp_program = seccomp_program
@@ -379,13 +388,15 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
 
     The member sets up its descriptors while the workdir is attached; it touches the workdir
     only once the host's config arrives, which the host sends only after the announcement."""
-    started = Started(pid=member.host_pid, pidns=member.pidns, uid=member.uid)
     mount = fds[3] if len(fds) > 3 else None
     try:
         if member.prepared is None:
             raise ProtocolError("the member has not said whether it is confined")
         root = member.prepared.root
-        claim = Claim(disk=mount is not None)
+        refused = _uid_refused(template, spawn.workdir) if member.uid is not None else ""
+        uid = None if refused else member.uid
+        started = Started(pid=member.host_pid, pidns=member.pidns, uid=uid)
+        claim = Claim(disk=mount is not None, uid_refused=refused)
         send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
         if root is not None:
             _attach_workdir(member, root, spawn.workdir, mount, template)
@@ -399,6 +410,21 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
         for fd in (*fds, member.pidfd):
             os.close(fd)
         member.sock.close()
+
+
+def _uid_refused(template: _TemplateState, workdir: str) -> str:
+    """Why a root host's session must keep the host's uid, or "" when it can take its own:
+    without a mount namespace (a container), nothing can re-expose a runtime path or a workdir
+    beneath a directory other uids cannot walk through."""
+    if template.uid_refused:
+        return template.uid_refused
+    if template.netns["active"] or not hidden_from_others([workdir]):
+        return ""
+    return (
+        f"the workdir {workdir} is beneath a directory other uids cannot traverse, and this "
+        "host cannot make a mount namespace to re-expose it: pass a workdir beneath a "
+        "world-traversable directory"
+    )
 
 
 def _on_prepared(
@@ -535,7 +561,16 @@ def main() -> None:
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         # In our own mount namespace (never the host's): built once here instead of per member.
         shared_root = assemble_shared_root(read_only)
+    uid_refused = ""
+    hidden = hidden_from_others(read_only) if os.geteuid() == 0 and not netns["active"] else []
+    if hidden:
+        uid_refused = (
+            f"runtime paths ({', '.join(hidden[:3])}) are beneath directories other uids "
+            "cannot traverse, and this host cannot make a mount namespace to re-expose them: "
+            "install Python beneath world-traversable directories (e.g. /usr/local, /opt)"
+        )
     template = _TemplateState(
+        uid_refused=uid_refused,
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
         shared_root=shared_root,

@@ -19,6 +19,7 @@ from safeexec.backends.native.backend import NativeBackend
 from safeexec.errors import BackendError
 from safeexec.model.values import ExecRequest, Limits
 from safeexec.sandbox.channel import ProtocolError
+from safeexec.sandbox.ladder import Rung, meets, rung_of
 from safeexec.sandbox.layers import Layer, LayerStatus
 from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict
 
@@ -38,15 +39,39 @@ class LayerCheck:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DoctorReport:
+    """Every layer's check, and the rung of the confinement ladder a session reached here."""
+
     checks: tuple[LayerCheck, ...]
+    rung: Rung | None = None
 
     @property
     def ok(self) -> bool:
-        """Every supported layer is active and no self-test failed."""
-        return all(
-            (check.active or not check.supported) and check.proven is not False
-            for check in self.checks
-        )
+        """No layer reported active lets through what its self-test tries (a missing layer's
+        failed self-test only confirms that it is missing)."""
+        return not any(check.active and check.proven is False for check in self.checks)
+
+    @property
+    def complete(self) -> bool:
+        """Every layer is active (whatever the kernel or the host could not give counts)."""
+        return all(check.active for check in self.checks)
+
+    @property
+    def missing(self) -> tuple[Layer, ...]:
+        """The layers a session here goes without, in layer order."""
+        return tuple(check.layer for check in self.checks if not check.active)
+
+    def unmet(self, *, rung: Rung | None, require: frozenset[Layer]) -> list[str]:
+        """What a policy requiring ``rung`` and the layers ``require`` lacks here."""
+        active = {check.layer: check for check in self.checks}
+        unmet = [
+            f"layer {layer.value}"
+            for layer in Layer
+            if layer in require and not active[layer].active
+        ]
+        if rung is not None and not meets(self.rung, rung):
+            got = self.rung.value if self.rung is not None else "none"
+            unmet.append(f"rung {rung.value} (this host gives {got})")
+        return unmet
 
 
 _SESSION_PROBE = """
@@ -211,6 +236,9 @@ def diagnose(*, backend: NativeBackend | None = None) -> DoctorReport:
     owned = backend is None
     backend = backend or NativeBackend()
     scratch = Path(tempfile.mkdtemp(prefix="safeexec-doctor-"))
+    # Traversable (not listable) by a root host's session uids, as a default workdir's parent
+    # is: a container's session then takes a uid of its own here as it would anywhere.
+    scratch.chmod(0o711)
     try:
         return _diagnose(backend, scratch)
     finally:
@@ -260,7 +288,8 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
                     layer=s.layer, supported=s.active, active=False, proven=None, detail=str(exc)
                 )
                 for s in supported.values()
-            )
+            ),
+            rung=None,
         )
     with session:
         active = dict(session.layers)
@@ -328,7 +357,7 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
                 + (f" | self-test: {proof[1]}" if proof else ""),
             )
         )
-    return DoctorReport(checks=tuple(checks))
+    return DoctorReport(checks=tuple(checks), rung=rung_of(active))
 
 
 def _runtime_paths(python: str) -> list[str]:

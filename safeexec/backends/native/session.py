@@ -54,6 +54,7 @@ from safeexec.sandbox.channel import (
     recv_frame_with_fds,
     send_frame,
 )
+from safeexec.sandbox.ladder import GUIDANCE, Rung, meets, missing_for, rung_of
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
     Hello,
@@ -81,6 +82,7 @@ class _Worker:
     stderr: int
     private_pidns: bool = False  # checked by the host, not taken from the worker's word
     layers: dict[Layer, LayerStatus] = field(default_factory=dict)
+    rung: Rung | None = None
     decoder: FrameDecoder = field(
         default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
     )
@@ -115,6 +117,7 @@ class NativeSession:
         backend: NativeBackend,
         spec: SessionSpec,
         required: frozenset[Layer],
+        rung: Rung | None = None,
     ) -> None:
         self._backend = backend
         workdir, tools = spec.workdir, spec.tools
@@ -145,6 +148,7 @@ class NativeSession:
         self.blobs = spec.blobs
         self.tools = tools
         self.required = required
+        self.required_rung = rung
         self.imports = tuple(spec.imports)
         self.env = dict(spec.env)
         self.workdir_symlinks = spec.workdir_symlinks
@@ -191,6 +195,15 @@ class NativeSession:
                     self._worker = self._start_worker()
             else:
                 self._worker = self._start_worker()
+        except BackendUnavailable:
+            self.close()
+            raise
+        except BackendError as exc:
+            self.close()
+            raise BackendUnavailable(
+                f"could not start a native session: {_one_line(str(exc))}; run `safeexec "
+                "doctor` to see which confinement layer this host refuses"
+            ) from exc
         except BaseException:
             self.close()
             raise
@@ -203,6 +216,13 @@ class NativeSession:
         """The confinement layers in force for the current worker, as it reported them."""
         with self._lock:
             return dict(self._worker.layers) if self._worker is not None else {}
+
+    @property
+    def rung(self) -> Rung | None:
+        """The rung of the confinement ladder the current worker reached (see
+        :mod:`safeexec.sandbox.ladder`)."""
+        with self._lock:
+            return self._worker.rung if self._worker is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -482,8 +502,10 @@ class NativeSession:
             why, _code, _sig = _describe_death(status)
             stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
             worker.close_fds()
-            raise BackendError(
-                f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
+            last = stderr.splitlines()[-1] if stderr else str(exc)
+            raise BackendUnavailable(
+                f"the native session died while confining itself ({why}): {_one_line(last)}; "
+                "run `safeexec doctor` to see which confinement layer this host refuses"
             ) from exc
         host_end.settimeout(None)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
@@ -491,14 +513,24 @@ class NativeSession:
             worker.layers[Layer.DISK] = LayerStatus(
                 layer=Layer.DISK, active=False, detail=self._disk.reason
             )
-        missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
+        worker.rung = rung_of(worker.layers)
+        missing = [layer for layer in Layer if layer in self.required]
+        missing = [layer for layer in missing if not worker.layers[layer].active]
+        why = "required"
+        wanted = self.required_rung
+        if not missing and wanted is not None and not meets(worker.rung, wanted):
+            missing, why = missing_for(wanted, worker.layers), f"the {wanted.value} rung needs"
         if missing:
             self._kill(worker)
             worker.close_fds()
-            reasons = "; ".join(f"{name}: {worker.layers[Layer(name)].detail}" for name in missing)
+            reasons = "; ".join(
+                f"{layer.value} ({_one_line(worker.layers[layer].detail)}; to get it: "
+                f"{GUIDANCE[layer][1]})"
+                for layer in missing
+            )
             raise BackendUnavailable(
-                f"required confinement layers are unavailable: {reasons}. "
-                "Run `safeexec doctor` to see why, or drop them from `require`."
+                f"confinement layers {why} are unavailable on this host (rung "
+                f"{worker.rung.value if worker.rung else 'none'}): {reasons}"
             )
         return worker
 
@@ -557,6 +589,11 @@ class NativeSession:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (an error message names a layer, never holds a traceback)."""
+    return " ".join(text.split())[:300]
 
 
 def _read_only(path: Path) -> bool:

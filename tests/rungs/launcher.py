@@ -1,0 +1,216 @@
+"""Run a command as it would run in a container or on an unprivileged host, on this machine.
+
+No container daemon: the launcher (started as root) changes its own process the way a container
+runtime changes a container's first process, then ``execve`` s the command:
+
+- ``--seccomp container``: a filter like a runtime's default profile, loaded *without*
+  ``no_new_privs`` (as runtimes do): ``unshare``, ``setns``, ``mount`` and the other mount calls
+  fail with EPERM, ``clone`` with any namespace flag fails with EPERM, ``clone3`` with ENOSYS
+  (so the C library falls back to ``clone``, whose flags the filter can read);
+- ``--caps container``: the capability bounding, permitted, effective and inheritable sets cut
+  to Docker's default set (no ``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``, ``CAP_NET_ADMIN``...);
+- ``--uid N``: the command runs as ``N`` (real, effective and saved), no supplementary groups;
+- ``--cgroup none``: no writable cgroup (an empty read-only tmpfs over ``/sys/fs/cgroup``, as a
+  container sees a read-only one); ``--cgroup host``: the launcher's own, as it is.
+
+Everything happens in a private mount namespace: the interpreter under ``/root`` (0700) is
+re-exposed read-only beneath a world-traversable ``/root``, as a container image or a shared
+host installs Python where every uid can run it. ``--env NAME`` picks a preset:
+
+======================  ==================================================================
+``host``                nothing changed (root with namespaces: the ``full`` rung)
+``container-root``      container seccomp + capabilities, uid 0, no writable cgroup
+``container-nobody``    container seccomp + capabilities, uid 65534, no writable cgroup
+``nobody``              uid 65534, no filter, no writable cgroup (user namespaces allowed)
+======================  ==================================================================
+
+Usage: ``python tests/rungs/launcher.py --env container-root -- python -m pytest ...``.
+Lives in ``tests/`` (not the wheel): it needs root, changes this machine's view only inside its
+own namespace, and exists to test the ladder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyseccomp
+
+from safeexec.sandbox import namespaces
+from safeexec.sandbox.syscalls import check, libc
+
+__all__ = ["ENVIRONMENTS", "Environment", "command", "main"]
+
+# Docker's default capability set (moby's oci/caps/defaults.go).
+DOCKER_CAPABILITIES = frozenset(
+    {
+        0,  # CHOWN
+        1,  # DAC_OVERRIDE
+        3,  # FOWNER
+        4,  # FSETID
+        5,  # KILL
+        6,  # SETGID
+        7,  # SETUID
+        8,  # SETPCAP
+        10,  # NET_BIND_SERVICE
+        13,  # NET_RAW
+        18,  # SYS_CHROOT
+        27,  # MKNOD
+        29,  # AUDIT_WRITE
+        31,  # SETFCAP
+    }
+)
+_CAP_LAST = 63
+_PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_NAMESPACE_FLAGS = (
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+    0x00000080,  # CLONE_NEWTIME
+)
+_REFUSED = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+)
+NOBODY = 65534
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Environment:
+    """What the launcher changes before it runs the command."""
+
+    seccomp: bool
+    caps: bool
+    uid: int | None
+    cgroup: bool  # leave the host's cgroups visible (as root: writable)
+
+
+ENVIRONMENTS = {
+    "host": Environment(seccomp=False, caps=False, uid=None, cgroup=True),
+    "container-root": Environment(seccomp=True, caps=True, uid=None, cgroup=False),
+    "container-nobody": Environment(seccomp=True, caps=True, uid=NOBODY, cgroup=False),
+    "nobody": Environment(seccomp=False, caps=False, uid=NOBODY, cgroup=False),
+}
+
+
+def command(env: str, argv: Sequence[str]) -> list[str]:
+    """The argv that runs ``argv`` under the preset ``env`` (for tests and the Makefile)."""
+    return [sys.executable, os.path.abspath(__file__), "--env", env, "--", *argv]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _container_filter() -> pyseccomp.SyscallFilter:
+    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    eperm = pyseccomp.ERRNO(errno.EPERM)
+    for name in _REFUSED:
+        rules.add_rule(eperm, name)
+    for flag in _NAMESPACE_FLAGS:
+        rules.add_rule(eperm, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
+    rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    # A runtime loads its profile while privileged and does not set no_new_privs: the command
+    # must not inherit it from us (libseccomp sets it by default).
+    rules.set_attr(pyseccomp.Attr.CTL_NNP, 0)
+    return rules
+
+
+def _restrict_capabilities(keep: frozenset[int]) -> None:
+    for cap in range(_CAP_LAST + 1):
+        if cap in keep:
+            continue
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == errno.EINVAL:
+                break  # past the kernel's last capability
+            check(-1, f"PR_CAPBSET_DROP {cap}")
+    mask = [0, 0]
+    for cap in keep:
+        mask[cap // 32] |= 1 << (cap % 32)
+    header = _CapHeader(version=_LINUX_CAPABILITY_VERSION_3, pid=0)
+    data = (_CapData * 2)(*(_CapData(m, m, m) for m in mask))
+    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def _expose_interpreter() -> None:
+    """Cover ``/root`` (0700) with a tmpfs holding only the interpreter's tree, read-only."""
+    prefix = os.path.realpath(sys.base_prefix)
+    if not prefix.startswith("/root/"):
+        return
+    fd = os.open(prefix, os.O_PATH | os.O_DIRECTORY)
+    namespaces.mount_tmpfs("/root")
+    os.makedirs(prefix)
+    namespaces.mount_bind(fd, prefix, read_only=True)
+    os.close(fd)
+
+
+def _hide_cgroups() -> None:
+    if os.path.isdir("/sys/fs/cgroup"):
+        namespaces.mount_tmpfs("/sys/fs/cgroup")
+        namespaces.remount_read_only("/sys/fs/cgroup")
+
+
+def enter(env: Environment) -> None:
+    """Change this process as ``env`` says (order matters: mounts, then the filter while
+    still privileged, then capabilities, then the uid)."""
+    if os.geteuid() != 0:
+        raise SystemExit("the rung launcher must start as root")
+    namespaces.unshare(namespaces.CLONE_NEWNS)
+    namespaces.make_root_private()
+    if env.seccomp or env.uid is not None:
+        _expose_interpreter()  # a container's or a shared host's Python is world-readable
+    if not env.cgroup:
+        _hide_cgroups()
+    if env.seccomp:
+        _container_filter().load()
+    if env.caps:
+        _restrict_capabilities(DOCKER_CAPABILITIES)
+    if env.uid is not None:
+        os.setgroups([])
+        os.setresgid(env.uid, env.uid, env.uid)
+        os.setresuid(env.uid, env.uid, env.uid)
+        os.environ["HOME"] = "/tmp"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", choices=sorted(ENVIRONMENTS), required=True)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command_argv = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command_argv:
+        parser.error("name a command after --")
+    enter(ENVIRONMENTS[args.env])
+    os.execvp(command_argv[0], command_argv)
+
+
+if __name__ == "__main__":
+    main()
