@@ -122,7 +122,11 @@ GUIDANCE: Mapping[Layer, tuple[str, str]] = {
         "unnamed files (O_TMPFILE, open-then-unlink) beyond the disk budget",
         "root, or CAP_SYS_ADMIN for a size-bounded tmpfs per workdir",
     ),
-    Layer.PRIVDROP: ("capabilities reaching the session", "always available"),
+    Layer.PRIVDROP: (
+        "capabilities reaching the session",
+        "a host that may setresuid and capset (in a user namespace: one whose uid_map holds the "
+        "session uids)",
+    ),
     Layer.OWN_UID: (
         "signals to and files of other processes of the host's uid (Landlock's scope covers "
         "signals where it has ABI 6)",

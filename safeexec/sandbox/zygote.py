@@ -279,6 +279,8 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
+    if template.uid_refused:
+        confinement.mark(Layer.OWN_UID, False, template.uid_refused)
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # Above every descriptor of the claim's (channel, stdout, stderr, workdir mount).
@@ -342,7 +344,7 @@ def _fork_member(template: _TemplateState) -> _Member:
         pidns = os.stat(f"/proc/{host_pid}/ns/pid").st_ino
         # On a root host, the session's identity: unique on this machine for as long as its
         # worker (and so everything in its pid namespace) lives, whatever else runs.
-        uid = _UID_BASE + host_pid if os.geteuid() == 0 else None
+        uid = _UID_BASE + host_pid if os.geteuid() == 0 and not template.uid_refused else None
         send_frame(ours, Prepare(uid=uid, gid=uid).to_message())
     except OSError:
         os.kill(pid, signal.SIGKILL)
@@ -410,6 +412,19 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
         for fd in (*fds, member.pidfd):
             os.close(fd)
         member.sock.close()
+
+
+def _session_uids_mapped() -> bool:
+    """Whether every uid a root host's session may take (``_UID_BASE`` + a pid) exists in this
+    user namespace (in one that maps root alone, setresuid to it fails with EINVAL)."""
+    with open("/proc/sys/kernel/pid_max", "rb") as fh:
+        last = _UID_BASE + int(fh.read())
+    with open("/proc/self/uid_map", "rb") as fh:
+        for line in fh.read().splitlines():
+            inside, _outside, count = (int(field) for field in line.split())
+            if inside <= _UID_BASE and last < inside + count:
+                return True
+    return False
 
 
 def _uid_refused(template: _TemplateState, workdir: str) -> str:
@@ -563,7 +578,13 @@ def main() -> None:
         shared_root = assemble_shared_root(read_only)
     uid_refused = ""
     hidden = hidden_from_others(read_only) if os.geteuid() == 0 and not netns["active"] else []
-    if hidden:
+    if os.geteuid() == 0 and not _session_uids_mapped():
+        uid_refused = (
+            "this user namespace maps no uid for sessions (/proc/self/uid_map lacks "
+            f"{_UID_BASE}+): map a range of subordinate uids into it (/etc/subuid, podman "
+            "--userns=auto) for a uid per session"
+        )
+    elif hidden:
         uid_refused = (
             f"runtime paths ({', '.join(hidden[:3])}) are beneath directories other uids "
             "cannot traverse, and this host cannot make a mount namespace to re-expose them: "

@@ -15,14 +15,20 @@ runtime changes a container's first process, then ``execve`` s the command:
 
 Everything happens in a private mount namespace: the interpreter under ``/root`` (0700) is
 re-exposed read-only beneath a world-traversable ``/root``, as a container image or a shared
-host installs Python where every uid can run it. ``--env NAME`` picks a preset:
+host installs Python where every uid can run it. ``--env NAME`` picks one of
+:data:`ENVIRONMENTS`:
 
-======================  ==================================================================
-``host``                nothing changed (root with namespaces: the ``full`` rung)
-``container-root``      container seccomp + capabilities, uid 0, no writable cgroup
-``container-nobody``    container seccomp + capabilities, uid 65534, no writable cgroup
-``nobody``              uid 65534, no filter, no writable cgroup (user namespaces allowed)
-======================  ==================================================================
+- ``host``: nothing changed (root with namespaces and cgroups: the ``full`` rung);
+- ``container-root``: the container filter and capabilities, uid 0, no writable cgroup
+  (``docker run`` as root);
+- ``container-root-cgroup``: the same with the host's cgroups writable (``--cgroupns=private``
+  and a read-write ``/sys/fs/cgroup``);
+- ``container-root-hidden-python``: ``container-root`` with the interpreter beneath ``/root``;
+- ``container-nobody``: the container filter and capabilities, uid 65534 (``docker run -u``);
+- ``nobody``: uid 65534, no filter, no writable cgroup (an unprivileged host with user
+  namespaces);
+- ``userns-root``: root of a user namespace that maps root alone (``unshare -r``), in which
+  no user namespace may nest (a rootless runtime).
 
 Usage: ``python tests/rungs/launcher.py --env container-root -- python -m pytest ...``.
 Lives in ``tests/`` (not the wheel): it needs root, changes this machine's view only inside its
@@ -103,6 +109,10 @@ class Environment:
     caps: bool
     uid: int | None
     cgroup: bool  # leave the host's cgroups visible (as root: writable)
+    userns: bool = False  # root of a user namespace of its own (rootless runtimes)
+    # The interpreter under a directory only root may walk (as a container image that installs
+    # Python beneath /root): sessions cannot take a uid of their own.
+    hidden_runtime: bool = False
 
 
 ENVIRONMENTS = {
@@ -110,6 +120,11 @@ ENVIRONMENTS = {
     "container-root": Environment(seccomp=True, caps=True, uid=None, cgroup=False),
     "container-nobody": Environment(seccomp=True, caps=True, uid=NOBODY, cgroup=False),
     "nobody": Environment(seccomp=False, caps=False, uid=NOBODY, cgroup=False),
+    "container-root-cgroup": Environment(seccomp=True, caps=True, uid=None, cgroup=True),
+    "container-root-hidden-python": Environment(
+        seccomp=True, caps=True, uid=None, cgroup=False, hidden_runtime=True
+    ),
+    "userns-root": Environment(seccomp=False, caps=False, uid=None, cgroup=False, userns=True),
 }
 
 
@@ -172,6 +187,34 @@ def _expose_interpreter() -> None:
     os.close(fd)
 
 
+def _enter_user_namespace() -> None:
+    """Become root of a new user namespace that maps root alone (``unshare -r``), in a mount
+    namespace it owns, in which no user namespace may nest.
+
+    Only a process outside the namespace may map more than its own id: the launcher forks,
+    the child unshares, the parent writes the child's maps and then waits to pass on its
+    exit status."""
+    ready_r, ready_w = os.pipe()
+    mapped_r, mapped_w = os.pipe()
+    child = os.fork()
+    if child:
+        os.read(ready_r, 1)
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{child}/{name}", "w") as fh:
+                fh.write("0 0 1")  # root alone, as `unshare -r` maps it
+        os.write(mapped_w, b"x")
+        _pid, status = os.waitpid(child, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    namespaces.unshare(namespaces.CLONE_NEWUSER | namespaces.CLONE_NEWNS)
+    os.write(ready_w, b"x")
+    os.read(mapped_r, 1)
+    for fd in (ready_r, ready_w, mapped_r, mapped_w):
+        os.close(fd)
+    # No user namespace may nest in this one (a limit of this namespace, set from inside).
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+        fh.write("0")
+
+
 def _hide_cgroups() -> None:
     if os.path.isdir("/sys/fs/cgroup"):
         namespaces.mount_tmpfs("/sys/fs/cgroup")
@@ -185,10 +228,12 @@ def enter(env: Environment) -> None:
         raise SystemExit("the rung launcher must start as root")
     namespaces.unshare(namespaces.CLONE_NEWNS)
     namespaces.make_root_private()
-    if env.seccomp or env.uid is not None:
+    if (env.seccomp or env.uid is not None) and not env.hidden_runtime:
         _expose_interpreter()  # a container's or a shared host's Python is world-readable
     if not env.cgroup:
         _hide_cgroups()
+    if env.userns:
+        _enter_user_namespace()
     if env.seccomp:
         _container_filter().load()
     if env.caps:

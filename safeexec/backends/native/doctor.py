@@ -419,10 +419,13 @@ def _judge_session(
         same = _same_namespace(worker_pid, kind)
         proofs[layer] = (same is False, f"worker's {kind} namespace differs from the host's")
     caps = seen.get("capabilities")
-    uid_ok = os.geteuid() != 0 or seen.get("uid") != 0
     proofs[Layer.PRIVDROP] = (
-        uid_ok and isinstance(caps, list) and not any(caps),
+        isinstance(caps, list) and not any(caps),
         f"uid={seen.get('uid')} capabilities={caps}",
+    )
+    proofs[Layer.OWN_UID] = (
+        seen.get("uid") != os.geteuid(),
+        f"the session's uid {seen.get('uid')}, the host's {os.geteuid()}",
     )
     proofs[Layer.NO_NEW_PRIVS] = (
         seen.get("no_new_privs") == 1,

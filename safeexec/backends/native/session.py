@@ -201,8 +201,8 @@ class NativeSession:
         except BackendError as exc:
             self.close()
             raise BackendUnavailable(
-                f"could not start a native session: {_one_line(str(exc))}; run `safeexec "
-                "doctor` to see which confinement layer this host refuses"
+                f"{_one_line(str(exc))}; run `safeexec doctor` to see which confinement layer "
+                "this host refuses"
             ) from exc
         except BaseException:
             self.close()
