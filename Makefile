@@ -12,7 +12,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: setup setup-test demo test test-fast lint bench ablation agentdojo clean
+.PHONY: setup setup-test demo test test-fast test-rungs lint bench ablation agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,18 @@ test: $(TEST_STAMP)
 
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The escape suite (native and restricted in the worker) on each rung below full, each in an
+# environment tests/rungs/launcher.py simulates (needs root; no container daemon). The full
+# rung's run is `make test`'s. Runs every environment; fails if any run failed.
+RUNG_ENVS ?= container-root container-nobody nobody
+test-rungs: $(TEST_STAMP)
+	@status=0; for env in $(RUNG_ENVS); do \
+		echo "== tests/escapes on $$env"; \
+		PYTHONPATH=tests/rungs $(BIN)/python tests/rungs/launcher.py --env $$env -- \
+			$(BIN)/python -m pytest -q -rfE -p no:cacheprovider -p traversable_tmp \
+			tests/escapes -k "not restricted-in-process" || status=1; \
+	done; exit $$status
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check safeexec tests benchmarks

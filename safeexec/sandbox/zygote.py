@@ -414,6 +414,16 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
         member.sock.close()
 
 
+def _may_change_uid() -> bool:
+    """Whether this process holds CAP_SETUID and CAP_SETGID (bits 7 and 6) in effect."""
+    with open("/proc/self/status", "rb") as fh:
+        for line in fh.read().splitlines():
+            if line.startswith(b"CapEff:"):
+                effective = int(line.split()[1], 16)
+                return effective & 0b11000000 == 0b11000000
+    return False
+
+
 def _session_uids_mapped() -> bool:
     """Whether every uid a root host's session may take (``_UID_BASE`` + a pid) exists in this
     user namespace (in one that maps root alone, setresuid to it fails with EINVAL)."""
@@ -578,7 +588,12 @@ def main() -> None:
         shared_root = assemble_shared_root(read_only)
     uid_refused = ""
     hidden = hidden_from_others(read_only) if os.geteuid() == 0 and not netns["active"] else []
-    if os.geteuid() == 0 and not _session_uids_mapped():
+    if os.geteuid() == 0 and not _may_change_uid():
+        uid_refused = (
+            "the host is root without CAP_SETUID and CAP_SETGID (a container started with "
+            "its capabilities dropped): keep them (Docker's default set) for a uid per session"
+        )
+    elif os.geteuid() == 0 and not _session_uids_mapped():
         uid_refused = (
             "this user namespace maps no uid for sessions (/proc/self/uid_map lacks "
             f"{_UID_BASE}+): map a range of subordinate uids into it (/etc/subuid, podman "

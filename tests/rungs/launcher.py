@@ -23,10 +23,13 @@ host installs Python where every uid can run it. ``--env NAME`` picks one of
   (``docker run`` as root);
 - ``container-root-cgroup``: the same with the host's cgroups writable (``--cgroupns=private``
   and a read-write ``/sys/fs/cgroup``);
+- ``container-root-no-capabilities``: ``container-root`` with every capability dropped
+  (Kubernetes ``capabilities: {drop: [ALL]}``);
 - ``container-root-hidden-python``: ``container-root`` with the interpreter beneath ``/root``;
 - ``container-nobody``: the container filter and capabilities, uid 65534 (``docker run -u``);
 - ``nobody``: uid 65534, no filter, no writable cgroup (an unprivileged host with user
   namespaces);
+- ``no-landlock``: ``nobody`` on a kernel without Landlock (its calls fail with ENOSYS);
 - ``userns-root``: root of a user namespace that maps root alone (``unshare -r``), in which
   no user namespace may nest (a rootless runtime).
 
@@ -98,6 +101,7 @@ _REFUSED = (
     "fspick",
     "mount_setattr",
 )
+_LANDLOCK = ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
 NOBODY = 65534
 
 
@@ -106,25 +110,34 @@ class Environment:
     """What the launcher changes before it runs the command."""
 
     seccomp: bool
-    caps: bool
+    caps: frozenset[int] | None  # the capability set the command keeps (None: all of root's)
     uid: int | None
     cgroup: bool  # leave the host's cgroups visible (as root: writable)
     userns: bool = False  # root of a user namespace of its own (rootless runtimes)
     # The interpreter under a directory only root may walk (as a container image that installs
     # Python beneath /root): sessions cannot take a uid of their own.
     hidden_runtime: bool = False
+    landlock: bool = True  # False: landlock_* fail with ENOSYS, as on a kernel without it
 
 
 ENVIRONMENTS = {
-    "host": Environment(seccomp=False, caps=False, uid=None, cgroup=True),
-    "container-root": Environment(seccomp=True, caps=True, uid=None, cgroup=False),
-    "container-nobody": Environment(seccomp=True, caps=True, uid=NOBODY, cgroup=False),
-    "nobody": Environment(seccomp=False, caps=False, uid=NOBODY, cgroup=False),
-    "container-root-cgroup": Environment(seccomp=True, caps=True, uid=None, cgroup=True),
-    "container-root-hidden-python": Environment(
-        seccomp=True, caps=True, uid=None, cgroup=False, hidden_runtime=True
+    "host": Environment(seccomp=False, caps=None, uid=None, cgroup=True),
+    "container-root": Environment(seccomp=True, caps=DOCKER_CAPABILITIES, uid=None, cgroup=False),
+    "container-nobody": Environment(
+        seccomp=True, caps=DOCKER_CAPABILITIES, uid=NOBODY, cgroup=False
     ),
-    "userns-root": Environment(seccomp=False, caps=False, uid=None, cgroup=False, userns=True),
+    "nobody": Environment(seccomp=False, caps=None, uid=NOBODY, cgroup=False),
+    "container-root-cgroup": Environment(
+        seccomp=True, caps=DOCKER_CAPABILITIES, uid=None, cgroup=True
+    ),
+    "container-root-no-capabilities": Environment(
+        seccomp=True, caps=frozenset(), uid=None, cgroup=False
+    ),
+    "container-root-hidden-python": Environment(
+        seccomp=True, caps=DOCKER_CAPABILITIES, uid=None, cgroup=False, hidden_runtime=True
+    ),
+    "no-landlock": Environment(seccomp=False, caps=None, uid=NOBODY, cgroup=False, landlock=False),
+    "userns-root": Environment(seccomp=False, caps=None, uid=None, cgroup=False, userns=True),
 }
 
 
@@ -145,14 +158,18 @@ class _CapData(ctypes.Structure):
     ]
 
 
-def _container_filter() -> pyseccomp.SyscallFilter:
+def _filter(*, container: bool, landlock: bool) -> pyseccomp.SyscallFilter:
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     eperm = pyseccomp.ERRNO(errno.EPERM)
-    for name in _REFUSED:
+    enosys = pyseccomp.ERRNO(errno.ENOSYS)
+    for name in _REFUSED if container else ():
         rules.add_rule(eperm, name)
-    for flag in _NAMESPACE_FLAGS:
+    for flag in _NAMESPACE_FLAGS if container else ():
         rules.add_rule(eperm, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
-    rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+    if container:
+        rules.add_rule(enosys, "clone3")
+    for name in () if landlock else _LANDLOCK:
+        rules.add_rule(enosys, name)
     # A runtime loads its profile while privileged and does not set no_new_privs: the command
     # must not inherit it from us (libseccomp sets it by default).
     rules.set_attr(pyseccomp.Attr.CTL_NNP, 0)
@@ -234,10 +251,10 @@ def enter(env: Environment) -> None:
         _hide_cgroups()
     if env.userns:
         _enter_user_namespace()
-    if env.seccomp:
-        _container_filter().load()
-    if env.caps:
-        _restrict_capabilities(DOCKER_CAPABILITIES)
+    if env.seccomp or not env.landlock:
+        _filter(container=env.seccomp, landlock=env.landlock).load()
+    if env.caps is not None:
+        _restrict_capabilities(env.caps)
     if env.uid is not None:
         os.setgroups([])
         os.setresgid(env.uid, env.uid, env.uid)

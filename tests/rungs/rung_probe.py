@@ -18,6 +18,7 @@ from safeexec import Session
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
+from safeexec.errors import BackendUnavailable
 from safeexec.sandbox import seccomp
 from safeexec.sandbox.confine import ORDER, Confinement, Placement, Step, confine
 from safeexec.sandbox.protocol import SessionConfig
@@ -42,11 +43,15 @@ REGRESSED = {
 
 
 def _run(mode: str) -> dict[str, object]:
+    """Run code under the default pack; its refusal, if it refuses this rung."""
     with (
         tempfile.TemporaryDirectory() as state,
         Session(mode=mode, state_dir=Path(state)) as session,
     ):
-        outcome = session.run("print(6 * 7)")
+        try:
+            outcome = session.run("print(6 * 7)")
+        except BackendUnavailable as exc:
+            return {"refused": str(exc)}
         return {
             "text": outcome.observation.text,
             "result_rung": outcome.result.rung if outcome.result is not None else None,
@@ -100,11 +105,18 @@ def main() -> None:
         missing = sorted(
             layer.value for layer, status in session.layers.items() if not status.active
         )
+    refused = None
+    try:
+        with tempfile.TemporaryDirectory() as blobs:
+            backend.open(SessionSpec(blobs=BlobStore(Path(blobs)), rung="full")).close()
+    except BackendUnavailable as exc:
+        refused = str(exc)
     backend.close()
     report = {
         "uid": os.getuid(),
         "rung": rung,
         "missing": missing,
+        "refused_full": refused,
         "native": _run("native"),
         "restricted": _run("restricted"),
         "order": {

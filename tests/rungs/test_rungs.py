@@ -19,7 +19,8 @@ import pytest
 
 from safeexec.backends.native.backend import supported_layers
 from safeexec.cli.doctor import EXIT_OK, EXIT_REQUIREMENTS_UNMET
-from safeexec.sandbox.ladder import RUNG_LAYERS, Rung
+from safeexec.sandbox.ladder import RUNG_LAYERS, Rung, meets
+from safeexec.sandbox.layers import Layer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -32,11 +33,15 @@ EXPECTED = {
     "host": Rung.FULL,
     "container-root": Rung.CONTAINER,
     "container-root-cgroup": Rung.CONTAINER,  # and its cgroup layers (below)
-    "container-root-hidden-python": Rung.UNPRIVILEGED,  # no uid of its own: says why
+    # Root, but no uid of its own (and doctor says why): Python beneath /root, or no CAP_SETUID.
+    "container-root-hidden-python": Rung.UNPRIVILEGED,
+    "container-root-no-capabilities": Rung.UNPRIVILEGED,
     "container-nobody": Rung.UNPRIVILEGED,
     "nobody": Rung.UNPRIVILEGED,
     "userns-root": Rung.UNPRIVILEGED,
+    "no-landlock": Rung.MINIMAL,  # below the default pack's rung: refused there
 }
+DEFAULT_PACK_RUNG = Rung.UNPRIVILEGED
 _TIMEOUT_SECONDS = 300
 
 
@@ -82,14 +87,30 @@ def test_a_session_reaches_the_rung_its_environment_gives(env: str) -> None:
     assert report["rung"] == EXPECTED[env].value, report["missing"]
 
 
+@pytest.mark.parametrize("env", sorted(EXPECTED))
+def test_a_rung_below_the_required_one_is_refused_in_one_line_naming_layer_and_fix(
+    env: str,
+) -> None:
+    _skip_unless_possible(env)
+    report = _probe(env)
+    refused = report["refused_full"]
+    if EXPECTED[env] is Rung.FULL:
+        assert refused is None
+        return
+    assert refused is not None and "\n" not in refused and "Traceback" not in refused
+    assert "the full rung needs" in refused and "to get it:" in refused
+    assert any(f"{name} (" in refused for name in report["missing"])
+
+
 def test_a_container_with_a_writable_cgroup_gives_sessions_their_cgroup_layers() -> None:
     report = _probe("container-root-cgroup")
     assert not [name for name in report["missing"] if name.startswith("cgroup_")]
     assert "cgroup_memory" in _probe("container-root")["missing"]
 
 
-def test_a_container_whose_python_other_uids_cannot_reach_keeps_the_hosts_uid() -> None:
+def test_a_container_root_that_cannot_give_a_uid_of_its_own_keeps_the_hosts() -> None:
     assert "own_uid" in _probe("container-root-hidden-python")["missing"]
+    assert "own_uid" in _probe("container-root-no-capabilities")["missing"]
     assert "own_uid" not in _probe("container-root")["missing"]
 
 
@@ -98,6 +119,10 @@ def test_a_container_whose_python_other_uids_cannot_reach_keeps_the_hosts_uid() 
 def test_sessions_run_code_and_every_event_records_the_rung(env: str, mode: str) -> None:
     _skip_unless_possible(env)
     seen = _probe(env)[mode]
+    if not meets(EXPECTED[env], DEFAULT_PACK_RUNG):
+        refused = seen["refused"]
+        assert "\n" not in refused and "landlock (" in refused and "to get it:" in refused
+        return
     assert seen["text"].endswith("42"), seen
     assert seen["result_rung"] == seen["audit_rung"] == EXPECTED[env].value
 
@@ -108,10 +133,11 @@ def test_confinement_in_a_regressed_order_loses_the_layer_on_every_rung(env: str
     order = _probe(env)["order"]
     # The production order gives both; putting either before no_new_privs loses it, since the
     # session has dropped CAP_SYS_ADMIN (or never had it) by then: on every rung.
-    assert order["production"]["landlock"] and order["production"]["seccomp"]
-    assert order["production"]["no_new_privs"]
-    assert not order["landlock_before_no_new_privs"]["landlock"]
+    assert order["production"]["seccomp"] and order["production"]["no_new_privs"]
     assert not order["seccomp_before_no_new_privs"]["seccomp"]
+    if Layer.LANDLOCK in RUNG_LAYERS[EXPECTED[env]]:  # not on a kernel without it
+        assert order["production"]["landlock"]
+        assert not order["landlock_before_no_new_privs"]["landlock"]
 
 
 @pytest.mark.parametrize("env", sorted(EXPECTED))
@@ -119,7 +145,8 @@ def test_doctor_prints_the_rung_and_exits_by_the_policy(env: str) -> None:
     _skip_unless_possible(env)
     rung = EXPECTED[env]
     default = _doctor(env, "default")
-    assert default.returncode == EXIT_OK, default.stdout[-3000:] + default.stderr[-2000:]
+    wanted = EXIT_OK if meets(rung, DEFAULT_PACK_RUNG) else EXIT_REQUIREMENTS_UNMET
+    assert default.returncode == wanted, default.stdout[-3000:] + default.stderr[-2000:]
     assert f"rung: {rung.value}\n" in default.stdout
     strict = _doctor(env, "strict")  # requires the full rung
     wanted = EXIT_OK if rung is Rung.FULL else EXIT_REQUIREMENTS_UNMET
