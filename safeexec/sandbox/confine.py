@@ -105,12 +105,9 @@ def enter_template_namespaces(read_only: tuple[str, ...]) -> dict[str, object]:
 
 
 def reachable_by_others(path: str) -> bool:
-    """Whether an unprivileged uid could walk to ``path`` (every ancestor world-searchable)."""
-    parts = os.path.abspath(path).split(os.sep)[1:]
-    return all(
-        _traversable_by_others(os.sep + os.sep.join(parts[:depth]))
-        for depth in range(1, len(parts))
-    ) and os.path.isdir(path)
+    """Whether an unprivileged uid could walk to the directory ``path`` (every ancestor
+    world-searchable)."""
+    return not hidden_from_others([path]) and os.path.isdir(path)
 
 
 class Step(StrEnum):
@@ -160,7 +157,11 @@ def confine(
     _disk(config, confinement, workdir_mount, private_root=private_root)
     _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
-    _set_rlimits(config, confinement, _mapped_bytes())
+    # RLIMIT_NPROC counts every task of the real uid: a session that keeps the host's uid
+    # gets its budget on top of what that uid runs already (as far as it can see them), so the
+    # host's and other sessions' processes do not use it up.
+    shared = placement.uid is None and not private_root
+    _set_rlimits(config, confinement, _mapped_bytes(), others=_tasks_of_own_uid() if shared else 0)
     _apply(
         order,
         confinement,
@@ -436,7 +437,26 @@ def _as_headroom(memory_bytes: int) -> int:
     return min(64 * 1024 * 1024, memory_bytes // 8)
 
 
-def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -> None:
+def _tasks_of_own_uid() -> int:
+    """How many tasks (threads included, as RLIMIT_NPROC counts them) this uid runs now,
+    besides this process's own."""
+    uid, count, own = os.getuid(), 0, str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or entry.name == own:
+            continue
+        try:
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:
+            continue  # exited meanwhile
+    return count
+
+
+def _set_rlimits(
+    config: SessionConfig, confinement: Confinement, mapped: int, *, others: int = 0
+) -> None:
+    """The session's rlimits; ``others`` is how many tasks its uid runs outside the session
+    (RLIMIT_NPROC counts them too)."""
     cpu = max(1, int(config.cpu_seconds * SESSION_CPU_FACTOR))
     limits = {
         # The template's own mappings are shared copy-on-write; the budget comes on top of them,
@@ -448,7 +468,7 @@ def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -
         resource.RLIMIT_CPU: cpu,
         resource.RLIMIT_FSIZE: config.file_size_bytes,
         resource.RLIMIT_NOFILE: config.max_open_files,
-        resource.RLIMIT_NPROC: config.max_processes,
+        resource.RLIMIT_NPROC: config.max_processes + others,
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_STACK: _STACK_BYTES,
         resource.RLIMIT_MEMLOCK: 0,
@@ -463,7 +483,9 @@ def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -
         Layer.RLIMITS,
         True,
         f"as={limits[resource.RLIMIT_AS]} cpu={cpu}s fsize={config.file_size_bytes} "
-        f"nofile={config.max_open_files} nproc={config.max_processes} core=0",
+        f"nofile={config.max_open_files} nproc={config.max_processes}"
+        + (f" (+{others} tasks of the shared uid)" if others else "")
+        + " core=0",
     )
 
 

@@ -14,6 +14,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -552,23 +553,26 @@ class NativeSession:
         leftovers = 0
         if verify and worker.private_pidns:
             leftovers = len(set(_processes_in_pid_namespace(worker.pidns)) - {worker.pid})
+        tree: dict[int, int] = {}  # pid -> pidfd, for every process below the worker
         if not worker.private_pidns:
             # No namespace to take the tree down: stop everything below the worker first (so
-            # nothing forks away), then kill it all and the worker's process group.
-            tree = _descendants(worker.pid)
+            # nothing forks away), then kill it all and the worker's process group, and wait
+            # for each to die (a SIGKILLed process is gone only once the kernel has run it).
+            for pid in _descendants(worker.pid):
+                with contextlib.suppress(OSError):
+                    tree[pid] = os.pidfd_open(pid)
             leftovers = len(set(tree) - {worker.pid}) if verify else 0
             for sig in (signal.SIGSTOP, signal.SIGKILL):
-                for pid in tree:
+                for pidfd in tree.values():
                     with contextlib.suppress(OSError):
-                        os.kill(pid, sig)
+                        signal.pidfd_send_signal(pidfd, sig)
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
-        poller = selectors.DefaultSelector()
-        poller.register(worker.pidfd, selectors.EVENT_READ)
-        poller.select(_KILL_WAIT_SECONDS)
-        poller.close()
+        _wait_for_exits([worker.pidfd, *tree.values()], _KILL_WAIT_SECONDS)
+        for pidfd in tree.values():
+            os.close(pidfd)
         survivors: list[int] = []
         if verify and worker.private_pidns:
             survivors = _processes_in_pid_namespace(worker.pidns)
@@ -589,6 +593,20 @@ class NativeSession:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
+
+
+def _wait_for_exits(pidfds: list[int], timeout: float) -> None:
+    """Wait until every process open as ``pidfds`` has exited, at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    poller = selectors.DefaultSelector()
+    for pidfd in pidfds:
+        poller.register(pidfd, selectors.EVENT_READ)
+    try:
+        while poller.get_map() and (left := deadline - time.monotonic()) > 0:
+            for key, _events in poller.select(left):
+                poller.unregister(key.fd)
+    finally:
+        poller.close()
 
 
 def _one_line(text: str) -> str:
