@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -368,6 +369,12 @@ def _runtime_paths(python: str) -> list[str]:
     return [str(p) for p in json.loads(done.stdout)]
 
 
+def _nproc_bounded(value: object, budget: int) -> bool:
+    """Whether an RLIMIT_NPROC read back is the session's budget, or that budget on top of its
+    uid's other tasks: set, and never unlimited."""
+    return isinstance(value, int) and value != resource.RLIM_INFINITY and value >= budget
+
+
 def _same_namespace(pid: int, kind: str) -> bool | None:
     try:
         return os.stat(f"/proc/{pid}/ns/{kind}").st_ino == os.stat(f"/proc/self/ns/{kind}").st_ino
@@ -408,7 +415,8 @@ def _judge_session(
     rlimits = seen.get("rlimits")
     if isinstance(rlimits, dict):
         ok = (
-            rlimits.get("RLIMIT_NPROC") == limits.max_processes
+            # On a shared uid the budget sits on top of that uid's other tasks (see confine).
+            _nproc_bounded(rlimits.get("RLIMIT_NPROC"), limits.max_processes)
             and rlimits.get("RLIMIT_NOFILE") == limits.max_open_files
             and rlimits.get("RLIMIT_FSIZE") == limits.file_size_bytes
             and rlimits.get("RLIMIT_CORE") == 0
