@@ -1,17 +1,19 @@
 """Run a command as it would run in a container or on an unprivileged host, on this machine.
 
 No container daemon: the launcher (started as root) changes its own process the way a container
-runtime changes a container's first process, then ``execve`` s the command:
+runtime changes a container's first process, then ``execve`` s the command. An
+:class:`Environment` says what changes:
 
-- ``--seccomp container``: a filter like a runtime's default profile, loaded *without*
-  ``no_new_privs`` (as runtimes do): ``unshare``, ``setns``, ``mount`` and the other mount calls
-  fail with EPERM, ``clone`` with any namespace flag fails with EPERM, ``clone3`` with ENOSYS
-  (so the C library falls back to ``clone``, whose flags the filter can read);
-- ``--caps container``: the capability bounding, permitted, effective and inheritable sets cut
-  to Docker's default set (no ``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``, ``CAP_NET_ADMIN``...);
-- ``--uid N``: the command runs as ``N`` (real, effective and saved), no supplementary groups;
-- ``--cgroup none``: no writable cgroup (an empty read-only tmpfs over ``/sys/fs/cgroup``, as a
-  container sees a read-only one); ``--cgroup host``: the launcher's own, as it is.
+- ``seccomp``: a filter like a runtime's default profile, loaded *without* ``no_new_privs`` (as
+  runtimes do): ``unshare``, ``setns``, ``mount`` and the other mount calls fail with EPERM,
+  ``clone`` with any namespace flag fails with EPERM, ``clone3`` with ENOSYS (so the C library
+  falls back to ``clone``, whose flags the filter can read);
+- ``caps``: the capability bounding, permitted, effective and inheritable sets cut to a set
+  (Docker's default: no ``CAP_SYS_ADMIN``, ``CAP_SYS_PTRACE``, ``CAP_NET_ADMIN``...);
+- ``uid``: the command runs as that uid (real, effective and saved), no supplementary groups;
+- ``cgroup`` False: no writable cgroup (an empty read-only tmpfs over ``/sys/fs/cgroup``, as a
+  container sees a read-only one);
+- ``userns``, ``hidden_runtime``, ``landlock``: see the presets below.
 
 Everything happens in a private mount namespace: the interpreter under ``/root`` (0700) is
 re-exposed read-only beneath a world-traversable ``/root``, as a container image or a shared
