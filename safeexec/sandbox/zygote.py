@@ -516,8 +516,13 @@ def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
             importlib.import_module(name)
             if name == "matplotlib":
                 import matplotlib
+                import matplotlib.style.core
 
                 matplotlib.use("Agg")
+                # Read at import from the template's config dir, which is no session's: where
+                # no private root hides it (a container's rung), it is this 0700 directory and
+                # a session's style lookup failed with PermissionError.
+                matplotlib.style.core.USER_LIBRARY_PATHS.clear()
             loaded.append(name)
         except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
