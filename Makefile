@@ -50,7 +50,8 @@ test-rungs: $(TEST_STAMP)
 		echo "== tests/escapes on $$env"; \
 		PYTHONPATH=tests/rungs $(BIN)/python tests/rungs/launcher.py --env $$env -- \
 			$(BIN)/python -m pytest -q -rfE -p no:cacheprovider -p traversable_tmp \
-			tests/escapes -k "not restricted-in-process" || status=1; \
+			--basetemp=/tmp/safeexec-rungs-$$env tests/escapes \
+			-k "not restricted-in-process" || status=1; \
 	done; exit $$status
 
 lint: $(TEST_STAMP)

@@ -4,7 +4,9 @@ listable) by other uids, as a deployment's workdirs are. A root host without a m
 (a container's root) then gives its sessions a uid of their own there, as it would for any
 such workdir, instead of keeping them on the host's uid (pytest makes its directories 0700).
 
-Loaded with ``-p traversable_tmp`` and ``tests/rungs`` on ``PYTHONPATH``.
+Loaded with ``-p traversable_tmp`` and ``tests/rungs`` on ``PYTHONPATH``, beside a
+``--basetemp`` of the run's own: every pytest that starts as root makes the shared
+``/tmp/pytest-of-root`` 0700 again, which cut sessions of another run off their workdirs.
 """
 
 from __future__ import annotations
