@@ -43,7 +43,9 @@ test-fast: $(TEST_STAMP)
 
 # The escape suite (native and restricted in the worker) on each rung below full, each in an
 # environment tests/rungs/launcher.py simulates (needs root; no container daemon). The full
-# rung's run is `make test`'s. Runs every environment; fails if any run failed.
+# rung's run is `make test`'s. Runs every environment; fails if any run failed. test_as_non_root
+# drives a run as nobody through `unshare --mount`, which a container refuses: the `nobody`
+# environment here is that run.
 RUNG_ENVS ?= container-root container-nobody nobody
 test-rungs: $(TEST_STAMP)
 	@status=0; for env in $(RUNG_ENVS); do \
@@ -51,6 +53,7 @@ test-rungs: $(TEST_STAMP)
 		PYTHONPATH=tests/rungs $(BIN)/python tests/rungs/launcher.py --env $$env -- \
 			$(BIN)/python -m pytest -q -rfE -p no:cacheprovider -p traversable_tmp \
 			--basetemp=/tmp/safeexec-rungs-$$env tests/escapes \
+			--deselect tests/escapes/test_as_non_root.py \
 			-k "not restricted-in-process" || status=1; \
 	done; exit $$status
 
