@@ -19,7 +19,7 @@ MATRIX := 3.12 3.13
 PY ?=
 PY_VENV := $(VENV)-$(PY)
 
-.PHONY: setup setup-test demo test test-fast test-py test-matrix print-matrix module-views lint bench ablation agentdojo clean
+.PHONY: setup setup-test demo test test-fast test-rungs test-py test-matrix print-matrix module-views lint bench ablation agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,22 @@ module-views: $(TEST_STAMP) $(foreach v,$(MATRIX),$(VENV)-$(v)/.installed-test)
 	@for python in $(BIN)/python $(foreach v,$(MATRIX),$(VENV)-$(v)/bin/python); do \
 	  echo "== $$python"; $$python -m safeexec.restricted.derived_views --write || exit 1; \
 	done
+
+# The escape suite (native and restricted in the worker) on each rung below full, each in an
+# environment tests/rungs/launcher.py simulates (needs root; no container daemon). The full
+# rung's run is `make test`'s. Runs every environment; fails if any run failed. test_as_non_root
+# drives a run as nobody through `unshare --mount`, which a container refuses: the `nobody`
+# environment here is that run.
+RUNG_ENVS ?= container-root container-nobody nobody
+test-rungs: $(TEST_STAMP)
+	@status=0; for env in $(RUNG_ENVS); do \
+		echo "== tests/escapes on $$env"; \
+		PYTHONPATH=tests/rungs $(BIN)/python tests/rungs/launcher.py --env $$env -- \
+			$(BIN)/python -m pytest -q -rfE -p no:cacheprovider -p traversable_tmp \
+			--basetemp=/tmp/safeexec-rungs-$$env tests/escapes \
+			--deselect tests/escapes/test_as_non_root.py \
+			-k "not restricted-in-process" || status=1; \
+	done; exit $$status
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check safeexec tests benchmarks

@@ -3,8 +3,10 @@
 Slow are the escape, compatibility, conformance and corpus suites; the suites that start real
 servers or whole benchmark runs (faces, service, benchmarks); ``integration/`` (mirrors the package:
 multi-second suites that drive real workers, agent loops, reachability crawls, the README's
-walkthroughs); and ``properties/`` (mirrors the package: hypothesis and hypothesmith suites over
-generated programs). Every other directory is the unit lane, with a thin smoke of each backend.
+walkthroughs); ``properties/`` (mirrors the package: hypothesis and hypothesmith suites over
+generated programs); and ``rungs/`` (every rung of the confinement ladder, each in a simulated
+container or unprivileged host). Every other directory is the unit lane, with a thin smoke of
+each backend.
 
 ``make test-fast`` (``pytest -m "not slow"``) runs the unit lane and does not even collect the slow
 suites; ``make test`` and CI run all. The lane follows from where a test lives, so a new escape test
@@ -29,6 +31,7 @@ SLOW_SUITES = frozenset(
         "benchmarks",
         "integration",
         "properties",
+        "rungs",
     }
 )
 # The mark expression of ``make test-fast``: under it, no test of a slow suite can be selected.

@@ -37,7 +37,16 @@ def _lanes_hook() -> Callable[..., None]:
 
 def test_tests_under_the_slow_suites_are_marked_slow(request: pytest.FixtureRequest) -> None:
     hook = _lanes_hook()
-    slow = ("escapes", "compat", "conformance", "corpus", "faces", "integration", "properties")
+    slow = (
+        "escapes",
+        "compat",
+        "conformance",
+        "corpus",
+        "faces",
+        "integration",
+        "properties",
+        "rungs",
+    )
     items = [_Item(TESTS / suite / "test_x.py") for suite in slow]
     # The slow mirrors of the package are slow at any depth; the unit lane's directories are not.
     items.append(_Item(TESTS / "integration" / "backends" / "test_x.py"))

@@ -141,6 +141,7 @@ def build_event(
         environment_ref=environment_ref,
         seed=seed,
         error=None if result is None else result.error,
+        rung=None if result is None else result.rung,
     )
 
 

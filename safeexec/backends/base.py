@@ -93,7 +93,9 @@ class SessionSpec(Fieldwise):
     fields of a request's limits are not read.
 
     ``workdir`` ``None`` makes a temporary directory that is removed on close; ``require``
-    names confinement layers that must apply (else ``BackendUnavailable``); ``imports`` is the
+    names confinement layers that must apply (else ``BackendUnavailable``); ``rung`` is the
+    weakest rung of the confinement ladder the worker may run on (modes that run code in the
+    confined worker refuse to open below it; None: any); ``imports`` is the
     policy's module allowlist (enforced at run time by modes that can); ``env`` is the only
     environment the sandboxed code sees (modes without one ignore it); ``workdir_symlinks``
     grants making symbolic links in the workdir (the policy's ``[sandbox] workdir_symlinks``);
@@ -109,6 +111,7 @@ class SessionSpec(Fieldwise):
     workdir: Path | None = None
     tools: ToolGateway | None = None
     require: frozenset[str] = frozenset()
+    rung: str | None = None
     imports: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     workdir_symlinks: bool = False

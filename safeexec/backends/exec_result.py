@@ -174,9 +174,10 @@ def finish(
     max_rss_bytes: int = 0,
     state_lost: bool = False,
     displays: DisplayCollector | None = None,
+    rung: str | None = None,
 ) -> ExecResult:
     """The result of a finished call: output stored as blobs, the output-cap event added, and
-    the rich values ``displays`` collected."""
+    the rich values ``displays`` collected; ``rung`` is the confinement rung it ran on."""
     truncated = stdout.truncated or stderr.truncated
     if truncated:
         record.limit_hit("output_bytes", float(limits.output_bytes))
@@ -205,6 +206,7 @@ def finish(
         stderr_cut=output_cut(stderr),
         displays=tuple(displays.displays) if displays is not None else (),
         displays_dropped=displays.dropped if displays is not None else 0,
+        rung=rung,
     )
 
 

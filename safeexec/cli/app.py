@@ -52,9 +52,9 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "doctor": LazyCommand(
         target="safeexec.cli.doctor:doctor",
-        help="Report each layer (supported, active, self-test) and exit 1 if any fails open; "
-        "list what ``restricted-inprocess`` does not stop; ``--reachability`` proves the "
-        "restricted guards.",
+        help="Report each layer (kernel, active, self-test) and the rung this host reaches; exit "
+        "1 if a layer fails open, 2 if the policy's rung or layers are unmet; list what "
+        "``restricted-inprocess`` does not stop; ``--reachability`` proves the restricted guards.",
     ),
     "policy": LazyCommand(
         target="safeexec.cli.policy:policy_app", help="Test, lint and document policy packs."

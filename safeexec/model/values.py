@@ -511,6 +511,9 @@ class ExecResult(_JSON):
     stdout_cut: OutputCut | None = None  # set when the output cap cut stdout
     stderr_cut: OutputCut | None = None
     error: ExecError | None = None  # set when the code raised (status error or limit_exceeded)
+    # The confinement ladder's rung the code ran on (full, container, unprivileged, minimal);
+    # None for modes without a confined worker.
+    rung: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
@@ -571,6 +574,7 @@ class AuditEvent(_JSON):
     environment_ref: str | None = None  # blob:// of the session's environment fingerprint
     seed: int | None = None  # the session's seed for random and numpy.random, if it had one
     error: ExecError | None = None  # what the code raised, if it raised
+    rung: str | None = None  # the confinement rung it ran on (None: nothing ran in a worker)
     sequence: int | None = None
     prev_sha256: str | None = None
 

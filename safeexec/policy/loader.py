@@ -54,6 +54,7 @@ from safeexec.policy.vocabulary import (
     SYNTAX_NODE_TYPES,
     reserved_rule_id,
 )
+from safeexec.sandbox.ladder import RUNGS
 from safeexec.sandbox.layers import Layer
 
 __all__ = ["load_policy", "parse_policy_text"]
@@ -70,6 +71,7 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_.*?]*$")
 # The in-process modes are never a default: a pack that wants one names it in ``allowed``.
 _BACKENDS = ("native", "restricted", "restricted-inprocess", "dsl", "dsl-inprocess", "fake")
 _LAYERS = tuple(layer.value for layer in Layer)
+_RUNGS = tuple(rung.value for rung in RUNGS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,6 +188,7 @@ _SECTIONS: dict[str, dict[str, _Check]] = {
         "allowed": _str_list(lambda b: b in _BACKENDS, f"a backend ({', '.join(_BACKENDS)})"),
         "default": _one_of(_BACKENDS),
         "require": _str_list(lambda b: b in _LAYERS, f"a confinement layer ({', '.join(_LAYERS)})"),
+        "rung": _one_of(_RUNGS),
     },
     "imports": {
         "allow": _str_list(_module_pattern, "a module pattern like 'json' or 'numpy.*'"),

@@ -57,11 +57,17 @@ class PolicyInfo(Fieldwise):
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
 class BackendsConfig(Fieldwise):
-    """Which execution modes a policy admits and which confinement layers it requires."""
+    """Which execution modes a policy admits and which confinement layers it requires.
+
+    ``rung`` is the weakest rung of the confinement ladder (full, container, unprivileged,
+    minimal) on which the modes that run code in the confined worker (native, restricted) may
+    run; None accepts any.
+    """
 
     allowed: tuple[str, ...] = ("native", "restricted")
     default: str = "native"
     require: tuple[str, ...] = ()
+    rung: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)

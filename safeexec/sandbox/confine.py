@@ -4,7 +4,10 @@ Called in the child forked from the template, before any user code exists in the
 Each layer either applies or records why it did not; the host decides (``require``) whether a
 session missing a layer may run. Order: session → private root (mount namespace, fresh /proc,
 the workdir moved to a neutral path) → workdir → environment → rlimits → (root: drop to an
-unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp.
+unprivileged uid) → capabilities → no_new_privs → Landlock → seccomp. No step needs
+``CAP_SYS_ADMIN``: Landlock and seccomp come after no_new_privs, which is what lets an
+unprivileged process (or root in a container) load them; :data:`ORDER` names the steps, and
+``tests/rungs`` holds every rung to it.
 Namespaces come first and from outside: the template enters one empty network namespace once
 (:func:`enter_template_namespaces`) and makes each session process pid 1 of fresh pid and IPC
 namespaces when it forks it, because a pid namespace only applies to children of its creator.
@@ -15,6 +18,8 @@ from __future__ import annotations
 import os
 import resource
 import stat
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from safeexec.sandbox import landlock, namespaces, privileges, rootfs, seccomp
 from safeexec.sandbox.layers import Layer
@@ -23,13 +28,16 @@ from safeexec.sandbox.record import Record
 from safeexec.sandbox.session_env import TMP_DIR
 
 __all__ = [
+    "ORDER",
     "Confinement",
     "Placement",
     "Preconfined",
+    "Step",
     "assemble_shared_root",
     "confine",
     "enter_template_namespaces",
     "finish_preconfined",
+    "hidden_from_others",
     "preconfine",
     "reachable_by_others",
 ]
@@ -97,12 +105,35 @@ def enter_template_namespaces(read_only: tuple[str, ...]) -> dict[str, object]:
 
 
 def reachable_by_others(path: str) -> bool:
-    """Whether an unprivileged uid could walk to ``path`` (every ancestor world-searchable)."""
-    parts = os.path.abspath(path).split(os.sep)[1:]
-    return all(
-        _traversable_by_others(os.sep + os.sep.join(parts[:depth]))
-        for depth in range(1, len(parts))
-    ) and os.path.isdir(path)
+    """Whether an unprivileged uid could walk to the directory ``path`` (every ancestor
+    world-searchable)."""
+    return not hidden_from_others([path]) and os.path.isdir(path)
+
+
+class Step(StrEnum):
+    """The last steps of confinement, whose order matters without ``CAP_SYS_ADMIN``."""
+
+    PRIVDROP = "privdrop"
+    NO_NEW_PRIVS = "no_new_privs"
+    LANDLOCK = "landlock"
+    SECCOMP = "seccomp"
+
+
+ORDER = (Step.PRIVDROP, Step.NO_NEW_PRIVS, Step.LANDLOCK, Step.SECCOMP)
+"""Privileges go first (the uid change needs them), then no_new_privs, which is what lets a
+process without ``CAP_SYS_ADMIN`` (every session: it has just dropped its capabilities) load
+Landlock and seccomp at all."""
+
+
+def hidden_from_others(paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` beneath a directory an unprivileged uid cannot walk through."""
+    hidden = []
+    for path in paths:
+        parts = os.path.abspath(path).split(os.sep)[1:]
+        ancestors = (os.sep + os.sep.join(parts[:depth]) for depth in range(1, len(parts)))
+        if not all(_traversable_by_others(ancestor) for ancestor in ancestors):
+            hidden.append(path)
+    return hidden
 
 
 def confine(
@@ -113,6 +144,7 @@ def confine(
     *,
     own_mount_namespace: bool,
     workdir_mount: int | None = None,
+    order: Sequence[Step] = ORDER,
 ) -> SessionConfig:
     """Apply every remaining layer to this process; failures are recorded, not raised.
 
@@ -125,18 +157,45 @@ def confine(
     _disk(config, confinement, workdir_mount, private_root=private_root)
     _enter_workdir(config, placement, confinement)
     _scrub_environment(config, confinement)
-    _set_rlimits(config, confinement, _mapped_bytes())
-    _drop_privileges(
-        config.workdir,
-        placement,
+    # RLIMIT_NPROC counts every task of the real uid: a session that keeps the host's uid
+    # gets its budget on top of what that uid runs already (as far as it can see them), so the
+    # host's and other sessions' processes do not use it up.
+    shared = placement.uid is None and not private_root
+    _set_rlimits(config, confinement, _mapped_bytes(), others=_tasks_of_own_uid() if shared else 0)
+    _apply(
+        order,
         confinement,
-        own_mount_namespace=own_mount_namespace and not private_root,
+        seccomp_program,
+        drop=lambda: _drop_privileges(
+            config.workdir,
+            placement,
+            confinement,
+            own_mount_namespace=own_mount_namespace and not private_root,
+        ),
+        restrict=lambda: _landlock(config, placement, confinement),
     )
-    _no_new_privs(confinement)
-    _landlock(config, placement, confinement)
-    _seccomp(seccomp_program, confinement)
+    # Last, once the session's own Landlock layer is in force (see seccomp.UNCOUNTED_CLASSES).
     _refuse_uncounted(config.uncounted_filter, confinement)
     return config
+
+
+def _apply(
+    order: Sequence[Step],
+    confinement: Confinement,
+    seccomp_program: bytes,
+    *,
+    drop: Callable[[], None],
+    restrict: Callable[[], None],
+) -> None:
+    """Run the last steps in ``order`` (:data:`ORDER`; a test injects another)."""
+    steps: dict[Step, Callable[[], None]] = {
+        Step.PRIVDROP: drop,
+        Step.NO_NEW_PRIVS: lambda: _no_new_privs(confinement),
+        Step.LANDLOCK: restrict,
+        Step.SECCOMP: lambda: _seccomp(seccomp_program, confinement),
+    }
+    for step in order:
+        steps[step]()
 
 
 class Preconfined(Record):
@@ -186,14 +245,23 @@ def preconfine(
     confinement.mark(Layer.PROC, True, "fresh /proc of the session's pid namespace, hidepid=2")
     _new_session(confinement)
     mapped = _mapped_bytes()
-    _drop_privileges(rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False)
-    _no_new_privs(confinement)
-    _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
-    session_rules = None
-    if confinement.layers[Layer.LANDLOCK.value]["active"]:
-        session_rules = _session_rules(placement, lowest_fd)
-    _seccomp(seccomp_program, confinement)
-    return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules)
+    session_rules: list[landlock.Ruleset | None] = [None]
+
+    def restrict() -> None:
+        _restrict(rootfs.WORKDIR_PARENT, placement, confinement, make_symlinks=True)
+        if confinement.layers[Layer.LANDLOCK.value]["active"]:
+            session_rules[0] = _session_rules(placement, lowest_fd)
+
+    _apply(
+        ORDER,
+        confinement,
+        seccomp_program,
+        drop=lambda: _drop_privileges(
+            rootfs.SANDBOX_WORKDIR, placement, confinement, own_mount_namespace=False
+        ),
+        restrict=restrict,
+    )
+    return Preconfined(root=root, mapped_bytes=mapped, session_rules=session_rules[0])
 
 
 def _root_paths(read_only: tuple[str, ...]) -> tuple[str, ...]:
@@ -372,7 +440,26 @@ def _as_headroom(memory_bytes: int) -> int:
     return min(64 * 1024 * 1024, memory_bytes // 8)
 
 
-def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -> None:
+def _tasks_of_own_uid() -> int:
+    """How many tasks (threads included, as RLIMIT_NPROC counts them) this uid runs now,
+    besides this process's own."""
+    uid, count, own = os.getuid(), 0, str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or entry.name == own:
+            continue
+        try:
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:
+            continue  # exited meanwhile
+    return count
+
+
+def _set_rlimits(
+    config: SessionConfig, confinement: Confinement, mapped: int, *, others: int = 0
+) -> None:
+    """The session's rlimits; ``others`` is how many tasks its uid runs outside the session
+    (RLIMIT_NPROC counts them too)."""
     cpu = max(1, int(config.cpu_seconds * SESSION_CPU_FACTOR))
     limits = {
         # The template's own mappings are shared copy-on-write; the budget comes on top of them,
@@ -384,7 +471,7 @@ def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -
         resource.RLIMIT_CPU: cpu,
         resource.RLIMIT_FSIZE: config.file_size_bytes,
         resource.RLIMIT_NOFILE: config.max_open_files,
-        resource.RLIMIT_NPROC: config.max_processes,
+        resource.RLIMIT_NPROC: config.max_processes + others,
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_STACK: _STACK_BYTES,
         resource.RLIMIT_MEMLOCK: 0,
@@ -399,7 +486,9 @@ def _set_rlimits(config: SessionConfig, confinement: Confinement, mapped: int) -
         Layer.RLIMITS,
         True,
         f"as={limits[resource.RLIMIT_AS]} cpu={cpu}s fsize={config.file_size_bytes} "
-        f"nofile={config.max_open_files} nproc={config.max_processes} core=0",
+        f"nofile={config.max_open_files} nproc={config.max_processes}"
+        + (f" (+{others} tasks of the shared uid)" if others else "")
+        + " core=0",
     )
 
 
@@ -470,8 +559,17 @@ def _drop_privileges(
         privileges.drop_capabilities()
     except OSError as exc:
         confinement.mark(Layer.PRIVDROP, False, f"{exc.strerror or exc}")
+        confinement.mark(Layer.OWN_UID, False, f"{exc.strerror or exc}")
         return
     confinement.mark(Layer.PRIVDROP, True, f"uid={os.getuid()} gid={os.getgid()}, no capabilities")
+    if placement.uid is not None:
+        confinement.mark(Layer.OWN_UID, True, f"uid {placement.uid}, used by no other process")
+    elif Layer.OWN_UID.value not in confinement.layers:  # a root host's refusal says why
+        confinement.mark(
+            Layer.OWN_UID,
+            False,
+            f"the host runs as uid {os.getuid()}, not root: the session shares its uid",
+        )
 
 
 def _no_new_privs(confinement: Confinement) -> None:

@@ -22,7 +22,8 @@ class Layer(StrEnum):
     MOUNTNS = "mountns"  # a private minimal root: runtime read-only, workdir at a neutral path
     PROC = "proc"  # a fresh /proc of the session's own pid namespace (hidepid=2)
     DISK = "disk"  # the workdir on a size-bounded tmpfs: unnamed files count too
-    PRIVDROP = "privdrop"  # unprivileged uid/gid, no capabilities
+    PRIVDROP = "privdrop"  # no capabilities (and, on a root host, an unprivileged uid)
+    OWN_UID = "own_uid"  # a uid no other process uses (a root host's setresuid)
     NO_NEW_PRIVS = "no_new_privs"
     LANDLOCK = "landlock"  # filesystem: read-only runtime, read-write workdir, nothing else
     LANDLOCK_NET = "landlock_net"  # no TCP bind/connect (ABI >= 4)

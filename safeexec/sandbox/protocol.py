@@ -333,14 +333,19 @@ class Claim(Record):
     op: ClassVar[Op] = Op.CLAIM
     fds: ClassVar[int] = 4  # at most
     disk: bool = False
+    # Non-empty on a root host where the session cannot take a uid of its own: why (it then
+    # keeps the host's uid, without capabilities).
+    uid_refused: str = ""
 
     def to_message(self) -> dict[str, object]:
-        return {"op": self.op.value, "disk": self.disk}
+        return {"op": self.op.value, "disk": self.disk, "uid_refused": self.uid_refused}
 
     @classmethod
     def from_message(cls, message: Mapping[str, object]) -> Claim:
         _expect_op(message, cls.op)
-        return cls(disk=_field(message, "disk", bool))
+        return cls(
+            disk=_field(message, "disk", bool), uid_refused=_field(message, "uid_refused", str)
+        )
 
 
 # -- host ↔ session ---------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from safeexec.sandbox.confine import (
     confine,
     enter_template_namespaces,
     finish_preconfined,
+    hidden_from_others,
     preconfine,
     reachable_by_others,
 )
@@ -141,6 +142,10 @@ def _session(
     message, fds = recv_frame_with_fds(channel, max_fds=1)
     config = SessionConfig.from_message(message)
     egress = _egress_channel(config, fds)
+    if claim.uid_refused and preconfined is None:
+        # Kept the host's uid (without capabilities): the template said why.
+        placement = placement.replace(uid=None, gid=None)
+        confinement.mark(Layer.OWN_UID, False, claim.uid_refused)
     if preconfined is not None:
         config = finish_preconfined(config, placement, preconfined, confinement, disk=claim.disk)
     else:
@@ -198,6 +203,7 @@ class _TemplateState:
         "session_namespaces",
         "sessions",
         "shared_root",
+        "uid_refused",
     )
 
     def __init__(
@@ -210,8 +216,11 @@ class _TemplateState:
         pidns_fd: int,
         mntns_fd: int,
         session_namespaces: dict[str, dict[str, object]],
+        uid_refused: str = "",
     ) -> None:
         self.read_only = read_only
+        # Non-empty on a root host whose sessions cannot take a uid of their own: why.
+        self.uid_refused = uid_refused
         # The root pool members enter, assembled once (None: each builds one).
         self.shared_root = shared_root
         self.seccomp_program = seccomp_program
@@ -296,6 +305,8 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
+    if template.uid_refused:
+        confinement.mark(Layer.OWN_UID, False, template.uid_refused)
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # Above every descriptor of the claim's (channel, stdout, stderr, workdir mount).
@@ -359,7 +370,7 @@ def _fork_member(template: _TemplateState) -> _Member:
         pidns = os.stat(f"/proc/{host_pid}/ns/pid").st_ino
         # On a root host, the session's identity: unique on this machine for as long as its
         # worker (and so everything in its pid namespace) lives, whatever else runs.
-        uid = _UID_BASE + host_pid if os.geteuid() == 0 else None
+        uid = _UID_BASE + host_pid if os.geteuid() == 0 and not template.uid_refused else None
         send_frame(ours, Prepare(uid=uid, gid=uid).to_message())
     except OSError:
         os.kill(pid, signal.SIGKILL)
@@ -405,13 +416,15 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
 
     The member sets up its descriptors while the workdir is attached; it touches the workdir
     only once the host's config arrives, which the host sends only after the announcement."""
-    started = Started(pid=member.host_pid, pidns=member.pidns, uid=member.uid)
     mount = fds[3] if len(fds) > 3 else None
     try:
         if member.prepared is None:
             raise ProtocolError("the member has not said whether it is confined")
         root = member.prepared.root
-        claim = Claim(disk=mount is not None)
+        refused = _uid_refused(template, spawn.workdir) if member.uid is not None else ""
+        uid = None if refused else member.uid
+        started = Started(pid=member.host_pid, pidns=member.pidns, uid=uid)
+        claim = Claim(disk=mount is not None, uid_refused=refused)
         send_frame_with_fds(member.sock, claim.to_message(), fds[:3] if root is not None else fds)
         if root is not None:
             _attach_workdir(member, root, spawn.workdir, mount, template)
@@ -425,6 +438,44 @@ def _claim(member: _Member, spawn: Spawn, fds: list[int], template: _TemplateSta
         for fd in (*fds, member.pidfd):
             os.close(fd)
         member.sock.close()
+
+
+def _may_change_uid() -> bool:
+    """Whether this process holds CAP_SETUID and CAP_SETGID (bits 7 and 6) in effect."""
+    with open("/proc/self/status", "rb") as fh:
+        for line in fh.read().splitlines():
+            if line.startswith(b"CapEff:"):
+                effective = int(line.split()[1], 16)
+                return effective & 0b11000000 == 0b11000000
+    return False
+
+
+def _session_uids_mapped() -> bool:
+    """Whether every uid a root host's session may take (``_UID_BASE`` + a pid) exists in this
+    user namespace (in one that maps root alone, setresuid to it fails with EINVAL)."""
+    with open("/proc/sys/kernel/pid_max", "rb") as fh:
+        last = _UID_BASE + int(fh.read())
+    with open("/proc/self/uid_map", "rb") as fh:
+        for line in fh.read().splitlines():
+            inside, _outside, count = (int(field) for field in line.split())
+            if inside <= _UID_BASE and last < inside + count:
+                return True
+    return False
+
+
+def _uid_refused(template: _TemplateState, workdir: str) -> str:
+    """Why a root host's session must keep the host's uid, or "" when it can take its own:
+    without a mount namespace (a container), nothing can re-expose a runtime path or a workdir
+    beneath a directory other uids cannot walk through."""
+    if template.uid_refused:
+        return template.uid_refused
+    if template.netns["active"] or not hidden_from_others([workdir]):
+        return ""
+    return (
+        f"the workdir {workdir} is beneath a directory other uids cannot traverse, and this "
+        "host cannot make a mount namespace to re-expose it: pass a workdir beneath a "
+        "world-traversable directory"
+    )
 
 
 def _on_prepared(
@@ -491,8 +542,13 @@ def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
             importlib.import_module(name)
             if name == "matplotlib":
                 import matplotlib
+                import matplotlib.style.core
 
                 matplotlib.use("Agg")
+                # Read at import from the template's config dir, which is no session's: where
+                # no private root hides it (a container's rung), it is this 0700 directory and
+                # a session's style lookup failed with PermissionError.
+                matplotlib.style.core.USER_LIBRARY_PATHS.clear()
             loaded.append(name)
         except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
@@ -561,7 +617,27 @@ def main() -> None:
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         # In our own mount namespace (never the host's): built once here instead of per member.
         shared_root = assemble_shared_root(read_only)
+    uid_refused = ""
+    hidden = hidden_from_others(read_only) if os.geteuid() == 0 and not netns["active"] else []
+    if os.geteuid() == 0 and not _may_change_uid():
+        uid_refused = (
+            "the host is root without CAP_SETUID and CAP_SETGID (a container started with "
+            "its capabilities dropped): keep them (Docker's default set) for a uid per session"
+        )
+    elif os.geteuid() == 0 and not _session_uids_mapped():
+        uid_refused = (
+            "this user namespace maps no uid for sessions (/proc/self/uid_map lacks "
+            f"{_UID_BASE}+): map a range of subordinate uids into it (/etc/subuid, podman "
+            "--userns=auto) for a uid per session"
+        )
+    elif hidden:
+        uid_refused = (
+            f"runtime paths ({', '.join(hidden[:3])}) are beneath directories other uids "
+            "cannot traverse, and this host cannot make a mount namespace to re-expose them: "
+            "install Python beneath world-traversable directories (e.g. /usr/local, /opt)"
+        )
     template = _TemplateState(
+        uid_refused=uid_refused,
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
         shared_root=shared_root,

@@ -611,6 +611,7 @@ class Session:
                 blobs=self.blobs,
                 tools=self._tool_gateway(),
                 require=frozenset(self.policy.backends.require),
+                rung=self.policy.backends.rung,
                 imports=self.policy.imports.allow,
                 env=self._sandbox_env(),
                 workdir_symlinks=self.policy.sandbox.workdir_symlinks,

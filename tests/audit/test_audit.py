@@ -83,6 +83,7 @@ def _result() -> ExecResult:
             ),
         ),
         usage=Usage(cpu_seconds=0.25, wall_seconds=0.5, max_rss_bytes=1024, output_bytes=3),
+        rung="container",
     )
 
 
@@ -125,6 +126,7 @@ def test_build_event_copies_action_decision_and_result() -> None:
     assert event.side_effects == _result().events
     assert event.timestamp == "2026-01-02T12:00:00.000000Z"
     assert event.masked_fields == ()
+    assert event.rung == "container"  # the confinement rung the code ran on
 
 
 def test_build_event_matches_the_golden_file_before_it_is_chained() -> None:

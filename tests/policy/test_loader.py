@@ -302,3 +302,15 @@ def test_a_rule_reusing_an_id_under_another_name_is_refused(tmp_path: Path) -> N
         load_policy(pack)
     assert info.value.pointer == "/rule/0/id" and "already names" in info.value.message
     assert info.value.file is not None and info.value.file.endswith("b.toml")
+
+
+def test_the_rung_a_pack_requires_is_one_of_the_ladders() -> None:
+    assert load_policy("strict").backends.rung == "full"
+    assert load_policy("default").backends.rung == "unprivileged"
+    error = _error(
+        """
+        [backends]
+        rung = "ful"
+        """
+    )
+    assert "did you mean 'full'" in str(error)

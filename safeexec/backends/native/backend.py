@@ -22,6 +22,7 @@ from safeexec.errors import ConfigurationError
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import Limits
 from safeexec.sandbox import landlock
+from safeexec.sandbox.ladder import RUNGS, Rung
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
 if TYPE_CHECKING:
@@ -79,6 +80,13 @@ def supported_layers() -> dict[Layer, LayerStatus]:
             True,
             "root: per-session unprivileged uid" if root else "already unprivileged",
         ),
+        Layer.OWN_UID: status(
+            Layer.OWN_UID,
+            root,
+            "root: setresuid to a uid per session"
+            if root
+            else f"the host runs as uid {os.geteuid()}: sessions share it (needs root)",
+        ),
         Layer.NO_NEW_PRIVS: status(Layer.NO_NEW_PRIVS, True, "prctl(PR_SET_NO_NEW_PRIVS)"),
         Layer.LANDLOCK: status(
             Layer.LANDLOCK, abi >= 1, f"ABI {abi}" if abi else "kernel has no Landlock"
@@ -91,6 +99,19 @@ def supported_layers() -> dict[Layer, LayerStatus]:
         Layer.DISK: disk_support(),
         **cgroup_support(),
     }
+
+
+def _rung(name: str | None) -> Rung | None:
+    """The rung a spec requires, checked."""
+    if name is None:
+        return None
+    try:
+        return Rung(name)
+    except ValueError:
+        raise ConfigurationError(
+            f"unknown confinement rung={name!r}; known rungs, strongest first: "
+            f"{[rung.value for rung in RUNGS]}"
+        ) from None
 
 
 def _userns_allowed() -> bool:
@@ -239,7 +260,12 @@ class NativeBackend:
         # template first, and the session's modules load while it boots.
         from safeexec.backends.native.session import NativeSession
 
-        return NativeSession(backend=self, spec=spec, required=self._required(spec.require))
+        return NativeSession(
+            backend=self,
+            spec=spec,
+            required=self._required(spec.require),
+            rung=_rung(spec.rung),
+        )
 
     def _required(self, require: frozenset[str]) -> frozenset[Layer]:
         unknown = sorted(set(require) - _LAYER_NAMES)

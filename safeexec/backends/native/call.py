@@ -157,6 +157,7 @@ def run_call(
         max_rss_bytes=rss,
         state_lost=session._worker is None,
         displays=call.displays,
+        rung=worker.rung.value if worker.rung is not None else None,
     )
     return result, call.host_interrupt
 

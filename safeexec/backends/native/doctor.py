@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -19,6 +20,7 @@ from safeexec.backends.native.backend import NativeBackend
 from safeexec.errors import BackendError
 from safeexec.model.values import ExecRequest, Limits
 from safeexec.sandbox.channel import ProtocolError
+from safeexec.sandbox.ladder import Rung, meets, rung_of
 from safeexec.sandbox.layers import Layer, LayerStatus
 from safeexec.sandbox.protocol import ProbeOptions, ProbeVerdict
 
@@ -38,15 +40,39 @@ class LayerCheck:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DoctorReport:
+    """Every layer's check, and the rung of the confinement ladder a session reached here."""
+
     checks: tuple[LayerCheck, ...]
+    rung: Rung | None = None
 
     @property
     def ok(self) -> bool:
-        """Every supported layer is active and no self-test failed."""
-        return all(
-            (check.active or not check.supported) and check.proven is not False
-            for check in self.checks
-        )
+        """No layer reported active lets through what its self-test tries (a missing layer's
+        failed self-test only confirms that it is missing)."""
+        return not any(check.active and check.proven is False for check in self.checks)
+
+    @property
+    def complete(self) -> bool:
+        """Every layer is active (whatever the kernel or the host could not give counts)."""
+        return all(check.active for check in self.checks)
+
+    @property
+    def missing(self) -> tuple[Layer, ...]:
+        """The layers a session here goes without, in layer order."""
+        return tuple(check.layer for check in self.checks if not check.active)
+
+    def unmet(self, *, rung: Rung | None, require: frozenset[Layer]) -> list[str]:
+        """What a policy requiring ``rung`` and the layers ``require`` lacks here."""
+        active = {check.layer: check for check in self.checks}
+        unmet = [
+            f"layer {layer.value}"
+            for layer in Layer
+            if layer in require and not active[layer].active
+        ]
+        if rung is not None and not meets(self.rung, rung):
+            got = self.rung.value if self.rung is not None else "none"
+            unmet.append(f"rung {rung.value} (this host gives {got})")
+        return unmet
 
 
 _SESSION_PROBE = """
@@ -211,6 +237,9 @@ def diagnose(*, backend: NativeBackend | None = None) -> DoctorReport:
     owned = backend is None
     backend = backend or NativeBackend()
     scratch = Path(tempfile.mkdtemp(prefix="safeexec-doctor-"))
+    # Traversable (not listable) by a root host's session uids, as a default workdir's parent
+    # is: a container's session then takes a uid of its own here as it would anywhere.
+    scratch.chmod(0o711)
     try:
         return _diagnose(backend, scratch)
     finally:
@@ -260,7 +289,8 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
                     layer=s.layer, supported=s.active, active=False, proven=None, detail=str(exc)
                 )
                 for s in supported.values()
-            )
+            ),
+            rung=None,
         )
     with session:
         active = dict(session.layers)
@@ -328,7 +358,7 @@ def _diagnose(backend: NativeBackend, scratch: Path) -> DoctorReport:
                 + (f" | self-test: {proof[1]}" if proof else ""),
             )
         )
-    return DoctorReport(checks=tuple(checks))
+    return DoctorReport(checks=tuple(checks), rung=rung_of(active))
 
 
 def _runtime_paths(python: str) -> list[str]:
@@ -337,6 +367,12 @@ def _runtime_paths(python: str) -> list[str]:
     )
     done = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True)
     return [str(p) for p in json.loads(done.stdout)]
+
+
+def _nproc_bounded(value: object, budget: int) -> bool:
+    """Whether an RLIMIT_NPROC read back is the session's budget, or that budget on top of its
+    uid's other tasks: set, and never unlimited."""
+    return isinstance(value, int) and value != resource.RLIM_INFINITY and value >= budget
 
 
 def _same_namespace(pid: int, kind: str) -> bool | None:
@@ -379,7 +415,8 @@ def _judge_session(
     rlimits = seen.get("rlimits")
     if isinstance(rlimits, dict):
         ok = (
-            rlimits.get("RLIMIT_NPROC") == limits.max_processes
+            # On a shared uid the budget sits on top of that uid's other tasks (see confine).
+            _nproc_bounded(rlimits.get("RLIMIT_NPROC"), limits.max_processes)
             and rlimits.get("RLIMIT_NOFILE") == limits.max_open_files
             and rlimits.get("RLIMIT_FSIZE") == limits.file_size_bytes
             and rlimits.get("RLIMIT_CORE") == 0
@@ -390,10 +427,13 @@ def _judge_session(
         same = _same_namespace(worker_pid, kind)
         proofs[layer] = (same is False, f"worker's {kind} namespace differs from the host's")
     caps = seen.get("capabilities")
-    uid_ok = os.geteuid() != 0 or seen.get("uid") != 0
     proofs[Layer.PRIVDROP] = (
-        uid_ok and isinstance(caps, list) and not any(caps),
+        isinstance(caps, list) and not any(caps),
         f"uid={seen.get('uid')} capabilities={caps}",
+    )
+    proofs[Layer.OWN_UID] = (
+        seen.get("uid") != os.geteuid(),
+        f"the session's uid {seen.get('uid')}, the host's {os.geteuid()}",
     )
     proofs[Layer.NO_NEW_PRIVS] = (
         seen.get("no_new_privs") == 1,

@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ from safeexec.sandbox.channel import (
     send_frame_with_fds,
 )
 from safeexec.sandbox.egress_client import proxy_environment
+from safeexec.sandbox.ladder import GUIDANCE, Rung, meets, missing_for, rung_of
 from safeexec.sandbox.layers import Layer, LayerStatus, parse_layer_report
 from safeexec.sandbox.protocol import (
     Hello,
@@ -89,6 +91,7 @@ class _Worker:
     stderr: int
     private_pidns: bool = False  # checked by the host, not taken from the worker's word
     layers: dict[Layer, LayerStatus] = field(default_factory=dict)
+    rung: Rung | None = None
     decoder: FrameDecoder = field(
         default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
     )
@@ -123,6 +126,7 @@ class NativeSession:
         backend: NativeBackend,
         spec: SessionSpec,
         required: frozenset[Layer],
+        rung: Rung | None = None,
     ) -> None:
         self._backend = backend
         workdir, tools = spec.workdir, spec.tools
@@ -153,6 +157,7 @@ class NativeSession:
         self.blobs = spec.blobs
         self.tools = tools
         self.required = required
+        self.required_rung = rung
         self.imports = tuple(spec.imports)
         self.env = dict(spec.env)
         self.workdir_symlinks = spec.workdir_symlinks
@@ -204,6 +209,15 @@ class NativeSession:
                     self._worker = self._start_worker()
             else:
                 self._worker = self._start_worker()
+        except BackendUnavailable:
+            self.close()
+            raise
+        except BackendError as exc:
+            self.close()
+            raise BackendUnavailable(
+                f"{_one_line(str(exc))}; run `safeexec doctor` to see which confinement layer "
+                "this host refuses"
+            ) from exc
         except BaseException:
             self.close()
             raise
@@ -216,6 +230,13 @@ class NativeSession:
         """The confinement layers in force for the current worker, as it reported them."""
         with self._lock:
             return dict(self._worker.layers) if self._worker is not None else {}
+
+    @property
+    def rung(self) -> Rung | None:
+        """The rung of the confinement ladder the current worker reached (see
+        :mod:`safeexec.sandbox.ladder`)."""
+        with self._lock:
+            return self._worker.rung if self._worker is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -548,8 +569,10 @@ class NativeSession:
             why, _code, _sig = _describe_death(status)
             stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
             worker.close_fds()
-            raise BackendError(
-                f"the native session failed while confining itself ({why}): {exc}; {stderr[-2000:]}"
+            last = stderr.splitlines()[-1] if stderr else str(exc)
+            raise BackendUnavailable(
+                f"the native session died while confining itself ({why}): {_one_line(last)}; "
+                "run `safeexec doctor` to see which confinement layer this host refuses"
             ) from exc
         host_end.settimeout(None)
         worker.layers = {**parse_layer_report(hello.layers), **cgroup_layers}
@@ -560,14 +583,24 @@ class NativeSession:
                 detail=f"{self._disk.reason}; files without a name are counted from the "
                 "session's /proc instead, checked while it runs and after each call",
             )
-        missing = sorted(layer.value for layer in self.required if not worker.layers[layer].active)
+        worker.rung = rung_of(worker.layers)
+        missing = [layer for layer in Layer if layer in self.required]
+        missing = [layer for layer in missing if not worker.layers[layer].active]
+        why = "required"
+        wanted = self.required_rung
+        if not missing and wanted is not None and not meets(worker.rung, wanted):
+            missing, why = missing_for(wanted, worker.layers), f"the {wanted.value} rung needs"
         if missing:
             self._kill(worker)
             worker.close_fds()
-            reasons = "; ".join(f"{name}: {worker.layers[Layer(name)].detail}" for name in missing)
+            reasons = "; ".join(
+                f"{layer.value} ({_one_line(worker.layers[layer].detail)}; to get it: "
+                f"{GUIDANCE[layer][1]})"
+                for layer in missing
+            )
             raise BackendUnavailable(
-                f"required confinement layers are unavailable: {reasons}. "
-                "Run `safeexec doctor` to see why, or drop them from `require`."
+                f"confinement layers {why} are unavailable on this host (rung "
+                f"{worker.rung.value if worker.rung else 'none'}): {reasons}"
             )
         return worker
 
@@ -605,23 +638,26 @@ class NativeSession:
         leftovers = 0
         if verify and worker.private_pidns:
             leftovers = len(set(_processes_in_pid_namespace(worker.pidns)) - {worker.pid})
+        tree: dict[int, int] = {}  # pid -> pidfd, for every process below the worker
         if not worker.private_pidns:
             # No namespace to take the tree down: stop everything below the worker first (so
-            # nothing forks away), then kill it all and the worker's process group.
-            tree = _descendants(worker.pid)
+            # nothing forks away), then kill it all and the worker's process group, and wait
+            # for each to die (a SIGKILLed process is gone only once the kernel has run it).
+            for pid in _descendants(worker.pid):
+                with contextlib.suppress(OSError):
+                    tree[pid] = os.pidfd_open(pid)
             leftovers = len(set(tree) - {worker.pid}) if verify else 0
             for sig in (signal.SIGSTOP, signal.SIGKILL):
-                for pid in tree:
+                for pidfd in tree.values():
                     with contextlib.suppress(OSError):
-                        os.kill(pid, sig)
+                        signal.pidfd_send_signal(pidfd, sig)
             with contextlib.suppress(OSError):
                 os.killpg(worker.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
-        poller = selectors.DefaultSelector()
-        poller.register(worker.pidfd, selectors.EVENT_READ)
-        poller.select(_KILL_WAIT_SECONDS)
-        poller.close()
+        _wait_for_exits([worker.pidfd, *tree.values()], _KILL_WAIT_SECONDS)
+        for pidfd in tree.values():
+            os.close(pidfd)
         survivors: list[int] = []
         if verify and worker.private_pidns:
             survivors = _processes_in_pid_namespace(worker.pidns)
@@ -673,6 +709,25 @@ def _uncounted_filter(classes: frozenset[str]) -> bytes:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
+
+
+def _wait_for_exits(pidfds: list[int], timeout: float) -> None:
+    """Wait until every process open as ``pidfds`` has exited, at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    poller = selectors.DefaultSelector()
+    for pidfd in pidfds:
+        poller.register(pidfd, selectors.EVENT_READ)
+    try:
+        while poller.get_map() and (left := deadline - time.monotonic()) > 0:
+            for key, _events in poller.select(left):
+                poller.unregister(key.fd)
+    finally:
+        poller.close()
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (an error message names a layer, never holds a traceback)."""
+    return " ".join(text.split())[:300]
 
 
 def _read_only(path: Path) -> bool:

@@ -53,12 +53,11 @@ def spawn(template: _Template, workdir: Path, disk: WorkdirMount) -> Spawned:
     spawned = Spawned(channel=host_end, stdout=out_read, stderr=err_read)
     try:
         mount = disk.clone()
-    except OSError as exc:
-        for fd in (out_write, err_write):
-            os.close(fd)
-        child_end.close()
-        spawned.close()
-        raise BackendError(f"could not start a native session: {exc}") from exc
+    except OSError:
+        # (EINVAL in a user namespace that does not own the mount.) The session then works
+        # on the host's mount at the workdir's path, and its layer report says the disk layer
+        # is not its own: a missing layer, not a failure to start.
+        mount = None
     try:
         fds = [child_end.fileno(), out_write, err_write, *([] if mount is None else [mount])]
         template.spawn(fds, workdir=str(workdir))

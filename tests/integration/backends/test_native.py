@@ -343,8 +343,11 @@ def test_the_doctor_command_prints_a_json_report() -> None:
 
     outcome = CliRunner().invoke(app, ["doctor", "--json"])
     report = json.loads(outcome.stdout)
-    assert outcome.exit_code == (0 if report["ok"] else 1)
+    assert outcome.exit_code == report["exit_status"] in (0, 1, 2)
+    assert report["ok"] is (report["exit_status"] == 0)
+    assert report["rung"] in ("full", "container", "unprivileged", "minimal", None)
     assert {row["layer"] for row in report["layers"]} == {layer.value for layer in Layer}
+    assert all(row["stops"] and row["how_to_get"] for row in report["layers"])
 
 
 def _cli_run(cwd: Path, *files: str, options: tuple[str, ...] = ()) -> list[dict[str, object]]:
