@@ -11,6 +11,8 @@ TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
+# The documentation site's tools (installed by `make docs` only).
+DOCS_STAMP := $(VENV)/.installed-docs
 
 .PHONY: setup setup-test demo test test-fast lint bench ablation agentdojo clean
 
@@ -27,6 +29,10 @@ $(TEST_STAMP): $(STAMP)
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $(BENCH_STAMP)
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 setup: $(STAMP)
 
@@ -59,5 +65,10 @@ ablation: $(STAMP)
 agentdojo: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.ablation.agentdojo --out agentdojo-results.json
 
+# The documentation site (mkdocs.yml): built into site/, every warning an error.
+.PHONY: docs
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache
