@@ -53,7 +53,7 @@ lint: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
 bench: $(BENCH_STAMP)
-	$(BIN)/python benchmarks/summary.py --readme README.md
+	$(BIN)/python benchmarks/summary.py --readme docs/benchmarks.md
 
 # The format x mode ablation (benchmarks/ablation): full size, local worker processes; prints the
 # table and writes results.json, results.md and PNG charts to ablation-results/.

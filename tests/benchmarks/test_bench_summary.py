@@ -1,8 +1,9 @@
-"""The benchmark summary: targets judged on the right side of the ratio, the README rewritten
-only between its markers."""
+"""The benchmark summary: targets judged on the right side of the ratio, the benchmarks page
+rewritten only between its markers."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -67,3 +68,13 @@ def test_a_readme_without_markers_is_refused(tmp_path: Path) -> None:
     readme.write_text("no markers\n", encoding="utf-8")
     with pytest.raises(SystemExit):
         write_readme(readme, "table\n")
+
+
+def test_the_page_make_bench_writes_has_the_markers(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    recipe = re.search(r"summary\.py --readme (\S+)", (root / "Makefile").read_text())
+    assert recipe is not None
+    page = tmp_path / "page.md"
+    page.write_text((root / recipe.group(1)).read_text(encoding="utf-8"), encoding="utf-8")
+    write_readme(page, "new table\n")
+    assert f"{START}\nnew table\n{END}" in page.read_text(encoding="utf-8")
