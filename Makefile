@@ -11,6 +11,12 @@ TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
+# Editable installs are strict (a tree of links to the checkout's files, on sys.path as a plain
+# directory) so that type checkers see the package; setuptools' default import hook they cannot.
+# A strict tree does not see a file added or removed later: the file list below relinks it.
+EDITABLE := --config-settings editable_mode=strict -e
+PACKAGE_FILES := $(VENV)/.package-files
+LINK_STAMP := $(VENV)/.linked
 # The documentation site's tools (installed by `make docs` only).
 DOCS_STAMP := $(VENV)/.installed-docs
 
@@ -19,20 +25,32 @@ DOCS_STAMP := $(VENV)/.installed-docs
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,data]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev,data]'
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[$(TEST_EXTRAS)]'
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[bench]'
 	touch $(BENCH_STAMP)
 
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[docs]'
 	touch $(DOCS_STAMP)
+
+ifneq ($(MAKECMDGOALS),clean)
+$(shell mkdir -p $(VENV) && find safeexec policies -type f -not -path '*/__pycache__/*' | sort \
+  > $(PACKAGE_FILES).new && { cmp -s $(PACKAGE_FILES).new $(PACKAGE_FILES) \
+  || mv $(PACKAGE_FILES).new $(PACKAGE_FILES); }; rm -f $(PACKAGE_FILES).new)
+endif
+
+$(LINK_STAMP): $(PACKAGE_FILES) | $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps $(EDITABLE) .
+	touch $(LINK_STAMP)
+
+setup setup-test demo test test-fast lint bench ablation agentdojo docs: $(LINK_STAMP)
 
 setup: $(STAMP)
 

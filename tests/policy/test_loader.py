@@ -9,6 +9,7 @@ import pytest
 
 from safeexec.errors import PolicyError
 from safeexec.model.values import Enforcement, Severity
+from safeexec.policy import packs
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import MatchKind
@@ -302,3 +303,13 @@ def test_a_rule_reusing_an_id_under_another_name_is_refused(tmp_path: Path) -> N
         load_policy(pack)
     assert info.value.pointer == "/rule/0/id" and "already names" in info.value.message
     assert info.value.file is not None and info.value.file.endswith("b.toml")
+
+
+def test_packs_root_is_the_checkouts_policies_when_nothing_maps_the_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The package imported from a checkout (its root first on sys.path): no install maps
+    # ``safeexec.policies`` to the top-level directory.
+    monkeypatch.setattr(packs.importlib.util, "find_spec", lambda name: None)
+    root = Path(__file__).resolve().parents[2]
+    assert packs_root() == root / "policies"
