@@ -3,11 +3,16 @@
 ``reference/rule-catalogue.md``: every rule id of the engine and of every shipped pack, rendered by
 ``safeexec.policy.docs`` (what ``safeexec policy docs`` writes). ``reference/http.md``: the
 ``<!-- openapi -->`` marker becomes the paths of ``safeexec/service/openapi.json``.
+``reference/cli.md``: the ``<!-- cli-help -->`` marker becomes every command's ``--help``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from importlib import resources
 from typing import Any
 
@@ -25,6 +30,8 @@ from safeexec.policy.schema import Rule
 
 CATALOGUE = "reference/rule-catalogue.md"
 OPENAPI_MARKER = "<!-- openapi -->"
+CLI_MARKER = "<!-- cli-help -->"
+_SUBCOMMAND = re.compile(r"^  (\S+)  ", re.M)
 
 
 def rule_catalogue() -> str:
@@ -76,8 +83,10 @@ def openapi_markdown() -> str:
         resources.files("safeexec.service").joinpath("openapi.json").read_text(encoding="utf-8")
     )
     info = spec.get("info", {})
-    lines = [f"OpenAPI {spec.get('openapi', '')}: **{info.get('title', '')}** "
-             f"{info.get('version', '')}", ""]
+    lines = [
+        f"OpenAPI {spec.get('openapi', '')}: **{info.get('title', '')}** {info.get('version', '')}",
+        "",
+    ]
     for path, operations in spec["paths"].items():
         lines += [f"## `{path}`", ""]
         for method, operation in operations.items():
@@ -107,6 +116,37 @@ def openapi_markdown() -> str:
     return "\n".join(lines)
 
 
+def _help(path: list[str]) -> str:
+    """``safeexec PATH --help`` as a user's terminal shows it, in plain text."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from safeexec.cli.app import app; app(prog_name='safeexec')",
+            *path,
+            "--help",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "TYPER_USE_RICH": "0", "COLUMNS": "100"},
+    )
+    return done.stdout
+
+
+def cli_markdown(path: list[str] | None = None) -> str:
+    """Every command's help, the root's first, each group's commands after it."""
+    path = path or []
+    text = _help(path)
+    title = " ".join(["safeexec", *path])
+    lines = [f"### `{title}`", "", "```text", text.rstrip("\n"), "```", ""]
+    _, _, commands = text.partition("\nCommands:\n")
+    for name in _SUBCOMMAND.findall(commands.split("\n\n", 1)[0]):
+        lines.append(cli_markdown([*path, name]))
+    return "\n".join(lines)
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated rule catalogue."""
     files.append(File.generated(config, CATALOGUE, content=rule_catalogue()))
@@ -114,7 +154,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Any) -> str:
-    """Fill the HTTP reference's marker from the OpenAPI document."""
+    """Fill the HTTP reference's marker from the OpenAPI document, the CLI's from its help."""
     if OPENAPI_MARKER in markdown:
         return markdown.replace(OPENAPI_MARKER, openapi_markdown())
+    if CLI_MARKER in markdown:
+        return markdown.replace(CLI_MARKER, cli_markdown())
     return markdown
