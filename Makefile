@@ -11,6 +11,14 @@ TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
+# Editable installs are strict (a tree of links to the checkout's files, on sys.path as a plain
+# directory) so that type checkers see the package; setuptools' default import hook they cannot.
+# A strict tree does not see a file added or removed later: the file list below relinks it.
+EDITABLE := --config-settings editable_mode=strict -e
+PACKAGE_FILES := $(VENV)/.package-files
+LINK_STAMP := $(VENV)/.linked
+# The documentation site's tools (installed by `make docs` only).
+DOCS_STAMP := $(VENV)/.installed-docs
 
 # The other supported Pythons (issue 30): `make test-py PY=3.13` runs the unit lane and the escape
 # suite on one of them in its own venv (.venv-3.13); `make test-matrix` runs every one in turn.
@@ -24,16 +32,32 @@ PY_VENV := $(VENV)-$(PY)
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,data]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev,data]'
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[$(TEST_EXTRAS)]'
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[bench]'
 	touch $(BENCH_STAMP)
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[docs]'
+	touch $(DOCS_STAMP)
+
+ifneq ($(MAKECMDGOALS),clean)
+$(shell mkdir -p $(VENV) && find safeexec policies -type f -not -path '*/__pycache__/*' | sort \
+  > $(PACKAGE_FILES).new && { cmp -s $(PACKAGE_FILES).new $(PACKAGE_FILES) \
+  || mv $(PACKAGE_FILES).new $(PACKAGE_FILES); }; rm -f $(PACKAGE_FILES).new)
+endif
+
+$(LINK_STAMP): $(PACKAGE_FILES) | $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps $(EDITABLE) .
+	touch $(LINK_STAMP)
+
+setup setup-test demo test test-fast lint bench ablation agentdojo docs: $(LINK_STAMP)
 
 setup: $(STAMP)
 
@@ -119,7 +143,7 @@ $(VENV)-%/.installed-bench: $(VENV)-%/.installed-test
 	touch $@
 
 bench: $(BENCH_STAMP) $(VENV)-$(BENCH_BESIDE)/.installed-bench
-	$(BIN)/python benchmarks/summary.py --readme README.md --beside $(VENV)-$(BENCH_BESIDE)/bin/python
+	$(BIN)/python benchmarks/summary.py --readme docs/benchmarks.md --beside $(VENV)-$(BENCH_BESIDE)/bin/python
 
 # The format x mode ablation (benchmarks/ablation): full size, local worker processes; prints the
 # table and writes results.json, results.md and PNG charts to ablation-results/.
@@ -131,5 +155,10 @@ ablation: $(STAMP)
 agentdojo: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.ablation.agentdojo --out agentdojo-results.json
 
+# The documentation site (mkdocs.yml): built into site/, every warning an error.
+.PHONY: docs
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

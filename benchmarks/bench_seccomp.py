@@ -1,12 +1,12 @@
 """The seccomp allowlist variant against the default denylist: what breaks, and what it costs.
 
 Each workload (the 164 HumanEval canonical solutions with their tests, and the data-stack and
-standard-library programs of ``SECCOMP.md``) runs in a fresh interpreter that sets no_new_privs
-and loads the filter before it runs the workload's code, once per variant: no filter, the
-default (denylist over ALLOW) and the allowlist (default ENOSYS over
-:func:`~safeexec.sandbox.seccomp_allowlist.allowlist`). Printed: how many workloads pass
-under each and which break, the BPF program sizes, and the per-syscall cost of each filter as a
-ratio against no filter, measured in the same run. This isolates the filter; ``SECCOMP.md`` also
+standard-library programs of ``docs/security/seccomp.md``) runs in a fresh interpreter that sets
+no_new_privs and loads the filter before it runs the workload's code, once per variant: no filter,
+the default (denylist over ALLOW) and the allowlist (default ENOSYS over
+:func:`~safeexec.sandbox.seccomp_allowlist.allowlist`). Printed: how many workloads pass under each
+and which break, the BPF program sizes, and the per-syscall cost of each filter as a ratio against
+no filter, measured in the same run. This isolates the filter; ``docs/security/seccomp.md`` also
 records the variant run inside the full sandbox (escape, conformance and HumanEval suites).
 """
 

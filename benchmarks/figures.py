@@ -3,7 +3,7 @@
 Each ``bench_*.py`` prints its own tables and also hands its headline figures to :func:`record`;
 when ``SAFEEXEC_BENCH_FIGURES`` names a file (``summary.py`` sets it) they are appended to it as
 JSON lines, from which ``summary.py`` prints the table (figure, safeexec, peer, ratio, target,
-met/missed) and writes it into the README.
+met/missed) and writes it into the benchmarks page (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations

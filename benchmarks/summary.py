@@ -3,11 +3,11 @@
 Each ``bench_*.py`` runs as its own process (its tables print as it goes) and hands its headline
 figures over through :mod:`figures`; the static gate's and the dsl mode's benchmarks are read
 through their measuring functions when they record no figures of their own. ``--readme`` writes
-the table between the README's summary markers (``make bench`` does). ``--beside PYTHON`` runs the
-native benchmark again under another interpreter (``make bench``: the 3.13 venv) and prints its
-idle memory, session open and opens/s beside this Python's.
+the table between a page's summary markers (``make bench`` writes ``docs/benchmarks.md``).
+``--beside PYTHON`` runs the native benchmark again under another interpreter (``make bench``: the
+3.13 venv) and prints its idle memory, session open and opens/s beside this Python's.
 
-Run: ``.venv/bin/python benchmarks/summary.py [--readme README.md] [--only NAME ...]
+Run: ``.venv/bin/python benchmarks/summary.py [--readme docs/benchmarks.md] [--only NAME ...]
 [--beside .venv-3.13/bin/python]``
 """
 
@@ -225,7 +225,7 @@ def write_readme(path: Path, table: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--readme", type=Path, help="write the table into this README")
+    parser.add_argument("--readme", type=Path, help="write the table into this page")
     parser.add_argument("--only", nargs="*", default=[], help="benchmark names (bench_native ...)")
     parser.add_argument("--beside", help="another Python to run the native benchmark under")
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 
 Slow are the escape, compatibility, conformance and corpus suites; the suites that start real
 servers or whole benchmark runs (faces, service, benchmarks); ``integration/`` (mirrors the package:
-multi-second suites that drive real workers, agent loops, reachability crawls, the README's
+multi-second suites that drive real workers, agent loops, reachability crawls, the docs'
 walkthroughs); ``properties/`` (mirrors the package: hypothesis and hypothesmith suites over
 generated programs); and ``rungs/`` (every rung of the confinement ladder, each in a simulated
 container or unprivileged host). Every other directory is the unit lane, with a thin smoke of

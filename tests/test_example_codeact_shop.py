@@ -1,4 +1,5 @@
-"""The README's CodeAct example runs: one code action, exactly the tool calls it made, audited."""
+"""The CodeAct example (docs/concepts/modes.md) runs: one code action, exactly the tool calls it
+made, audited."""
 
 from __future__ import annotations
 

@@ -9,16 +9,21 @@ __all__ = ["pack_files", "pack_test_files", "packs_root", "shipped_packs"]
 
 
 def packs_root() -> Path:
-    """The directory holding the shipped packs (works in the wheel and in an editable install).
+    """The directory holding the shipped packs (in the wheel, an editable install, a checkout).
 
     Where the import system finds the ``safeexec.policies`` package, without importing it or
     :mod:`importlib.resources` (some 4 ms that ``safeexec run`` paid before it could start its
-    template); installs are directories, as the packs are read as files.
+    template); installs are directories, as the packs are read as files. When the package is
+    imported from a checkout itself (its root first on ``sys.path``), ``safeexec.policies`` is the
+    checkout's top-level ``policies/``, which only an install maps to that name.
     """
     spec = importlib.util.find_spec("safeexec.policies")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("No module named 'safeexec.policies'", name="safeexec.policies")
-    return Path(next(iter(spec.submodule_search_locations)))
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    checkout = Path(__file__).resolve().parents[2] / "policies"
+    if (checkout / "__init__.py").is_file():
+        return checkout
+    raise ModuleNotFoundError("No module named 'safeexec.policies'", name="safeexec.policies")
 
 
 def shipped_packs() -> tuple[str, ...]:

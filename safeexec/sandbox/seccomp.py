@@ -4,7 +4,8 @@ A tight denylist over a default of ALLOW: syscalls no ordinary program needs and
 attack surface or break out of the other layers kill the process (SIGSYS, reported as such) or
 fail with an errno, so ordinary code keeps a clean Python exception. libseccomp also kills any
 syscall made through a foreign ABI (i386 ``int 0x80``, x32), which would bypass a denylist.
-Why the default is ALLOW, and the review of every syscall it lets through: ``SECCOMP.md``.
+Why the default is ALLOW, and the review of every syscall it lets through:
+``docs/security/seccomp.md``.
 ``build_filter(allow=...)`` builds the measured allowlist variant (default ENOSYS) that note
 weighs against it, with every class rule kept.
 """

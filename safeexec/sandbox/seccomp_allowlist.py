@@ -1,9 +1,9 @@
 """The allowlist variant's syscalls: what the worker's supported workloads were measured to make.
 
 Measured with ``strace -f --decode-pids=pidns`` over native sessions running the 164 HumanEval
-canonical solutions with their tests and the data-stack programs of ``SECCOMP.md`` (numpy BLAS
-and SVD, pandas and CSV, matplotlib Agg, threads, asyncio, sqlite, tempfile, subprocess, file
-and directory work): every syscall a session process made after its seccomp filter was loaded,
+canonical solutions with their tests and the data-stack programs of ``docs/security/seccomp.md``
+(numpy BLAS and SVD, pandas and CSV, matplotlib Agg, threads, asyncio, sqlite, tempfile, subprocess,
+file and directory work): every syscall a session process made after its seccomp filter was loaded,
 and every syscall of the processes and threads it started. 63 names on x86-64, CPython 3.11.
 
 :data:`PROTOCOL_SYSCALLS` are calls the kernel and libc make on paths a trace of ordinary runs

@@ -96,6 +96,9 @@ def runtime_read_only_paths() -> tuple[str, ...]:
     paths += [p for p in sysconfig.get_paths().values() if p]
     paths += [p for p in sys.path if p and os.path.isdir(p)]
     paths.append(os.path.dirname(os.path.abspath(safeexec.__file__)))
+    # A strict editable install imports the package through a tree of links to the checkout's
+    # files: the private root needs the files the links point at.
+    paths.append(os.path.dirname(os.path.realpath(safeexec.__file__)))
     paths.append(os.path.dirname(os.path.realpath(sys.executable)))
     paths += _SYSTEM_READ_ONLY
     real = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})

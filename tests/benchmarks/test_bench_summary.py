@@ -1,8 +1,9 @@
-"""The benchmark summary: targets judged on the right side of the ratio, the README rewritten
-only between its markers."""
+"""The benchmark summary: targets judged on the right side of the ratio, the benchmarks page
+rewritten only between its markers."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -82,3 +83,13 @@ def test_the_other_python_s_figures_sit_beside_this_one_s() -> None:
     assert "| idle session private memory (USS) | 1.5 MiB | 1.2 MiB | 0.8x |" in table
     assert "| sustained opens/s, 1 client(s) | 400 /s | - | - |" in table  # not measured there
     assert "warm round trip" not in table
+
+
+def test_the_page_make_bench_writes_has_the_markers(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    recipe = re.search(r"summary\.py --readme (\S+)", (root / "Makefile").read_text())
+    assert recipe is not None
+    page = tmp_path / "page.md"
+    page.write_text((root / recipe.group(1)).read_text(encoding="utf-8"), encoding="utf-8")
+    write_readme(page, "new table\n")
+    assert f"{START}\nnew table\n{END}" in page.read_text(encoding="utf-8")

@@ -51,9 +51,9 @@ def test_mistakes_are_policy_errors_with_a_pointer(text: str, pointer: str) -> N
     assert error.value.pointer == pointer
 
 
-def test_the_readme_network_example_loads() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Network policy", 1)[1]
+def test_the_network_guide_example_loads() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "network.md"
+    section = page.read_text(encoding="utf-8").split("## Network policy", 1)[1]
     block = section.split("```toml\n", 1)[1].split("```", 1)[0]
     policy = parse_policy_text(block)
     assert policy.network.enabled and policy.network.deny == ("uploads.example.com",)

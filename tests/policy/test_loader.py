@@ -9,6 +9,7 @@ import pytest
 
 from safeexec.errors import PolicyError
 from safeexec.model.values import Enforcement, Severity
+from safeexec.policy import packs
 from safeexec.policy.loader import load_policy, parse_policy_text
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs
 from safeexec.policy.schema import MatchKind
@@ -314,3 +315,13 @@ def test_the_rung_a_pack_requires_is_one_of_the_ladders() -> None:
         """
     )
     assert "did you mean 'full'" in str(error)
+
+
+def test_packs_root_is_the_checkouts_policies_when_nothing_maps_the_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The package imported from a checkout (its root first on sys.path): no install maps
+    # ``safeexec.policies`` to the top-level directory.
+    monkeypatch.setattr(packs.importlib.util, "find_spec", lambda name: None)
+    root = Path(__file__).resolve().parents[2]
+    assert packs_root() == root / "policies"

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+from safeexec.sandbox import zygote
 from safeexec.sandbox.protocol import Prepared, TemplateOptions
 from safeexec.sandbox.zygote import _Member, _pick
 
@@ -79,3 +84,18 @@ def test_the_template_imports_none_of_the_host_side_layers() -> None:
         "ctypes.util",
     )
     assert not {m for m in loaded if m.startswith(host_side)}
+
+
+def test_the_private_root_holds_the_files_a_linked_package_points_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A strict editable install: the package imports from a tree of links to the checkout.
+    checkout = tmp_path / "checkout" / "safeexec"
+    checkout.mkdir(parents=True)
+    (checkout / "__init__.py").write_text("")
+    tree = tmp_path / "tree" / "safeexec"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").symlink_to(checkout / "__init__.py")
+    monkeypatch.setattr(zygote.safeexec, "__file__", str(tree / "__init__.py"))
+    paths = zygote.runtime_read_only_paths()
+    assert any(str(checkout) == p or str(checkout).startswith(p + os.sep) for p in paths)

@@ -1,4 +1,5 @@
-"""The README's faces snippets run as written and print what their comments say."""
+"""The faces guide's snippets (docs/guides/faces.md) run as written and print what their comments
+say."""
 
 from __future__ import annotations
 
@@ -13,19 +14,19 @@ from typing import Any
 import pytest
 from smolagents.models import ChatMessage, MessageRole, Model
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "faces.md"
 
 
 def _blocks(language: str) -> list[str]:
-    text = README.read_text()
-    section = text[text.index("## Faces:") : text.index("## Benchmarks")]
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Faces:") :]
     return re.findall(rf"^```{language}\n(.*?)^```$", section, re.S | re.M)
 
 
 def _run(snippet: str, namespace: dict[str, Any] | None = None) -> list[str]:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(snippet, str(README), "exec"), dict(namespace or {}))  # our own docs
+        exec(compile(snippet, str(PAGE), "exec"), dict(namespace or {}))  # our own docs
     return printed.getvalue().splitlines()
 
 
