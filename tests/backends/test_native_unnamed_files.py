@@ -123,3 +123,24 @@ def test_a_root_host_without_cap_sys_ptrace_reads_another_uid_as_that_uid() -> N
 _SH_HOLDER = (
     'exec 3>"$1/held" && rm "$1/held" && head -c 4194304 /dev/zero >&3 && echo ready && read x'
 )
+
+
+def test_a_process_inside_its_exit_holds_nothing_past_it() -> None:
+    # /proc refuses a reader the descriptors of a process whose address space is gone (it is
+    # exiting); such a process is skipped rather than failing the accounting closed.
+    from safeexec.backends.native.disk import _exiting
+
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        for _ in range(200):  # until it is a zombie (not reaped yet)
+            if _exiting(child):
+                break
+            os.sched_yield()
+        assert _exiting(child)
+        assert unnamed_bytes([child]) == 0.0
+    finally:
+        os.waitpid(child, 0)
+    assert _exiting(child)  # gone
+    assert not _exiting(os.getpid())

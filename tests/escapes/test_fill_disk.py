@@ -39,7 +39,10 @@ while True:
     assert "disk budget" in ran.result.message
     used = sum(p.stat().st_size for p in sandbox.session.workdir.glob("fill-*"))
     assert budget < used < budget + 1024 * 1024 * 1024  # stopped within one poll interval
-    sandbox.run("import glob, os\nfor p in glob.glob('fill-*'): os.remove(p)")
+    # Where the workdir is no size-bounded mount, a session over budget has every call
+    # stopped, however quick: the host clears the workdir.
+    for path in sandbox.session.workdir.glob("fill-*"):
+        path.unlink()
     sandbox.assert_usable()
 
 

@@ -162,20 +162,50 @@ def unnamed_bytes(pids: Iterable[int]) -> float:
     shmem = _shmem_device()
     try:
         for pid in pids:
-            try:
-                _held_by(pid, sized, unsized, shmem)
-            except PermissionError:
-                # A root host without CAP_SYS_PTRACE (a container) reads a process of another
-                # uid as that uid: a session's processes keep themselves dumpable for it.
-                if os.geteuid() != 0:
-                    raise
-                with _as_owner_of(pid):
-                    _held_by(pid, sized, unsized, shmem)
+            _read_held(pid, sized, unsized, shmem)
     except PermissionError:
         return float("inf")
     if unsized - sized.keys():
         return float("inf")
     return float(sum(sized.values()))
+
+
+def _read_held(
+    pid: int, sized: dict[_Inode, int], unsized: set[_Inode], shmem: tuple[int, int] | None
+) -> None:
+    """:func:`_held_by`, as the process's owner where a root host must be (no
+    ``CAP_SYS_PTRACE``: a container; a session's processes keep themselves dumpable for it).
+    A process that cannot be read because it is exiting holds nothing past its exit (its
+    address space is gone first, which is what makes ``/proc`` refuse): it is skipped;
+    any other refusal is ``PermissionError`` (the caller fails closed)."""
+    try:
+        _held_by(pid, sized, unsized, shmem)
+        return
+    except PermissionError:
+        if os.geteuid() == 0:
+            with contextlib.suppress(PermissionError), _as_owner_of(pid):
+                _held_by(pid, sized, unsized, shmem)
+                return
+        if not _exiting(pid):
+            raise
+
+
+_PF_EXITING = 0x4  # include/linux/sched.h
+
+
+def _exiting(pid: int) -> bool:
+    """Whether ``pid`` is gone, a zombie or inside its exit (``/proc/<pid>/stat`` is readable
+    by anyone; its state and flags are not masked)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    try:
+        state, flags = fields[0], int(fields[6])
+    except (IndexError, ValueError):
+        return False
+    return state in (b"Z", b"X", b"x") or bool(flags & _PF_EXITING)
 
 
 def _held_by(
