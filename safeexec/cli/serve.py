@@ -83,8 +83,12 @@ def serve(
     ] = 60.0,
     keepalive: Annotated[
         float,
-        typer.Option("--keepalive", help="Close a kept-alive connection idle this many seconds."),
-    ] = 5.0,
+        typer.Option(
+            "--keepalive",
+            help="Close a kept-alive connection idle this many seconds (keep it above your "
+            "clients' idle expiry).",
+        ),
+    ] = 75.0,
     idle_seconds: Annotated[
         float, typer.Option("--idle-seconds", help="Close sessions unused this long.")
     ] = 600.0,

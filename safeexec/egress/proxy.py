@@ -362,6 +362,7 @@ class EgressProxy:
         bytes the client may send (a plain request's body; a second request on the same
         connection would reach the checked address under another Host)."""
         peers = {client: upstream, upstream: client}
+        heads = _ResponseHeads() if budget is not None else None
         with selectors.DefaultSelector() as selector:
             for end in peers:
                 selector.register(end, selectors.EVENT_READ)
@@ -374,6 +375,8 @@ class EgressProxy:
                     assert isinstance(source, socket.socket)
                     data = source.recv(_CHUNK)
                     if not data and source is upstream:
+                        if heads is not None:
+                            client.sendall(heads.rest())
                         return
                     if not data:
                         selector.unregister(source)
@@ -388,6 +391,8 @@ class EgressProxy:
                         self._count(record, sent=len(data))
                     else:
                         self._count(record, received=len(data))
+                        if heads is not None:
+                            data = heads.feed(data)
                     peers[source].sendall(data)
 
     def _full(self) -> Refusal:
@@ -479,6 +484,74 @@ class _Request:
         lines += [f"{n}: {v}" for n, v in self.headers if n.lower() not in _HOP_BY_HOP]
         lines.append("Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class _ResponseHeads:
+    """The upstream's answer to a plain request, its heads rewritten for the client: hop-by-hop
+    headers dropped and ``Connection: close`` said (the proxy ends the connection after one
+    request, so a client told to keep it alive could send a second one, which is cut).
+
+    Interim (1xx) heads are rewritten too, up to the final one; past it, bytes pass as they
+    are. An answer that does not start with an HTTP/1.x head, or whose head is over
+    :data:`MAX_HEAD_BYTES`, passes untouched: the cut of a second request still holds."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._final = False
+
+    def feed(self, data: bytes) -> bytes:
+        """What to send the client now for ``data`` from the upstream."""
+        if self._final:
+            return data
+        self._buffer += data
+        out = b""
+        if not b"HTTP/1.".startswith(self._buffer[:7]):
+            self._final = True  # not an HTTP/1.x answer: passed as it is
+        while not self._final and b"\r\n\r\n" in self._buffer:
+            head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+            out += _client_head(head)
+            self._final = not _interim(head)
+        if len(self._buffer) > MAX_HEAD_BYTES:
+            self._final = True
+        if self._final:
+            out, self._buffer = out + self._buffer, b""
+        return out
+
+    def rest(self) -> bytes:
+        """What is still held when the upstream closes (an answer cut inside its head)."""
+        rest, self._buffer, self._final = self._buffer, b"", True
+        return rest
+
+
+def _interim(head: bytes) -> bool:
+    """Whether a response head is a 1xx one (another head follows it); 101 never is (the
+    proxy drops ``Upgrade``, so an upstream switching protocols answers a request not sent)."""
+    status = head.split(b"\r\n", 1)[0].split(b" ")
+    return len(status) > 1 and status[1].startswith(b"1") and status[1] != b"101"
+
+
+def _client_head(head: bytes) -> bytes:
+    """A response head with its hop-by-hop headers (and those its ``Connection`` names)
+    replaced by ``Connection: close``."""
+    status_line, *lines = head.split(b"\r\n")
+    named = {
+        token.strip().lower()
+        for line in lines
+        if line.partition(b":")[0].strip().lower() == b"connection"
+        for token in line.partition(b":")[2].split(b",")
+    }
+    dropped = {n.encode() for n in _HOP_BY_HOP} | named
+    kept: list[bytes] = []
+    dropping = False
+    for line in lines:
+        if line[:1] in (b" ", b"\t"):  # an obsolete folded continuation of the line above
+            if not dropping:
+                kept.append(line)
+            continue
+        dropping = line.partition(b":")[0].strip().lower() in dropped
+        if not dropping:
+            kept.append(line)
+    return b"\r\n".join([status_line, *kept, b"Connection: close"]) + b"\r\n\r\n"
 
 
 def _malformed(reason: str) -> _Refused:

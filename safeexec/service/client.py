@@ -39,6 +39,8 @@ __all__ = ["Client", "RemoteFiles", "ServiceError", "replica_of"]
 
 WORKER_CRASHED_STATUS = 502
 """The service's answer to a run whose worker died mid-run (its body's ``run`` is the step)."""
+CLIENT_KEEPALIVE_SECONDS = 4.0
+"""How long the client keeps an idle connection (under every server's keep-alive)."""
 
 
 class ServiceError(SafeExecError):
@@ -82,6 +84,9 @@ class Client:
             base_url="" if isinstance(url, Mapping) else url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout,
+            # An idle connection is dropped before any server at its default (ours 75 s,
+            # uvicorn's 5 s) closes it: a request never goes where the server is hanging up.
+            limits=httpx.Limits(keepalive_expiry=CLIENT_KEEPALIVE_SECONDS),
             transport=transport,
         )
         self._owned = session_id is None

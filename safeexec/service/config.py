@@ -31,7 +31,9 @@ class ServiceConfig:
     it the oldest not yet authenticated is closed for a new one) and
     ``max_connections_per_address`` per client address; a request head must arrive within
     ``head_timeout_seconds`` and be at most ``max_head_bytes``, its body within
-    ``body_timeout_seconds``; a kept-alive connection idle for ``keepalive_seconds`` is closed.
+    ``body_timeout_seconds``; a kept-alive connection idle for ``keepalive_seconds`` is closed
+    (longer than clients keep an idle connection: httpx 5 s, aiohttp 15 s; one shorter has a
+    client send a request as the server closes, and that request fails).
 
     Every ``cpu_meter_seconds`` the CPU each session burnt between runs is charged to its token,
     and a token whose ``cpu_seconds`` are spent has its sessions closed; every
@@ -47,7 +49,7 @@ class ServiceConfig:
     max_connections_per_address: int = 100
     head_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 60.0
-    keepalive_seconds: float = 5.0
+    keepalive_seconds: float = 75.0
     max_head_bytes: int = 16 * 1024
     idle_seconds: float = 600.0
     sweep_seconds: float = 5.0

@@ -73,6 +73,35 @@ def http_upstream(*, tls: ssl.SSLContext | None = None) -> Iterator[int]:
 
 
 @contextmanager
+def canned_upstream(answer: bytes, *, pieces: int = 1) -> Iterator[int]:
+    """A raw server on 127.0.0.1 that reads one request head, sends ``answer`` as it is (in
+    ``pieces`` sends, a pause between them) and closes; yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    step = max(1, -(-len(answer) // pieces))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                head = b""
+                while b"\r\n\r\n" not in head and (chunk := conn.recv(65536)):
+                    head += chunk
+                for start in range(0, len(answer), step):
+                    conn.sendall(answer[start : start + step])
+                    threading.Event().wait(0.005)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@contextmanager
 def _serving(
     handler: type[http.server.BaseHTTPRequestHandler], *, tls: ssl.SSLContext | None = None
 ) -> Iterator[int]:
@@ -217,9 +246,7 @@ def build_wheel(where: Path, name: str, version: str, source: str) -> Path:
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: safeexec-tests\n"
         b"Root-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = [
-        f"{path},sha256={_urlsafe_digest(data)},{len(data)}" for path, data in files.items()
-    ]
+    record = [f"{path},sha256={_urlsafe_digest(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(wheel, "w") as archive:

@@ -4,6 +4,7 @@ with the private-range refusal overridden for them (``private_hosts``)."""
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import socket
 import ssl
@@ -19,6 +20,7 @@ from safeexec.errors import ConfigurationError
 from safeexec.model.values import NetworkConnection, NetworkVerdict
 from tests.egress.loopback import (
     CertificateAuthority,
+    canned_upstream,
     connect_through,
     http_upstream,
     mapping_resolver,
@@ -76,7 +78,8 @@ def test_plain_http_to_an_allowed_host_is_relayed_and_audited(upstream: int) -> 
         "GET",
         "127.0.0.1",
     )
-    assert event.bytes_received == len(reply)
+    # What the upstream sent; the client got its head with ``Connection: close`` said.
+    assert event.bytes_received == len(reply) - len(b"Connection: close\r\n")
     assert event.bytes_sent > 0 and event.duration_ms > 0 and event.rule == ""
 
 
@@ -288,6 +291,63 @@ def test_a_second_request_on_one_connection_is_cut(upstream: int) -> None:
     assert reply.startswith(b"HTTP/1.1 400")
     event = _one_event(proxy)
     assert (event.rule, event.address) == ("SX656", "")
+
+
+def test_a_plain_answer_tells_the_client_the_connection_ends_with_it(upstream: int) -> None:
+    # The upstream answers HTTP/1.1 with no Connection header (keep-alive, by default); the
+    # proxy ends the connection after this one request, so the client must be told.
+    proxy = _proxy(upstream)
+    client = connect_through(proxy)
+    client.sendall(_get(upstream, "api.test", "/said"))
+    head, _, body = read_all(client).partition(b"\r\n\r\n")
+    lines = [line.lower() for line in head.split(b"\r\n")]
+    assert lines.count(b"connection: close") == 1
+    assert body == b"host=api.test:%d path=/said" % upstream
+
+
+@pytest.mark.parametrize("pieces", [1, 7, 200])
+def test_hop_by_hop_answer_headers_are_replaced_in_every_head(pieces: int) -> None:
+    answer = (
+        b"HTTP/1.1 100 Continue\r\nKeep-Alive: timeout=5\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nX-Hop: a\r\n  folded\r\n"
+        b"Keep-Alive: timeout=5\r\nContent-Length: 15\r\nX-End: kept\r\n\r\n"
+        b"\r\n\r\nHTTP/1.1 200 OK"
+    )
+    with canned_upstream(answer, pieces=pieces) as port:
+        proxy = _proxy(port)
+        client = connect_through(proxy)
+        client.sendall(_get(port, "api.test"))
+        assert read_all(client) == (
+            b"HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\nX-End: kept\r\nConnection: close\r\n\r\n"
+            # The body is passed as it is, even where it looks like a head.
+            b"\r\n\r\nHTTP/1.1 200 OK"
+        )
+        assert _one_event(proxy).bytes_received == len(answer)
+
+
+@pytest.mark.parametrize("answer", [b"not http at all\r\n\r\nrest", b"HTTP/1.1 200 OK\r\nX: cut"])
+def test_an_answer_without_a_whole_head_passes_untouched(answer: bytes) -> None:
+    with canned_upstream(answer, pieces=3) as port:
+        proxy = _proxy(port)
+        client = connect_through(proxy)
+        client.sendall(_get(port, "api.test"))
+        assert read_all(client) == answer
+
+
+def test_a_keep_alive_client_opens_a_connection_for_each_request(upstream: int) -> None:
+    # http.client keeps a connection unless the answer says it closes: told, it opens a new
+    # one for the next request instead of sending it where the proxy would cut it.
+    proxy = _proxy(upstream)
+    with proxy_front(proxy) as front:
+        connection = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+        for path in ("/one", "/two", "/three"):
+            connection.request("GET", f"http://api.test:{upstream}{path}")
+            assert connection.getresponse().read().endswith(path.encode())
+        connection.close()
+        assert proxy.wait_idle(10)
+        events = proxy.take_events()
+    assert [e.verdict for e in events] == [NetworkVerdict.ALLOWED] * 3
 
 
 def test_a_request_body_is_carried_up_to_its_length_only(upstream: int) -> None:

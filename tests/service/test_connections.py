@@ -16,9 +16,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
+import uvicorn
 from service_support import ALICE, RunningServer, fake_server
 
 from safeexec.backends.fake import FakeBackend, FakeReply
+from safeexec.service.client import CLIENT_KEEPALIVE_SECONDS
+from safeexec.service.config import ServiceConfig
 
 _BOUND_SECONDS = 10.0
 
@@ -193,3 +197,12 @@ def test_an_idle_kept_alive_connection_is_closed(tmp_path: Path) -> None:
     ):
         assert _request(sock, "/v1/health", token=None).startswith(b"HTTP/1.1 200")
         assert _closed(sock)
+
+
+def test_the_server_keeps_a_connection_longer_than_clients_keep_it_idle() -> None:
+    # A client that reuses a connection the server is closing loses the request it sent: the
+    # server's keep-alive outlasts the idle expiry of httpx (and of our client, under uvicorn's).
+    server = ServiceConfig(state_dir=Path("unused")).keepalive_seconds
+    assert httpx.Limits().keepalive_expiry is not None
+    assert server > httpx.Limits().keepalive_expiry
+    assert min(server, uvicorn.Config(app=None).timeout_keep_alive) > CLIENT_KEEPALIVE_SECONDS
