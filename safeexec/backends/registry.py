@@ -150,4 +150,3 @@ shared_backends = SharedBackends()
 """The set ``Session()`` uses when no ``backends=`` are given."""
 atexit.register(shared_backends.close)
 os.register_at_fork(after_in_child=shared_backends._after_fork_in_child)
-

@@ -8,7 +8,9 @@ connect to an address that was checked (never re-resolved) → relay, counting b
 session's ``max_bytes`` as they pass, closing both ends the moment it is reached.
 
 A client reaches the proxy as a connected stream socket handed to :meth:`EgressProxy.serve`,
-or as descriptors the sandbox sends over a unix channel (:meth:`EgressProxy.serve_channel`).
+or asks for one over a unix channel (:meth:`EgressProxy.serve_channel`): the proxy keeps one end
+of a new socket pair and sends the other back. The host never takes a descriptor from the
+sandbox.
 """
 
 from __future__ import annotations
@@ -56,7 +58,6 @@ Resolver = Callable[[str, int], Sequence[IPAddress]]
 MAX_HEAD_BYTES = 16 * 1024
 MAX_EVENTS = 256  # kept between two drains; past it, only counted
 _CHUNK = 256 * 1024
-_FDS_PER_MESSAGE = 4
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
 )
@@ -167,10 +168,10 @@ class EgressProxy:
             threading.Thread(target=self._handle, args=(client,), daemon=True).start()
 
     def serve_channel(self, channel: socket.socket) -> threading.Thread:
-        """Serve every stream socket that arrives on ``channel`` as an SCM_RIGHTS descriptor,
-        until the channel closes; returns the thread doing it. Descriptors that are not
-        stream sockets are closed unread."""
-        thread = threading.Thread(target=self._receive, args=(channel,), daemon=True)
+        """Answer every request on ``channel`` (a unix ``SOCK_SEQPACKET`` socket) with one end
+        of a new stream socket pair, sent as an SCM_RIGHTS descriptor, whose other end the
+        proxy serves; until the channel closes. Returns the thread doing it."""
+        thread = threading.Thread(target=self._answer, args=(channel,), daemon=True)
         thread.start()
         return thread
 
@@ -225,29 +226,24 @@ class EgressProxy:
 
     # -- one connection -----------------------------------------------------------------------
 
-    def _receive(self, channel: socket.socket) -> None:
+    def _answer(self, channel: socket.socket) -> None:
         with channel:
             while True:
                 try:
-                    _data, fds, _flags, _addr = socket.recv_fds(channel, 1, _FDS_PER_MESSAGE)
+                    # Plain recv: descriptors a sandbox attaches are closed by the kernel unread.
+                    if not channel.recv(1):
+                        return
+                    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 except OSError:
                     return
-                if not fds and not _data:
+                try:
+                    socket.send_fds(channel, [b"s"], [theirs.fileno()])
+                except OSError:
+                    ours.close()
                     return
-                for fd in fds:
-                    self._adopt(fd)
-
-    def _adopt(self, fd: int) -> None:
-        try:
-            client = socket.socket(fileno=fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                socket.close(fd)
-            return
-        if client.type != socket.SOCK_STREAM:
-            client.close()
-            return
-        self.serve(client)
+                finally:
+                    theirs.close()
+                self.serve(ours)
 
     def _handle(self, client: socket.socket) -> None:
         record = _Connection(started=self._clock())

@@ -2,21 +2,25 @@
 
 The kernel layers stay as they are: seccomp refuses ``socket()`` and Landlock TCP ``connect``,
 with or without a network namespace. A session with ``[network]`` on gets one more descriptor,
-the *egress channel* (a unix ``SOCK_SEQPACKET`` socket to its host proxy). Each TCP stream
-socket the code makes is one end of a ``socketpair`` (which seccomp allows); connecting it to
-the proxy endpoint (:data:`ENDPOINT`, what ``HTTP_PROXY`` names) sends the other end over the
-channel, where the host proxy serves it. Connecting anywhere else is refused. The sandbox thus
-never names an address the kernel routes: nothing on the host, or beyond it, can be reached by
-mistake, and this module is plumbing, not a wall (code that undoes it only loses its network).
+the *egress channel* (a unix ``SOCK_SEQPACKET`` socket to its host proxy). Connecting a TCP
+stream socket to the proxy endpoint (:data:`ENDPOINT`, what ``HTTP_PROXY`` names) asks the host
+for a connection over the channel; the host answers with one end of a fresh stream socket pair
+whose other end its proxy serves, and that end takes the socket's place. Connecting anywhere
+else is refused. Descriptors only ever travel from the host to the sandbox (``recvmsg``), so a
+sandbox needs no ``sendmsg`` and never has a descriptor in flight. The sandbox never names an
+address the kernel routes: nothing on the host, or beyond it, can be reached by mistake, and
+this module is plumbing, not a wall (code that undoes it only loses its network).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import select
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +52,7 @@ SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "egress_site
 _TCP_LEVEL = socket.IPPROTO_TCP
 _STREAM_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 _SOCK_TYPE_MASK = 0xF
+_ANSWER_SECONDS = 30.0  # the host answers at once; past this its proxy is gone
 
 
 def proxy_environment(workdir: str) -> dict[str, str]:
@@ -114,7 +119,7 @@ def _proxied_class(channel: socket.socket) -> type[socket.socket]:
     class ProxiedSocket(base):  # type: ignore[misc, valid-type]
         """A TCP stream socket whose only possible peer is the host proxy."""
 
-        __slots__ = ("_peer",)
+        __slots__ = ("_connected",)
 
         def __init__(
             self,
@@ -123,7 +128,7 @@ def _proxied_class(channel: socket.socket) -> type[socket.socket]:
             proto: int = -1,
             fileno: int | None = None,
         ) -> None:
-            self._peer: socket.socket | None = None
+            self._connected = False
             family = socket.AF_INET if family == -1 and fileno is None else family
             kind = socket.SOCK_STREAM if type == -1 and fileno is None else type
             if (
@@ -133,7 +138,9 @@ def _proxied_class(channel: socket.socket) -> type[socket.socket]:
             ):
                 super().__init__(family, type, proto, fileno)
                 return
-            ours, self._peer = socket.socketpair(socket.AF_UNIX, kind)
+            # A stand-in descriptor until connect() puts the host's stream in its place.
+            ours, other = socket.socketpair(socket.AF_UNIX, kind)
+            other.close()
             super().__init__(family, kind, 0, ours.detach())
 
         def connect(self, address: Any) -> None:
@@ -156,12 +163,6 @@ def _proxied_class(channel: socket.socket) -> type[socket.socket]:
                 raise PermissionError(errno.EPERM, "the sandbox cannot listen on the network")
             super().bind(address)
 
-        def close(self) -> None:
-            if self._peer is not None:
-                self._peer.close()
-                self._peer = None
-            super().close()
-
         def _hand_over(self, address: Any) -> None:
             if self.family not in _STREAM_FAMILIES:
                 super().connect(address)
@@ -173,16 +174,40 @@ def _proxied_class(channel: socket.socket) -> type[socket.socket]:
                     f"the sandbox reaches the network only through its proxy at "
                     f"{ENDPOINT[0]}:{ENDPOINT[1]} (HTTP_PROXY), not {host}:{port}",
                 )
-            peer, self._peer = self._peer, None
-            if peer is None:
+            if self._connected:
                 raise OSError(errno.EISCONN, "the socket is already connected")
+            stream = _ask_for_stream(channel)
             try:
-                socket.send_fds(channel, [b"c"], [peer.fileno()])
+                os.dup2(stream, self.fileno(), inheritable=False)
             finally:
-                peer.close()
+                os.close(stream)
+            self._connected = True
+            self.settimeout(self.gettimeout())  # the new stream is blocking until told
 
     ProxiedSocket.__name__ = ProxiedSocket.__qualname__ = "socket"
     return ProxiedSocket
+
+
+def _ask_for_stream(channel: socket.socket) -> int:
+    """A new stream to the host proxy: one request over the channel, one descriptor back.
+
+    The channel is shared by the session's threads and child interpreters, and every answer
+    is an equal fresh stream, so whichever request an answer meets is served by it."""
+    channel.send(b"c")
+    deadline = time.monotonic() + _ANSWER_SECONDS
+    poller = select.poll()
+    poller.register(channel, select.POLLIN)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "the host proxy did not answer")
+        try:
+            _data, fds, _flags, _addr = socket.recv_fds(channel, 1, 1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue  # another thread or process took that answer: ours is still to come
+        if not fds:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "the host proxy is closed")
+        return fds[0]
 
 
 def _keep_channel_in_children(channel_fd: int) -> None:

@@ -143,11 +143,9 @@ UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
     # Holders of an unlinked file's data that the host cannot find in the session's /proc:
     # a descriptor in flight in a unix socket (SCM_RIGHTS) and an inode a Landlock ruleset
     # pins. Refused where the disk budget counts files without a name from /proc, that is
-    # wherever the workdir is not a size-bounded mount.
-    "hidden_file_holders": ("sendmmsg", "landlock_create_ruleset"),
-    # The same, for the one call a session with an egress proxy needs: it hands each
-    # connection to the proxy over its channel with sendmsg (see backends.native.session).
-    "descriptor_passing": ("sendmsg",),
+    # wherever the workdir is not a size-bounded mount. (A network session's egress channel
+    # only receives descriptors: see sandbox.egress_client.)
+    "hidden_file_holders": ("sendmsg", "sendmmsg", "landlock_create_ruleset"),
     # Allocation without writing: gigabytes per millisecond between two polls of the budget,
     # and with FALLOC_FL_KEEP_SIZE blocks past a file's size, which RLIMIT_FSIZE does not bound.
     # Refused with EOPNOTSUPP, on which glibc's posix_fallocate writes the blocks instead.

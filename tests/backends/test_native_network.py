@@ -4,6 +4,7 @@ every other way out stays shut."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -76,6 +77,17 @@ def box(
         backend.close()
 
 
+def _host_descriptors() -> list[str]:
+    """What this process's descriptors refer to (those that close while being read skipped)."""
+    held = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            held.append(os.readlink(f"/proc/self/fd/{name}"))
+        except FileNotFoundError:
+            continue
+    return held
+
+
 def _network(result: ExecResult) -> list[NetworkConnection]:
     return [e for e in result.events if isinstance(e, NetworkConnection)]
 
@@ -97,6 +109,34 @@ def test_urllib_reaches_an_allowed_host_and_the_call_records_it(
         "127.0.0.1",
     )
     assert event.bytes_received > 0
+
+
+def test_a_stream_keeps_the_blocking_mode_its_socket_had(
+    box: Box, upstreams: tuple[int, int, Path]
+) -> None:
+    # The host's stream takes the socket's place at connect: it keeps the socket's blocking mode.
+    plain = upstreams[0]
+    result, text = box.run(
+        "import asyncio, os\n"
+        "async def fetch():\n"
+        "    reader, writer = await asyncio.open_connection('127.0.0.1', 3128)\n"
+        "    sock = writer.get_extra_info('socket')\n"
+        "    print('blocking', os.get_blocking(sock.fileno()))\n"
+        f"    writer.write(b'GET http://api.test:{plain}/async HTTP/1.1\\r\\n'\n"
+        f"                 b'Host: api.test:{plain}\\r\\n\\r\\n')\n"
+        "    print((await reader.read()).splitlines()[-1])\n"
+        "asyncio.run(fetch())\n"
+        "import socket\n"
+        "timed = socket.socket()\n"
+        "timed.settimeout(5.0)\n"
+        "timed.connect(('127.0.0.1', 3128))\n"
+        "print('timed', os.get_blocking(timed.fileno()), timed.gettimeout())\n"
+        "timed.close()"
+    )
+    assert result.status is ExecStatus.OK, text
+    assert "blocking False" in text and f"host=api.test:{plain} path=/async" in text
+    assert "timed False 5.0" in text
+    assert NetworkVerdict.ALLOWED in [e.verdict for e in _network(result)]
 
 
 def test_https_passes_through_to_an_allowed_host(
@@ -178,19 +218,30 @@ def test_every_other_way_out_stays_shut(box: Box) -> None:
         listener.close()
 
 
-def test_descriptors_that_are_not_streams_sent_to_the_proxy_are_dropped(box: Box) -> None:
-    # The channel is the worker's to abuse: a pipe, a file and the channel itself go over it.
+def test_descriptors_a_sandbox_sends_over_its_channel_never_reach_the_host(box: Box) -> None:
+    # The channel is the worker's to abuse: a pipe, a file and the channel itself go over it
+    # (where seccomp lets sendmsg through: a rung whose workdir is a bounded mount).
     result, text = box.run(
         "import os, socket\n"
         "fd = int(os.environ['SAFEEXEC_EGRESS_FD'])\n"
         "chan = socket.socket(fileno=os.dup(fd))\n"
         "r, w = os.pipe()\n"
         "f = os.open('x.txt', os.O_CREAT | os.O_WRONLY)\n"
-        "socket.send_fds(chan, [b'c'], [r, w, f, fd])\n"
-        "print('sent')"
+        "try:\n"
+        "    socket.send_fds(chan, [b'c'], [r, w, f, fd])\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+        "else:\n"
+        "    _, got, _, _ = socket.recv_fds(chan, 1, 1)\n"
+        "    [os.close(g) for g in got]\n"
+        "print('pipe', os.fstat(r).st_ino)"
     )
     assert result.status is ExecStatus.OK, text
-    assert _network(result) == []
+    pipe = f"pipe:[{text.split('pipe ')[1].split()[0]}]"
+    held = _host_descriptors()
+    assert not [h for h in held if h == pipe or h.endswith("/x.txt")], held
+    # Asked for a stream and closed it unused: nothing connected anywhere.
+    assert all(e.address == "" for e in _network(result))
     after, text = box.run("print(6 * 7)")
     assert after.status is ExecStatus.OK and "42" in text
 

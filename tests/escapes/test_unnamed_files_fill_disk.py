@@ -21,6 +21,7 @@ from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
+from safeexec.egress import NetworkPolicy
 from safeexec.model.values import ExecStatus, Limits
 
 BUDGET = 64 * 1024 * 1024
@@ -110,18 +111,24 @@ def small_disk(request: pytest.FixtureRequest, canaries: Canaries) -> Iterator[N
     instance.close()
 
 
-@pytest.fixture(params=["own", "caller"], ids=["own_workdir", "caller_workdir"])
+@pytest.fixture(
+    params=["own", "caller", "caller_network"],
+    ids=["own_workdir", "caller_workdir", "caller_workdir_network"],
+)
 def session(
     request: pytest.FixtureRequest, small_disk: NativeBackend, canaries: Canaries, tmp_path: Path
 ) -> Iterator[Sandbox]:
     """A session with a workdir of its own (a tmpfs, where the host can mount one), or in a
-    directory the caller gives (used in place: the budget is counted)."""
+    directory the caller gives (used in place: the budget is counted), also with the network
+    on (an egress channel, which must not give back a way to put a descriptor in flight)."""
     blobs = BlobStore(tmp_path / "blobs")
     workdir = None
-    if request.param == "caller":
+    if request.param.startswith("caller"):
         workdir = tmp_path / "work"
         workdir.mkdir()
-    opened = small_disk.open(SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs))
+    network = NetworkPolicy(allow=("index.test",) if request.param.endswith("network") else ())
+    spec = SessionSpec(workdir=workdir, limits=Limits(), blobs=blobs, network=network)
+    opened = small_disk.open(spec)
     try:
         yield Sandbox(opened, blobs, canaries, restricted=small_disk.name == "restricted")
     finally:

@@ -36,9 +36,22 @@ def _mypy(python: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
     (workdir / "user.py").write_text(USER_FILE, encoding="utf-8")
     (workdir / "mypy.ini").write_text("[mypy]\n", encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-incremental", "--config-file", "mypy.ini",
-         "--python-executable", str(python), "user.py"],
-        cwd=workdir, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--config-file",
+            "mypy.ini",
+            "--python-executable",
+            str(python),
+            "user.py",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -47,7 +60,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
-        check=True, capture_output=True, timeout=600,
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     return next(out.glob("safeexec-*.whl"))
 
@@ -68,9 +83,20 @@ def test_a_wheel_install_types_session_run(wheel: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         str(wheel)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     done = _mypy(python, tmp_path)
     assert OUTCOME in done.stdout, done.stdout + done.stderr
@@ -104,7 +130,9 @@ def test_the_getting_started_page_runs_from_the_wheel_in_a_fresh_environment(
     subprocess.run(
         # The walkthrough reads a CSV with pandas and plots with matplotlib: the `data` extra.
         [str(python), "-m", "pip", "install", "--quiet", f"{wheel}[data]"],
-        check=True, capture_output=True, timeout=900,
+        check=True,
+        capture_output=True,
+        timeout=900,
     )
     page = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)
@@ -117,7 +145,12 @@ def test_the_getting_started_page_runs_from_the_wheel_in_a_fresh_environment(
         env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_STATE_HOME": str(state)}
         done = subprocess.run(
             [str(python), "-c", block],
-            cwd=work, env=env, capture_output=True, text=True, timeout=300, check=False,
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert done.returncode == 0, done.stderr[-3000:]
         outputs.append(done.stdout.splitlines())

@@ -528,9 +528,7 @@ class NativeSession:
             # The session waits for its config before it runs anything: in time to move it,
             # and (a root host) to lend it the workdir, which it enters as its own uid.
             cgroup_layers = self._group.adopt(started.pid)
-            uncounted = _uncounted_classes(
-                cgroup_layers[Layer.CGROUP_MEMORY], self._disk, egress=self._egress is not None
-            )
+            uncounted = _uncounted_classes(cgroup_layers[Layer.CGROUP_MEMORY], self._disk)
             config = config.replace(uncounted_filter=_uncounted_filter(uncounted))
             uid = started.uid
             if os.geteuid() == 0 and uid is not None and uid > 0:
@@ -675,22 +673,16 @@ class NativeSession:
             self._lost_state = True
 
 
-def _uncounted_classes(
-    memory: LayerStatus, disk: WorkdirMount, *, egress: bool
-) -> frozenset[str]:
+def _uncounted_classes(memory: LayerStatus, disk: WorkdirMount) -> frozenset[str]:
     """What this session's rung cannot count, so its worker refuses it
     (:data:`~safeexec.sandbox.seccomp.UNCOUNTED_CLASSES`): unmapped shared memory without a
     memory cgroup; hidden holders of unlinked files and preallocation without a size-bounded
-    workdir mount. A session with an egress proxy keeps ``sendmsg`` (its connections reach
-    the proxy that way), so there a descriptor in flight can hold an unlinked file the disk
-    budget does not see: a known gap of network-enabled sessions on rungs without the mount."""
+    workdir mount."""
     classes = set()
     if not memory.active:
         classes.add("unmapped_memory")
     if not disk.active:
         classes.update(("hidden_file_holders", "preallocation"))
-        if not egress:
-            classes.add("descriptor_passing")
     return frozenset(classes)
 
 
