@@ -174,8 +174,8 @@ def confine(
         ),
         restrict=lambda: _landlock(config, placement, confinement),
     )
-    # Last, once the session's own Landlock layer is in force (see seccomp.UNCOUNTED_CLASSES).
-    _refuse_uncounted(config.uncounted_filter, confinement)
+    # Last, once the session's own Landlock layer is in force (see seccomp.RUNG_CLASSES).
+    _refuse_for_rung(config.rung_filter, confinement)
     return config
 
 
@@ -310,7 +310,7 @@ def finish_preconfined(
             make_symlinks=config.workdir_symlinks,
             rules=preconfined.session_rules,
         )
-    _refuse_uncounted(config.uncounted_filter, confinement)
+    _refuse_for_rung(config.rung_filter, confinement)
     return config
 
 
@@ -646,7 +646,7 @@ def _seccomp(program: bytes, confinement: Confinement) -> None:
     confinement.mark(Layer.SECCOMP, True, "denylist filter loaded (kill/EPERM/ENOSYS)")
 
 
-def _refuse_uncounted(program: bytes, confinement: Confinement) -> None:
+def _refuse_for_rung(program: bytes, confinement: Confinement) -> None:
     """Stack the host's filter for what this rung cannot count (after the session's own
     Landlock layer, whose ``landlock_*`` calls it may refuse); failing, seccomp is not whole."""
     if not program:
@@ -655,7 +655,7 @@ def _refuse_uncounted(program: bytes, confinement: Confinement) -> None:
     try:
         seccomp.load_compiled(program)
     except OSError as exc:
-        confinement.mark(Layer.SECCOMP, False, f"uncounted classes: {exc.strerror or exc}")
+        confinement.mark(Layer.SECCOMP, False, f"rung classes: {exc.strerror or exc}")
         return
-    detail = f"{seccomp_layer.get('detail', '')}; and the uncounted classes' filter"
+    detail = f"{seccomp_layer.get('detail', '')}; and the rung classes' filter"
     confinement.mark(Layer.SECCOMP, seccomp_layer.get("active") is True, detail)

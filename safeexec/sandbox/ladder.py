@@ -107,7 +107,11 @@ GUIDANCE: Mapping[Layer, tuple[str, str]] = {
         "any network use a socket the filter lets through could make",
         _NAMESPACES_FIX,
     ),
-    Layer.IPCNS: ("System V IPC and POSIX message queues shared with the host", _NAMESPACES_FIX),
+    Layer.IPCNS: (
+        "System V IPC and POSIX message queues shared with the host and other sessions (so "
+        "without it they are refused: code that uses them fails)",
+        _NAMESPACES_FIX,
+    ),
     Layer.PIDNS: (
         "seeing the host's processes; orphans outliving the worker (the host then walks "
         "/proc to kill the tree)",

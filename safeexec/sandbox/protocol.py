@@ -392,9 +392,9 @@ class SessionConfig(Record):
     tool_names: tuple[str, ...] = ()
     workdir_symlinks: bool = False
     seed: int | None = None  # for random and numpy.random, before the first cell
-    # Classic BPF refusing what this session's rung cannot count (seccomp.UNCOUNTED_CLASSES),
+    # Classic BPF refusing what this session's rung cannot count (seccomp.RUNG_CLASSES),
     # loaded after every other layer; empty when nothing is left to refuse.
-    uncounted_filter: bytes = b""
+    rung_filter: bytes = b""
     # The frame carries one descriptor: the unix channel to the session's egress proxy (see
     # sandbox/egress_client.py); the session's TCP sockets go there and nowhere else.
     egress_channel: bool = False
@@ -415,7 +415,7 @@ class SessionConfig(Record):
             "tool_names": list(self.tool_names),
             "workdir_symlinks": self.workdir_symlinks,
             "seed": self.seed,
-            "uncounted_filter": self.uncounted_filter.hex(),
+            "rung_filter": self.rung_filter.hex(),
             "egress_channel": self.egress_channel,
         }
 
@@ -427,9 +427,9 @@ class SessionConfig(Record):
         if isinstance(cpu, bool) or not isinstance(cpu, int | float):
             raise ProtocolError("frame field 'cpu_seconds' is not a number")
         try:
-            uncounted = bytes.fromhex(_field(message, "uncounted_filter", str))
+            rung_filter = bytes.fromhex(_field(message, "rung_filter", str))
         except ValueError:
-            raise ProtocolError("frame field 'uncounted_filter' is not hexadecimal") from None
+            raise ProtocolError("frame field 'rung_filter' is not hexadecimal") from None
         return cls(
             workdir=_field(message, "workdir", str),
             env=_string_map(message, "env"),
@@ -443,7 +443,7 @@ class SessionConfig(Record):
             tool_names=_strings(message, "tool_names"),
             workdir_symlinks=_field(message, "workdir_symlinks", bool),
             seed=_optional_int(message, "seed"),
-            uncounted_filter=uncounted,
+            rung_filter=rung_filter,
             egress_channel=_field(message, "egress_channel", bool),
         )
 

@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KILLED_SYSCALLS",
+    "RUNG_CLASSES",
     "UNAVAILABLE_CLASSES",
-    "UNCOUNTED_CLASSES",
     "build_filter",
     "compile_filter",
-    "compile_uncounted_filter",
+    "compile_rung_filter",
     "load_compiled",
     "newest_known_syscall",
 ]
@@ -133,9 +133,33 @@ UNAVAILABLE_CLASSES: dict[str, tuple[str, ...]] = {
     "memfd_secret": ("memfd_secret",),
 }
 
-# Closed by a second filter, loaded last, on rungs that lack the layer which counts them (the
-# host names the classes per session; see ``compile_uncounted_filter``):
-UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
+# Closed by a second filter, loaded last, on rungs that lack the layer which counts or
+# contains them (the host names the classes per session; see ``compile_rung_filter``):
+RUNG_CLASSES: dict[str, tuple[str, ...]] = {
+    # Objects of the IPC namespace: System V shared memory, queues and semaphores, found by key
+    # or id, and POSIX message queues, found by name. Without an IPC namespace of its own, a
+    # session would attach to the host's objects and other sessions' (same uid: no permission
+    # check stops it). Refused whole where the host finds no private IPC namespace.
+    "shared_ipc": (
+        "shmget",
+        "shmat",
+        "shmdt",
+        "shmctl",
+        "msgget",
+        "msgsnd",
+        "msgrcv",
+        "msgctl",
+        "semget",
+        "semop",
+        "semtimedop",
+        "semctl",
+        "mq_open",
+        "mq_unlink",
+        "mq_timedsend",
+        "mq_timedreceive",
+        "mq_notify",
+        "mq_getsetattr",
+    ),
     # Memory no rlimit sees: memfd and System V shared memory pages stay allocated unmapped
     # (RLIMIT_AS counts mappings only), message queues and semaphore sets are kernel memory.
     # A memory cgroup charges all of them; without one they are refused.
@@ -151,7 +175,7 @@ UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
     # Refused with EOPNOTSUPP, on which glibc's posix_fallocate writes the blocks instead.
     "preallocation": ("fallocate",),
 }
-_UNCOUNTED_ERRNO = {"fallocate": errno.EOPNOTSUPP}  # the rest: ENOSYS
+_RUNG_ERRNO = {"fallocate": errno.EOPNOTSUPP}  # the rest: ENOSYS
 
 # io_uring performs opens and connects that a filter on those syscalls never sees; ENOSYS lets
 # libraries fall back to ordinary syscalls. clone3 passes its flags in memory seccomp cannot
@@ -255,22 +279,22 @@ _UNCONDITIONALLY_REFUSED = frozenset(
 )
 
 
-def compile_uncounted_filter(classes: frozenset[str]) -> bytes:
-    """A filter refusing the :data:`UNCOUNTED_CLASSES` named in ``classes`` (ENOSYS, or for
+def compile_rung_filter(classes: frozenset[str]) -> bytes:
+    """A filter refusing the :data:`RUNG_CLASSES` named in ``classes`` (ENOSYS, or for
     ``fallocate`` EOPNOTSUPP: libraries take their fallback), as classic BPF; ``b""`` for none.
 
     Stacked after :func:`compile_filter`'s and loaded by the session itself once its own
     Landlock layer is in force, so the ``landlock_*`` calls it needs are made by then.
     """
-    unknown = sorted(classes - UNCOUNTED_CLASSES.keys())
+    unknown = sorted(classes - RUNG_CLASSES.keys())
     if unknown:
-        raise ValueError(f"unknown uncounted classes={unknown!r}")
+        raise ValueError(f"unknown rung classes={unknown!r}")
     if not classes:
         return b""
     pyseccomp = load_pyseccomp()
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
-    for name in sorted(n for c in classes for n in UNCOUNTED_CLASSES[c]):
-        rules.add_rule(pyseccomp.ERRNO(_UNCOUNTED_ERRNO.get(name, errno.ENOSYS)), name)
+    for name in sorted(n for c in classes for n in RUNG_CLASSES[c]):
+        rules.add_rule(pyseccomp.ERRNO(_RUNG_ERRNO.get(name, errno.ENOSYS)), name)
     return _export(rules)
 
 

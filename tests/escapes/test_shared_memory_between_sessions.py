@@ -2,11 +2,14 @@
 
 Sessions of one backend are siblings forked from one template. A key-addressed System V
 segment or a named POSIX object would be a channel between them (and to the host) that no file
-rule sees; each session has its own IPC namespace and no /dev/shm.
+rule sees; each session has its own IPC namespace and no /dev/shm, or, on a rung without the
+namespace, no IPC calls at all (ENOSYS).
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,12 +17,12 @@ from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
-from safeexec.sandbox.layers import Layer
 
 if TYPE_CHECKING:
     from escape_support import Sandbox
 
 KEY = 0x5AFE0001
+HOST_KEY = 0x5AFE0002
 SYSV = f"""
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -57,8 +60,6 @@ except OSError as exc:
 def test_sessions_cannot_meet_through_shared_memory(
     sandbox: Sandbox, backend: NativeBackend, tmp_path: Path
 ) -> None:
-    if not sandbox.restricted:  # the restricted guards refuse it on every rung
-        sandbox.needs(Layer.IPCNS)  # without it System V objects are the host's
     ran = sandbox.run(CREATE)
     assert ran.result.status is ExecStatus.OK, ran.text
     # A segment of its own (or, without a memory cgroup to charge it, shmget refused: ENOSYS);
@@ -79,4 +80,29 @@ def test_sessions_cannot_meet_through_shared_memory(
         assert dev_shm in ("PermissionError", "FileNotFoundError")  # A could not create it
     finally:
         other.close()
+    sandbox.assert_usable()
+
+
+def test_a_session_cannot_reach_the_hosts_ipc_objects(sandbox: Sandbox) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    shmid = libc.shmget(HOST_KEY, 4096, 0o1666)  # IPC_CREAT | 0666: open to every uid
+    assert shmid >= 0, os.strerror(ctypes.get_errno())
+    try:
+        ran = sandbox.run(
+            SYSV
+            + f"""
+by_key, key_err = segment(0)
+address = libc.shmat({shmid}, None, 0)
+print(by_key, key_err, address is not None and address != ctypes.c_void_p(-1).value,
+      ctypes.get_errno())
+"""
+        )
+    finally:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+    assert ran.result.status is ExecStatus.OK, ran.text
+    by_key, key_err, attached, attach_err = ran.stdout.split()
+    # Not there (ENOENT, EINVAL: another namespace), not permitted, or refused whole (ENOSYS).
+    assert attached == "False", ran.stdout
+    assert (by_key, key_err) in (("-1", "2"), ("-1", "38"), ("-1", "13")), ran.stdout
+    assert attach_err in ("22", "38", "13"), ran.stdout
     sandbox.assert_usable()

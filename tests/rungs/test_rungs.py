@@ -156,3 +156,37 @@ def test_doctor_prints_the_rung_and_exits_by_the_policy(env: str) -> None:
         # Never "all layers active" while one is missing (the nobody-without-cgroups case).
         assert "all layers active" not in default.stdout
         assert "how to get them:" in default.stdout
+
+
+@pytest.mark.parametrize("env", ["container-root-cgroup", "container-nobody"])
+def test_without_an_ipc_namespace_a_session_reaches_no_ipc_object(env: str, tmp_path: Path) -> None:
+    # The two ways the host's System V objects were reachable: a charged shmget by key (memory
+    # cgroup, other uid, a 0666 segment) and shmat by id (no cgroup, the host's own uid).
+    assert "ipcns" in _probe(env)["missing"]
+    escapes = HERE.parent / "escapes" / "test_shared_memory_between_sessions.py"
+    done = subprocess.run(
+        command(
+            env,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "traversable_tmp",
+                f"--basetemp=/tmp/safeexec-rungs-ipc-{env}",
+                str(escapes),
+                "-k",
+                "native",
+            ],
+        ),
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_SECONDS,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(HERE)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout, done.stdout[-2000:]

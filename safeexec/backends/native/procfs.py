@@ -49,6 +49,18 @@ def _peak_rss_bytes(status_fd: int) -> int:
         return 0
 
 
+def _has_private_ipc(pid: int, template: int) -> bool:
+    """Whether process ``pid`` has an IPC namespace of its own, read from ``/proc``: neither
+    the host's nor its ``template``'s (which every session of that template would share).
+    Unreadable counts as shared."""
+    try:
+        own = os.stat(f"/proc/{pid}/ns/ipc").st_ino
+        shared = {os.stat("/proc/self/ns/ipc").st_ino, os.stat(f"/proc/{template}/ns/ipc").st_ino}
+    except OSError:
+        return False
+    return own not in shared
+
+
 def _is_pid_one_of_own_namespace(status_fd: int) -> bool:
     """Whether a process is pid 1 of a pid namespace below ours (then its death kills its
     tree), from its ``/proc/<pid>/status``, opened once by the caller."""

@@ -29,6 +29,7 @@ from safeexec.backends.native.disk import WorkdirMount, unnamed_bytes
 from safeexec.backends.native.procfs import (
     _descendants,
     _describe_death,
+    _has_private_ipc,
     _is_pid_one_of_own_namespace,
     _is_zombie,
     _processes_in_pid_namespace,
@@ -528,8 +529,12 @@ class NativeSession:
             # The session waits for its config before it runs anything: in time to move it,
             # and (a root host) to lend it the workdir, which it enters as its own uid.
             cgroup_layers = self._group.adopt(started.pid)
-            uncounted = _uncounted_classes(cgroup_layers[Layer.CGROUP_MEMORY], self._disk)
-            config = config.replace(uncounted_filter=_uncounted_filter(uncounted))
+            classes = _rung_classes(
+                cgroup_layers[Layer.CGROUP_MEMORY],
+                self._disk,
+                private_ipc=_has_private_ipc(started.pid, template.pid),
+            )
+            config = config.replace(rung_filter=_rung_filter(classes))
             uid = started.uid
             if os.geteuid() == 0 and uid is not None and uid > 0:
                 # Chosen by the template from the worker's pid, so unique on this machine
@@ -673,27 +678,29 @@ class NativeSession:
             self._lost_state = True
 
 
-def _uncounted_classes(memory: LayerStatus, disk: WorkdirMount) -> frozenset[str]:
-    """What this session's rung cannot count, so its worker refuses it
-    (:data:`~safeexec.sandbox.seccomp.UNCOUNTED_CLASSES`): unmapped shared memory without a
+def _rung_classes(memory: LayerStatus, disk: WorkdirMount, *, private_ipc: bool) -> frozenset[str]:
+    """What this session's rung cannot count or contain, so its worker refuses it
+    (:data:`~safeexec.sandbox.seccomp.RUNG_CLASSES`): unmapped shared memory without a
     memory cgroup; hidden holders of unlinked files and preallocation without a size-bounded
-    workdir mount."""
+    workdir mount; IPC objects without an IPC namespace of the session's own."""
     classes = set()
     if not memory.active:
         classes.add("unmapped_memory")
     if not disk.active:
         classes.update(("hidden_file_holders", "preallocation"))
+    if not private_ipc:
+        classes.add("shared_ipc")
     return frozenset(classes)
 
 
 @functools.cache
-def _uncounted_filter(classes: frozenset[str]) -> bytes:
+def _rung_filter(classes: frozenset[str]) -> bytes:
     """The compiled filter for ``classes``, made once per host process."""
     try:
-        return seccomp.compile_uncounted_filter(classes)
+        return seccomp.compile_rung_filter(classes)
     except (OSError, ValueError, RuntimeError) as exc:
         raise BackendUnavailable(
-            f"the seccomp filter for uncounted classes cannot be built here: {exc!r}; "
+            f"the seccomp filter for the rung's classes cannot be built here: {exc!r}; "
             "run `safeexec doctor`"
         ) from exc
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
+from safeexec.backends.native.procfs import _has_private_ipc
 from safeexec.sandbox import seccomp
 
 # In a fresh interpreter: load the filter given as hex, then try each class's way in.
@@ -33,6 +36,25 @@ def shmget():
         raise OSError(ctypes.get_errno(), "shmget")
     libc.shmctl(segment, 0, None)  # IPC_RMID: no segment outlives the probe
 
+def semget():
+    semaphores = libc.semget(0, 1, 0o1600)
+    if semaphores < 0:
+        raise OSError(ctypes.get_errno(), "semget")
+    libc.semctl(semaphores, 0, 0)  # IPC_RMID
+
+def shmat():
+    libc.shmat.restype = ctypes.c_void_p
+    if libc.shmat(-1, None, 0) == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), "shmat")
+
+def mq_open():
+    name = b"/safeexec-probe-%d" % os.getpid()
+    queue = libc.mq_open(name, os.O_CREAT | os.O_RDWR, 0o600, None)
+    if queue < 0:
+        raise OSError(ctypes.get_errno(), "mq_open")
+    os.close(queue)
+    libc.mq_unlink(name)
+
 def fallocate(mode):
     with tempfile.TemporaryFile() as file:
         if libc.fallocate(file.fileno(), mode, ctypes.c_long(0), ctypes.c_long(4096)) != 0:
@@ -48,6 +70,9 @@ print(json.dumps({
     "posix_fallocate": errno_of(lambda: os.posix_fallocate(space(), 0, 1 << 20)),
     "memfd_create": errno_of(lambda: os.memfd_create("probe")),
     "shmget": errno_of(shmget),
+    "shmat": errno_of(shmat),
+    "semget": errno_of(semget),
+    "mq_open": errno_of(mq_open),
     "sendmsg": errno_of(lambda: a.sendmsg([b"x"])),
     "send": errno_of(lambda: a.send(b"x")),
 }))
@@ -55,7 +80,7 @@ print(json.dumps({
 
 
 def _probe(classes: frozenset[str]) -> dict[str, int]:
-    program = seccomp.compile_uncounted_filter(classes)
+    program = seccomp.compile_rung_filter(classes)
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, program.hex()],
         capture_output=True,
@@ -67,13 +92,49 @@ def _probe(classes: frozenset[str]) -> dict[str, int]:
 
 
 def test_no_class_is_no_filter() -> None:
-    assert seccomp.compile_uncounted_filter(frozenset()) == b""
+    assert seccomp.compile_rung_filter(frozenset()) == b""
 
 
 def test_without_a_memory_cgroup_unmapped_shared_memory_is_refused() -> None:
     seen = _probe(frozenset({"unmapped_memory"}))
     assert seen["memfd_create"] == seen["shmget"] == 38  # ENOSYS
     assert seen["sendmsg"] == seen["send"] == seen["fallocate_keep_size"] == 0
+
+
+def test_without_a_private_ipc_namespace_no_ipc_object_is_reached() -> None:
+    seen = _probe(frozenset({"shared_ipc"}))
+    assert seen["shmget"] == seen["shmat"] == seen["semget"] == seen["mq_open"] == 38
+    assert seen["memfd_create"] == seen["sendmsg"] == seen["send"] == 0
+
+
+def test_ipc_calls_pass_where_the_namespace_is_private() -> None:
+    seen = _probe(frozenset({"hidden_file_holders"}))
+    assert seen["shmget"] == seen["semget"] == seen["mq_open"] == 0
+    assert seen["shmat"] == 22  # EINVAL: no such segment, asked of the kernel
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="unshare --ipc needs root")
+def test_the_host_tells_a_private_ipc_namespace_from_a_shared_one() -> None:
+    shared = subprocess.Popen(["sleep", "30"])
+    private = subprocess.Popen(["unshare", "--ipc", "sleep", "30"])
+    try:
+        deadline = time.monotonic() + 10
+        while _ipc_inode(private.pid) == _ipc_inode(os.getpid()):  # until unshare has run
+            assert time.monotonic() < deadline, "unshare --ipc did not take effect"
+            time.sleep(0.01)
+        assert _has_private_ipc(private.pid, template=os.getpid())
+        assert not _has_private_ipc(shared.pid, template=os.getpid())
+        # A namespace the template holds is every session's: shared too.
+        assert not _has_private_ipc(private.pid, template=private.pid)
+        assert not _has_private_ipc(2**22 + 7, template=os.getpid())  # unreadable: shared
+    finally:
+        for process in (shared, private):
+            process.kill()
+            process.wait()
+
+
+def _ipc_inode(pid: int) -> int:
+    return os.stat(f"/proc/{pid}/ns/ipc").st_ino
 
 
 def test_without_a_workdir_mount_descriptors_cannot_go_in_flight() -> None:
@@ -89,5 +150,5 @@ def test_without_a_workdir_mount_blocks_are_written_not_preallocated() -> None:
 
 
 def test_an_unknown_class_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown uncounted classes"):
-        seccomp.compile_uncounted_filter(frozenset({"pipes"}))
+    with pytest.raises(ValueError, match="unknown rung classes"):
+        seccomp.compile_rung_filter(frozenset({"pipes"}))
