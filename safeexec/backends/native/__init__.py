@@ -8,9 +8,12 @@ nothing it gets back: frames are bounded JSON, output is capped while it is read
 read as regular files beneath the workdir without following links, and every limit is enforced
 from outside by SIGKILL of the whole process tree.
 
-One module per job: ``backend`` (the factory, layer probing, the idle watchdog), ``template``
-(the zygote's host-side client), ``session`` (a session's lifecycle and one call), ``procfs``
-(what the host reads about a session's processes) and ``doctor`` (the layer self-test).
+One module per job: ``backend`` (the factory, layer probing), ``supply`` (what the backend's
+sessions share, handed to each: the template, workers and workdirs made ahead, warm cgroups, the
+idle watchdog), ``template`` (the zygote's host-side client), ``session`` (a session's
+lifecycle), ``handle`` (the host's handle on one worker, and its kill), ``call`` (one call),
+``meters`` (the CPU and disk a session is charged), ``procfs`` (what the host reads about a
+session's processes) and ``doctor`` (the layer self-test).
 """
 
 from __future__ import annotations

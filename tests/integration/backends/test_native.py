@@ -194,7 +194,7 @@ def _descriptors_beyond(before: set[str], backend: NativeBackend) -> dict[str, s
     with what it points at."""
     ahead = {
         str(fd)
-        for _template, _workdir, _disk, spawned in list(backend._spawned_ahead._ready)
+        for _template, _workdir, _disk, spawned in list(backend._supply._spawned_ahead._ready)
         for fd in (spawned.channel.fileno(), spawned.stdout, spawned.stderr)
     }
     beyond = {}

@@ -92,7 +92,7 @@ def test_warm_session_processes_join_their_group_before_any_open(tmp_path: Path)
     backend = NativeBackend(pool_size=2)
     try:
         backend.start()
-        warm = backend._warm_groups
+        warm = backend._supply.warm_groups
         deadline = time.monotonic() + 10
         while len(warm._groups) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
