@@ -146,7 +146,7 @@ UNCOUNTED_CLASSES: dict[str, tuple[str, ...]] = {
     # wherever the workdir is not a size-bounded mount.
     "hidden_file_holders": ("sendmmsg", "landlock_create_ruleset"),
     # The same, for the one call a session with an egress proxy needs: it hands each
-    # connection to the proxy over its channel with sendmsg (see backends.native.session).
+    # connection to the proxy over its channel with sendmsg (see backends.native.native_session).
     "descriptor_passing": ("sendmsg",),
     # Allocation without writing: gigabytes per millisecond between two polls of the budget,
     # and with FALLOC_FL_KEEP_SIZE blocks past a file's size, which RLIMIT_FSIZE does not bound.

@@ -28,7 +28,7 @@ from safeexec.sandbox.ladder import RUNGS, Rung
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
 if TYPE_CHECKING:
-    from safeexec.backends.native.session import NativeSession
+    from safeexec.backends.native.native_session import NativeSession
 
 __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
@@ -219,7 +219,7 @@ class NativeBackend:
         """
         # Imported at the first open, not with the backend: ``safeexec run`` starts the
         # template first, and the session's modules load while it boots.
-        from safeexec.backends.native.session import NativeSession
+        from safeexec.backends.native.native_session import NativeSession
 
         return NativeSession(
             supply=self._supply,

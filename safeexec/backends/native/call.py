@@ -1,11 +1,11 @@
 """One call of a native session: send the cell, pump output and tool calls, settle how it ended.
 
-Split out of ``session`` (which keeps the worker's lifecycle): :func:`run_call` is the whole of
-one call, from the ``run`` frame to its :class:`~safeexec.model.values.ExecResult`. What it uses
-of its session comes handed in as a :class:`CallScope` (its cgroup, meters, tools, workdir and
-the backend's supply); it kills the worker through its handle and tells the session, through
-the ``lose`` it is given, when the worker (and the session's state) is gone. The session holds
-its lock for the call's duration.
+Split out of ``native_session`` (which keeps the worker's lifecycle): :func:`run_call` is the
+whole of one call, from the ``run`` frame to its :class:`~safeexec.model.values.ExecResult`.
+What it uses of its session comes handed in as a :class:`CallScope` (its cgroup, meters, tools,
+workdir and the backend's supply); it kills the worker through its handle and tells the session,
+through the ``lose`` it is given, when the worker (and the session's state) is gone. The session
+holds its lock for the call's duration.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The host's handle on one session process: its pid, descriptors and poller, and its kill.
 
-A session (:mod:`safeexec.backends.native.session`) starts a worker and holds its handle; one
-call (:mod:`safeexec.backends.native.call`) is handed the handle and kills the worker through it
-when a limit is overrun.
+A session (:mod:`safeexec.backends.native.native_session`) starts a worker and holds its
+handle; one call (:mod:`safeexec.backends.native.call`) is handed the handle and kills the worker
+through it when a limit is overrun.
 """
 
 from __future__ import annotations

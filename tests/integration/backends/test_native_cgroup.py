@@ -12,8 +12,8 @@ import pytest
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, cgroup
-from safeexec.backends.native.doctor import _prove_cgroups
 from safeexec.backends.native.procfs import _process_cpu_seconds
+from safeexec.backends.native.self_test import _prove_cgroups
 from safeexec.errors import BackendUnavailable
 from safeexec.model.values import Limits
 from safeexec.sandbox import cgroups
