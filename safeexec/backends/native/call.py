@@ -39,11 +39,11 @@ from safeexec.backends.native.cgroup import SessionGroup
 from safeexec.backends.native.handle import WorkerHandle
 from safeexec.backends.native.meters import CpuMeter, DiskBudget
 from safeexec.backends.native.procfs import (
-    _descendants,
-    _describe_death,
-    _is_zombie,
-    _peak_rss_bytes,
-    _processes_in_pid_namespace,
+    descendants,
+    describe_death,
+    is_zombie,
+    peak_rss_bytes,
+    processes_in_pid_namespace,
 )
 from safeexec.backends.native.supply import WorkerSupply
 from safeexec.backends.native.template import _READ_CHUNK
@@ -166,7 +166,7 @@ def run_call(
     wall = time.monotonic() - started
     cpu_end = max(scope.group.cpu_seconds(worker.pid), call.cpu_seen)
     cpu = scope.cpu.end_call(cpu_end, call_start=cpu_start, budget=limits.cpu_seconds)
-    rss = _peak_rss_bytes(worker.status)
+    rss = peak_rss_bytes(worker.status)
     settled = _settle(scope, worker, call, limits, lose)
     for event in network_events(scope.egress):
         call.record.record(event)
@@ -424,7 +424,7 @@ def _settle(
     worker.kill()
     lose(worker)
     call.worker_lost = True
-    message, code, number = _describe_death(status)
+    message, code, number = describe_death(status)
     if number == signal.SIGSYS:
         record.record(SyscallKilled(signal=number))
     if number == signal.SIGKILL and scope.group.oom_kills() > call.oom_kills_before:
@@ -448,10 +448,10 @@ def _kill_leftovers(worker: WorkerHandle) -> int | None:
     killed: set[int] = set()
     for _ in range(_LEFTOVER_ROUNDS):
         if worker.private_pidns:
-            pids = _processes_in_pid_namespace(worker.pidns)
+            pids = processes_in_pid_namespace(worker.pidns)
         else:
-            pids = _descendants(worker.pid)
-        others = [pid for pid in pids if pid != worker.pid and not _is_zombie(pid)]
+            pids = descendants(worker.pid)
+        others = [pid for pid in pids if pid != worker.pid and not is_zombie(pid)]
         if not others:
             return len(killed)
         # Stopped first, so none forks again while the others are killed.

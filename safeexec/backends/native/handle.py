@@ -16,7 +16,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from safeexec.backends.native.procfs import _descendants, _processes_in_pid_namespace
+from safeexec.backends.native.procfs import descendants, processes_in_pid_namespace
 from safeexec.sandbox.channel import FrameDecoder
 from safeexec.sandbox.ladder import Rung
 from safeexec.sandbox.layers import Layer, LayerStatus
@@ -68,13 +68,13 @@ class WorkerHandle:
         only with ``verify``): the ones the code started and left running."""
         leftovers = 0
         if verify and self.private_pidns:
-            leftovers = len(set(_processes_in_pid_namespace(self.pidns)) - {self.pid})
+            leftovers = len(set(processes_in_pid_namespace(self.pidns)) - {self.pid})
         tree: dict[int, int] = {}  # pid -> pidfd, for every process below the worker
         if not self.private_pidns:
             # No namespace to take the tree down: stop everything below the worker first (so
             # nothing forks away), then kill it all and the worker's process group, and wait
             # for each to die (a SIGKILLed process is gone only once the kernel has run it).
-            for pid in _descendants(self.pid):
+            for pid in descendants(self.pid):
                 with contextlib.suppress(OSError):
                     tree[pid] = os.pidfd_open(pid)
             leftovers = len(set(tree) - {self.pid}) if verify else 0
@@ -91,7 +91,7 @@ class WorkerHandle:
             os.close(pidfd)
         survivors: list[int] = []
         if verify and self.private_pidns:
-            survivors = _processes_in_pid_namespace(self.pidns)
+            survivors = processes_in_pid_namespace(self.pidns)
         for pid in survivors:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from safeexec.backends.native.disk import WorkdirMount, unnamed_bytes
-from safeexec.backends.native.procfs import _descendants
+from safeexec.backends.native.procfs import descendants
 from safeexec.backends.workdir import ArtifactLimits, disk_usage
 
 __all__ = ["CpuMeter", "DiskBudget"]
@@ -76,7 +76,7 @@ class DiskBudget:
         used = disk_usage(str(self.workdir), self.artifact_limits)
         if self.mount.active:
             return used
-        return used + unnamed_bytes(_descendants(pid))
+        return used + unnamed_bytes(descendants(pid))
 
     def exceeded(self, pid: int) -> bool:
         """Does the session hold more than its budget (see :meth:`used`)?"""

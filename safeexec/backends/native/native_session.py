@@ -26,11 +26,11 @@ from safeexec.backends.native.disk import WorkdirMount
 from safeexec.backends.native.handle import WorkerHandle
 from safeexec.backends.native.meters import CpuMeter, DiskBudget
 from safeexec.backends.native.procfs import (
-    _descendants,
-    _describe_death,
-    _is_pid_one_of_own_namespace,
-    _is_zombie,
-    _processes_in_pid_namespace,
+    descendants,
+    describe_death,
+    is_pid_one_of_own_namespace,
+    is_zombie,
+    processes_in_pid_namespace,
 )
 from safeexec.backends.native.spawn import Spawned, spawn
 from safeexec.backends.native.supply import WorkerSupply
@@ -246,7 +246,7 @@ class NativeSession:
                 status = self._supply.template().exit_status(worker.pid, timeout=1.0)
                 worker.kill()
                 self._discard(worker)
-                self._lost_reason = f"the worker died between calls: {_describe_death(status)[0]}"
+                self._lost_reason = f"the worker died between calls: {describe_death(status)[0]}"
             if self._worker is None:
                 self._worker = self._start_worker()
                 restarted = True
@@ -320,10 +320,10 @@ class NativeSession:
         if worker is None:
             return []
         if not worker.private_pidns:
-            pids = _descendants(worker.pid)
+            pids = descendants(worker.pid)
         else:
-            pids = _processes_in_pid_namespace(worker.pidns)
-        return [pid for pid in pids if not _is_zombie(pid)]
+            pids = processes_in_pid_namespace(worker.pidns)
+        return [pid for pid in pids if not is_zombie(pid)]
 
     def cgroup_pids(self) -> list[int]:
         """Host pids in the session's cgroup (empty when it has none)."""
@@ -517,7 +517,7 @@ class NativeSession:
                 raise
             raise BackendError(f"could not start a native session: {exc}") from exc
         # While the worker finishes confining itself.
-        worker.private_pidns = _is_pid_one_of_own_namespace(worker.status)
+        worker.private_pidns = is_pid_one_of_own_namespace(worker.status)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         try:
@@ -525,7 +525,7 @@ class NativeSession:
         except (OSError, EOFError, ProtocolError) as exc:
             worker.kill()
             status = template.exit_status(worker.pid, timeout=1.0)
-            why, _code, _sig = _describe_death(status)
+            why, _code, _sig = describe_death(status)
             stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
             worker.close_fds()
             last = stderr.splitlines()[-1] if stderr else str(exc)

@@ -417,7 +417,7 @@ def test_without_a_pid_namespace_the_host_still_kills_the_whole_tree(
 ) -> None:
     # Pretend the kernel gave no pid namespace: the host must fall back to walking the tree.
     monkeypatch.setattr(
-        native.native_session, "_is_pid_one_of_own_namespace", lambda pid: False
+        native.native_session, "is_pid_one_of_own_namespace", lambda pid: False
     )
     session = backend.open(SessionSpec(limits=Limits(), blobs=blobs))
     daemon = (
