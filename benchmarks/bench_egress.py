@@ -29,7 +29,7 @@ from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.egress import EgressProxy, NetworkPolicy
-from safeexec.egress.rules import IPAddress
+from safeexec.egress.network_policy import IPAddress
 from safeexec.model.values import ExecRequest, ExecStatus, Limits
 
 NAME = "bench.test"

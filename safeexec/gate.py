@@ -50,6 +50,7 @@ __all__ = [
     "GateResult",
     "PolicySuggestion",
     "check",
+    "check_action",
     "check_cache_statistics",
     "clear_check_cache",
     "dsl_tool_signatures",
@@ -132,9 +133,33 @@ def check(
     text is a DSL program whatever its fence says, checked against ``tools`` (default: the
     policy's grantable tools, untyped; or, given ``capabilities``, its grants with their specs
     and calls left) and planned; the plan rides on the decision's findings.
+
+    The front door (``safeexec.check``): code text becomes an :class:`Action` here, and
+    :func:`check_action` decides. The pipeline's own callers hold an ``Action`` already and
+    call :func:`check_action`.
     """
-    if isinstance(action, str):
-        action = Action.create(action)
+    return check_action(
+        Action.create(action) if isinstance(action, str) else action,
+        policy,
+        budget=budget,
+        backend=backend,
+        tool_names=tool_names,
+        tools=tools,
+        capabilities=capabilities,
+    )
+
+
+def check_action(
+    action: Action,
+    policy: Policy,
+    *,
+    budget: Budget | None = None,
+    backend: str | None = None,
+    tool_names: Collection[str] | None = None,
+    tools: Sequence[ToolSignature] | None = None,
+    capabilities: CapabilitySet | None = None,
+) -> GateResult:
+    """Decide on ``action`` under ``policy`` without running it; see :func:`check`."""
     chosen = policy.backends.default if backend is None else backend
     if chosen in DSL_MODES:
         if tools is None and capabilities is not None:
@@ -203,6 +228,8 @@ def suggest_policy(
     """For policy authors: which modules a pack extending ``policy`` must allow so that
     ``action`` passes the import rules in ``backend`` (default: the policy's), found by checking
     again with each refused module allowed until nothing new is refused."""
+    if isinstance(action, str):
+        action = Action.create(action)
     mode = policy.backends.default if backend is None else backend
     # Modules a critical rule refuses are never suggested: allowing one overrides that rule,
     # a decision for a reviewer (`policy lint` flags it), not for a suggestion.
@@ -214,7 +241,7 @@ def suggest_policy(
     added: list[str] = []
     candidate = policy
     for _ in range(16):  # each round adds at least one module; code imports few
-        findings = check(action, candidate, backend=mode).findings
+        findings = check_action(action, candidate, backend=mode).findings
         refused = [
             f for f in findings if f.rule in import_rules and f.enforcement is Enforcement.DENY
         ]

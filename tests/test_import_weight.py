@@ -15,6 +15,8 @@ The guarantees the remaining function-local imports protect, stated once:
 * The **session** (``safeexec.session.session``, the composition root) loads a backend, the
   DSL, the tool-call approval of DSL plans, the grant reconciliation and asyncio only when a
   step (or a grant) needs them: a one-shot Python run never pays for them.
+* The **native backend** (``safeexec.backends.native.backend``) loads its session's modules at
+  its first open: ``safeexec run`` starts the template first, and they load while it boots.
 """
 
 from __future__ import annotations
@@ -118,3 +120,10 @@ def test_the_session_loads_backends_the_dsl_and_asyncio_only_when_used() -> None
     loaded = _loaded("import safeexec.session.session")
     assert "safeexec.session.session" in loaded
     assert _heavy(loaded, _NOT_FOR_A_SESSION) == []
+
+
+def test_the_native_backend_loads_its_sessions_modules_at_the_first_open() -> None:
+    loaded = _loaded("import safeexec.backends.native.backend")
+    assert "safeexec.backends.native.backend" in loaded
+    session = ("safeexec.backends.native.native_session", "safeexec.backends.native.call")
+    assert _heavy(loaded, session) == []

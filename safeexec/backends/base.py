@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.streaming import OutputSink
 from safeexec.dsl.limits import DslLimits
-from safeexec.egress.rules import NetworkPolicy
+from safeexec.egress.network_policy import NetworkPolicy
 from safeexec.model.codec import JSONValue
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import ExecRequest, ExecResult, Limits

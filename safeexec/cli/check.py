@@ -241,12 +241,11 @@ def _read(name: str) -> str:
 
 def _check_reply(name: str, policy: Policy, backend: str | None) -> GateResult:
     """The gate's verdict on the code in one reply, extracted as ``safeexec run`` does."""
-    from safeexec.gate import GateResult, fresh_budget
-    from safeexec.gate import check as gate_check
+    from safeexec.gate import GateResult, check_action, fresh_budget
 
     action = reply_action(_read(name), action_id=f"check:{name}")
     if action is not None:
-        return gate_check(action, policy, backend=backend)
+        return check_action(action, policy, backend=backend)
     from safeexec.session.steps import (
         NO_CODE_FINDING,  # the session's steps (asyncio): only when no code
     )

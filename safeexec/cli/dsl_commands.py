@@ -16,7 +16,7 @@ import typer
 from safeexec.capabilities.gateway import ToolSpec
 from safeexec.cli.groups import command_group
 from safeexec.errors import PolicyError
-from safeexec.gate import GateResult, check, dsl_tool_signatures
+from safeexec.gate import GateResult, check_action, dsl_tool_signatures
 from safeexec.model.values import Action, ActionSource, Enforcement, Verdict
 from safeexec.policy.loader import load_policy
 
@@ -74,7 +74,7 @@ def _gate(file: Path, tools: Path | None, policy: str) -> GateResult:
         _fail(str(exc))
     signatures = dsl_tool_signatures(loaded, load_tool_specs(tools))
     action = Action.create(source, source=ActionSource.RAW, language="dsl")
-    return check(action, loaded, backend="dsl", tools=signatures)
+    return check_action(action, loaded, backend="dsl", tools=signatures)
 
 
 @dsl_app.command("check")

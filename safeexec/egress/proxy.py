@@ -32,7 +32,7 @@ from safeexec.egress.catalogue import (
     MALFORMED_REQUEST,
     SNI_MISMATCH,
 )
-from safeexec.egress.rules import (
+from safeexec.egress.network_policy import (
     IPAddress,
     NetworkPolicy,
     Refusal,

@@ -71,7 +71,7 @@ from safeexec.faces.tooldefs import (
     run_code_arguments,
     run_code_schema,
 )
-from safeexec.gate import check
+from safeexec.gate import check_action
 from safeexec.model.values import Action, ActionSource, Outcome, OutputChunk, Verdict
 from safeexec.observe import observe
 from safeexec.policy.schema import Policy
@@ -333,7 +333,7 @@ def _check_code(
         raise _BadArguments(f"argument 'mode' must be one of {list(config.modes)}, got {mode!r}")
     session = client.get()
     action = Action.create(code, source=ActionSource.TOOL_CALL)
-    gate = check(action, session.policy, budget=session.budget, backend=mode or config.mode)
+    gate = check_action(action, session.policy, budget=session.budget, backend=mode or config.mode)
     decision = gate.decision
     shown = observe(
         decision=decision, result=None, blobs=session.blobs, config=session.policy.observe

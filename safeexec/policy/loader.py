@@ -25,7 +25,7 @@ from typing import Any
 from safeexec._support.memo import BoundedCache
 from safeexec.capabilities.effects import Effect
 from safeexec.dsl.limits import DslLimits
-from safeexec.egress.rules import HostPattern, NetworkPolicy, normalize_host
+from safeexec.egress.network_policy import HostPattern, NetworkPolicy, normalize_host
 from safeexec.errors import PolicyError
 from safeexec.model.values import Enforcement, Limits, Severity, codec
 from safeexec.policy.packs import pack_files, packs_root, shipped_packs

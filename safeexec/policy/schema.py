@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from safeexec.dsl.limits import DslLimits
-from safeexec.egress.rules import NetworkPolicy
+from safeexec.egress.network_policy import NetworkPolicy
 from safeexec.model.fieldwise import Fieldwise
 from safeexec.model.values import Enforcement, Limits, Severity
 

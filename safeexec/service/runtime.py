@@ -23,7 +23,7 @@ from safeexec.backends.base import Backend
 from safeexec.backends.registry import default_backend
 from safeexec.backends.workdir import DirEntry
 from safeexec.errors import BackendUnavailable
-from safeexec.gate import GateResult, check
+from safeexec.gate import GateResult, check_action
 from safeexec.model.values import Action, ExecStatus, Outcome, SyscallKilled
 from safeexec.policy.loader import load_policy
 from safeexec.policy.narrow import narrow_limits
@@ -355,7 +355,7 @@ class Runtime:
 
         def timed_check() -> tuple[GateResult, float]:
             start = time.thread_time()
-            return check(action, chosen, backend=mode), time.thread_time() - start
+            return check_action(action, chosen, backend=mode), time.thread_time() - start
 
         with self.ledger.run_slot(token.token_id, token.quota):
             gate, cpu_seconds = await in_thread(timed_check, limiter=self.limiter)

@@ -65,7 +65,7 @@ from safeexec.errors import (
     SafeExecError,
 )
 from safeexec.extract import combine, extract
-from safeexec.gate import check
+from safeexec.gate import check_action
 from safeexec.model.codec import JSONValue
 from safeexec.model.values import (
     Action,
@@ -540,7 +540,7 @@ class Session:
         """
         if crashed is None:
             try:
-                gate = check(
+                gate = check_action(
                     action,
                     self.policy,
                     budget=self._budget,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from safeexec.errors import PolicyError
-from safeexec.gate import check
+from safeexec.gate import check_action
 from safeexec.model.values import Action, Finding
 from safeexec.policy.loader import load_policy
 from safeexec.policy.packs import pack_test_files, packs_root
@@ -187,7 +187,7 @@ def _run_cases_file(
             continue
         report.cases += 1
         report.annotations += len(case.annotations)
-        result = check(
+        result = check_action(
             Action.create(case.code, action_id=f"{path.name}:{case.first_line}"),
             policy,
             backend=case.mode,
@@ -267,7 +267,7 @@ def _run_decision_file(
             _fail(report, str(path), line, problem)
             continue
         report.cases += 1
-        result = check(
+        result = check_action(
             Action.create(case["code"], action_id=f"{path.name}:{line}"),
             policy,
             backend=case.get("request_backend"),

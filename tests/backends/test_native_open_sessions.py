@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from safeexec.backends.native.backend import _OpenSessions
+from safeexec.backends.native.supply import _OpenSessions
 
 
 class _Session:

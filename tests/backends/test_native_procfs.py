@@ -8,7 +8,7 @@ from pathlib import Path
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
-from safeexec.backends.native.procfs import _is_pid_one_of_own_namespace
+from safeexec.backends.native.procfs import is_pid_one_of_own_namespace
 from safeexec.model.values import Limits
 
 
@@ -19,7 +19,7 @@ def _status_fd(pid: int) -> int:
 def test_a_worker_is_pid_one_of_its_own_namespace_and_the_host_is_not(tmp_path: Path) -> None:
     own = _status_fd(os.getpid())
     try:
-        assert not _is_pid_one_of_own_namespace(own)
+        assert not is_pid_one_of_own_namespace(own)
     finally:
         os.close(own)
     backend = NativeBackend(pool_size=1)
@@ -28,7 +28,7 @@ def test_a_worker_is_pid_one_of_its_own_namespace_and_the_host_is_not(tmp_path: 
             assert one.pid is not None
             fd = _status_fd(one.pid)
             try:
-                assert _is_pid_one_of_own_namespace(fd)
+                assert is_pid_one_of_own_namespace(fd)
             finally:
                 os.close(fd)
     finally:

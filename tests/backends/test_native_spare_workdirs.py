@@ -57,7 +57,7 @@ def test_sessions_get_a_fresh_workdir_each_and_close_leaves_no_spare(tmp_path: P
                 )
             assert not session.workdir.exists()
         assert len(set(seen)) == 3
-        spares = [path for path, _mount in backend._spare_workdirs._spares]
+        spares = [path for path, _mount in backend._supply._spare_workdirs._spares]
     finally:
         backend.close()
     assert not any(path.exists() or _mounted(path) for path in spares)

@@ -20,7 +20,7 @@ _WAIT_SECONDS = 30.0
 def _ahead(backend: NativeBackend, count: int) -> list[Path]:
     """The workdirs of the sessions spawned ahead, once there are ``count``."""
     deadline = time.monotonic() + _WAIT_SECONDS
-    while len(ready := backend._spawned_ahead._ready) < count:
+    while len(ready := backend._supply._spawned_ahead._ready) < count:
         assert time.monotonic() < deadline, "no session was spawned ahead"
         time.sleep(0.02)
     return [workdir for _template, workdir, _disk, _spawned in ready]
@@ -76,7 +76,7 @@ def test_those_of_a_dead_template_are_dropped_and_the_open_spawns_anew(tmp_path:
     try:
         backend.start()
         waiting = _ahead(backend, 2)
-        template = backend._template
+        template = backend._supply.running_template()
         assert template is not None
         os.kill(template._process.pid, signal.SIGKILL)
         template._process.wait()

@@ -36,7 +36,8 @@ def test_a_session_from_a_template_started_ahead_is_confined_as_any_other(tmp_pa
     own = NativeBackend(pool_size=1)
     try:
         ahead.start(early)
-        assert ahead._template is not None and ahead._template._process is early.process
+        template = ahead._supply.running_template()
+        assert template is not None and template._process is early.process
         status, layers = _session_confinement(ahead, tmp_path / "ahead")
         assert status["Seccomp"] == "2" and status["NoNewPrivs"] == "1"
         assert int(status["CapEff"], 16) == 0
@@ -54,7 +55,8 @@ def test_a_template_started_with_other_options_is_closed_not_taken_over() -> Non
     try:
         backend.start(early)
         assert early.process.wait(timeout=30) is not None
-        assert backend._template is not None and backend._template._process is not early.process
+        template = backend._supply.running_template()
+        assert template is not None and template._process is not early.process
     finally:
         backend.close()
 

@@ -77,7 +77,7 @@ def test_the_in_process_variant_does_run_in_the_host(
 
 _CLI_PROBE = """
 import json, os, sys
-from safeexec.backends.native.session import NativeSession
+from safeexec.backends.native.native_session import NativeSession
 from safeexec.sandbox.dsl_executor import DslBounds
 from safeexec.sandbox.dsl_runtime import DslRuntime
 

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from safeexec.egress import EgressProxy
-from safeexec.egress.rules import IPAddress
+from safeexec.egress.network_policy import IPAddress
 
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
 

@@ -130,8 +130,8 @@ class InProcessChildSession:
         self, *, backend: InProcessRestrictedHarness, workdir: Path, blobs: BlobStore,
         imports: tuple[str, ...],
     ) -> None:  # fmt: skip
-        self._backend = backend
         self.workdir = workdir
+        self.disk_bytes = backend.disk_bytes  # what the workdir may hold, as a native session
         bounds = {
             "as": 4 * 1024**3,
             "fsize": 64 * 1024**2,

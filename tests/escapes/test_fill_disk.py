@@ -23,7 +23,7 @@ with open('big.bin', 'wb') as fh:
 
 
 def test_many_files_stop_at_the_disk_budget(sandbox: Sandbox) -> None:
-    budget = sandbox.session._backend.disk_bytes
+    budget = sandbox.session.disk_bytes
     code = """
 import os
 block = os.urandom(1 << 20)

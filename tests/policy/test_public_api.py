@@ -17,6 +17,7 @@ def test_public_names_are_pinned() -> None:
         "GateResult",
         "PolicySuggestion",
         "check",
+        "check_action",
         "check_cache_statistics",
         "clear_check_cache",
         "dsl_tool_signatures",

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from safeexec.backends.native.procfs import _has_private_ipc
+from safeexec.backends.native.procfs import has_private_ipc
 from safeexec.sandbox import seccomp
 
 # In a fresh interpreter: load the filter given as hex, then try each class's way in.
@@ -122,11 +122,11 @@ def test_the_host_tells_a_private_ipc_namespace_from_a_shared_one() -> None:
         while _ipc_inode(private.pid) == _ipc_inode(os.getpid()):  # until unshare has run
             assert time.monotonic() < deadline, "unshare --ipc did not take effect"
             time.sleep(0.01)
-        assert _has_private_ipc(private.pid, template=os.getpid())
-        assert not _has_private_ipc(shared.pid, template=os.getpid())
+        assert has_private_ipc(private.pid, template=os.getpid())
+        assert not has_private_ipc(shared.pid, template=os.getpid())
         # A namespace the template holds is every session's: shared too.
-        assert not _has_private_ipc(private.pid, template=private.pid)
-        assert not _has_private_ipc(2**22 + 7, template=os.getpid())  # unreadable: shared
+        assert not has_private_ipc(private.pid, template=private.pid)
+        assert not has_private_ipc(2**22 + 7, template=os.getpid())  # unreadable: shared
     finally:
         for process in (shared, private):
             process.kill()

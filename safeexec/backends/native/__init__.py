@@ -8,9 +8,12 @@ nothing it gets back: frames are bounded JSON, output is capped while it is read
 read as regular files beneath the workdir without following links, and every limit is enforced
 from outside by SIGKILL of the whole process tree.
 
-One module per job: ``backend`` (the factory, layer probing, the idle watchdog), ``template``
-(the zygote's host-side client), ``session`` (a session's lifecycle and one call), ``procfs``
-(what the host reads about a session's processes) and ``doctor`` (the layer self-test).
+One module per job: ``backend`` (the factory, layer probing), ``supply`` (what the backend's
+sessions share, handed to each: the template, workers and workdirs made ahead, warm cgroups, the
+idle watchdog), ``template`` (the zygote's host-side client), ``native_session`` (a session's
+lifecycle), ``handle`` (the host's handle on one worker, and its kill), ``call`` (one call),
+``meters`` (the CPU and disk a session is charged), ``procfs`` (what the host reads about a
+session's processes) and ``self_test`` (the layer self-test behind ``safeexec doctor``).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from safeexec.backends.native.backend import NativeBackend, NativeStatistics, supported_layers
-    from safeexec.backends.native.doctor import DoctorReport, LayerCheck, diagnose
-    from safeexec.backends.native.session import NativeSession
+    from safeexec.backends.native.native_session import NativeSession
+    from safeexec.backends.native.self_test import DoctorReport, LayerCheck, diagnose
     from safeexec.backends.workdir import ArtifactLimits
 
 __all__ = [
@@ -39,12 +42,12 @@ __all__ = [
 # it imports the backend, and the session's modules load while the template boots.
 _LAZY = {
     "ArtifactLimits": "safeexec.backends.workdir",
-    "DoctorReport": f"{__name__}.doctor",
-    "LayerCheck": f"{__name__}.doctor",
+    "DoctorReport": f"{__name__}.self_test",
+    "LayerCheck": f"{__name__}.self_test",
     "NativeBackend": f"{__name__}.backend",
-    "NativeSession": f"{__name__}.session",
+    "NativeSession": f"{__name__}.native_session",
     "NativeStatistics": f"{__name__}.backend",
-    "diagnose": f"{__name__}.doctor",
+    "diagnose": f"{__name__}.self_test",
     "supported_layers": f"{__name__}.backend",
 }
 

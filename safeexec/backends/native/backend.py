@@ -1,37 +1,38 @@
-"""The native backend: the factory of sessions, what this machine can confine, the idle watchdog."""
+"""The native backend: the factory of sessions and what this machine can confine.
+
+What its sessions share (the template, workers made ahead, the idle watchdog) is one value,
+:class:`~safeexec.backends.native.supply.WorkerSupply`, handed to each session it opens.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from safeexec.backends.base import SessionSpec
-from safeexec.backends.native.cgroup import WarmGroups, cgroup_support
-from safeexec.backends.native.disk import SpareWorkdirs, disk_support
-from safeexec.backends.native.spawn import SpawnedAhead
-from safeexec.backends.native.template import TemplateProcess, _Template
+from safeexec.backends.native.cgroup import cgroup_support
+from safeexec.backends.native.disk import disk_support
+from safeexec.backends.native.supply import NativeOptions, WorkerSupply
+from safeexec.backends.native.template import TemplateProcess
 from safeexec.backends.workdir import ArtifactLimits
 from safeexec.egress.proxy import Resolver, system_resolver
 from safeexec.errors import ConfigurationError
 from safeexec.model.fieldwise import Fieldwise
-from safeexec.model.values import Limits
 from safeexec.sandbox import landlock
 from safeexec.sandbox.ladder import RUNGS, Rung
 from safeexec.sandbox.layers import ALWAYS_REQUIRED, DEFAULT_REQUIRED, Layer, LayerStatus
 
 if TYPE_CHECKING:
-    from safeexec.backends.native.session import NativeSession
+    from safeexec.backends.native.native_session import NativeSession
 
 __all__ = ["NativeBackend", "NativeStatistics", "supported_layers"]
 
 _EXECUTORS = ("python", "restricted", "dsl")
-_WATCH_SECONDS = 0.5  # how often idle sessions are checked for background CPU and disk use
 _LAYER_NAMES = frozenset(layer.value for layer in Layer)
 
 
@@ -167,26 +168,22 @@ class NativeBackend:
             raise ConfigurationError(f"cpu_cores={cpu_cores!r} must be a positive number of CPUs")
         self.cpu_cores = cpu_cores
         self.resolver = resolver
-        self._template: _Template | None = None
-        self._sessions = _OpenSessions()
-        self._watchdog: threading.Thread | None = None
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
+        self._supply = WorkerSupply(
+            NativeOptions(
+                executor=executor,
+                preload=self.preload,
+                python=self.python,
+                artifact_limits=self.artifact_limits,
+                disk_bytes=disk_bytes,
+                pool_size=pool_size,
+                cpu_cores=cpu_cores,
+                resolver=resolver,
+            )
+        )
         # Probed on first need, not here: the probe loads libseccomp (for a syscall number),
         # which ``safeexec run`` would otherwise wait for before it starts the template.
         self._supported_layers: dict[Layer, LayerStatus] | None = None
         self._probe_lock = threading.Lock()
-        self._warm_groups = WarmGroups(Limits(), cpu_cores=cpu_cores)
-        weakref.finalize(self, self._warm_groups.close)
-        self._spare_workdirs = SpareWorkdirs(
-            size_bytes=disk_bytes,
-            inodes=self.artifact_limits.max_entries_scanned,
-            keep=pool_size,
-        )
-        weakref.finalize(self, self._spare_workdirs.close)
-        self._spawned_ahead = SpawnedAhead(self._spare_workdirs, keep=pool_size)
-        weakref.finalize(self, self._spawned_ahead.close)
-        self._finalizer = weakref.finalize(self, _close_template, [None])
 
     @property
     def supported(self) -> Mapping[Layer, LayerStatus]:
@@ -199,53 +196,17 @@ class NativeBackend:
                 self._supported_layers = supported_layers()
             return self._supported_layers
 
-    def _get_template(self, process: TemplateProcess | None = None) -> _Template:
-        with self._lock:
-            if self._template is None or not self._template.alive:
-                if self._template is not None:
-                    self._template.close()
-                self._template = _Template(
-                    python=self.python,
-                    preload=self.preload,
-                    pool_size=self.pool_size,
-                    on_member=self._on_member,
-                    on_exit=self._warm_groups.discard,
-                    process=process,
-                )
-                self._finalizer.detach()
-                self._finalizer = weakref.finalize(self, _close_template, [self._template])
-            elif process is not None:
-                process.close()  # a template serves already
-            if self._watchdog is None or not self._watchdog.is_alive():
-                self._stopping = threading.Event()
-                self._watchdog = threading.Thread(
-                    target=_watch_idle_sessions,
-                    args=(weakref.ref(self), self._stopping),
-                    name="safeexec-native-watchdog",
-                    daemon=True,
-                )
-                self._watchdog.start()
-            return self._template
-
-    def _on_member(self, pid: int) -> None:
-        """The template forked a warm session process: give it a cgroup, and top up the
-        sessions spawned ahead (with workdirs of their own) and the spare workdirs."""
-        self._warm_groups.join(pid)
-        template = self._template
-        if template is not None and template.alive:
-            self._spawned_ahead.request(template)
-
     def start(self, process: TemplateProcess | None = None) -> None:
         """Start the template now rather than on the first ``open``; from ``process``, one
         started ahead, if it was started with this backend's options (else it is closed)."""
-        self._get_template(process)
+        self._supply.template(process)
 
     def statistics(self) -> NativeStatistics:
         """Live figures: the template's pid, open sessions, the pool size, preloaded modules."""
-        template = self._template
+        template = self._supply.running_template()
         return NativeStatistics(
             template_pid=template.pid if template is not None else None,
-            open_sessions=len(self._sessions),
+            open_sessions=self._supply.open_sessions,
             pool_size=self.pool_size,
             preloaded=tuple(template.preloaded) if template is not None else (),
         )
@@ -258,10 +219,10 @@ class NativeBackend:
         """
         # Imported at the first open, not with the backend: ``safeexec run`` starts the
         # template first, and the session's modules load while it boots.
-        from safeexec.backends.native.session import NativeSession
+        from safeexec.backends.native.native_session import NativeSession
 
         return NativeSession(
-            backend=self,
+            supply=self._supply,
             spec=spec,
             required=self._required(spec.require),
             rung=_rung(spec.rung),
@@ -279,58 +240,4 @@ class NativeBackend:
 
     def close(self) -> None:
         """Stop the template process (open sessions keep running until closed)."""
-        self._stopping.set()
-        with self._lock:
-            if self._template is not None:
-                self._template.close()
-                self._template = None
-            self._finalizer.detach()
-        self._spawned_ahead.close()
-        self._warm_groups.close()
-        self._spare_workdirs.close()
-
-
-class _OpenSessions:
-    """The open sessions, weakly held; sessions opened and closed on other threads while the
-    watchdog copies the set must not stop the watchdog (a ``WeakSet`` copied during an ``add``
-    raises, and the thread would die, leaving idle sessions unwatched)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sessions: weakref.WeakSet[NativeSession] = weakref.WeakSet()
-
-    def add(self, session: NativeSession) -> None:
-        with self._lock:
-            self._sessions.add(session)
-
-    def discard(self, session: NativeSession) -> None:
-        with self._lock:
-            self._sessions.discard(session)
-
-    def snapshot(self) -> list[NativeSession]:
-        with self._lock:
-            return list(self._sessions)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._sessions)
-
-
-def _watch_idle_sessions(
-    backend_ref: weakref.ref[NativeBackend], stopping: threading.Event
-) -> None:
-    """Between calls, kill sessions whose leftover processes burn CPU or fill the disk."""
-    while not stopping.wait(_WATCH_SECONDS):
-        backend = backend_ref()
-        if backend is None:
-            return
-        sessions = backend._sessions.snapshot()
-        del backend
-        for session in sessions:
-            session._watch_idle()
-
-
-def _close_template(holder: list[_Template | None]) -> None:
-    template = holder[0]
-    if template is not None:
-        template.close()
+        self._supply.close()

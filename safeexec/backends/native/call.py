@@ -1,9 +1,11 @@
 """One call of a native session: send the cell, pump output and tool calls, settle how it ended.
 
-Split out of ``session`` (which keeps the worker's lifecycle): :func:`run_call` is the whole of
-one call, from the ``run`` frame to its :class:`~safeexec.model.values.ExecResult`. It reads the
-session's state (its group, backend, tools, workdir) and kills or discards the worker through
-the session, which holds the lock for the call's duration.
+Split out of ``native_session`` (which keeps the worker's lifecycle): :func:`run_call` is the
+whole of one call, from the ``run`` frame to its :class:`~safeexec.model.values.ExecResult`.
+What it uses of its session comes handed in as a :class:`CallScope` (its cgroup, meters, tools,
+workdir and the backend's supply); it kills the worker through its handle and tells the session,
+through the ``lose`` it is given, when the worker (and the session's state) is gone. The session
+holds its lock for the call's duration.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import contextlib
 import math
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+from safeexec.audit.blobs import BlobStore
+from safeexec.backends.base import ToolGateway
 from safeexec.backends.capping import HeadTailCapture
 from safeexec.backends.displays import DisplayCollector
 from safeexec.backends.exec_result import (
@@ -29,36 +35,58 @@ from safeexec.backends.exec_result import (
     succeeded,
     timed_out,
 )
+from safeexec.backends.native.cgroup import SessionGroup
+from safeexec.backends.native.handle import WorkerHandle
+from safeexec.backends.native.meters import CpuMeter, DiskBudget
 from safeexec.backends.native.procfs import (
-    _descendants,
-    _describe_death,
-    _is_zombie,
-    _peak_rss_bytes,
-    _processes_in_pid_namespace,
+    descendants,
+    describe_death,
+    is_zombie,
+    peak_rss_bytes,
+    processes_in_pid_namespace,
 )
+from safeexec.backends.native.supply import WorkerSupply
 from safeexec.backends.native.template import _READ_CHUNK
 from safeexec.backends.streaming import OutputSink, OutputTap
 from safeexec.backends.workdir import collect_artifacts, scan
+from safeexec.egress.proxy import EgressProxy
 from safeexec.model.values import (
     ExecRequest,
     ExecResult,
     ExecStatus,
     Limits,
+    NetworkConnection,
     StreamName,
     SyscallKilled,
 )
 from safeexec.sandbox.channel import ProtocolError, encode_frame
 from safeexec.sandbox.protocol import Display, Done, Reply, Run, ToolCall, parse_worker_frame
 
-if TYPE_CHECKING:
-    from safeexec.backends.native.session import NativeSession, _Worker
-
-__all__ = ["INTERRUPT_GRACE_SECONDS", "read_some", "run_call"]
+__all__ = ["INTERRUPT_GRACE_SECONDS", "CallScope", "network_events", "read_some", "run_call"]
 
 _CPU_POLL_SECONDS = 0.05
 INTERRUPT_GRACE_SECONDS = 2.0
 """How long an interrupted cell has to return before its worker is killed (and state lost)."""
 _LEFTOVER_ROUNDS = 50  # stop-and-kill sweeps before giving up and killing the worker too
+# How long a call waits for connections the sandbox has closed to be torn down and recorded.
+_EGRESS_SETTLE_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallScope:
+    """What a call uses of its session, handed in by it: the same for the session's life."""
+
+    workdir: Path
+    blobs: BlobStore
+    tools: ToolGateway | None
+    tool_names: tuple[str, ...]
+    limits: Limits  # the session's: its worker's rlimits and memory cgroup
+    supply: WorkerSupply  # the backend's: its template reaps the worker
+    group: SessionGroup
+    cpu: CpuMeter
+    disk: DiskBudget
+    interrupt: threading.Event  # set by the session's interrupt(), from any thread
+    egress: EgressProxy | None
 
 
 @dataclass(slots=True)
@@ -76,30 +104,38 @@ class _CallState:
     oom_kills_before: int = 0  # the cgroup's OOM-kill count when the call started
     taps: tuple[OutputTap, OutputTap] | None = None  # stdout, stderr: streamed while read
     displays: DisplayCollector | None = None  # rich values (last expression, display())
+    worker_lost: bool = False  # killed and handed to the session's ``lose``: state is gone
 
 
 def run_call(
-    session: NativeSession, worker: _Worker, request: ExecRequest, on_output: OutputSink | None
+    scope: CallScope,
+    worker: WorkerHandle,
+    request: ExecRequest,
+    on_output: OutputSink | None,
+    *,
+    lose: Callable[[WorkerHandle], None],
 ) -> tuple[ExecResult, bool]:
-    """Run ``request`` on ``worker``: the result, and whether the host's Ctrl-C came during it."""
+    """Run ``request`` on ``worker``: the result, and whether the host's Ctrl-C came during it.
+
+    A worker the call kills is handed to ``lose`` (the session forgets it, and its state)."""
     limits = request.limits
     call = _CallState(
         stdout=HeadTailCapture(limits.output_bytes),
         stderr=HeadTailCapture(limits.output_bytes),
     )
-    call.displays = DisplayCollector(session.blobs)
+    call.displays = DisplayCollector(scope.blobs)
     if on_output is not None:
         call.taps = (
             OutputTap(on_output, StreamName.STDOUT, limits.output_bytes),
             OutputTap(on_output, StreamName.STDERR, limits.output_bytes),
         )
-    artifact_limits = session._backend.artifact_limits
-    before = scan(str(session.workdir), artifact_limits)
+    artifact_limits = scope.disk.artifact_limits
+    before = scan(str(scope.workdir), artifact_limits)
     started = time.monotonic()
     deadline = started + limits.wall_seconds
-    cpu_start = session._group.cpu_seconds(worker.pid)
-    call.oom_kills_before = session._group.oom_kills()
-    session._interrupt_requested.clear()
+    cpu_start = scope.group.cpu_seconds(worker.pid)
+    call.oom_kills_before = scope.group.oom_kills()
+    scope.interrupt.clear()
     try:
         worker.channel.settimeout(max(0.001, limits.wall_seconds))
         run = Run(code=request.code, stream=on_output is not None)
@@ -112,7 +148,7 @@ def run_call(
         call.host_interrupt = True
     if not call.died:
         _pump(
-            session,
+            scope,
             worker,
             call,
             deadline=deadline,
@@ -122,27 +158,20 @@ def run_call(
     if (
         call.outcome is not None
         and not call.killed_for
-        and not session._disk.active
-        and session._disk_used(worker) > session._backend.disk_bytes
+        and not scope.disk.mount.active
+        and scope.disk.exceeded(worker.pid)
     ):
         # No mount holds the budget: a cell quicker than one poll is checked as it returns.
         call.killed_for = "disk"
     wall = time.monotonic() - started
-    cpu_end = max(session._group.cpu_seconds(worker.pid), call.cpu_seen)
-    session._idle_cpu_base = session._idle_cpu_seen = cpu_end
-    session._idle_cpu_budget = limits.cpu_seconds
-    # The call is charged the session's CPU since the last call ended: what processes the
-    # code left running used in between counts too (a counter that went back, a new worker
-    # without a cgroup, counts from this call's start).
-    charged_to, session._charged_cpu = session._charged_cpu, cpu_end
-    cpu_from = cpu_start if charged_to is None or charged_to > cpu_start else charged_to
-    cpu = max(0.0, cpu_end - cpu_from)
-    rss = _peak_rss_bytes(worker.status)
-    settled = _settle(session, worker, call, limits)
-    for event in session.take_network_events():
+    cpu_end = max(scope.group.cpu_seconds(worker.pid), call.cpu_seen)
+    cpu = scope.cpu.end_call(cpu_end, call_start=cpu_start, budget=limits.cpu_seconds)
+    rss = peak_rss_bytes(worker.status)
+    settled = _settle(scope, worker, call, limits, lose)
+    for event in network_events(scope.egress):
         call.record.record(event)
     artifacts = collect_artifacts(
-        str(session.workdir), before, blobs=session.blobs, limits=artifact_limits
+        str(scope.workdir), before, blobs=scope.blobs, limits=artifact_limits
     )
     result = finish(
         settled,
@@ -150,21 +179,30 @@ def run_call(
         stdout=call.stdout,
         stderr=call.stderr,
         limits=limits,
-        blobs=session.blobs,
+        blobs=scope.blobs,
         artifacts=artifacts,
         cpu_seconds=cpu,
         wall_seconds=wall,
         max_rss_bytes=rss,
-        state_lost=session._worker is None,
+        state_lost=call.worker_lost,
         displays=call.displays,
         rung=worker.rung.value if worker.rung is not None else None,
     )
     return result, call.host_interrupt
 
 
+def network_events(egress: EgressProxy | None) -> list[NetworkConnection]:
+    """The connections through ``egress`` that ended since the last call; one whose sandbox end
+    is closed already is waited for, a moment, to be reported now."""
+    if egress is None:
+        return []
+    egress.settle(_EGRESS_SETTLE_SECONDS)
+    return egress.take_events()
+
+
 def _pump(
-    session: NativeSession,
-    worker: _Worker,
+    scope: CallScope,
+    worker: WorkerHandle,
     call: _CallState,
     *,
     deadline: float,
@@ -184,7 +222,7 @@ def _pump(
                         break
                 elif now >= deadline:
                     _interrupt_cell(worker, call, "wall")
-                elif session._interrupt_requested.is_set() or call.host_interrupt:
+                elif scope.interrupt.is_set() or call.host_interrupt:
                     _interrupt_cell(worker, call, "host")
                 until = call.grace_until if call.interrupted_for else deadline
                 wait = max(0.0, min(until - now, _CPU_POLL_SECONDS))
@@ -198,17 +236,17 @@ def _pump(
                     elif fd == worker.pidfd:
                         call.died = True
                     else:
-                        _on_channel(session, worker, call, until)
+                        _on_channel(scope, worker, call, until)
                         if call.killed_for:
                             return
                 if time.monotonic() >= next_cpu_check:
                     next_cpu_check = time.monotonic() + _CPU_POLL_SECONDS
-                    call.cpu_seen = session._group.cpu_seconds(worker.pid)
+                    call.cpu_seen = scope.group.cpu_seconds(worker.pid)
                     if call.cpu_seen - cpu_start > cpu_limit and not call.interrupted_for:
                         _interrupt_cell(worker, call, "cpu")
                 if time.monotonic() >= next_disk_check:
                     scan_started = time.monotonic()
-                    if session._disk_used(worker) > session._backend.disk_bytes:
+                    if scope.disk.exceeded(worker.pid):
                         call.killed_for = "disk"
                         break
                     # A big workdir is scanned less often: at most a tenth of the host's time.
@@ -222,7 +260,7 @@ def _pump(
                 else:
                     _interrupt_cell(worker, call, "host")
     finally:
-        session._interrupt_requested.clear()
+        scope.interrupt.clear()
         # Output written before the answer is already in the pipes; take it, bounded.
         for index, fd in enumerate((worker.stdout, worker.stderr)):
             stream_budget = call.stdout.cap + 4 * _READ_CHUNK
@@ -243,7 +281,7 @@ def _take(call: _CallState, index: int, data: bytes) -> None:
         call.taps[index].feed(data)
 
 
-def _interrupt_cell(worker: _Worker, call: _CallState, reason: InterruptReason) -> None:
+def _interrupt_cell(worker: WorkerHandle, call: _CallState, reason: InterruptReason) -> None:
     """Send the cell ``SIGINT`` (the worker makes it ``KeyboardInterrupt``); grace starts."""
     if call.interrupted_for:
         return  # one interrupt per call; its grace is not extended
@@ -253,7 +291,7 @@ def _interrupt_cell(worker: _Worker, call: _CallState, reason: InterruptReason) 
         signal.pidfd_send_signal(worker.pidfd, signal.SIGINT)
 
 
-def _on_channel(session: NativeSession, worker: _Worker, call: _CallState, deadline: float) -> None:
+def _on_channel(scope: CallScope, worker: WorkerHandle, call: _CallState, deadline: float) -> None:
     try:
         data = worker.channel.recv(_READ_CHUNK)
     except BlockingIOError:
@@ -275,20 +313,20 @@ def _on_channel(session: NativeSession, worker: _Worker, call: _CallState, deadl
             if call.displays is not None:
                 call.displays.take(frame)
         else:
-            _answer_tool(session, worker, call, frame, deadline)
+            _answer_tool(scope, worker, call, frame, deadline)
             if call.killed_for or call.died:
                 return
 
 
 def _answer_tool(
-    session: NativeSession, worker: _Worker, call: _CallState, frame: ToolCall, deadline: float
+    scope: CallScope, worker: WorkerHandle, call: _CallState, frame: ToolCall, deadline: float
 ) -> None:
     name = frame.name
-    if session.tools is None or name not in session._tool_names:
+    if scope.tools is None or name not in scope.tool_names:
         reply = Reply(ok=False, error=f"no tool named {name[:100]!r} is granted")
     else:
         try:
-            answer = call_tool(session.tools, name, frame.arguments(), call.record)
+            answer = call_tool(scope.tools, name, frame.arguments(), call.record)
             reply = Reply(ok=answer.ok, value=answer.value, error=answer.error)
         except KeyboardInterrupt:
             # Ctrl-C while the host ran the tool: the code still gets its reply (it waits
@@ -310,8 +348,15 @@ def _answer_tool(
         call.died = True  # the worker closed its end
 
 
-def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: Limits) -> Settled:
-    """Decide how a finished call ended, killing and reaping the worker if it must go."""
+def _settle(
+    scope: CallScope,
+    worker: WorkerHandle,
+    call: _CallState,
+    limits: Limits,
+    lose: Callable[[WorkerHandle], None],
+) -> Settled:
+    """Decide how a finished call ended, killing and reaping the worker if it must go (then
+    handing it to ``lose``)."""
     record = call.record
     if call.outcome is not None and not call.killed_for and call.interrupted_for:
         # The cell returned within its grace: the worker and its state live on, but not the
@@ -333,14 +378,15 @@ def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: L
             call.outcome.error_type,
             call.outcome.error_message,
             traceback=call.outcome.error_traceback,
-            limits=session.limits,
+            limits=scope.limits,
             record=record,
         )
-    template = session._backend._get_template()
+    template = scope.supply.template()
     if call.killed_for:
-        leftovers = session._kill(worker, verify=True)
+        leftovers = worker.kill(verify=True)
         template.exit_status(worker.pid, timeout=1.0)
-        session._discard(worker)
+        lose(worker)
+        call.worker_lost = True
         tail = _leftover_note(leftovers)
         if call.interrupted_for and call.outcome is None:
             grace = f"{INTERRUPT_GRACE_SECONDS:g} s"
@@ -361,13 +407,11 @@ def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: L
         if call.killed_for == "cpu":
             return timed_out("cpu_seconds", limits=limits, record=record, detail=tail)
         if call.killed_for == "disk":
-            budget = session._backend.disk_bytes
-            record.limit_hit("disk_bytes", float(budget))
+            record.limit_hit("disk_bytes", float(scope.disk.budget_bytes))
             return Settled(
                 status=ExecStatus.LIMIT_EXCEEDED,
                 exit_code=None,
-                message=f"killed: the workdir grew past its disk budget of {budget} bytes or "
-                f"{session._backend.artifact_limits.max_entries_scanned} entries{tail}",
+                message=f"killed: {scope.disk.overrun()}{tail}",
             )
         return Settled(
             status=ExecStatus.KILLED,
@@ -375,14 +419,15 @@ def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: L
             message="killed: the worker broke the channel protocol",
         )
     status = template.exit_status(worker.pid, timeout=2.0)
-    session._kill(worker)
-    session._discard(worker)
-    message, code, number = _describe_death(status)
+    worker.kill()
+    lose(worker)
+    call.worker_lost = True
+    message, code, number = describe_death(status)
     if number == signal.SIGSYS:
         record.record(SyscallKilled(signal=number))
-    if number == signal.SIGKILL and session._group.oom_kills() > call.oom_kills_before:
+    if number == signal.SIGKILL and scope.group.oom_kills() > call.oom_kills_before:
         # memory.max is the session's memory limit, not the call's.
-        record.limit_hit("memory_bytes", float(session.limits.memory_bytes))
+        record.limit_hit("memory_bytes", float(scope.limits.memory_bytes))
         return Settled(
             status=ExecStatus.LIMIT_EXCEEDED,
             exit_code=code,
@@ -395,16 +440,16 @@ def _settle(session: NativeSession, worker: _Worker, call: _CallState, limits: L
     )
 
 
-def _kill_leftovers(worker: _Worker) -> int | None:
+def _kill_leftovers(worker: WorkerHandle) -> int | None:
     """Kill every process of the session but the worker; how many, or ``None`` if they kept
     coming back (a fork bomb outrunning the sweeps: then the caller kills the worker)."""
     killed: set[int] = set()
     for _ in range(_LEFTOVER_ROUNDS):
         if worker.private_pidns:
-            pids = _processes_in_pid_namespace(worker.pidns)
+            pids = processes_in_pid_namespace(worker.pidns)
         else:
-            pids = _descendants(worker.pid)
-        others = [pid for pid in pids if pid != worker.pid and not _is_zombie(pid)]
+            pids = descendants(worker.pid)
+        others = [pid for pid in pids if pid != worker.pid and not is_zombie(pid)]
         if not others:
             return len(killed)
         # Stopped first, so none forks again while the others are killed.

@@ -6,6 +6,16 @@ import contextlib
 import os
 import signal
 
+__all__ = [
+    "descendants",
+    "describe_death",
+    "has_private_ipc",
+    "is_pid_one_of_own_namespace",
+    "is_zombie",
+    "peak_rss_bytes",
+    "processes_in_pid_namespace",
+]
+
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _STATUS_BYTES = 8192  # /proc/<pid>/status is ~1.5 KiB; VmHWM comes in its first third
 _SIGNAL_REASONS: dict[int, str] = {
@@ -39,7 +49,7 @@ def _process_cpu_seconds(pid: int) -> float:
     return total / _CLK_TCK
 
 
-def _peak_rss_bytes(status_fd: int) -> int:
+def peak_rss_bytes(status_fd: int) -> int:
     """VmHWM from a process's ``/proc/<pid>/status``, opened once by the caller (0 if gone)."""
     try:
         text = os.pread(status_fd, _STATUS_BYTES, 0)
@@ -49,7 +59,7 @@ def _peak_rss_bytes(status_fd: int) -> int:
         return 0
 
 
-def _has_private_ipc(pid: int, template: int) -> bool:
+def has_private_ipc(pid: int, template: int) -> bool:
     """Whether process ``pid`` has an IPC namespace of its own, read from ``/proc``: neither
     the host's nor its ``template``'s (which every session of that template would share).
     Unreadable counts as shared."""
@@ -61,7 +71,7 @@ def _has_private_ipc(pid: int, template: int) -> bool:
     return own not in shared
 
 
-def _is_pid_one_of_own_namespace(status_fd: int) -> bool:
+def is_pid_one_of_own_namespace(status_fd: int) -> bool:
     """Whether a process is pid 1 of a pid namespace below ours (then its death kills its
     tree), from its ``/proc/<pid>/status``, opened once by the caller."""
     try:
@@ -73,7 +83,7 @@ def _is_pid_one_of_own_namespace(status_fd: int) -> bool:
     return len(levels) >= 2 and levels[-1] == b"1"
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """``pid`` and every process below it (a session without its own pid namespace)."""
     found: list[int] = []
     pending = [pid]
@@ -87,7 +97,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _processes_in_pid_namespace(inode: int) -> list[int]:
+def processes_in_pid_namespace(inode: int) -> list[int]:
     survivors = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -99,7 +109,7 @@ def _processes_in_pid_namespace(inode: int) -> list[int]:
     return survivors
 
 
-def _is_zombie(pid: int) -> bool:
+def is_zombie(pid: int) -> bool:
     """Whether ``pid`` has exited (or is gone) and only waits to be reaped."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -108,7 +118,7 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
-def _describe_death(status: int | None) -> tuple[str, int | None, int | None]:
+def describe_death(status: int | None) -> tuple[str, int | None, int | None]:
     """(message, exit code, signal) for a session process's wait status."""
     if status is None:
         return "the worker died (exit status unknown)", None, None

@@ -194,7 +194,7 @@ def _descriptors_beyond(before: set[str], backend: NativeBackend) -> dict[str, s
     with what it points at."""
     ahead = {
         str(fd)
-        for _template, _workdir, _disk, spawned in list(backend._spawned_ahead._ready)
+        for _template, _workdir, _disk, spawned in list(backend._supply._spawned_ahead._ready)
         for fd in (spawned.channel.fileno(), spawned.stdout, spawned.stderr)
     }
     beyond = {}
@@ -416,7 +416,7 @@ def test_without_a_pid_namespace_the_host_still_kills_the_whole_tree(
     backend: NativeBackend, blobs: BlobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pretend the kernel gave no pid namespace: the host must fall back to walking the tree.
-    monkeypatch.setattr(native.session, "_is_pid_one_of_own_namespace", lambda pid: False)
+    monkeypatch.setattr(native.native_session, "is_pid_one_of_own_namespace", lambda pid: False)
     session = backend.open(SessionSpec(limits=Limits(), blobs=blobs))
     daemon = (
         "import os, signal, time\n"

@@ -12,8 +12,8 @@ import pytest
 from safeexec.audit.blobs import BlobStore
 from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend, cgroup
-from safeexec.backends.native.doctor import _prove_cgroups
 from safeexec.backends.native.procfs import _process_cpu_seconds
+from safeexec.backends.native.self_test import _prove_cgroups
 from safeexec.errors import BackendUnavailable
 from safeexec.model.values import Limits
 from safeexec.sandbox import cgroups
@@ -92,7 +92,7 @@ def test_warm_session_processes_join_their_group_before_any_open(tmp_path: Path)
     backend = NativeBackend(pool_size=2)
     try:
         backend.start()
-        warm = backend._warm_groups
+        warm = backend._supply.warm_groups
         deadline = time.monotonic() + 10
         while len(warm._groups) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from safeexec.egress.rules import (
+from safeexec.egress.network_policy import (
     HostPattern,
     NetworkPolicy,
     check_address,

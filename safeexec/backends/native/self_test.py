@@ -193,7 +193,7 @@ def _prove_cgroups(
         forks = session.run(ExecRequest(action_id="doctor", code=_FORK_PROBE, limits=limits))
         text = blobs.get(forks.stdout).decode(errors="replace").strip()
         started = int(text) if text.isdigit() else -1
-        in_group = set(session.process_ids()) <= set(session._group.pids())
+        in_group = set(session.process_ids()) <= set(session.cgroup_pids())
         proofs[Layer.CGROUP_PIDS] = (
             0 <= started < limits.max_processes and in_group,
             f"{started} of 64 forks succeeded under pids.max={limits.max_processes}; "

@@ -1,6 +1,8 @@
 """A native session: the confined worker's lifecycle (start, confine, lend the workdir, kill).
 
-One call (run, pump, tools, settle) lives in :mod:`safeexec.backends.native.call`.
+One call (run, pump, tools, settle) lives in :mod:`safeexec.backends.native.call`, the host's
+handle on a worker in :mod:`~safeexec.backends.native.handle`; what the backend's sessions share
+comes handed in as its :class:`~safeexec.backends.native.supply.WorkerSupply`.
 """
 
 from __future__ import annotations
@@ -10,36 +12,33 @@ import dataclasses
 import functools
 import os
 import select
-import selectors
-import signal
 import socket
 import stat
 import threading
-import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from safeexec.backends.base import CallInterrupted, OutputSink, SessionSpec
-from safeexec.backends.native.call import read_some, run_call
+from safeexec.backends.native.call import CallScope, network_events, read_some, run_call
 from safeexec.backends.native.cgroup import SessionGroup
-from safeexec.backends.native.disk import WorkdirMount, unnamed_bytes
+from safeexec.backends.native.disk import WorkdirMount
+from safeexec.backends.native.handle import WorkerHandle
+from safeexec.backends.native.meters import CpuMeter, DiskBudget
 from safeexec.backends.native.procfs import (
-    _descendants,
-    _describe_death,
-    _has_private_ipc,
-    _is_pid_one_of_own_namespace,
-    _is_zombie,
-    _processes_in_pid_namespace,
+    descendants,
+    describe_death,
+    has_private_ipc,
+    is_pid_one_of_own_namespace,
+    is_zombie,
+    processes_in_pid_namespace,
 )
 from safeexec.backends.native.spawn import Spawned, spawn
+from safeexec.backends.native.supply import WorkerSupply
 from safeexec.backends.native.template import _STARTUP_SECONDS
 from safeexec.backends.workdir import (
     Owners,
     chown_beneath,
-    disk_usage,
     download_file,
     remove_tree,
     return_beneath,
@@ -54,7 +53,6 @@ from safeexec.model.values import (
 )
 from safeexec.sandbox import seccomp
 from safeexec.sandbox.channel import (
-    FrameDecoder,
     ProtocolError,
     recv_frame,
     recv_frame_with_fds,
@@ -71,47 +69,7 @@ from safeexec.sandbox.protocol import (
 )
 from safeexec.sandbox.session_env import base_environment
 
-if TYPE_CHECKING:
-    from safeexec.backends.native.backend import NativeBackend
-
 __all__ = ["NativeSession"]
-
-_MAX_WORKER_FRAME = 8 * 1024 * 1024
-_KILL_WAIT_SECONDS = 5.0
-# How long a call waits for connections the sandbox has closed to be torn down and recorded.
-_EGRESS_SETTLE_SECONDS = 1.0
-
-
-@dataclass(slots=True)
-class _Worker:
-    pid: int
-    pidfd: int
-    pidns: int
-    channel: socket.socket
-    stdout: int
-    stderr: int
-    private_pidns: bool = False  # checked by the host, not taken from the worker's word
-    layers: dict[Layer, LayerStatus] = field(default_factory=dict)
-    rung: Rung | None = None
-    decoder: FrameDecoder = field(
-        default_factory=lambda: FrameDecoder(max_frame_bytes=_MAX_WORKER_FRAME)
-    )
-    # Kept for the worker's life, so a call opens and registers nothing: a poller of the
-    # channel, both streams and the pidfd (a stream is dropped from it at its end of file),
-    # and /proc/<pid>/status, read for the peak RSS after every call.
-    poller: select.poll = field(default_factory=select.poll)
-    status: int = -1
-
-    def __post_init__(self) -> None:
-        for fd in (self.channel.fileno(), self.stdout, self.stderr, self.pidfd):
-            self.poller.register(fd, select.POLLIN)
-        self.status = os.open(f"/proc/{self.pid}/status", os.O_RDONLY | os.O_CLOEXEC)
-
-    def close_fds(self) -> None:
-        self.channel.close()
-        for fd in (self.pidfd, self.stdout, self.stderr, self.status):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 class NativeSession:
@@ -124,23 +82,20 @@ class NativeSession:
     def __init__(
         self,
         *,
-        backend: NativeBackend,
+        supply: WorkerSupply,
         spec: SessionSpec,
         required: frozenset[Layer],
         rung: Rung | None = None,
     ) -> None:
-        self._backend = backend
+        self._supply = supply
+        self._options = options = supply.options
         workdir, tools = spec.workdir, spec.tools
         self._owns_workdir = workdir is None
         ahead: Spawned | None = None
         if workdir is None:
             # Made ahead: a fresh directory on a tmpfs of its own, most often with a session
             # process spawned for it already (see ``SpawnedAhead``).
-            taken = backend._spawned_ahead.take(backend._get_template())
-            if taken is not None:
-                self.workdir, self._disk, ahead = taken
-            else:
-                self.workdir, self._disk = backend._spare_workdirs.take()
+            self.workdir, self._disk, ahead = supply.take_workdir()
         else:
             self.workdir = Path(workdir)
             if not self.workdir.is_dir():
@@ -166,8 +121,8 @@ class NativeSession:
         # The session's way out, if its policy allows hosts and its cells are plain Python:
         # one proxy for the session's life, a fresh channel to it for each worker.
         self._egress: EgressProxy | None = None
-        if spec.network.enabled and backend.executor == "python":
-            self._egress = EgressProxy(spec.network, resolver=backend.resolver)
+        if spec.network.enabled and options.executor == "python":
+            self._egress = EgressProxy(spec.network, resolver=options.resolver)
         self._tool_names = tuple(d.name for d in tools.describe()) if tools is not None else ()
         self._lock = threading.RLock()
         # Held while the workdir's owner changes (a worker's uid is lent it, close gives it
@@ -184,21 +139,37 @@ class NativeSession:
         home = self.workdir.stat()
         self._home_owner = (home.st_uid, home.st_gid)
         self._home_mode = stat.S_IMODE(home.st_mode)
-        self._worker: _Worker | None = None
-        self._idle_cpu_base = 0.0
-        self._idle_cpu_seen = 0.0
+        self._worker: WorkerHandle | None = None
         # Between calls, leftover processes may use as much CPU as the last call was allowed.
-        self._idle_cpu_budget = limits.cpu_seconds
-        # The session's CPU reading when the last call ended: the next call is charged from it.
-        self._charged_cpu: float | None = None
+        self._cpu = CpuMeter(idle_budget=limits.cpu_seconds)
+        self.disk_bytes = options.disk_bytes  # what the workdir may hold
+        self._disk_budget = DiskBudget(
+            self.workdir,
+            self._disk,
+            budget_bytes=options.disk_bytes,
+            artifact_limits=options.artifact_limits,
+        )
         self._lost_reason = ""
-        self._group = SessionGroup(limits, cpu_cores=backend.cpu_cores, warm=backend._warm_groups)
+        self._group = SessionGroup(limits, cpu_cores=options.cpu_cores, warm=supply.warm_groups)
         # The cgroup and the tmpfs outlive the process unless removed: also on a session that
         # is never closed, when it is collected or the interpreter exits.
         weakref.finalize(self, _release_kernel_objects, self._group, self._disk)
         # Set by interrupt() from any thread while a call runs; the call's pump polls it.
         self._interrupt_requested = threading.Event()
         self._in_call = False  # still True at the next run: the last call was abandoned mid-way
+        self._call_scope = CallScope(
+            workdir=self.workdir,
+            blobs=self.blobs,
+            tools=tools,
+            tool_names=self._tool_names,
+            limits=limits,
+            supply=supply,
+            group=self._group,
+            cpu=self._cpu,
+            disk=self._disk_budget,
+            interrupt=self._interrupt_requested,
+            egress=self._egress,
+        )
         try:
             if ahead is not None:
                 try:
@@ -222,7 +193,7 @@ class NativeSession:
         except BaseException:
             self.close()
             raise
-        backend._sessions.add(self)
+        supply.add(self)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -265,23 +236,25 @@ class NativeSession:
                 # An exception left the last call before it settled: its answer or output may
                 # still be on the way, so this worker can no longer be trusted to be in step.
                 worker = self._worker
-                self._kill(worker)
-                self._backend._get_template().exit_status(worker.pid, timeout=1.0)
+                worker.kill()
+                self._supply.template().exit_status(worker.pid, timeout=1.0)
                 self._discard(worker)
                 self._lost_reason = "the previous call was abandoned before it finished"
             self._in_call = False
             if self._worker is not None and _has_exited(self._worker.pidfd):
                 # It died between calls (e.g. the kernel's OOM killer): not this call's doing.
                 worker = self._worker
-                status = self._backend._get_template().exit_status(worker.pid, timeout=1.0)
-                self._kill(worker)
+                status = self._supply.template().exit_status(worker.pid, timeout=1.0)
+                worker.kill()
                 self._discard(worker)
-                self._lost_reason = f"the worker died between calls: {_describe_death(status)[0]}"
+                self._lost_reason = f"the worker died between calls: {describe_death(status)[0]}"
             if self._worker is None:
                 self._worker = self._start_worker()
                 restarted = True
             self._in_call = True
-            result, host_interrupt = run_call(self, self._worker, request, on_output)
+            result, host_interrupt = run_call(
+                self._call_scope, self._worker, request, on_output, lose=self._discard
+            )
             self._in_call = False
             if restarted and self._lost_state:
                 self._lost_state = False
@@ -318,10 +291,10 @@ class NativeSession:
             if self._closed:
                 return
             self._closed = True
-            self._backend._sessions.discard(self)
+            self._supply.discard(self)
             # The last reading, for unbilled_cpu_seconds(): the cgroup goes with the session.
             if self._worker is not None:
-                self._idle_cpu_seen = self._group.cpu_seconds(self._worker.pid)
+                self._cpu.last_reading = self._group.cpu_seconds(self._worker.pid)
             self._stop_worker()
             if self._egress is not None:
                 self._egress.close()
@@ -348,10 +321,14 @@ class NativeSession:
         if worker is None:
             return []
         if not worker.private_pidns:
-            pids = _descendants(worker.pid)
+            pids = descendants(worker.pid)
         else:
-            pids = _processes_in_pid_namespace(worker.pidns)
-        return [pid for pid in pids if not _is_zombie(pid)]
+            pids = processes_in_pid_namespace(worker.pidns)
+        return [pid for pid in pids if not is_zombie(pid)]
+
+    def cgroup_pids(self) -> list[int]:
+        """Host pids in the session's cgroup (empty when it has none)."""
+        return self._group.pids()
 
     def unbilled_cpu_seconds(self) -> float:
         """CPU the session used since its last call ended (or this was last asked), now counted
@@ -364,18 +341,15 @@ class NativeSession:
             reading = (
                 self._group.cpu_seconds(worker.pid)
                 if worker is not None and not self._closed
-                else self._idle_cpu_seen  # the reading before the kill (idle watch or close)
+                else self._cpu.last_reading  # the reading before the kill (idle watch or close)
             )
-            charged = self._charged_cpu
-            self._charged_cpu = reading
-            if charged is None or charged > reading:  # no call yet, or a counter that went back
-                return 0.0
-            return reading - charged
+            return self._cpu.take_unbilled(reading)
         finally:
             self._lock.release()
 
-    def _watch_idle(self) -> None:
-        """Called by the backend's watchdog: between calls, enforce CPU and disk budgets."""
+    def watch_idle(self) -> None:
+        """Between calls, enforce the CPU and disk budgets (the backend's watchdog calls this
+        every half second; it returns at once while a call runs, which watches itself)."""
         if not self._lock.acquire(blocking=False):
             return  # a call is running and watches itself
         try:
@@ -384,29 +358,17 @@ class NativeSession:
                 return
             cpu = self._group.cpu_seconds(worker.pid)
             reason = ""
-            if cpu - self._idle_cpu_base > self._idle_cpu_budget:
-                reason = f"background processes used more than {self._idle_cpu_budget:g} s CPU"
-            elif cpu > self._idle_cpu_seen and self._disk_used(worker) > self._backend.disk_bytes:
-                reason = (
-                    f"the workdir grew past its disk budget of {self._backend.disk_bytes} bytes "
-                    f"or {self._backend.artifact_limits.max_entries_scanned} entries"
-                )
-            self._idle_cpu_seen = cpu
+            if self._cpu.idle_overrun(cpu):
+                reason = f"background processes used more than {self._cpu.idle_budget:g} s CPU"
+            elif cpu > self._cpu.last_reading and self._disk_budget.exceeded(worker.pid):
+                reason = self._disk_budget.overrun()
+            self._cpu.last_reading = cpu
             if reason:
-                self._kill(worker, verify=True)
+                worker.kill(verify=True)
                 self._discard(worker)
                 self._lost_reason = f"killed while idle: {reason}"
         finally:
             self._lock.release()
-
-    def _disk_used(self, worker: _Worker) -> float:
-        """What the session holds against its disk budget: the files beneath its workdir and,
-        unless the workdir is a size-bounded mount (which counts them itself), the files
-        without a name its processes hold (infinite when that cannot be read: fail closed)."""
-        used = disk_usage(str(self.workdir), self._backend.artifact_limits)
-        if self._disk.active:
-            return used
-        return used + unnamed_bytes(_descendants(worker.pid))
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to ``name`` (relative) in the workdir; never follows symlinks.
@@ -442,7 +404,7 @@ class NativeSession:
                 root,
                 uid,
                 depth=0,
-                limits=self._backend.artifact_limits,
+                limits=self._options.artifact_limits,
                 lent=self._lent,
                 borrowers=borrowers,
             )
@@ -463,7 +425,7 @@ class NativeSession:
                     borrowers=borrowers,
                     home=self._home_owner,
                     depth=0,
-                    limits=self._backend.artifact_limits,
+                    limits=self._options.artifact_limits,
                 )
                 os.fchown(root, *self._home_owner)
                 os.fchmod(root, self._home_mode)
@@ -484,15 +446,12 @@ class NativeSession:
         sandbox end is closed already (the cell closed it, or the worker died) is waited for,
         a moment, to be reported here.
         """
-        if self._egress is None:
-            return []
-        self._egress.settle(_EGRESS_SETTLE_SECONDS)
-        return self._egress.take_events()
+        return network_events(self._egress)
 
-    def _start_worker(self, spawned: Spawned | None = None) -> _Worker:
+    def _start_worker(self, spawned: Spawned | None = None) -> WorkerHandle:
         """Start a worker: from ``spawned`` (a session process spawned ahead for this workdir,
         waiting for its config), else spawned now."""
-        template = self._backend._get_template()
+        template = self._supply.template()
         if spawned is None:
             spawned = spawn(template, self.workdir, self._disk)
         host_end, out_read, err_read = spawned.channel, spawned.stdout, spawned.stderr
@@ -506,7 +465,7 @@ class NativeSession:
             file_size_bytes=limits.file_size_bytes,
             max_processes=limits.max_processes,
             max_open_files=limits.max_open_files,
-            executor=self._backend.executor,
+            executor=self._options.executor,
             imports=self.imports,
             tool_names=self._tool_names,
             workdir_symlinks=self.workdir_symlinks,
@@ -532,7 +491,7 @@ class NativeSession:
             classes = _rung_classes(
                 cgroup_layers[Layer.CGROUP_MEMORY],
                 self._disk,
-                private_ipc=_has_private_ipc(started.pid, template.pid),
+                private_ipc=has_private_ipc(started.pid, template.pid),
             )
             config = config.replace(rung_filter=_rung_filter(classes))
             uid = started.uid
@@ -543,7 +502,7 @@ class NativeSession:
                     self._uid = uid
                     self._give_workdir_to(uid)
             self._send_config(host_end, config)
-            worker = _Worker(
+            worker = WorkerHandle(
                 pid=started.pid,
                 pidfd=pidfd,
                 pidns=started.pidns,
@@ -561,15 +520,15 @@ class NativeSession:
                 raise
             raise BackendError(f"could not start a native session: {exc}") from exc
         # While the worker finishes confining itself.
-        worker.private_pidns = _is_pid_one_of_own_namespace(worker.status)
+        worker.private_pidns = is_pid_one_of_own_namespace(worker.status)
         for fd in (out_read, err_read):
             os.set_blocking(fd, False)
         try:
             hello = Hello.from_message(recv_frame(host_end))
         except (OSError, EOFError, ProtocolError) as exc:
-            self._kill(worker)
+            worker.kill()
             status = template.exit_status(worker.pid, timeout=1.0)
-            why, _code, _sig = _describe_death(status)
+            why, _code, _sig = describe_death(status)
             stderr = _drain(worker.stderr, 64 * 1024).decode("utf-8", "replace").strip()
             worker.close_fds()
             last = stderr.splitlines()[-1] if stderr else str(exc)
@@ -594,7 +553,7 @@ class NativeSession:
         if not missing and wanted is not None and not meets(worker.rung, wanted):
             missing, why = missing_for(wanted, worker.layers), f"the {wanted.value} rung needs"
         if missing:
-            self._kill(worker)
+            worker.kill()
             worker.close_fds()
             reasons = "; ".join(
                 f"{layer.value} ({_one_line(worker.layers[layer].detail)}; to get it: "
@@ -626,52 +585,14 @@ class NativeSession:
     def _stop_worker(self) -> None:
         worker, self._worker = self._worker, None
         if worker is not None:
-            self._kill(worker)
-            template = self._backend._template
+            worker.kill()
+            template = self._supply.running_template()
             if template is not None:
                 template.exit_status(worker.pid, timeout=0.5)
             worker.close_fds()
 
-    def _kill(self, worker: _Worker, *, verify: bool = False) -> int:
-        """SIGKILL the worker, whose pid namespace dies with it; ``verify`` checks that nothing
-        survived (and kills what did), at the price of a scan of /proc.
-
-        Returns how many processes besides the worker were alive when it was killed (counted
-        only with ``verify``): the ones the code started and left running."""
-        leftovers = 0
-        if verify and worker.private_pidns:
-            leftovers = len(set(_processes_in_pid_namespace(worker.pidns)) - {worker.pid})
-        tree: dict[int, int] = {}  # pid -> pidfd, for every process below the worker
-        if not worker.private_pidns:
-            # No namespace to take the tree down: stop everything below the worker first (so
-            # nothing forks away), then kill it all and the worker's process group, and wait
-            # for each to die (a SIGKILLed process is gone only once the kernel has run it).
-            for pid in _descendants(worker.pid):
-                with contextlib.suppress(OSError):
-                    tree[pid] = os.pidfd_open(pid)
-            leftovers = len(set(tree) - {worker.pid}) if verify else 0
-            for sig in (signal.SIGSTOP, signal.SIGKILL):
-                for pidfd in tree.values():
-                    with contextlib.suppress(OSError):
-                        signal.pidfd_send_signal(pidfd, sig)
-            with contextlib.suppress(OSError):
-                os.killpg(worker.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
-        _wait_for_exits([worker.pidfd, *tree.values()], _KILL_WAIT_SECONDS)
-        for pidfd in tree.values():
-            os.close(pidfd)
-        survivors: list[int] = []
-        if verify and worker.private_pidns:
-            survivors = _processes_in_pid_namespace(worker.pidns)
-        for pid in survivors:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        return leftovers
-
-    # -- one call -------------------------------------------------------------------------------
-
-    def _discard(self, worker: _Worker) -> None:
+    def _discard(self, worker: WorkerHandle) -> None:
+        """Forget ``worker`` (killed): the next call starts a new one, and says state was lost."""
         worker.close_fds()
         if self._worker is worker:
             self._worker = None
@@ -708,20 +629,6 @@ def _rung_filter(classes: frozenset[str]) -> bytes:
 def _release_kernel_objects(group: SessionGroup, disk: WorkdirMount) -> None:
     group.remove()
     disk.remove()
-
-
-def _wait_for_exits(pidfds: list[int], timeout: float) -> None:
-    """Wait until every process open as ``pidfds`` has exited, at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    poller = selectors.DefaultSelector()
-    for pidfd in pidfds:
-        poller.register(pidfd, selectors.EVENT_READ)
-    try:
-        while poller.get_map() and (left := deadline - time.monotonic()) > 0:
-            for key, _events in poller.select(left):
-                poller.unregister(key.fd)
-    finally:
-        poller.close()
 
 
 def _one_line(text: str) -> str:
