@@ -198,6 +198,7 @@ def _egress_channel(config: SessionConfig, fds: list[int]) -> int | None:
 
 class _TemplateState:
     __slots__ = (
+        "ipcns_fd",
         "mntns_fd",
         "netns",
         "pidns_fd",
@@ -218,6 +219,7 @@ class _TemplateState:
         netns: dict[str, object],
         pidns_fd: int,
         mntns_fd: int,
+        ipcns_fd: int,
         session_namespaces: dict[str, dict[str, object]],
         uid_refused: str = "",
     ) -> None:
@@ -232,6 +234,10 @@ class _TemplateState:
         self.pidns_fd = pidns_fd
         # The template's own mount namespace, to return to after attaching a workdir.
         self.mntns_fd = mntns_fd
+        # Its own IPC namespace, to return to after each session fork: the next session's
+        # (fresh) one is never entered from the last one's, and the host can tell a session
+        # without one of its own by comparing it with ours.
+        self.ipcns_fd = ipcns_fd
         self.sessions: dict[int, int] = {}  # our pid -> the host's pid
         self.session_namespaces = session_namespaces
 
@@ -367,6 +373,7 @@ def _fork_member(template: _TemplateState) -> _Member:
     try:
         if in_namespaces:
             namespaces.setns(template.pidns_fd, namespaces.CLONE_NEWPID)
+            namespaces.setns(template.ipcns_fd, namespaces.CLONE_NEWIPC)
         pidfd = os.pidfd_open(pid)
         # The template is itself in a pid namespace; the host needs the pid it sees.
         host_pid = _host_pid(pidfd)
@@ -642,6 +649,7 @@ def main() -> None:
     template = _TemplateState(
         uid_refused=uid_refused,
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
+        ipcns_fd=os.open("/proc/self/ns/ipc", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
         shared_root=shared_root,
         seccomp_program=setup.seccomp_program,
