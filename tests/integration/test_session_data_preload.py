@@ -69,3 +69,24 @@ def test_a_pack_that_refuses_the_data_stack_gets_a_template_without_it(
         refused = session.run("```python\nimport numpy\n```\n")
     assert refused.result is None
     assert "SX201" in [finding.rule for finding in refused.decision.findings]
+
+
+@pytest.mark.parametrize(
+    ("code", "rule"),
+    [
+        ("import subprocess\n", "SX201"),
+        # The preloaded modules sit in the module table before the cell: still out of reach.
+        ("import sys\nnp = sys.modules['numpy']\n", "SX310"),
+    ],
+)
+def test_a_preloaded_session_still_refuses_what_the_policy_refuses(
+    made: list[Backend], tmp_path: Path, code: str, rule: str
+) -> None:
+    with Session(policy="default", mode="native", state_dir=tmp_path / "state") as session:
+        warm = session.run("```python\nimport numpy as np\nprint(np.arange(4).sum())\n```\n")
+        assert warm.result is not None and warm.observation.text.strip().endswith("6")
+        refused = session.run(f"```python\n{code}```\n")
+    assert refused.result is None
+    assert rule in [finding.rule for finding in refused.decision.findings]
+    (backend,) = made
+    assert isinstance(backend, NativeBackend) and "numpy" in backend.statistics().preloaded
