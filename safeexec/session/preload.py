@@ -6,6 +6,7 @@ steps decides this too, on ``import <module>`` in the session's mode.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 from safeexec.backends.registry import PRELOADING_MODES
@@ -28,5 +29,12 @@ def data_preload(policy: Policy, mode: str) -> tuple[str, ...]:
         name
         for name in DATA_STACK
         if check(f"import {name}\n", policy, backend=mode).decision.verdict is Verdict.ALLOW
-        and importlib.util.find_spec(name) is not None
+        and _installed(name)
     )
+
+
+@functools.cache
+def _installed(name: str) -> bool:
+    """Whether ``name`` can be imported here (asked once per process: every session opened
+    after the first would otherwise search ``sys.path`` again)."""
+    return importlib.util.find_spec(name) is not None
