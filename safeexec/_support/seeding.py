@@ -24,10 +24,13 @@ from types import ModuleType
 __all__ = ["reseed_numpy_at_fork", "restricted_random", "seed_randomness"]
 
 _NUMPY_RANDOM = "numpy.random"
+_seeded = False  # set by seed_randomness
 
 
 def seed_randomness(seed: int) -> None:
     """Seed ``random`` now and ``numpy.random`` now or when it is first imported."""
+    global _seeded
+    _seeded = True  # the process's children keep numpy's seeded stream, as before any preload
     random.seed(seed)
     module = sys.modules.get(_NUMPY_RANDOM)
     if module is not None:
@@ -38,11 +41,14 @@ def seed_randomness(seed: int) -> None:
 
 def reseed_numpy_at_fork() -> None:
     """From now on, a child this process forks reseeds ``numpy.random`` (if loaded) from the
-    system's entropy, as ``random`` reseeds itself; a seeded session seeds it again later."""
+    system's entropy, as ``random`` reseeds itself, unless this process was seeded (a seeded
+    session seeds it after its own fork)."""
     os.register_at_fork(after_in_child=_reseed_numpy)
 
 
 def _reseed_numpy() -> None:
+    if _seeded:
+        return
     module = sys.modules.get(_NUMPY_RANDOM)
     seeder = getattr(module, "seed", None)
     if callable(seeder):

@@ -139,3 +139,23 @@ def test_sessions_of_a_template_that_preloaded_numpy_draw_different_numbers(
             assert result.status is ExecStatus.OK
             draws.add(stdout)
     assert len(draws) == 2  # the template's generator state, reseeded in every fork
+
+
+def test_a_seeded_sessions_forked_child_keeps_numpys_seeded_stream(
+    preloaded: NativeBackend, tmp_path: Path
+) -> None:
+    code = (
+        "import os, numpy\n"
+        "if os.fork() == 0:\n"
+        "    print(numpy.random.randint(1 << 62), flush=True)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    draws = set()
+    for index in range(2):
+        spec = SessionSpec(limits=Limits(), blobs=BlobStore(tmp_path / f"s{index}"), seed=5)
+        with preloaded.open(spec) as session:
+            result, stdout = _run(session, code)
+            assert result.status is ExecStatus.OK and stdout.strip()
+            draws.add(stdout)
+    assert len(draws) == 1  # a seeded run replays, its children's draws included
