@@ -8,28 +8,51 @@ import numpy). ``random`` is seeded at once; numpy's global
 generator is seeded when ``numpy.random`` is first imported (or now, if the template preloaded
 it), by a finder that wraps its loader, so importing numpy costs nothing until a cell does.
 ``PYTHONHASHSEED`` is fixed by the template for all its sessions and is not per session.
+Unseeded, every forked process draws from fresh entropy: ``random`` reseeds itself at a fork, and
+:func:`reseed_numpy_at_fork` makes numpy's global generator do the same (a template that preloaded
+numpy would otherwise hand every session the same draws).
 """
 
 from __future__ import annotations
 
 import importlib.machinery
+import os
 import random
 import sys
 from types import ModuleType
 
-__all__ = ["restricted_random", "seed_randomness"]
+__all__ = ["reseed_numpy_at_fork", "restricted_random", "seed_randomness"]
 
 _NUMPY_RANDOM = "numpy.random"
+_seeded = False  # set by seed_randomness
 
 
 def seed_randomness(seed: int) -> None:
     """Seed ``random`` now and ``numpy.random`` now or when it is first imported."""
+    global _seeded
+    _seeded = True  # the process's children keep numpy's seeded stream, as before any preload
     random.seed(seed)
     module = sys.modules.get(_NUMPY_RANDOM)
     if module is not None:
         _seed_numpy(module, seed)
     else:
         sys.meta_path.insert(0, _SeedOnImport(seed))
+
+
+def reseed_numpy_at_fork() -> None:
+    """From now on, a child this process forks reseeds ``numpy.random`` (if loaded) from the
+    system's entropy, as ``random`` reseeds itself, unless this process was seeded (a seeded
+    session seeds it after its own fork)."""
+    os.register_at_fork(after_in_child=_reseed_numpy)
+
+
+def _reseed_numpy() -> None:
+    if _seeded:
+        return
+    module = sys.modules.get(_NUMPY_RANDOM)
+    seeder = getattr(module, "seed", None)
+    if callable(seeder):
+        seeder()
 
 
 def restricted_random(seed: int | None) -> random.Random:

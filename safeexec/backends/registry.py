@@ -14,6 +14,7 @@ from safeexec.errors import BackendUnavailable, InProcessRefused
 
 __all__ = [
     "IN_PROCESS_MODES",
+    "PRELOADING_MODES",
     "SharedBackends",
     "default_backend",
     "refuse_in_process",
@@ -25,6 +26,11 @@ IN_PROCESS_MODES: frozenset[str] = frozenset({"restricted-inprocess", "dsl-inpro
 """Modes whose code runs in the host process: not a security boundary (a guard bug is a host
 compromise). They exist to measure the guards' overhead without the worker round trip and for
 hosts that cannot fork; no face offers one unless its operator's configuration names it."""
+
+
+PRELOADING_MODES: frozenset[str] = frozenset({"native", "restricted"})
+"""Modes whose built-in backend forks its sessions from a template process that can import
+modules once, before any session exists (``default_backend``'s ``preload``)."""
 
 
 def runs_in_process(mode: str) -> bool:
@@ -44,27 +50,32 @@ def refuse_in_process(mode: str, *, allowed: bool, face: str, option: str) -> No
         )
 
 
-def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
+def default_backend(
+    name: str, *, pool_size: int | None = None, preload: tuple[str, ...] = ()
+) -> Backend:
     """Make the built-in backend called ``name``; ``BackendUnavailable`` if it cannot be had.
 
     ``pool_size``: how many sessions a backend with a template keeps forked ahead (None: its
-    default); a caller that opens a single session (``safeexec run``) asks for 1.
+    default); a caller that opens a single session (``safeexec run``) asks for 1. ``preload``:
+    modules the template of a mode in ``PRELOADING_MODES`` imports before it forks any session
+    (other modes ignore it).
     """
     # Imported here so that a missing optional piece fails only the mode that needs it.
     try:
-        if name == "native":
+        if name in PRELOADING_MODES:
             from safeexec.backends.native import NativeBackend
 
-            return NativeBackend() if pool_size is None else NativeBackend(pool_size=pool_size)
-        if name == "restricted":
-            from safeexec.backends.native import NativeBackend
+            executor = "python" if name == "native" else "restricted"
+            native = (
+                NativeBackend(executor=executor, preload=preload)
+                if pool_size is None
+                else NativeBackend(executor=executor, preload=preload, pool_size=pool_size)
+            )
+            if name == "native":
+                return native
             from safeexec.backends.restricted import RestrictedBackend
 
-            if pool_size is None:
-                return RestrictedBackend()
-            return RestrictedBackend(
-                native=NativeBackend(executor="restricted", pool_size=pool_size)
-            )
+            return RestrictedBackend(native=native)
         if name == "restricted-inprocess":
             from safeexec.backends.restricted import InProcessRestrictedBackend
 
@@ -97,14 +108,16 @@ def default_backend(name: str, *, pool_size: int | None = None) -> Backend:
 
 
 class SharedBackends:
-    """One backend per mode for the whole process, made on first use and kept warm, so a new
-    ``Session()`` opens in milliseconds (a native backend's template and the sessions it forks
-    ahead are made once, not per session).
+    """One backend per mode and preload set for the whole process, made on first use and kept
+    warm, so a new ``Session()`` opens in milliseconds (a native backend's template and the
+    sessions it forks ahead are made once, not per session).
 
-    Bounded: one backend per mode, each keeping ``pool_size`` sessions forked ahead. Closed at
-    interpreter exit, or by :meth:`close` (the next use makes them again). Fork-safe: a child
-    process starts with none (the parent's template and workers stay the parent's). Sessions
-    hold their own worker process each; what they share is the template they fork from.
+    Bounded: one backend per mode and per set of modules its template preloads (a session asks
+    for the data-stack modules its policy lets it import: at most one set per policy in use), each
+    keeping ``pool_size`` sessions forked ahead. Closed at interpreter exit, or by :meth:`close`
+    (the next use makes them again). Fork-safe: a child process starts with none (the parent's
+    template and workers stay the parent's). Sessions hold their own worker process each; what
+    they share is the template they fork from.
     """
 
     def __init__(
@@ -113,18 +126,22 @@ class SharedBackends:
         self._make = make
         self._pool_size = pool_size
         self._lock = threading.Lock()
-        self._backends: dict[str, Backend] = {}
+        self._backends: dict[tuple[str, tuple[str, ...]], Backend] = {}
 
-    def get(self, mode: str) -> Backend:
-        """The shared backend of ``mode`` (``BackendUnavailable`` if it cannot be had)."""
+    def get(self, mode: str, *, preload: tuple[str, ...] = ()) -> Backend:
+        """The shared backend of ``mode`` whose template preloads ``preload`` (``make`` hears of
+        a preload only when there is one); ``BackendUnavailable`` if it cannot be had."""
+        key = (mode, tuple(sorted(set(preload))))
         with self._lock:
-            backend = self._backends.get(mode)
+            backend = self._backends.get(key)
             if backend is None:
-                if self._pool_size is None:
-                    backend = self._make(mode)
-                else:
-                    backend = self._make(mode, pool_size=self._pool_size)
-                self._backends[mode] = backend
+                options: dict[str, object] = {}
+                if self._pool_size is not None:
+                    options["pool_size"] = self._pool_size
+                if key[1]:
+                    options["preload"] = key[1]
+                backend = self._make(mode, **options)
+                self._backends[key] = backend
             return backend
 
     def close(self) -> list[BaseException]:

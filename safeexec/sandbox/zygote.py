@@ -27,6 +27,7 @@ import traceback
 from pathlib import Path
 
 import safeexec
+from safeexec._support.seeding import reseed_numpy_at_fork
 from safeexec.sandbox import namespaces, privileges, worker
 from safeexec.sandbox.channel import (
     ProtocolError,
@@ -545,24 +546,39 @@ def _refill(
 
 
 def _preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Import ``modules`` before any confinement (nothing the sandbox does runs yet): what they
+    leave must be memory alone. Descriptors they open go at each member's fork (only the
+    member's own survive), threads cannot start (the host starts us with one-thread BLAS), and
+    numpy's global generator is reseeded in every fork (else every session drew the same)."""
     loaded: list[str] = []
     failed: dict[str, str] = {}
     for name in modules:
         try:
             importlib.import_module(name)
             if name == "matplotlib":
-                import matplotlib
-                import matplotlib.style.core
-
-                matplotlib.use("Agg")
-                # Read at import from the template's config dir, which is no session's: where
-                # no private root hides it (a container's rung), it is this 0700 directory and
-                # a session's style lookup failed with PermissionError.
-                matplotlib.style.core.USER_LIBRARY_PATHS.clear()
+                _forget_template_styles()
             loaded.append(name)
         except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    if loaded:
+        reseed_numpy_at_fork()
     return loaded, failed
+
+
+def _forget_template_styles() -> None:
+    """Use Agg, and drop the user style path matplotlib read at import from the template's
+    config dir, which is no session's: where no private root hides it (a container's rung), it
+    is this 0700 directory and a session's style lookup failed with PermissionError."""
+    import matplotlib
+    import matplotlib.style
+
+    matplotlib.use("Agg")
+    paths = getattr(matplotlib.style, "USER_LIBRARY_PATHS", None)
+    if paths is None:  # before matplotlib 3.11, which deprecates the core module
+        import matplotlib.style.core
+
+        paths = matplotlib.style.core.USER_LIBRARY_PATHS
+    paths.clear()
 
 
 def _reap(

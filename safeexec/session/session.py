@@ -92,6 +92,7 @@ from safeexec.sandbox.egress_client import SESSION_SITE
 from safeexec.sandbox.session_env import TMP_DIR
 from safeexec.session.files import WorkdirFiles
 from safeexec.session.pool import BackendPool
+from safeexec.session.preload import data_preload
 from safeexec.session.statistics import SessionStatistics, StepCounters
 from safeexec.session.steps import (
     NO_CODE_FINDING,
@@ -155,9 +156,13 @@ class Session:
                 )
             ensure_apart(self.state_dir, Path(workdir).absolute())
         os.close(open_private_dir(self.state_dir))
-        # Without backends=, sessions share the process's warm backends. Looked up at call
-        # time: safeexec.session.session.shared_backends is the seam tests replace.
-        self._pool = BackendPool(backends, make=lambda mode: shared_backends.get(mode))
+        # Without backends=, sessions share the process's warm backends, whose templates preload
+        # the data stack the policy allows. Looked up at call time:
+        # safeexec.session.session.shared_backends is the seam tests replace.
+        self._pool = BackendPool(
+            backends,
+            make=lambda mode: shared_backends.get(mode, preload=data_preload(self.policy, mode)),
+        )
         self._approver = approver
         self._capabilities = CapabilitySet(approve=tool_approver)
         self._clock = clock or _utc_now

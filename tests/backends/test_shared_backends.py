@@ -1,4 +1,5 @@
-"""The process-wide backends sessions share: one per mode, closed on demand, none after a fork."""
+"""The process-wide backends sessions share: one per mode and preload set, closed on demand, none
+after a fork."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from safeexec.backends.registry import SharedBackends
 class _Counting:
     def __init__(self) -> None:
         self.made: list[tuple[str, int | None]] = []
+        self.preloads: list[tuple[str, ...]] = []
         self.closed: list[str] = []
         self.closed_ids: list[int] = []
 
-    def __call__(self, mode: str, pool_size: int | None = None) -> FakeBackend:
+    def __call__(
+        self, mode: str, pool_size: int | None = None, preload: tuple[str, ...] = ()
+    ) -> FakeBackend:
         self.made.append((mode, pool_size))
+        self.preloads.append(preload)
         counting = self
 
         class Closing(FakeBackend):
@@ -36,6 +41,18 @@ def test_one_backend_per_mode_made_on_first_use_with_the_pool_size() -> None:
     assert shared.close() == []
     assert sorted(make.closed) == ["fake", "other"]
     assert shared.get("fake") is not first  # made again after close
+
+
+def test_one_backend_per_preload_set_whatever_order_names_it() -> None:
+    make = _Counting()
+    shared = SharedBackends(make)
+    plain = shared.get("native")
+    data = shared.get("native", preload=("pandas", "numpy"))
+    assert data is not plain
+    assert shared.get("native", preload=("numpy", "pandas", "numpy")) is data
+    assert shared.get("native", preload=()) is plain
+    assert make.preloads == [(), ("numpy", "pandas")]
+    assert shared.close() == [] and sorted(make.closed) == ["native", "native"]
 
 
 def test_a_forked_child_starts_with_none_and_never_closes_the_parents() -> None:

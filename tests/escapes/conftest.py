@@ -35,12 +35,16 @@ from safeexec.backends.base import SessionSpec
 from safeexec.backends.native import NativeBackend
 from safeexec.backends.restricted import RestrictedBackend
 from safeexec.model.values import Limits
+from safeexec.session.preload import DATA_STACK
 
-# A small disk budget keeps the disk-filling attacks cheap.
+# A small disk budget keeps the disk-filling attacks cheap. The templates preload the data stack,
+# as the default route's do for the default pack (sessions inherit what the preload left).
 BACKENDS: dict[str, Callable[[], NativeBackend]] = {
-    "native": lambda: NativeBackend(disk_bytes=256 * 1024 * 1024),
+    "native": lambda: NativeBackend(disk_bytes=256 * 1024 * 1024, preload=DATA_STACK),
     "restricted": lambda: RestrictedBackend(  # type: ignore[dict-item,return-value]
-        native=NativeBackend(executor="restricted", disk_bytes=256 * 1024 * 1024)
+        native=NativeBackend(
+            executor="restricted", disk_bytes=256 * 1024 * 1024, preload=DATA_STACK
+        )
     ),
     "restricted-in-process": InProcessRestrictedHarness,  # type: ignore[dict-item]
 }
