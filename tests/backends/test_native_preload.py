@@ -90,11 +90,12 @@ def test_a_preloaded_session_inherits_no_descriptor_thread_or_shared_mapping(
     preloaded: NativeBackend, plain: NativeBackend, tmp_path: Path
 ) -> None:
     preloaded.start()
-    assert preloaded._template is not None
+    running = preloaded._supply.running_template()
+    assert running is not None
     # The process that imported the preload (which may fork again into a pid namespace) and
     # the one that forks sessions: forking a process with more than one thread is unsafe, and
     # a BLAS pool whose threads stayed behind hangs the forked child's first large product.
-    for template in {preloaded._template._process.pid, preloaded._template.pid}:
+    for template in {running._process.pid, running.pid}:
         assert _held(template)[1] == 1
     held = []
     for backend in (preloaded, plain):
