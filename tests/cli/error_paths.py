@@ -63,7 +63,7 @@ def prepare(tmp: Path) -> None:
     (tmp / "reply.md").write_text("```python\nprint(1)\n```\n")
     (tmp / "raises.md").write_text("```python\nraise ValueError('no')\n```\n")
     (tmp / "denied.md").write_text("```python\nimport subprocess\n```\n")
-    (tmp / "spins.md").write_text("```python\nwhile True:\n    pass\n```\n")
+    (tmp / "sleeps.md").write_text("```python\nimport time\ntime.sleep(30)\n```\n")
     (tmp / "refused.dsl").write_text("x = undefined_tool(1)\n")
     (tmp / "binary.py").write_bytes(b"\xff\xfe\x00print(1)\n")
     (tmp / "bad.toml").write_text("this is = = not toml\n")
@@ -78,7 +78,7 @@ def prepare(tmp: Path) -> None:
         session.run("```python\nprint(1)\n```")
     shutil.copytree(tmp / "logged", tmp / "tampered")
     log = tmp / "tampered" / "audit.jsonl"
-    log.write_text(log.read_text().replace('"exit_code":0', '"exit_code":9', 1))
+    log.write_text(log.read_text().replace('"default"', '"strict"', 1))  # one field rewritten
 
 
 _USAGE, _CONFIG = 2, 2
@@ -294,7 +294,9 @@ OUTCOME_PATHS: tuple[ErrorPath, ...] = (
     ErrorPath("run-ok", ("run", "{tmp}/reply.md"), 0, "1", means="ran OK"),
     ErrorPath("run-raised", ("run", "{tmp}/raises.md"), 1, "ValueError", means="raised"),
     ErrorPath("run-denied", ("run", "{tmp}/denied.md"), 3, "SX201", means="denied"),
-    ErrorPath("run-timeout", ("run", "--timeout", "1", "{tmp}/spins.md"), 4, "", means="timeout"),
+    ErrorPath(
+        "run-timeout", ("run", "--timeout", "1", "{tmp}/sleeps.md"), 4, "timeout", means="timeout"
+    ),
     ErrorPath("check-allowed", ("check", "{tmp}/reply.md"), 0, "allow", means="allowed"),
     ErrorPath("check-denied", ("check", "{tmp}/denied.md"), 3, "SX201", means="denied"),
     ErrorPath("explain", ("explain", "SX201"), 0, "SX201", means="printed"),
