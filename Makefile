@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
 TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
 TEST_STAMP := $(VENV)/.installed-test
-# The peers the benchmarks compare against (installed by `make bench` only).
+# The peers the benchmarks compare against, and the service extra its service benchmarks run
+# (installed by `make bench` only). tests/test_make_targets.py holds every documented target's
+# extras to what its code imports.
 BENCH_STAMP := $(VENV)/.installed-bench
 # Editable installs are strict (a tree of links to the checkout's files, on sys.path as a plain
 # directory) so that type checkers see the package; setuptools' default import hook they cannot.
@@ -40,7 +42,7 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[bench]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[bench,service]'
 	touch $(BENCH_STAMP)
 
 $(DOCS_STAMP): $(STAMP)

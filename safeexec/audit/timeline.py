@@ -16,7 +16,7 @@ from safeexec._support.escaping import escape_controls
 from safeexec._support.units import format_bytes, format_seconds
 from safeexec.audit.blobs import BlobStore
 from safeexec.audit.log import read_log
-from safeexec.errors import AuditError
+from safeexec.errors import AuditError, ConfigurationError
 from safeexec.model.values import AuditEvent, NetworkConnection, ToolCalled, ToolRefused
 
 __all__ = ["show_log"]
@@ -25,21 +25,42 @@ _SHOWN_LINES = 12  # of each text: the first and last, half each
 
 
 def show_log(state_dir: Path, *, session_id: str | None = None, lines: int = _SHOWN_LINES) -> str:
-    """The events in ``state_dir``'s audit log as readable text (``session_id``: only those).
+    """The events in ``state_dir``'s audit log as readable text (``session_id``: only that
+    session's, and the last line says how many other sessions the log holds).
 
-    Raises ``AuditError`` if the log does not verify (``safeexec log verify`` says why).
+    A state dir is shared (the default one holds every session of the user), so a session shown
+    alone is said to be one of several. Raises ``AuditError`` if the log does not verify
+    (``safeexec log verify`` says why), ``ConfigurationError`` if it holds no ``session_id``.
     """
     state = Path(state_dir)
     events = read_log(state)
     blobs = BlobStore(state / "blobs")
     chosen = [e for e in events if session_id is None or e.session_id == session_id]
+    if session_id is not None and not chosen:
+        raise ConfigurationError(
+            f"no session {session_id!r} in the audit log of {str(state)!r} "
+            f"({_count(len({e.session_id for e in events}), 'session')}); "
+            "`safeexec log show` without --session lists them"
+        )
     out: list[str] = []
     for event in chosen:
         out.extend(_event_lines(event, blobs, lines=lines))
         out.append("")
     sessions = len({event.session_id for event in chosen})
-    out.append(f"{len(chosen)} steps in {sessions} sessions; chain verified ({len(events)} events)")
+    summary = f"{len(chosen)} steps in {sessions} sessions"
+    if session_id is not None:
+        others = {e.session_id for e in events} - {session_id}
+        skipped = sum(1 for e in events if e.session_id != session_id)
+        summary = (
+            f"{_count(len(chosen), 'step')} of session {_e(session_id)}; skipped "
+            f"{_count(len(others), 'other session')} ({_count(skipped, 'step')})"
+        )
+    out.append(f"{summary}; chain verified ({len(events)} events)")
     return "\n".join(out)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _event_lines(event: AuditEvent, blobs: BlobStore, *, lines: int) -> list[str]:

@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from safeexec.cli.groups import command_group
+from safeexec.audit.statedir import default_state_dir
+from safeexec.cli.groups import command_group, usage_error
 from safeexec.errors import SafeExecError
 from safeexec.harness import RunOptions, TaskResult, load_suite, run_suite
 
@@ -23,8 +24,8 @@ __all__ = ["agent_app"]
 agent_app = command_group(
     "agent",
     "Run agents on task suites.",
-    epilog="Examples: `safeexec agent run examples/agent_suite --format json --mode restricted "
-    "--agent oracle`, `safeexec agent run examples/agent_suite --agent gullible --inject --json`.",
+    epilog="Examples: 'safeexec agent run examples/agent_suite --format json --mode restricted "
+    "--agent oracle', 'safeexec agent run examples/agent_suite --agent gullible --inject --json'.",
 )
 
 
@@ -63,19 +64,27 @@ def run(
         bool, typer.Option("--inject", help="Plant the tasks' injections in tool results.")
     ] = False,
     state_dir: Annotated[
-        Path, typer.Option("--state-dir", help="Audit log, blobs, turns and recordings.")
-    ] = Path(".safeexec"),
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            help="Audit log, blobs, turns and recordings (default $XDG_STATE_HOME/safeexec, "
+            "else ~/.local/state/safeexec).",
+        ),
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="One JSON object per task, then a summary.")
     ] = False,
 ) -> None:
-    """Run every task (or --tasks) of SUITE_DIR with one agent, in one format and mode."""
+    """Run every task (or --tasks) of SUITE_DIR with one agent, in one format and mode.
+
+    Exit status: 0 every task succeeded; 1 some did not; 2 a usage or configuration error.
+    """
     options = RunOptions(
         format=action_format.value,
         mode=mode.value,
         policy=policy,
         seed=seed,
-        state_dir=state_dir,
+        state_dir=default_state_dir() if state_dir is None else state_dir,
         inject=inject,
     )
     chosen = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]
@@ -103,8 +112,7 @@ def run(
                 f"format {options.format} · mode {options.mode}"
             )
     except SafeExecError as exc:
-        typer.echo(f"safeexec: error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        usage_error(str(exc))
     raise typer.Exit(0 if all(r.success for r in outcome.results) else 1)
 
 

@@ -8,10 +8,13 @@ from :data:`COMMANDS` without importing them; a test keeps those lines equal to 
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.main
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter
 
 from safeexec import __version__
+from safeexec.cli.groups import EXIT_INTERNAL, TRACEBACK_ENV, OutputClosed, finish
 from safeexec.model.fieldwise import Fieldwise
 
 __all__ = ["COMMANDS", "LazyCommand", "app", "main"]
@@ -54,7 +58,7 @@ COMMANDS: dict[str, LazyCommand] = {
         target="safeexec.cli.doctor:doctor",
         help="Report each layer (kernel, active, self-test) and the rung this host reaches; exit "
         "1 if a layer fails open, 2 if the policy's rung or layers are unmet; list what "
-        "``restricted-inprocess`` does not stop; ``--reachability`` proves the restricted guards.",
+        "restricted-inprocess does not stop; --reachability proves the restricted guards.",
     ),
     "policy": LazyCommand(
         target="safeexec.cli.policy:policy_app", help="Test, lint and document policy packs."
@@ -83,7 +87,9 @@ def load_command(name: str) -> Command:
     if isinstance(target, typer.Typer):
         command: Command = typer.main.get_group(target)
     else:
-        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        single = typer.Typer(
+            add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+        )
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
@@ -91,7 +97,34 @@ def load_command(name: str) -> Command:
 
 
 class _LazyGroup(TyperGroup):
-    """The root group: eager commands as usual, the rest from :data:`COMMANDS` when asked for."""
+    """The root group: eager commands as usual, the rest from :data:`COMMANDS` when asked for;
+    every command line ends through :func:`~safeexec.cli.groups.finish`."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def call() -> Any:
+            return super(_LazyGroup, self).main(
+                args, prog_name, complete_var, False, windows_expand_args, **extra
+            )
+
+        if not standalone_mode:
+            return call()
+        sys.exit(finish(call))
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise OutputClosed from exc
+            raise
 
     def list_commands(self, ctx: Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
@@ -116,9 +149,11 @@ class _LazyGroup(TyperGroup):
 app = typer.Typer(
     name="safeexec",
     help="Run model-generated code without trusting it.",
-    epilog="Examples: `safeexec run reply.md` (a model reply, a .py file or - for stdin), "
-    "`safeexec check --policy strict code.py`, `safeexec explain SX201`, `safeexec doctor`, "
-    "`safeexec log show`.",
+    epilog="Examples: 'safeexec run reply.md' (a model reply, a .py file or - for stdin), "
+    "'safeexec check --policy strict code.py', 'safeexec explain SX201', 'safeexec doctor', "
+    "'safeexec log show'. Every command: exit status 2 is a usage or configuration error (one "
+    f"line on stderr), {EXIT_INTERNAL} a fault of safeexec (one line; {TRACEBACK_ENV}=1 shows "
+    "the traceback); a closed output pipe ends a command by SIGPIPE, as coreutils' do.",
     cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
@@ -148,7 +183,10 @@ def _root(
 
 @app.command()
 def version() -> None:
-    """Print the safeexec version."""
+    """Print the safeexec version.
+
+    Exit status: 0 printed; 2 a usage error.
+    """
     typer.echo(__version__)
 
 

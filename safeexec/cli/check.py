@@ -74,10 +74,14 @@ def check(
         ),
     ] = False,
 ) -> None:
-    """Check code against a policy without running it."""
+    """Check code against a policy without running it.
+
+    Exit status: 0 every input is allowed; 2 a usage or configuration error; 3 denied or needs
+    approval (with --suggest-policy: still refused under the suggestion).
+    """
     with one_shot():
         if output_format not in ("text", "json", "sarif"):
-            usage_error(f"--format={output_format!r} is not one of text, json, sarif")
+            usage_error(f"--format {output_format!r} is not one of text, json, sarif")
         try:
             loaded = load_policy(policy)
         except PolicyError as exc:

@@ -49,11 +49,14 @@ def doctor(
 ) -> None:
     """Report each layer (kernel, active, self-test) and the rung this host reaches; exit 1 if a
     layer fails open, 2 if the policy's rung or layers are unmet; list what
-    ``restricted-inprocess`` does not stop; ``--reachability`` proves the restricted guards.
+    restricted-inprocess does not stop; --reachability proves the restricted guards.
 
     Every missing layer is listed with what it would have stopped and how to get it; "all
     layers active and proven" is printed only when every layer is active and none failed its
-    self-test. Exit 0 (:data:`EXIT_OK`) means the ``--policy`` pack's requirements are met.
+    self-test.
+
+    Exit status: 0 the --policy pack's requirements are met and every self-test held; 1 a layer
+    fails open; 2 the policy's rung or layers are unmet, or a usage or configuration error.
     """
     backends = load_policy(policy).backends
     report = diagnose()

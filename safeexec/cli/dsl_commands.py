@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from safeexec.capabilities.gateway import ToolSpec
-from safeexec.cli.groups import command_group
+from safeexec.cli.groups import command_group, usage_error
 from safeexec.errors import PolicyError
 from safeexec.gate import GateResult, check_action, dsl_tool_signatures
 from safeexec.model.values import Action, ActionSource, Enforcement, Verdict
@@ -22,13 +22,13 @@ from safeexec.policy.loader import load_policy
 
 __all__ = ["dsl_app", "load_tool_specs", "render_findings"]
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REFUSED = 0, 1
 
 dsl_app = command_group(
     "dsl",
     "The DSL mode: check a program, or print its plan.",
-    epilog="Examples: `safeexec dsl check pipeline.dsl --policy default`, `safeexec dsl plan "
-    "pipeline.dsl --json --tools tools.py` (typed tools from a trusted file).",
+    epilog="Examples: 'safeexec dsl check pipeline.dsl --policy default', 'safeexec dsl plan "
+    "pipeline.dsl --json --tools tools.py' (typed tools from a trusted file).",
 )
 
 _ToolsOption = Annotated[
@@ -46,7 +46,10 @@ def load_tool_specs(path: Path | None) -> tuple[ToolSpec, ...]:
     if spec is None or spec.loader is None:
         _fail(f"cannot load tools from {str(path)!r}; pass a Python file")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        _fail(f"cannot load tools from {str(path)!r}: {type(exc).__name__}: {exc}")
     return tuple(v for v in vars(module).values() if isinstance(v, ToolSpec))
 
 
@@ -81,7 +84,10 @@ def _gate(file: Path, tools: Path | None, policy: str) -> GateResult:
 def check_command(
     file: Path, tools: _ToolsOption = None, policy: _PolicyOption = "default"
 ) -> None:
-    """Check a DSL program (names, types, bounds, grants); exit 1 unless it is allowed."""
+    """Check a DSL program (names, types, bounds, grants); exit 1 unless it is allowed.
+
+    Exit status: 0 allowed; 1 refused; 2 a usage or configuration error.
+    """
     result = _gate(file, tools, policy)
     typer.echo(render_findings(str(file), result), nl=False)
     raise typer.Exit(EXIT_OK if result.decision.verdict is Verdict.ALLOW else EXIT_REFUSED)
@@ -94,7 +100,10 @@ def plan_command(
     policy: _PolicyOption = "default",
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
-    """Print the static plan of a DSL program (tools, bounds, effects): what a human approves."""
+    """Print the static plan of a DSL program (tools, bounds, effects): what a human approves.
+
+    Exit status: 0 planned and allowed; 1 refused; 2 a usage or configuration error.
+    """
     result = _gate(file, tools, policy)
     plan = None if result.dsl is None else result.dsl.plan
     if plan is None:
@@ -110,5 +119,4 @@ def plan_command(
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+    usage_error(message)

@@ -27,7 +27,10 @@ def explain(
         str, typer.Option("--policy", help="Policy pack whose rules to search.")
     ] = "default",
 ) -> None:
-    """Print a rule's documentation: what it does, why it is bad, an example, known bypasses."""
+    """Print a rule's documentation: what it does, why it is bad, an example, known bypasses.
+
+    Exit status: 0 printed; 2 a usage or configuration error (no such rule or pack).
+    """
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:

@@ -15,6 +15,7 @@ import anyio
 import typer
 
 from safeexec._support.units import parse_bytes
+from safeexec.cli.groups import usage_error
 from safeexec.cli.run import Mode
 from safeexec.errors import SafeExecError
 from safeexec.policy.loader import load_policy
@@ -99,16 +100,18 @@ def mcp(
         typer.Option("--no-auth", help="HTTP: no bearer token (anyone on this machine)."),
     ] = False,
 ) -> None:
-    """Serve safeexec to MCP clients: run_code, check_code, files, reset_session."""
+    """Serve safeexec to MCP clients: run_code, check_code, files, reset_session.
+
+    Exit status: 0 served until the client left (stdio) or the server stopped; 2 a usage or
+    configuration error.
+    """
     try:
         from safeexec.faces.mcp_server import McpConfig, http_tokens, serve_http, serve_stdio
     except ImportError as exc:
-        typer.echo(
-            f"safeexec: error: the MCP server needs the mcp extra ({exc.name} is missing); "
-            "pip install 'safeexec[mcp]'",
-            err=True,
+        usage_error(
+            f"the MCP server needs the mcp extra ({exc.name} is missing); "
+            "pip install 'safeexec[mcp]'"
         )
-        raise typer.Exit(2) from None
     try:
         config = McpConfig(
             policy=narrow_limits(
@@ -123,8 +126,7 @@ def mcp(
         )
         store = None if transport is Transport.STDIO or no_auth else http_tokens(tokens, os.environ)
     except SafeExecError as exc:
-        typer.echo(f"safeexec: error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        usage_error(str(exc))
     if transport is Transport.STDIO:
         anyio.run(serve_stdio, config)
     else:

@@ -7,6 +7,7 @@ Exit codes: 0 every action ran OK, 1 the code raised, 2 usage or configuration e
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import sys
@@ -94,9 +95,15 @@ def run(
     workdir: Annotated[
         Path | None,
         typer.Option(
-            "--workdir", help="Working directory for the code (default: a fresh temporary one)."
+            "--workdir",
+            help="Working directory for the code, which must exist (default: a fresh temporary "
+            "one, removed afterwards).",
         ),
     ] = None,
+    create_workdir: Annotated[
+        bool,
+        typer.Option("--create-workdir", help="Make --workdir (and its parents) if it is missing."),
+    ] = False,
     state_dir: Annotated[
         Path | None,
         typer.Option(
@@ -148,9 +155,11 @@ def run(
 ) -> None:
     """Run the code in model replies under a policy, in one session (state carries over).
 
-    Exit codes: 0 ran OK, 1 the code raised, 2 usage or configuration error, 3 denied,
-    4 timeout, limit exceeded or killed (with several files, the worst).
+    Exit status: 0 every action ran OK; 1 the code raised; 2 a usage or configuration error;
+    3 denied; 4 timeout, limit exceeded or killed (with several files, the worst).
     """
+    if workdir is not None and not workdir.exists() and not create_workdir:
+        usage_error(f"--workdir {str(workdir)!r} does not exist; make it or add --create-workdir")
     with one_shot():
         warm: Backend | None = None
         # Started before the policy, the gate and the backend load (they load while it boots).
@@ -198,6 +207,8 @@ def run(
         except SafeExecError as exc:
             usage_error(str(exc))
         except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # stdout closed (| head): the command ends quietly (groups.finish)
             usage_error(f"{exc.strerror or exc}: {exc.filename!s}" if exc.filename else str(exc))
         finally:
             if early is not None:

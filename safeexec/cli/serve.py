@@ -18,11 +18,11 @@ import typer
 
 from safeexec._support.units import parse_bytes
 from safeexec.audit.statedir import default_state_dir
+from safeexec.cli.groups import usage_error
 from safeexec.errors import SafeExecError
 
 __all__ = ["serve"]
 
-EXIT_USAGE = 2
 _TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -106,7 +106,11 @@ def serve(
         bool, typer.Option("--hash-token", help="Print the sha256 of a token read from stdin.")
     ] = False,
 ) -> None:
-    """Serve safeexec over HTTP: sessions, runs, files, the static gate (bearer tokens)."""
+    """Serve safeexec over HTTP: sessions, runs, files, the static gate (bearer tokens).
+
+    Exit status: 0 printed (--new-token, --hash-token); 2 a usage or configuration error; on
+    SIGTERM or SIGINT it drains, then ends by that signal.
+    """
     try:
         from safeexec.service import auth
         from safeexec.service.config import DEFAULT_MODES, ServiceConfig
@@ -146,5 +150,4 @@ def serve(
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"safeexec: error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+    usage_error(message)

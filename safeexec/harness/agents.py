@@ -355,7 +355,9 @@ def make_agent(
     """The scripted agent ``name`` for ``task`` in ``options.format`` (``trace``: the task's
     reference trace when the caller has it already; it is recorded otherwise)."""
     if name not in AGENTS:
-        raise ConfigurationError(f"agent={name!r} is not a scripted agent; choose one of {AGENTS}")
+        raise ConfigurationError(
+            f"agent {name!r} is not a scripted agent; choose one of {', '.join(AGENTS)}"
+        )
     if name == "adversarial":
         env = suite.make_environment(options.seed)
         properties = {s.name: _properties(s.parameters) for s in env.tools if s.name in task.tools}

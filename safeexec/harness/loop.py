@@ -16,10 +16,11 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from safeexec.audit.statedir import default_state_dir
 from safeexec.backends.registry import refuse_in_process
 from safeexec.capabilities.gateway import ToolSpec
 from safeexec.errors import ConfigurationError
@@ -76,7 +77,7 @@ class RunOptions:
     mode: str = "native"
     policy: Policy | str | Path = "default"
     seed: int = 0
-    state_dir: Path = Path(".safeexec")
+    state_dir: Path = field(default_factory=default_state_dir)  # the user's, as every face's
     approver: ToolApprover | None = None
     step_approver: Approver | None = None
     inject: bool = False

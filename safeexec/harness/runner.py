@@ -45,7 +45,7 @@ def model_for(agent: str, suite: Suite, options: RunOptions) -> Callable[[Task],
         recorded = RecordingModel(OpenAIModel(rest), path)
         return lambda task: recorded
     raise ConfigurationError(
-        f"agent={agent!r} is unknown; use one of {list(AGENTS)}, replay:FILE or openai:MODEL"
+        f"agent {agent!r} is unknown; use one of {', '.join(AGENTS)}, replay:FILE or openai:MODEL"
     )
 
 

@@ -512,7 +512,7 @@ def _resolve_pack(name_or_path: str | Path) -> tuple[Path, tuple[Path, ...]]:
         if not directory.is_dir():
             close = difflib.get_close_matches(name_or_path, shipped_packs(), n=1, cutoff=0.6)
             raise PolicyError(
-                f"no policy pack named name_or_path={name_or_path!r} is shipped",
+                f"no policy pack named {name_or_path!r} is shipped",
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + f"shipped packs: {', '.join(shipped_packs())}; "
                 + f"for a directory write ./{name_or_path}",
@@ -528,7 +528,7 @@ def _resolve_pack(name_or_path: str | Path) -> tuple[Path, tuple[Path, ...]]:
     if path.is_file():
         return path.parent, (path,)
     raise PolicyError(
-        f"no policy pack or file at name_or_path={str(name_or_path)!r}",
+        f"no policy pack or file at {str(name_or_path)!r}",
         hint="give a shipped pack name (like 'default'), a pack directory or a .toml file",
     )
 

@@ -366,6 +366,10 @@ def _fork_member(template: _TemplateState) -> _Member:
             os.dup2(theirs.fileno(), _MEMBER_FD)
             os.closerange(_MEMBER_FD + 1, os.sysconf("SC_OPEN_MAX"))
             _member(socket.socket(fileno=_MEMBER_FD), template)
+        except (EOFError, ConnectionError):
+            # Dropped (unclaimed, or its host went away mid-session): nobody is left to serve,
+            # and the stderr it has is the host's terminal, where a trace would only confuse.
+            pass
         except BaseException:
             traceback.print_exc()
         finally:

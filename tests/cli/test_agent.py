@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from safeexec.cli.app import app
@@ -46,6 +47,23 @@ def test_the_table_shows_failures_and_the_exit_code_says_so(tmp_path: Path) -> N
 
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = _run("--agent", "nobody", "--state-dir", str(tmp_path))
-    assert code == 2 and "agent='nobody'" in err
+    assert code == 2 and "agent 'nobody'" in err
     code, _, err = _run("--tasks", "nope", "--state-dir", str(tmp_path))
     assert code == 2 and "nope" in err
+
+
+def test_without_state_dir_the_state_goes_where_every_command_puts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    code, out, _ = _run(
+        "--format", "text", "--mode", "restricted", "--agent", "oracle", "--tasks", "calc-sum",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert list(project.iterdir()) == []  # nothing written where the command ran
+    state = tmp_path / "xdg" / "safeexec"
+    assert (state / "audit.jsonl").is_file() and (state / "turns.jsonl").is_file()

@@ -53,8 +53,8 @@ def test_run_with_the_old_default_inside_the_workdir_is_a_clear_usage_error(
         cwd=tmp_path, state_home=tmp_path / "unused",
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.startswith("safeexec: error: state_dir=")
-    assert "overlaps workdir=" in done.stderr and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("safeexec: error: state dir '")
+    assert "overlaps workdir '" in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / ".safeexec").exists()
 
 

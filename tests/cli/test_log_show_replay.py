@@ -112,7 +112,7 @@ def test_replay_of_an_unknown_session_is_a_usage_error(recorded: tuple[Path, str
     state, _session_id = recorded
     done = CliRunner().invoke(app, ["log", "replay", str(state), "--session", "s-nope"])
     assert done.exit_code == 2
-    assert "no steps of session_id='s-nope'" in done.output
+    assert "no steps of session id 's-nope'" in done.output
 
 
 def test_version_flag_prints_the_version() -> None:
@@ -128,3 +128,29 @@ def test_help_shows_examples(group: list[str]) -> None:
     done = CliRunner().invoke(app, [*group, "--help"])
     assert done.exit_code == 0
     assert "Examples:" in done.output
+
+
+def test_show_of_one_session_in_a_shared_state_dir_says_how_many_others_it_skipped(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "shared"
+    ids = []
+    for steps in (1, 2, 3):  # three sessions of one user, as in the default state dir
+        with Session(policy="default", mode="restricted", state_dir=state) as session:
+            for n in range(steps):
+                session.run(fenced(f"print({n})\n"))
+            ids.append(session.session_id)
+    shown = CliRunner().invoke(app, ["log", "show", str(state), "--session", ids[1]])
+    assert shown.exit_code == 0, shown.output
+    assert ids[1] in shown.output and ids[0] not in shown.output and ids[2] not in shown.output
+    last = shown.output.strip().splitlines()[-1]
+    assert last == (
+        f"2 steps of session {ids[1]}; skipped 2 other sessions (4 steps); "
+        "chain verified (6 events)"
+    )
+    every = CliRunner().invoke(app, ["log", "show", str(state)])
+    assert all(i in every.output for i in ids)
+    assert every.output.strip().endswith("6 steps in 3 sessions; chain verified (6 events)")
+    unknown = CliRunner().invoke(app, ["log", "show", str(state), "--session", "s-none"])
+    assert unknown.exit_code == 2 and "no session 's-none'" in unknown.output
+    assert "(3 sessions)" in unknown.output

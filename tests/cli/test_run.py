@@ -189,8 +189,22 @@ def test_stdin_is_read_for_dash_or_no_files(
 
 def test_workdir_option_is_the_backends_workdir(workspace: Path, fake: FakeBackend) -> None:
     workdir = workspace / "wd"
+    workdir.mkdir()
     invoke(workspace, "--workdir", str(workdir), write(workspace, "r.md", fenced("x = 1\n")))
     assert fake.sessions[0].opened.workdir == workdir
+
+
+def test_a_missing_workdir_is_a_usage_error_unless_asked_to_create_it(
+    workspace: Path, fake: FakeBackend
+) -> None:
+    workdir = workspace / "made" / "here"
+    reply = write(workspace, "r.md", fenced("x = 1\n"))
+    code, _, err = invoke(workspace, "--workdir", str(workdir), reply)
+    assert code == 2 and "does not exist" in err and "--create-workdir" in err
+    assert not workdir.exists() and not fake.sessions  # refused before anything started
+    code, _, err = invoke(workspace, "--workdir", str(workdir), "--create-workdir", reply)
+    assert (code, err) == (0, "")
+    assert workdir.is_dir() and fake.sessions[0].opened.workdir == workdir
 
 
 @pytest.mark.parametrize(
@@ -280,7 +294,7 @@ def test_a_bad_memory_size_is_a_usage_error(workspace: Path, fake: FakeBackend) 
     reply = write(workspace, "r.md", fenced("x = 1\n"))
     code, out, err = invoke(workspace, "--memory", "lots", reply)
     assert (code, out) == (2, "")
-    assert "size='lots'" in err
+    assert "size 'lots'" in err
     assert fake.calls == []
 
 
@@ -299,6 +313,7 @@ def test_upload_before_and_download_after_the_replies(
         workspace,
         "--workdir",
         str(workspace / "wd"),
+        "--create-workdir",
         "--upload",
         source,
         "--upload",
@@ -318,7 +333,7 @@ def test_downloading_a_missing_file_is_a_usage_error(workspace: Path, fake: Fake
     reply = write(workspace, "r.md", fenced("x = 1\n"))
     code, _, err = invoke(workspace, "--download", "nope.csv:out.csv", reply)
     assert code == 2
-    assert "name='nope.csv'" in err
+    assert "name 'nope.csv'" in err
 
 
 def test_a_workdir_naming_a_file_exits_2(workspace: Path, fake: FakeBackend) -> None:
