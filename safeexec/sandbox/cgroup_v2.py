@@ -19,10 +19,12 @@ import errno
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = [
     "HOST_LEAF",
     "PARENT_VARIABLE",
+    "Located",
     "Subtree",
     "cgroup2_mounts",
     "delegate",
@@ -77,30 +79,52 @@ def _unescape(text: str) -> str:
     return text.encode("latin-1").decode("unicode_escape").encode("latin-1").decode()
 
 
-def locate(mountinfo: str, proc_cgroup: str, configured: str | None) -> tuple[str, str]:
-    """(the subtree's directory, "") or ("", why there is none): ``configured`` if given,
-    else the host's own group where a cgroup2 mount shows it."""
+class Located(NamedTuple):
+    """Where :func:`locate` found the subtree."""
+
+    directory: str  # "" when there is none
+    problem: str  # why there is none ("" when there is)
+    # Whether its own processes may be moved into a leaf: a subtree handed to this host (named
+    # in the variable, a container's own group, marked delegated by systemd, or one a host
+    # moved before), not a group some manager keeps for processes of its own.
+    delegated: bool
+
+
+def locate(mountinfo: str, proc_cgroup: str, configured: str | None) -> Located:
+    """The subtree: ``configured`` if given, else the host's own group where a cgroup2 mount
+    shows it."""
     if configured:
         if not os.path.isabs(configured):
-            return "", f"{PARENT_VARIABLE}={configured} is not an absolute path"
+            return Located("", f"{PARENT_VARIABLE}={configured} is not an absolute path", False)
         if not os.path.isfile(os.path.join(configured, "cgroup.controllers")):
-            return "", f"{PARENT_VARIABLE}={configured} is not a directory of a cgroup2 mount"
-        return os.path.normpath(configured), ""
+            problem = f"{PARENT_VARIABLE}={configured} is not a directory of a cgroup2 mount"
+            return Located("", problem, False)
+        return Located(os.path.normpath(configured), "", True)
     group = own_group(proc_cgroup)
     if group is None:
-        return "", "this process is in no cgroup v2 group (no 0:: line in /proc/self/cgroup)"
+        problem = "this process is in no cgroup v2 group (no 0:: line in /proc/self/cgroup)"
+        return Located("", problem, False)
     mounts = cgroup2_mounts(mountinfo)
     if not mounts:
-        return "", "no cgroup2 filesystem is mounted"
+        return Located("", "no cgroup2 filesystem is mounted", False)
     for mount_point, root in mounts:
         relative = os.path.relpath(group, root)
         if relative == os.pardir or relative.startswith(os.pardir + os.sep):
             continue  # this mount shows another part of the tree
         directory = os.path.normpath(os.path.join(mount_point, relative))
         if os.path.basename(directory) == HOST_LEAF and _empty(os.path.dirname(directory)):
-            directory = os.path.dirname(directory)  # a host moved here before: its subtree
-        return directory, ""
-    return "", f"no cgroup2 mount shows this process's group {group}"
+            return Located(os.path.dirname(directory), "", True)  # a host moved here before
+        return Located(directory, "", relative == os.curdir or _marked_delegated(directory))
+    return Located("", f"no cgroup2 mount shows this process's group {group}", False)
+
+
+def _marked_delegated(directory: str) -> bool:
+    """Whether systemd marked ``directory`` delegated (``Delegate=yes``, systemd 251+)."""
+    for name in ("trusted.delegate", "user.delegate"):
+        with contextlib.suppress(OSError):
+            if os.getxattr(directory, name) == b"1":
+                return True
+    return False
 
 
 def _empty(directory: str) -> bool:
@@ -109,10 +133,10 @@ def _empty(directory: str) -> bool:
     return False
 
 
-def delegate(directory: str, wanted: Iterable[str]) -> Subtree:
+def delegate(directory: str, wanted: Iterable[str], *, delegated: bool) -> Subtree:
     """Make ``directory`` hand the ``wanted`` controllers it has to the leaves made in it:
-    enable them in its ``cgroup.subtree_control``, moving its own processes into
-    :data:`HOST_LEAF` first where the kernel refuses while it holds them."""
+    enable them in its ``cgroup.subtree_control``, where the kernel refuses while it holds
+    processes moving them into :data:`HOST_LEAF` first if it is ``delegated`` to this host."""
     if not os.access(os.path.join(directory, "cgroup.procs"), os.W_OK) or not os.access(
         directory, os.W_OK | os.X_OK
     ):
@@ -142,6 +166,13 @@ def delegate(directory: str, wanted: Iterable[str]) -> Subtree:
         except OSError as exc:
             if exc.errno != errno.EBUSY or moved:
                 missing[name] = _refused(directory, name, exc)
+                continue
+            if not delegated:
+                missing[name] = (
+                    f"{directory} holds processes, so the kernel hands {name} to no group below "
+                    "it, and it is no delegated subtree whose processes this host may move "
+                    f"(systemd Delegate=yes, a container's own group, or {PARENT_VARIABLE})"
+                )
                 continue
             # The no-internal-processes rule: move the subtree's own processes into a leaf.
             try:

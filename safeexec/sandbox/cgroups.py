@@ -79,13 +79,11 @@ def _subtree() -> cgroup_v2.Subtree:
     (which may move the host into a leaf): the controllers no v1 hierarchy has are wanted
     from it, all of them on a v2-only host."""
     configured = os.environ.get(cgroup_v2.PARENT_VARIABLE) or None
-    directory, problem = cgroup_v2.locate(
-        _read("/proc/self/mountinfo"), _read("/proc/self/cgroup"), configured
-    )
-    if problem:
-        return cgroup_v2.Subtree(directory="", problem=problem)
-    v1 = _v1_places()
-    return cgroup_v2.delegate(directory, [n for n in ("memory", "pids", "cpu") if n not in v1])
+    found = cgroup_v2.locate(_read("/proc/self/mountinfo"), _read("/proc/self/cgroup"), configured)
+    if found.problem:
+        return cgroup_v2.Subtree(directory="", problem=found.problem)
+    wanted = [name for name in ("memory", "pids", "cpu") if name not in _v1_places()]
+    return cgroup_v2.delegate(found.directory, wanted, delegated=found.delegated)
 
 
 def _places() -> Mapping[str, _Place]:

@@ -267,7 +267,14 @@ def unified_mount() -> str:
 def _run_in_group_of_its_own() -> None:
     """Fork: the child returns in a fresh v2 group; the parent waits for it, kills what is left
     in the group, removes it (and everything made below it) and exits with its status."""
-    group = os.path.join(unified_mount(), f"safeexec-rung-{os.getpid()}")
+    root = unified_mount()
+    # A runtime hands the container's group every controller the hierarchy offers it.
+    with open(os.path.join(root, "cgroup.controllers")) as fh:
+        offered = set(fh.read().split())
+    for name in sorted(offered & {"memory", "pids", "cpu"}):
+        with open(os.path.join(root, "cgroup.subtree_control"), "w") as fh:
+            fh.write(f"+{name}")
+    group = os.path.join(root, f"safeexec-rung-{os.getpid()}")
     os.mkdir(group)
     child = os.fork()
     if child == 0:

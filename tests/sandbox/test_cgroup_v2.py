@@ -29,6 +29,11 @@ _MOUNTINFO = (
 )
 
 
+# The no-internal-processes rule holds for these; threaded ones (cpu, cpuset, pids) may be
+# enabled over processes.
+_DOMAIN_CONTROLLERS = ("memory", "io", "hugetlb", "misc", "rdma")
+
+
 def _text(path: str) -> str:
     return Path(path).read_text()
 
@@ -40,19 +45,21 @@ def test_own_group_is_the_v2_line_of_proc_cgroup() -> None:
 
 def test_the_subtree_is_the_own_group_in_a_mount_that_shows_it() -> None:
     found = locate(_MOUNTINFO, "0::/kubepods/pod1/c1\n", None)
-    assert found == ("/sys/fs/cgroup/unified/c1", "")
+    assert found == ("/sys/fs/cgroup/unified/c1", "", False)  # not its processes to move
+    # A container's own group: the root of its cgroup namespace's mount.
+    assert locate(_MOUNTINFO, "0::/kubepods/pod1\n", None) == ("/sys/fs/cgroup/unified", "", True)
 
 
 def test_a_group_outside_every_cgroup2_mount_is_no_subtree() -> None:
-    directory, problem = locate(_MOUNTINFO, "0::/system.slice/x\n", None)
+    directory, problem, _delegated = locate(_MOUNTINFO, "0::/system.slice/x\n", None)
     assert directory == "" and "no cgroup2 mount shows" in problem
-    directory, problem = locate(_MOUNTINFO.splitlines()[1], "0::/\n", None)
+    directory, problem, _delegated = locate(_MOUNTINFO.splitlines()[1], "0::/\n", None)
     assert directory == "" and problem == "no cgroup2 filesystem is mounted"
 
 
 def test_a_configured_subtree_must_be_an_absolute_cgroup2_directory(tmp_path: Path) -> None:
     assert "not an absolute path" in locate(_MOUNTINFO, "0::/\n", "relative/x")[1]
-    directory, problem = locate(_MOUNTINFO, "0::/\n", str(tmp_path))
+    directory, problem, _delegated = locate(_MOUNTINFO, "0::/\n", str(tmp_path))
     assert directory == "" and f"{PARENT_VARIABLE}={tmp_path}" in problem
 
 
@@ -93,7 +100,8 @@ def group() -> Iterator[str]:
     control = os.path.join(root, "cgroup.subtree_control")
     enabled = _text(control).split()
     offered = _text(os.path.join(root, "cgroup.controllers")).split()
-    lent = [] if enabled or not offered else offered[-1:]  # the root may hold processes
+    domain = [name for name in _DOMAIN_CONTROLLERS if name in offered]
+    lent = [name for name in domain[:1] if name not in enabled]  # the root may hold processes
     for name in lent:
         Path(control).write_text(f"+{name}")
     path = os.path.join(root, f"safeexec-test-{secrets.token_hex(4)}")
@@ -125,12 +133,16 @@ def test_the_groups_processes_move_into_a_leaf_so_controllers_can_be_handed_down
     group: str,
 ) -> None:
     offered = _text(os.path.join(group, "cgroup.controllers")).split()
-    if not offered:
-        pytest.skip("the unified hierarchy offers no controller here")
-    controller = offered[0]
+    domain = [name for name in _DOMAIN_CONTROLLERS if name in offered]
+    if not domain:
+        pytest.skip("the unified hierarchy offers no domain controller here")
+    controller = domain[0]
     host = {_sleeper_in(group), _sleeper_in(group)}
     try:
-        subtree = delegate(group, [controller, "no-such-controller"])
+        kept = delegate(group, [controller], delegated=False)  # not ours: nothing moves
+        assert kept.moved == () and "no delegated subtree" in kept.missing[controller]
+        assert _procs(group) == host
+        subtree = delegate(group, [controller, "no-such-controller"], delegated=True)
         assert subtree.problem == "" and subtree.directory == group
         assert controller in subtree.controllers
         assert controller in _text(os.path.join(group, "cgroup.subtree_control")).split()
@@ -145,8 +157,8 @@ def test_the_groups_processes_move_into_a_leaf_so_controllers_can_be_handed_down
         host.add(moved)
         # A host started later in the leaf finds the subtree, not the leaf.
         mountinfo, relative = _text("/proc/self/mountinfo"), os.path.relpath(group, _unified_root())
-        assert locate(mountinfo, f"0::/{relative}/{HOST_LEAF}\n", None) == (group, "")
-        assert locate(mountinfo, f"0::/{relative}/session\n", None) == (leaf, "")
+        assert locate(mountinfo, f"0::/{relative}/{HOST_LEAF}\n", None) == (group, "", True)
+        assert locate(mountinfo, f"0::/{relative}/session\n", None) == (leaf, "", False)
     finally:
         for pid in host:
             os.kill(pid, signal.SIGKILL)
