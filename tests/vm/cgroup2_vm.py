@@ -51,8 +51,12 @@ TESTS = (
 )
 FULL_TESTS = (
     "tests/integration/backends/test_native_cgroup.py",
-    # These two break the meter or the limit and expect doctor's probe to catch it within its
-    # wall-clock timeout; under emulation the probe times out first (measured), on v1 or v2.
+    # Doctor's cgroup probes run against wall-clock timeouts that emulation overruns: its proof
+    # passed in one run here and in the next the fork probe timed out (-1 forks, a loaded
+    # machine); the two that break the meter or the limit and expect the probe to notice fail
+    # because the probe times out first. Deselected here; they run on real hardware.
+    "--deselect",
+    "tests/integration/backends/test_native_cgroup.py::test_doctor_proves_the_cgroup_layers",
     "--deselect",
     "tests/integration/backends/test_native_cgroup.py::test_doctor_catches_a_cpu_meter_blind_to_reaped_children",
     "--deselect",
