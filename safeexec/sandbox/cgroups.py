@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-__all__ = ["Controller", "SessionCgroup", "available", "create"]
+from safeexec.sandbox import cgroup_v2
+
+__all__ = ["Controller", "SessionCgroup", "available", "create", "unavailable"]
 
 _CPU_PERIOD_US = 100_000
 _REMOVE_ATTEMPTS = 50
 _REMOVE_PAUSE_SECONDS = 0.01
+_V1_NAMES = ("memory", "pids", "cpu", "cpuacct")
 _METER_BYTES = 4096  # cpu.stat, memory.events, memory.oom_control: a few short lines each
 
 
@@ -49,37 +52,55 @@ class _Place:
 
 
 @cache
-def _places() -> Mapping[str, _Place]:
-    """Controller name (``memory``, ``pids``, ``cpu``, ``cpuacct``) → where to make groups.
-
-    Read once per host process from /proc/self/mountinfo and /proc/self/cgroup; v2 wins for a
-    controller it has enabled, since a controller is bound to one hierarchy at a time.
-    """
+def _v1_places() -> Mapping[str, _Place]:
+    """Controller name (``memory``, ``pids``, ``cpu``, ``cpuacct``) → its v1 hierarchy's place,
+    read once per host process from /proc/self/mountinfo and /proc/self/cgroup."""
     own: dict[str, str] = {}
-    with open("/proc/self/cgroup") as fh:
-        for line in fh:
-            _id, names, path = line.rstrip("\n").split(":", 2)
-            for name in names.split(",") if names else [""]:
-                own[name] = path
+    for line in _read("/proc/self/cgroup").splitlines():
+        _id, names, path = line.split(":", 2)
+        for name in names.split(","):
+            own[name] = path
     found: dict[str, _Place] = {}
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            before, _sep, after = line.rstrip("\n").partition(" - ")
-            fields, tail = before.split(), after.split()
-            if len(fields) < 5 or len(tail) < 3:
-                continue
-            fstype, root, mount_point = tail[0], fields[3], fields[4]
-            if fstype == "cgroup2" and "" in own:
-                parent = _beneath(mount_point, root, own[""])
-                with contextlib.suppress(OSError), open(f"{parent}/cgroup.controllers") as fh2:
-                    for name in fh2.read().split():
-                        found[name] = _Place(parent=parent, version=2)
-            elif fstype == "cgroup":
-                for name in tail[2].split(","):
-                    if name in ("memory", "pids", "cpu", "cpuacct") and name in own:
-                        parent = _beneath(mount_point, root, own[name])
-                        found.setdefault(name, _Place(parent=parent, version=1))
+    for line in _read("/proc/self/mountinfo").splitlines():
+        before, _sep, after = line.partition(" - ")
+        fields, tail = before.split(), after.split()
+        if len(fields) < 5 or len(tail) < 3 or tail[0] != "cgroup":
+            continue
+        root, mount_point = fields[3], fields[4]
+        for name in tail[2].split(","):
+            if name in _V1_NAMES and name in own:
+                found.setdefault(name, _Place(_beneath(mount_point, root, own[name]), 1))
     return found
+
+
+@cache
+def _subtree() -> cgroup_v2.Subtree:
+    """The cgroup v2 subtree session groups are made in, made usable once per host process
+    (which may move the host into a leaf): the controllers no v1 hierarchy has are wanted
+    from it, all of them on a v2-only host."""
+    configured = os.environ.get(cgroup_v2.PARENT_VARIABLE) or None
+    found = cgroup_v2.locate(_read("/proc/self/mountinfo"), _read("/proc/self/cgroup"), configured)
+    if found.problem:
+        return cgroup_v2.Subtree(directory="", problem=found.problem)
+    wanted = [name for name in ("memory", "pids", "cpu") if name not in _v1_places()]
+    return cgroup_v2.delegate(found.directory, wanted, delegated=found.delegated)
+
+
+def _places() -> Mapping[str, _Place]:
+    """Controller name → where to make its groups: the v2 subtree for a controller it hands
+    down (a controller is bound to one hierarchy at a time), else its v1 hierarchy."""
+    found = dict(_v1_places())
+    subtree = _subtree()
+    for name in subtree.controllers & {"memory", "pids", "cpu"}:
+        found[name] = _Place(parent=subtree.directory, version=2)
+    return found
+
+
+def _core() -> str:
+    """The v2 subtree to make every session a leaf in, controllers or not ("" for none): on a
+    host with no v1 hierarchy for the session controllers. A leaf alone still holds every
+    process of the session, however it forked, and ``cgroup.kill`` ends them all at once."""
+    return "" if _v1_places() else _subtree().directory
 
 
 def _beneath(mount_point: str, root: str, group: str) -> str:
@@ -100,7 +121,9 @@ def _writable(directory: str) -> str:
 def available() -> dict[Controller, str]:
     """For each controller, "" when a session group can enforce it here, else why not."""
     places = _places()
-    cpu_v2 = "cpu" in places and places["cpu"].version == 2
+    subtree = _subtree()
+    # v1 meters CPU in a hierarchy of its own (cpuacct); v2 in the cpu controller's cpu.stat.
+    cpu_v2 = places["cpu"].version == 2 if "cpu" in places else "cpu" not in _v1_places()
     needs = {
         Controller.MEMORY: ("memory",),
         Controller.PIDS: ("pids",),
@@ -111,50 +134,31 @@ def available() -> dict[Controller, str]:
         reasons = []
         for name in names:
             place = places.get(name)
-            if place is None:
+            if place is not None:
+                if why := _writable(place.parent):
+                    reasons.append(why)
+            elif name in subtree.missing:
+                reasons.append(subtree.missing[name])
+            elif subtree.problem and name in ("memory", "pids", "cpu"):
+                reasons.append(f"no v1 {name} hierarchy, and cgroup v2: {subtree.problem}")
+            else:
                 reasons.append(f"no cgroup hierarchy has the {name} controller")
-            elif why := _writable(place.parent):
-                reasons.append(why)
-            elif place.version == 2 and not _v2_delegated(place.parent, name):
-                reasons.append(f"{name} is not enabled in {place.parent}/cgroup.subtree_control")
         out[controller] = "; ".join(reasons)
     return out
 
 
-def _v2_delegated(parent: str, name: str) -> bool:
-    """Whether groups below ``parent`` get controller ``name`` (enabling it if we may)."""
-    control = os.path.join(parent, "cgroup.subtree_control")
-    try:
-        with open(control) as fh:
-            if name in fh.read().split():
-                return True
-        with open(control, "w") as fh:
-            fh.write(f"+{name}")
-        return True
-    except OSError:
-        # EBUSY: the host's own group holds processes, so it cannot hand controllers down.
-        return False
+def unavailable() -> str:
+    """Why no session group can be made here at all ("" when one can: a controller is
+    available, or a v2 subtree takes leaves without one)."""
+    reasons = available()
+    if not all(reasons.values()) or _core():
+        return ""
+    return "; ".join(dict.fromkeys(reasons.values()))
 
 
 # A control file is read and written with one system call each, not through the text-file
 # stack: a session's group costs some twenty of these (on v1, four hierarchies) at each open.
-def _write(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, value.encode("ascii"))
-    finally:
-        os.close(fd)
-
-
-def _read(path: str) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks).decode("ascii")
-    finally:
-        os.close(fd)
+_read, _write = cgroup_v2.read_control, cgroup_v2.write_control
 
 
 def _stat_field(text: str, key: str) -> int:
@@ -169,7 +173,9 @@ class SessionCgroup:
     """One session's groups (a directory per hierarchy); see :func:`create`."""
 
     def __init__(self, dirs: Mapping[str, tuple[str, int]]) -> None:
-        self._dirs = dict(dirs)  # controller name -> (directory, version)
+        # Controller name -> (directory, version); "" names a v2 leaf held for its processes
+        # alone (cgroup.procs, cgroup.kill), with or without controllers.
+        self._dirs = dict(dirs)
         # The meters every call reads twice, kept open: a reading is one pread, not an open,
         # two fstats, a read and a close (a warm round trip reads three).
         self._meters: dict[tuple[str, str], int] = {}
@@ -241,8 +247,12 @@ class SessionCgroup:
 
         Waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem), milliseconds on
         a busy machine: do it ahead of time where possible."""
-        for directory, _version in self._dirs.values():
+        for directory in self._directories():
             _write(os.path.join(directory, "cgroup.procs"), str(pid))
+
+    def _directories(self) -> list[str]:
+        """Each of the group's directories once (v2 has one for every controller)."""
+        return list(dict.fromkeys(directory for directory, _version in self._dirs.values()))
 
     def cpu_seconds(self) -> float:
         """CPU used by every process that ever ran in the group, exited ones included."""
@@ -270,16 +280,16 @@ class SessionCgroup:
     def pids(self) -> list[int]:
         """Host pids of the processes in the group now."""
         found: set[int] = set()
-        for directory, _version in self._dirs.values():
+        for directory in self._directories():
             with contextlib.suppress(OSError, ValueError):
                 found.update(int(p) for p in _read(os.path.join(directory, "cgroup.procs")).split())
         return sorted(found)
 
     def kill(self) -> None:
         """SIGKILL everything in the group until it is empty (or stops shrinking)."""
-        for directory, version in self._dirs.values():
+        for directory, version in dict(self._dirs.values()).items():
             if version == 2:  # one write kills the whole group, forks in flight included
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError):  # before Linux 5.14: signals below
                     _write(os.path.join(directory, "cgroup.kill"), "1")
         for _attempt in range(_REMOVE_ATTEMPTS):
             pids = self.pids()
@@ -344,6 +354,9 @@ def make() -> SessionCgroup:
     name = f"safeexec-{os.getpid()}-{secrets.token_hex(6)}"
     dirs: dict[str, tuple[str, int]] = {}
     try:
+        if core := _core():  # v2: one leaf, whatever controllers the subtree hands down
+            os.mkdir(os.path.join(core, name), 0o755)
+            dirs[""] = (os.path.join(core, name), 2)
         for controller in wanted:
             place = places[controller]
             directory = os.path.join(place.parent, name)

@@ -94,8 +94,9 @@ _NAMESPACES_FIX = (
     "--cap-add SYS_ADMIN, or a runtime with nested namespaces (sysbox, gVisor)"
 )
 _CGROUP_FIX = (
-    "a writable cgroup: root on the host, a delegated cgroup v2 subtree "
-    "(systemd-run --user -p Delegate=yes --scope ...), or in Docker --cgroupns=private with "
+    "a writable cgroup: root on the host, a delegated cgroup v2 subtree with the controller "
+    "enabled (systemd-run --user -p Delegate=yes --scope ..., or SAFEEXEC_CGROUP_PARENT=<a "
+    "writable directory of /sys/fs/cgroup>), or in Docker --cgroupns=private with "
     "/sys/fs/cgroup mounted read-write"
 )
 GUIDANCE: Mapping[Layer, tuple[str, str]] = {

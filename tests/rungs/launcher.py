@@ -13,6 +13,10 @@ runtime changes a container's first process, then ``execve`` s the command. An
 - ``uid``: the command runs as that uid (real, effective and saved), no supplementary groups;
 - ``cgroup`` False: no writable cgroup (an empty read-only tmpfs over ``/sys/fs/cgroup``, as a
   container sees a read-only one);
+- ``cgroup2``: a container on a cgroup v2 host: the command runs in a fresh group of the
+  machine's unified hierarchy, entered through a cgroup namespace (``0::/`` is its own group),
+  with ``/sys/fs/cgroup`` a read-write cgroup2 mount of that group and nothing else; the
+  launcher waits for it, then kills what is left in the group and removes it;
 - ``userns``, ``hidden_runtime``, ``landlock``: see the presets below.
 
 Everything happens in a private mount namespace: the interpreter under ``/root`` (0700) is
@@ -25,6 +29,8 @@ host installs Python where every uid can run it. ``--env NAME`` picks one of
   (``docker run`` as root);
 - ``container-root-cgroup``: the same with the host's cgroups writable (``--cgroupns=private``
   and a read-write ``/sys/fs/cgroup``);
+- ``container-root-cgroup2``: the same on a cgroup v2 host (``--cgroupns=private``, a
+  read-write ``/sys/fs/cgroup``): the only writable group is the container's own;
 - ``container-root-no-capabilities``: ``container-root`` with every capability dropped
   (Kubernetes ``capabilities: {drop: [ALL]}``);
 - ``container-root-hidden-python``: ``container-root`` with the interpreter beneath ``/root``;
@@ -47,6 +53,7 @@ import ctypes
 import errno
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,6 +84,8 @@ DOCKER_CAPABILITIES = frozenset(
     }
 )
 _CAP_LAST = 63
+_CLONE_NEWCGROUP = 0x02000000
+_MS_NOSUID = 0x2
 _PR_CAPBSET_DROP = 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _NAMESPACE_FLAGS = (
@@ -120,6 +129,7 @@ class Environment:
     # Python beneath /root): sessions cannot take a uid of their own.
     hidden_runtime: bool = False
     landlock: bool = True  # False: landlock_* fail with ENOSYS, as on a kernel without it
+    cgroup2: bool = False  # a group of its own in a cgroup namespace, v2 only (see above)
 
 
 ENVIRONMENTS = {
@@ -131,6 +141,9 @@ ENVIRONMENTS = {
     "nobody": Environment(seccomp=False, caps=None, uid=NOBODY, cgroup=False),
     "container-root-cgroup": Environment(
         seccomp=True, caps=DOCKER_CAPABILITIES, uid=None, cgroup=True
+    ),
+    "container-root-cgroup2": Environment(
+        seccomp=True, caps=DOCKER_CAPABILITIES, uid=None, cgroup=True, cgroup2=True
     ),
     "container-root-no-capabilities": Environment(
         seccomp=True, caps=frozenset(), uid=None, cgroup=False
@@ -240,6 +253,60 @@ def _hide_cgroups() -> None:
         namespaces.remount_read_only("/sys/fs/cgroup")
 
 
+def unified_mount() -> str:
+    """Where this process sees the machine's whole unified (cgroup2) hierarchy mounted."""
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            before, _sep, after = line.partition(" - ")
+            fields = before.split()
+            if after.split()[:1] == ["cgroup2"] and fields[3] == "/":
+                return fields[4]
+    raise SystemExit("no cgroup2 mount of the whole hierarchy here")
+
+
+def _run_in_group_of_its_own() -> None:
+    """Fork: the child returns in a fresh v2 group; the parent waits for it, kills what is left
+    in the group, removes it (and everything made below it) and exits with its status."""
+    root = unified_mount()
+    # A runtime hands the container's group every controller the hierarchy offers it.
+    with open(os.path.join(root, "cgroup.controllers")) as fh:
+        offered = set(fh.read().split())
+    for name in sorted(offered & {"memory", "pids", "cpu"}):
+        with open(os.path.join(root, "cgroup.subtree_control"), "w") as fh:
+            fh.write(f"+{name}")
+    group = os.path.join(root, f"safeexec-rung-{os.getpid()}")
+    os.mkdir(group)
+    child = os.fork()
+    if child == 0:
+        with open(os.path.join(group, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+        return
+    _pid, status = os.waitpid(child, 0)
+    remove_group(group)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def remove_group(group: str) -> None:
+    """Kill every process in the v2 ``group`` and its descendants, then remove them all."""
+    with open(os.path.join(group, "cgroup.kill"), "w") as fh:
+        fh.write("1")
+    for _attempt in range(500):  # killed processes leave the group within milliseconds
+        with open(os.path.join(group, "cgroup.events")) as fh:
+            if "populated 0" in fh.read():
+                break
+        time.sleep(0.01)
+    for directory, _dirs, _files in os.walk(group, topdown=False):
+        os.rmdir(directory)
+
+
+def _mount_own_cgroup2() -> None:
+    """In a new cgroup namespace, replace every cgroup mount by one cgroup2 mount of our group."""
+    namespaces.unshare(_CLONE_NEWCGROUP)
+    namespaces.detach("/sys/fs/cgroup")
+    target = b"/sys/fs/cgroup"
+    check(libc.mount(b"cgroup2", target, b"cgroup2", ctypes.c_ulong(_MS_NOSUID), None), "mount")
+
+
 def enter(env: Environment) -> None:
     """Change this process as ``env`` says (order matters: mounts, then the filter while
     still privileged, then capabilities, then the uid)."""
@@ -251,6 +318,8 @@ def enter(env: Environment) -> None:
         _expose_interpreter()  # a container's or a shared host's Python is world-readable
     if not env.cgroup:
         _hide_cgroups()
+    if env.cgroup2:
+        _mount_own_cgroup2()
     if env.userns:
         _enter_user_namespace()
     if env.seccomp or not env.landlock:
@@ -272,7 +341,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     command_argv = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command_argv:
         parser.error("name a command after --")
-    enter(ENVIRONMENTS[args.env])
+    env = ENVIRONMENTS[args.env]
+    if env.cgroup2:
+        _run_in_group_of_its_own()
+    enter(env)
     os.execvp(command_argv[0], command_argv)
 
 

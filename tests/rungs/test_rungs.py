@@ -33,6 +33,7 @@ EXPECTED = {
     "host": Rung.FULL,
     "container-root": Rung.CONTAINER,
     "container-root-cgroup": Rung.CONTAINER,  # and its cgroup layers (below)
+    "container-root-cgroup2": Rung.CONTAINER,  # cgroup v2, its own group only (below)
     # Root, but no uid of its own (and doctor says why): Python beneath /root, or no CAP_SETUID.
     "container-root-hidden-python": Rung.UNPRIVILEGED,
     "container-root-no-capabilities": Rung.UNPRIVILEGED,
@@ -106,6 +107,32 @@ def test_a_container_with_a_writable_cgroup_gives_sessions_their_cgroup_layers()
     report = _probe("container-root-cgroup")
     assert not [name for name in report["missing"] if name.startswith("cgroup_")]
     assert "cgroup_memory" in _probe("container-root")["missing"]
+
+
+def test_a_container_on_cgroup_v2_makes_session_leaves_in_its_own_group() -> None:
+    """Docker --cgroupns=private on a v2 host: the worker and a daemon it left behind are in a
+    leaf of the container's group, gone with the session; each controller is enforced (the
+    host then moved into a leaf beside the sessions') or reported missing with the reason."""
+    done = subprocess.run(
+        command("container-root-cgroup2", [sys.executable, str(HERE / "cgroup2_probe.py")]),
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok" and report["subtree"] == "/sys/fs/cgroup"
+    assert report["worker_group"].startswith("/safeexec-") and len(report["held"]) >= 2
+    assert report["alive_after_close"] == [] and report["groups_after_close"] in (
+        [],
+        ["safeexec-host"],
+    )
+    layers = report["layers"]
+    if any(status["active"] for status in layers.values()):
+        assert report["host_after"] == "/safeexec-host" and report["moved"]
+    for status in layers.values():
+        assert status["active"] or "cgroup.controllers" in status["detail"], status
 
 
 def test_a_container_root_that_cannot_give_a_uid_of_its_own_keeps_the_hosts() -> None:

@@ -55,7 +55,7 @@ class WarmGroups:
     """
 
     def __init__(self, limits: Limits, *, cpu_cores: float) -> None:
-        self._usable = not all(cgroups.available().values())
+        self._usable = not cgroups.unavailable()
         self._groups: dict[int, SessionCgroup] = {}
         self._pending: set[int] = set()
         self._claimed: set[int] = set()
@@ -140,7 +140,7 @@ class SessionGroup:
         limits, cores = self._limits, self._cpu_cores
         group = self._warm.take(pid, limits, cpu_cores=cores) if self._warm is not None else None
         try:
-            if group is None and not all(cgroups.available().values()):
+            if group is None and not cgroups.unavailable():
                 group = cgroups.make()
                 group.add(pid)
             if group is not None:
