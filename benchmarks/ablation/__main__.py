@@ -1,6 +1,7 @@
 """``python -m benchmarks.ablation``: run the matrix, print the table, write results and charts.
 
 Options: ``--size quick|full`` (default full), ``--executor local|ray``, ``--workers N``,
+``--address HOST:PORT`` (a Ray cluster's head; default ``RAY_ADDRESS``),
 ``--out DIR`` (default ``ablation-results``), ``--no-charts``, ``--record DIR``, and
 ``--agent openai:MODEL`` (the matrix against an endpoint, every reply recorded under
 ``DIR/recordings``) or ``--agent replay:DIR`` (a recording, offline).
@@ -27,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--executor", choices=EXECUTORS, default="local")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--address",
+        help="with --executor ray: the cluster to connect to (host:port of its head; default "
+        "RAY_ADDRESS, else a local cluster of --workers CPUs)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("ablation-results"))
     parser.add_argument("--no-charts", action="store_true")
@@ -60,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
             mode: session_start(mode, scratch) for mode in ("native", "restricted", "dsl")
         }
     rows = run_cells(
-        cells, executor=args.executor, workers=args.workers, record=record, progress=progress
+        cells,
+        executor=args.executor,
+        workers=args.workers,
+        record=record,
+        progress=progress,
+        address=args.address,
     )
     sys.stderr.write("\n")
     summary = aggregate(rows, suite, calibration)
