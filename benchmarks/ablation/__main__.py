@@ -18,7 +18,13 @@ from pathlib import Path
 
 from benchmarks.ablation.matrix import SIZES, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown
-from benchmarks.ablation.run import EXECUTORS, SUITE_DIR, run_cells, session_start
+from benchmarks.ablation.run import (
+    EXECUTORS,
+    SUITE_DIR,
+    reference_depth,
+    run_cells,
+    session_start,
+)
 from safeexec.harness import load_suite
 from safeexec.model.codec import JSONValue
 
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     summary["wall_s"] = round(time.perf_counter() - started, 1)
     summary["executor"] = args.executor
     summary["size"] = args.size
+    depth = reference_depth(rows)
+    summary["reference_depth"] = depth
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(
         json.dumps({"summary": summary, "runs": rows}, indent=1, sort_keys=True) + "\n"
@@ -86,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(table)
     written = [] if args.no_charts else charts(summary, args.out)
     print(table)
+    print(
+        f"Median reference calls per task: {depth['median_reference_calls']} "
+        f"(range {depth['min']}-{depth['max']}, {depth['tasks']} tasks); json/text run with and "
+        "without transform tools (mode gateway+transforms); tasks the DSL cannot express count "
+        "as failures of the dsl column."
+    )
     print(
         f"{len(rows)} runs in {summary['wall_s']} s; wrote {args.out / 'results.json'}, "
         f"{args.out / 'results.md'} and {len(written)} charts"

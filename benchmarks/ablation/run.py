@@ -20,6 +20,7 @@ from typing import Any
 
 from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
 from benchmarks.ablation.matrix import Cell
+from benchmarks.ablation.suite.tools import TRANSFORMS
 from safeexec.harness import (
     RunOptions,
     Suite,
@@ -32,13 +33,15 @@ from safeexec.harness import (
 from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
-from safeexec.harness.models import Model, RecordingModel, ReplayModel
+from safeexec.harness.models import Model, RecordingModel, ReplayModel, Reply, ScriptedModel
 from safeexec.model.codec import JSONValue
 
 __all__ = [
     "EXECUTORS",
+    "cell_task",
     "plain_exec_seconds",
     "ray_init_arguments",
+    "reference_depth",
     "reference_reproduces",
     "run_cell",
     "run_cells",
@@ -50,7 +53,8 @@ SUITE_DIR = Path(__file__).resolve().parent / "suite"
 # The ``benchmarks`` package: a Ray worker (on any node) gets it from the driver.
 _BENCHMARKS = SUITE_DIR.parents[1]
 # json/text calls go through the gateway; the session still needs a mode for its code steps.
-_SESSION_MODE = {"gateway": "restricted"}
+_SESSION_MODE = {"gateway": "restricted", "gateway+transforms": "restricted"}
+_WITH_TRANSFORMS = "gateway+transforms"
 
 
 @functools.lru_cache(maxsize=4)
@@ -124,6 +128,8 @@ def _model(
     cell: Cell, suite: Suite, task: Task, options: RunOptions, trace: ReferenceTrace | None
 ) -> Model:
     kind, _, rest = cell.model.partition(":")
+    if not cell.model and cell.format == "dsl" and task.reference_dsl is None:
+        return _inexpressible()
     if not cell.model:
         return make_agent(cell.agent, suite, task, options, trace=trace)
     if kind == "replay" and rest:
@@ -135,13 +141,29 @@ def _model(
     raise ValueError(f"model={cell.model!r}: use replay:DIR or openai:MODEL")
 
 
+def cell_task(suite: Suite, cell: Cell) -> Task:
+    """The task ``cell`` runs: the suite's, with the transform tools added in the
+    ``gateway+transforms`` mode."""
+    task = _task(suite, cell.task)
+    if cell.mode == _WITH_TRANSFORMS:
+        return dataclasses.replace(task, tools=(*task.tools, *TRANSFORMS))
+    return task
+
+
+def _inexpressible() -> Model:
+    """The scripted agent on a task the DSL cannot express: it says so, and the run fails (the
+    DSL column counts the task rather than dropping it)."""
+    reply = Reply(text="This task needs more than the DSL can express; I cannot write it.")
+    return ScriptedModel(lambda _messages, _key, _rng: reply, name="oracle")
+
+
 def run_cell(
     cell: Cell, suite_dir: str, state_root: str, record: str | None = None
 ) -> dict[str, JSONValue]:
     """Run one cell and return its row: the cell, the harness's task result, and fault facts.
     With ``record`` (a directory) every reply is recorded there for replay."""
     suite = _suite(suite_dir)
-    task = _task(suite, cell.task)
+    task = cell_task(suite, cell)
     mode = _SESSION_MODE.get(cell.mode, cell.mode)
     state = Path(tempfile.mkdtemp(prefix="cell-", dir=state_root))
     options = RunOptions(
@@ -174,6 +196,7 @@ def run_cell(
     row.pop("session_id", None)
     row["fault_applied"] = bool(made and made[first_env].applied)
     row["reference_calls"] = None if trace is None else len(trace.calls)
+    row["dsl_expressible"] = task.reference_dsl is not None
     row["plain_exec_s"] = (
         plain_exec_seconds(suite, task, cell.seed)
         if cell.condition == "clean" and cell.agent == "oracle" and cell.format == "code"
@@ -181,6 +204,23 @@ def run_cell(
     )
     shutil.rmtree(state, ignore_errors=True)
     return row
+
+
+def reference_depth(rows: Iterable[dict[str, JSONValue]]) -> dict[str, JSONValue]:
+    """How many tool calls each task's reference makes (one count a task, from the rows that
+    recorded its trace): the median, the range and the number of tasks."""
+    calls: dict[str, int] = {}
+    for row in rows:
+        count = row.get("reference_calls")
+        if isinstance(count, int) and row.get("condition") == "clean":
+            calls.setdefault(str(row["task"]), count)
+    values = sorted(calls.values())
+    return {
+        "tasks": len(values),
+        "median_reference_calls": statistics.median(values) if values else None,
+        "min": values[0] if values else None,
+        "max": values[-1] if values else None,
+    }
 
 
 def _run_chunk(

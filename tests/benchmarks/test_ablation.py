@@ -10,11 +10,12 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ import pytest
 from benchmarks.ablation import make_tasks
 from benchmarks.ablation.matrix import Cell, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown, strip_timings
-from benchmarks.ablation.run import SUITE_DIR, reference_reproduces, run_cells
+from benchmarks.ablation.run import SUITE_DIR, cell_task, reference_reproduces, run_cells
+from benchmarks.ablation.suite.tools import TRANSFORMS, make_environment
 from safeexec.harness import load_suite
 
 SUITE = load_suite(SUITE_DIR)
@@ -41,6 +43,61 @@ def test_the_suite_has_80_multi_tool_tasks_in_six_scenarios() -> None:
         assert authorized <= set(task.tools) & WRITING, task.id
         if "injection" in task.tags:
             assert set(task.tools) & WRITING - authorized, task.id
+
+
+def _calls_of_reference(task_id: str) -> int:
+    """How many tool calls the task's (trusted) reference program makes under plain Python."""
+    task = TASKS[task_id]
+    env = make_environment(0)
+    made = [0]
+
+    def counted(function: Callable[..., object]) -> Callable[..., object]:
+        def call(**kwargs: object) -> object:
+            made[0] += 1
+            return function(**kwargs)
+
+        return call
+
+    names: dict[str, object] = {
+        s.name: counted(s.function) for s in env.tools if s.name in task.tools
+    }
+    names["submit"] = lambda value: None
+    exec(compile(task.reference, task.id, "exec"), names)
+    return made[0]
+
+
+def test_the_median_task_needs_5_to_12_calls() -> None:
+    calls = [_calls_of_reference(t) for t in TASKS]
+    assert 5 <= statistics.median(calls) <= 12, sorted(calls)
+    deep = [_calls_of_reference(t.id) for t in SUITE.tasks if "deep" in t.tags]
+    assert min(deep) >= 5 and max(deep) <= 12
+    assert all(t.max_turns and t.max_turns > 12 for t in SUITE.tasks if "deep" in t.tags)
+
+
+def test_the_transform_factor_adds_the_transform_tools_to_json_and_text_only() -> None:
+    cells = build_cells(SUITE, "quick")
+    transformed = [c for c in cells if c.mode == "gateway+transforms"]
+    assert {c.format for c in transformed} == {"json", "text"}
+    assert {c.condition for c in transformed} == {"clean"}
+    task = TASKS[transformed[0].task]
+    assert cell_task(SUITE, transformed[0]).tools == (*task.tools, *TRANSFORMS)
+    plain = dataclasses.replace(transformed[0], mode="gateway")
+    assert cell_task(SUITE, plain).tools == task.tools
+    tools = {s.name: s for s in make_environment(0).tools}
+    assert tools["total"].function(values=[1.5, 2]) == 3.5
+    assert tools["filter_numbers"].function(values=[3, 9, 4], op=">", threshold=3.5) == [9, 4]
+    assert tools["sort_numbers"].function(values=[3, 9, 4], descending=True) == [9, 4, 3]
+
+
+def test_a_task_the_dsl_cannot_express_is_a_failure_of_the_dsl_column() -> None:
+    cells = build_cells(SUITE, "quick")
+    missing = [c for c in cells if c.format == "dsl" and TASKS[c.task].reference_dsl is None]
+    assert missing and {c.condition for c in missing} == {"clean"}
+    full = build_cells(SUITE, "full")
+    dsl_clean = {c.task for c in full if c.format == "dsl" and c.condition == "clean"}
+    assert dsl_clean == set(TASKS)  # every task, none dropped
+    (row,) = run_cells(missing[:1], workers=1)
+    assert row["success"] is False and row["dsl_expressible"] is False
 
 
 def test_the_generator_wrote_the_committed_tasks() -> None:
@@ -283,6 +340,8 @@ def test_the_quick_matrix_covers_every_condition_and_combination() -> None:
         ("code", "restricted"),
         ("json", "gateway"),
         ("text", "gateway"),
+        ("json", "gateway+transforms"),
+        ("text", "gateway+transforms"),
         ("dsl", "dsl"),
     }
     assert {c.grants for c in cells if c.condition == "injection"} == {"broad", "scoped"}
