@@ -188,14 +188,19 @@ class DojoEnvironment:
         return cls(state=state, tools=specs, traces=traces)
 
     def snapshot(self) -> JSONValue:
-        """The state as JSON, without the ``timestamp`` fields AgentDojo stamps from the wall
-        clock when a call runs (a replay of the same calls would differ by the clock alone)."""
+        """The state as JSON, without the fields AgentDojo stamps from the wall clock when a
+        call runs (:data:`CLOCK_FIELDS`: a replay of the same calls differs by the clock alone)."""
         return _without_timestamps(json.loads(self.state.model_dump_json()))
+
+
+# AgentDojo's fields set from datetime.now() by its functions (messages' and emails'
+# ``timestamp``, a cloud file's ``last_modified``).
+CLOCK_FIELDS = frozenset({"timestamp", "last_modified"})
 
 
 def _without_timestamps(value: JSONValue) -> JSONValue:
     if isinstance(value, dict):
-        return {k: _without_timestamps(v) for k, v in value.items() if k != "timestamp"}
+        return {k: _without_timestamps(v) for k, v in value.items() if k not in CLOCK_FIELDS}
     if isinstance(value, list):
         return [_without_timestamps(v) for v in value]
     return value

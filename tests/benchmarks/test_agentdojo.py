@@ -81,6 +81,11 @@ def test_wall_clock_stamps_are_not_counted_as_unauthorized_state(tmp_path: Path)
     row = run_dojo(run, tmp_path)
     assert row["utility"]
     assert row["unauthorized_state"] == []
+    # workspace user_task_29 appends to a file the prompt names; AgentDojo stamps last_modified.
+    run = DojoRun(suite="workspace", user_task="user_task_29", injection_task=None, format="json")
+    row = run_dojo(run, tmp_path / "workspace")
+    assert row["utility"] and row["tool_calls"] >= 2
+    assert row["unauthorized_state"] == []
 
 
 def test_the_oracle_completes_every_user_task_by_agentdojos_own_checker(tmp_path: Path) -> None:
