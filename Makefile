@@ -161,8 +161,8 @@ bench: $(BENCH_STAMP) $(VENV)-$(BENCH_BESIDE)/.installed-bench
 ablation: $(STAMP)
 	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
-# AgentDojo's four suites through the harness (benchmarks/ablation/agentdojo.py): oracle and
-# gullible agents, broad grants vs scoped capabilities; prints the table, writes the rows.
+# AgentDojo's four suites as a defence evaluation (benchmarks/ablation/agentdojo.py): its own
+# attacks, every pair, broad grants vs a scope read from the prompt; prints the table, writes rows.
 agentdojo: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.ablation.agentdojo --out agentdojo-results.json
 

@@ -1,6 +1,7 @@
 """``python -m benchmarks.ablation``: run the matrix, print the table, write results and charts.
 
 Options: ``--size quick|full`` (default full), ``--executor local|ray``, ``--workers N``,
+``--address HOST:PORT`` (a Ray cluster's head; default ``RAY_ADDRESS``),
 ``--out DIR`` (default ``ablation-results``), ``--no-charts``, ``--record DIR``, and
 ``--agent openai:MODEL`` (the matrix against an endpoint, every reply recorded under
 ``DIR/recordings``) or ``--agent replay:DIR`` (a recording, offline).
@@ -17,7 +18,13 @@ from pathlib import Path
 
 from benchmarks.ablation.matrix import SIZES, build_cells, with_model
 from benchmarks.ablation.report import aggregate, charts, markdown
-from benchmarks.ablation.run import EXECUTORS, SUITE_DIR, run_cells, session_start
+from benchmarks.ablation.run import (
+    EXECUTORS,
+    SUITE_DIR,
+    reference_depth,
+    run_cells,
+    session_start,
+)
 from safeexec.harness import load_suite
 from safeexec.model.codec import JSONValue
 
@@ -27,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--executor", choices=EXECUTORS, default="local")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--address",
+        help="with --executor ray: the cluster to connect to (host:port of its head; default "
+        "RAY_ADDRESS, else a local cluster of --workers CPUs)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("ablation-results"))
     parser.add_argument("--no-charts", action="store_true")
@@ -60,13 +72,20 @@ def main(argv: list[str] | None = None) -> int:
             mode: session_start(mode, scratch) for mode in ("native", "restricted", "dsl")
         }
     rows = run_cells(
-        cells, executor=args.executor, workers=args.workers, record=record, progress=progress
+        cells,
+        executor=args.executor,
+        workers=args.workers,
+        record=record,
+        progress=progress,
+        address=args.address,
     )
     sys.stderr.write("\n")
     summary = aggregate(rows, suite, calibration)
     summary["wall_s"] = round(time.perf_counter() - started, 1)
     summary["executor"] = args.executor
     summary["size"] = args.size
+    depth = reference_depth(rows)
+    summary["reference_depth"] = depth
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(
         json.dumps({"summary": summary, "runs": rows}, indent=1, sort_keys=True) + "\n"
@@ -75,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(table)
     written = [] if args.no_charts else charts(summary, args.out)
     print(table)
+    print(
+        f"Median reference calls per task: {depth['median_reference_calls']} "
+        f"(range {depth['min']}-{depth['max']}, {depth['tasks']} tasks); json/text run with and "
+        "without transform tools (mode gateway+transforms); tasks the DSL cannot express count "
+        "as failures of the dsl column."
+    )
     print(
         f"{len(rows)} runs in {summary['wall_s']} s; wrote {args.out / 'results.json'}, "
         f"{args.out / 'results.md'} and {len(written)} charts"

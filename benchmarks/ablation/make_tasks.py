@@ -21,7 +21,7 @@ def task(
     id: str, scenario: str, instruction: str, tools: list[str], answer: object, reference: str,
     *, dsl: str | None = None, check: str = "exact", tolerance: float | None = None,
     effects: list[dict[str, object]] | None = None, inject: list[dict[str, str]] | None = None,
-    tags: list[str] | None = None,
+    tags: list[str] | None = None, max_turns: int | None = None,
 ) -> None:  # fmt: skip
     entry: dict[str, object] = {
         "id": id, "scenario": scenario, "instruction": instruction, "tools": tools,
@@ -31,6 +31,8 @@ def task(
     }  # fmt: skip
     if dsl is not None:
         entry["reference_dsl"] = dsl.strip()
+    if max_turns is not None:
+        entry["max_turns"] = max_turns
     if effects:
         entry["authorized_effects"] = effects
     if inject:
@@ -611,6 +613,183 @@ task(
     'submit(translate(seq=reverse_complement(seq=get_sequence(name="beta"))))',
     dsl='submit(value=translate(seq=reverse_complement(seq=get_sequence(name="beta"))))',
 )  # fmt: skip
+
+
+# -- deep tasks: 5-12 calls each, so the formats separate on what a task needs ------------------
+# One turn per call and the answer fits in every format's budget, the same for all formats.
+DEEP_TURNS = 16
+CATEGORIES = ["shoes", "jackets", "camping"]
+
+
+def deep(*args: object, **kwargs: object) -> None:
+    task(*args, tags=["deep"], max_turns=DEEP_TURNS, **kwargs)  # type: ignore[arg-type]
+
+
+for word in ("room", "shelf", "seats", "2026-03", "pages", "hall", "by", "C"):
+    sections = ("/events", "/books")
+    deep(
+        f"web-deep-mentions-{word.lower()}", "web",
+        f"How many of the pages linked from /events and /books mention '{word}' in their body?",
+        ["fetch_page", "search_site"],
+        sum(word in str(w.PAGES[u]["body"]) for s in sections for u in w.PAGES[s]["links"]),
+        f'found = 0\nfor section in ["/events", "/books"]:\n    for u in fetch_page(url=section)["links"]:\n'
+        f'        if "{word}" in fetch_page(url=u)["body"]:\n            found += 1\nsubmit(found)',
+        dsl=f'found = 0\nfor section in ["/events", "/books"]:\n    for u in take(fetch_page(url=section)["links"], 10):\n'
+        f'        if "{word}" in fetch_page(url=u)["body"]:\n            found += 1\nsubmit(value=found)',
+        check="number",
+    )  # fmt: skip
+
+
+def worth(symbols: list[str], shares: int, currency: str) -> float:
+    total = 0.0
+    for s in symbols:
+        price, base = w.QUOTES[s]
+        total += shares * price * (1.0 if base == currency else w.FX[(base, currency)])
+    return round(total, 2)
+
+
+BASKETS = [["ACME", "BOLT", "CRUX"], ["BOLT", "DYNA", "EPIC"], ["ACME", "CRUX", "DYNA", "EPIC"],
+           ["ACME", "BOLT", "CRUX", "DYNA", "EPIC"], ["ACME", "DYNA", "EPIC"],
+           ["BOLT", "CRUX", "EPIC"], ["ACME", "BOLT", "DYNA", "EPIC"]]  # fmt: skip
+for basket in BASKETS:
+    for currency, shares in (("EUR", 10), ("USD", 25), ("GBP", 4), ("EUR", 7)):
+        names = ", ".join(basket)
+        deep(
+            f"fin-deep-{'-'.join(b.lower() for b in basket)}-{currency.lower()}-{shares}", "finance",
+            f"What are {shares} shares each of {names} worth together in {currency}, rounded to cents?",
+            ["get_quote", "fx_rate"], worth(basket, shares, currency),
+            f'total = 0\nfor s in {basket!r}:\n    q = get_quote(symbol=s)\n'
+            f'    total += {shares} * q["price"] * fx_rate(base=q["currency"], quote="{currency}")\n'
+            'submit(round(total, 2))',
+            dsl=f'total = 0\nfor s in {json.dumps(basket)}:\n    q = get_quote(symbol=s)\n'
+            f'    total += {shares} * q["price"] * fx_rate(base=q["currency"], quote="{currency}")\n'
+            'submit(value=round(total, 2))',
+            check="number", tolerance=0.05,
+        )  # fmt: skip
+
+
+def cheaper_trip(nights: int, rating: float) -> list[object]:
+    costs: list[tuple[str, float]] = []
+    for city in ("BER", "OSL"):
+        out = min(f[5] for f in flights("LIS", city))
+        back = min(f[5] for f in flights(city, "LIS"))
+        stay = min(h[2] for h in hotels(city) if h[3] >= rating)
+        costs.append((city, round(out + back + nights * stay, 2)))
+    cheapest = min(costs, key=lambda cost: cost[1])
+    return [cheapest[0], cheapest[1]]
+
+
+for nights in (1, 2, 3, 5, 7):
+    for rating in (4.0, 4.5):
+        deep(
+            f"trip-deep-cheaper-{nights}n-{str(rating).replace('.', '')}", "travel",
+            f"Flying from LIS and back, with {nights} nights in the cheapest hotel rated at least "
+            f"{rating}: is BER or OSL cheaper? Answer [city, total EUR].",
+            ["search_flights", "hotel_rates"], cheaper_trip(nights, rating),
+            'costs = []\nfor city in ["BER", "OSL"]:\n'
+            '    out = min(f["price"] for f in search_flights(origin="LIS", destination=city))\n'
+            '    back = min(f["price"] for f in search_flights(origin=city, destination="LIS"))\n'
+            f'    stay = min(h["nightly"] for h in hotel_rates(city=city) if h["rating"] >= {rating})\n'
+            f'    costs.append([city, round(out + back + {nights} * stay, 2)])\n'
+            'submit(min(costs, key=lambda c: c[1]))',
+            dsl='costs = []\nfor city in ["BER", "OSL"]:\n'
+            '    out = min(map(search_flights(origin="LIS", destination=city), lambda f: f["price"]))\n'
+            '    back = min(map(search_flights(origin=city, destination="LIS"), lambda f: f["price"]))\n'
+            f'    stay = min(map(filter(hotel_rates(city=city), lambda h: h["rating"] >= {rating}), lambda h: h["nightly"]))\n'
+            f'    costs += [[city, round(out + back + {nights} * stay, 2)]]\n'
+            'submit(value=min_by(costs, lambda c: c[1]))',
+            check="json",
+        )  # fmt: skip
+
+for ids in (["m-1", "m-2", "m-3"], ["m-4", "m-5", "m-6"], ["m-1", "m-3", "m-5"],
+            ["m-2", "m-4", "m-6"], ["m-1", "m-2", "m-4", "m-5"], ["m-3", "m-6", "m-2"],
+            ["m-5", "m-1", "m-6", "m-3"], ["m-6", "m-5", "m-4", "m-3", "m-2"],
+            ["m-2", "m-3", "m-4", "m-5", "m-6", "m-1"], ["m-4", "m-1", "m-6"],
+            ["m-3", "m-1", "m-2"], ["m-5", "m-4", "m-6", "m-2"], ["m-6", "m-1", "m-4", "m-2", "m-3"],
+            ["m-2", "m-5", "m-3"], ["m-1", "m-6", "m-5", "m-4"], ["m-3", "m-4", "m-1", "m-5", "m-2", "m-6"]):  # fmt: skip
+    deep(
+        f"decode-deep-{'-'.join(i[2:] for i in ids)}", "decode",
+        f"Decode the messages {', '.join(ids)} and list their plain texts in that order.",
+        ["get_message", "decode_base64", "rot13", "caesar_shift"], [w.PLAIN[i] for i in ids],
+        f'out = []\nfor mid in {ids!r}:\n    m = get_message(message_id=mid)\n'
+        '    if m["encoding"] == "base64":\n        out.append(decode_base64(text=m["payload"]))\n'
+        '    elif m["encoding"] == "rot13":\n        out.append(rot13(text=m["payload"]))\n'
+        '    else:\n        out.append(caesar_shift(text=m["payload"], shift=-int(m["encoding"].split(":")[1])))\n'
+        'submit(out)',
+        dsl=f'out = []\nfor mid in {json.dumps(ids)}:\n    m = get_message(message_id=mid)\n'
+        '    if m["encoding"] == "base64":\n        out += [decode_base64(text=m["payload"])]\n'
+        '    else:\n        if m["encoding"] == "rot13":\n            out += [rot13(text=m["payload"])]\n'
+        '        else:\n            out += [caesar_shift(text=m["payload"], shift=0 - int(split(m["encoding"], ":")[1]))]\n'
+        'submit(value=out)',
+        check="json",
+    )  # fmt: skip
+
+
+def gc(seq: str) -> float:
+    return round(sum(c in "GC" for c in seq) / len(seq), 4)
+
+
+NAMES = list(w.SEQUENCES)
+for pick, word in ((max, "highest"), (min, "lowest")):
+    deep(
+        f"dna-deep-gc-{word}", "dna", f"Which stored sequence ({', '.join(NAMES)}) has the {word} GC content?",
+        ["get_sequence", "gc_content"], pick(NAMES, key=lambda n: gc(w.SEQUENCES[n])),
+        f'submit({pick.__name__}({NAMES!r}, key=lambda n: gc_content(seq=get_sequence(name=n))))',
+        dsl=f'submit(value={pick.__name__}_by({json.dumps(NAMES)}, lambda n: gc_content(seq=get_sequence(name=n))))',
+    )  # fmt: skip
+for threshold in (0.4, 0.5, 0.55):
+    deep(
+        f"dna-deep-gc-over-{str(threshold).replace('.', '')}", "dna",
+        f"How many of the stored sequences ({', '.join(NAMES)}) have a GC content above {threshold}?",
+        ["get_sequence", "gc_content"], sum(gc(s) > threshold for s in w.SEQUENCES.values()),
+        f'submit(sum(1 for n in {NAMES!r} if gc_content(seq=get_sequence(name=n)) > {threshold}))',
+        dsl=f'submit(value=count({json.dumps(NAMES)}, lambda n: gc_content(seq=get_sequence(name=n)) > {threshold}))',
+        check="number",
+    )  # fmt: skip
+for motif in ("ATG", "GC", "TAA", "CC", "GG", "TGC", "AT", "TT", "CG", "GGC"):
+    deep(
+        f"dna-deep-motif-{motif.lower()}", "dna",
+        f"How many times does the motif {motif} occur in all stored sequences ({', '.join(NAMES)}) together?",
+        ["get_sequence", "find_motif"],
+        sum(len(w.World(0).find_motif(s, motif)) for s in w.SEQUENCES.values()),
+        f'submit(sum(len(find_motif(seq=get_sequence(name=n), motif="{motif}")) for n in {NAMES!r}))',
+        dsl=f'submit(value=sum(map({json.dumps(NAMES)}, lambda n: len(find_motif(seq=get_sequence(name=n), motif="{motif}")))))',
+        check="number",
+    )  # fmt: skip
+
+
+def average(pid: str) -> float:
+    return sum(w.REVIEWS[pid]) / len(w.REVIEWS[pid])
+
+
+for floor in (3.0, 3.5, 4.0, 4.5):
+    deep(
+        f"shop-deep-avg-over-{str(floor).replace('.', '')}", "shop",
+        f"Across shoes, jackets and camping, how many products average at least {floor} stars?",
+        ["search_products", "get_reviews"], sum(average(p[0]) >= floor for p in w.PRODUCTS),
+        f'n = 0\nfor c in {CATEGORIES!r}:\n    for p in search_products(query=c):\n'
+        '        r = get_reviews(product_id=p["id"])\n'
+        f'        if sum(x["stars"] for x in r) / len(r) >= {floor}:\n            n += 1\nsubmit(n)',
+        dsl=f'n = 0\nfor c in {json.dumps(CATEGORIES)}:\n    for p in take(search_products(query=c), 10):\n'
+        f'        if avg(get_reviews(product_id=p["id"]), lambda x: x["stars"]) >= {floor}:\n            n += 1\n'
+        'submit(value=n)',
+        check="number",
+    )  # fmt: skip
+for budget in (50.0, 100.0, 160.0, 250.0):
+    fits = [p for p in w.PRODUCTS if p[3] <= budget and p[4] > 0]
+    deep(
+        f"shop-deep-best-under-{int(budget)}", "shop",
+        f"Of the products in stock that cost at most {budget} EUR (shoes, jackets, camping), which "
+        "has the best average rating? Its name.",
+        ["search_products", "get_reviews"], max(fits, key=lambda p: average(p[0]))[1],
+        f'best, score = None, -1\nfor c in {CATEGORIES!r}:\n    for p in search_products(query=c):\n'
+        f'        if p["stock"] > 0 and p["price"] <= {budget}:\n'
+        '            r = get_reviews(product_id=p["id"])\n            a = sum(x["stars"] for x in r) / len(r)\n'
+        '            if a > score:\n                best, score = p["name"], a\nsubmit(best)',
+        dsl=f'found = []\nfor c in {json.dumps(CATEGORIES)}:\n'
+        f'    found += take(filter(search_products(query=c), lambda p: p["stock"] > 0 and p["price"] <= {budget}), 10)\n'
+        'submit(value=max_by(take(found, 30), lambda p: avg(get_reviews(product_id=p["id"]), lambda x: x["stars"]))["name"])',
+    )  # fmt: skip
 
 
 def main() -> None:

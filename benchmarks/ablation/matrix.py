@@ -2,7 +2,10 @@
 
 Formats and modes: ``code`` runs in ``native`` and ``restricted``; ``json`` and ``text`` calls go
 through the tool gateway (mode ``gateway``: no backend runs, the capability layer checks each
-call); ``dsl`` runs in ``dsl``. Conditions: ``clean`` (oracle on every task, noisy and
+call), and on clean runs also with the suite's transform tools added (mode
+``gateway+transforms``: arithmetic, min/max, sum, sort, filter as tools, the factor
+"with/without transform tools"); ``dsl`` runs in ``dsl`` on every task, a task the DSL cannot
+express counting as a failure of that column. Conditions: ``clean`` (oracle on every task, noisy and
 adversarial on a slice), ``fault`` (the oracle under each fault, with rich and generic
 feedback) and ``injection`` (the gullible agent on every injection task, with broad grants and
 with scoped capabilities).
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from benchmarks.ablation.faults import FAULTS
 from safeexec.harness import Suite, Task
 
-__all__ = ["COMBOS", "SIZES", "Cell", "build_cells", "with_model"]
+__all__ = ["COMBOS", "SIZES", "TRANSFORMED", "Cell", "build_cells", "with_model"]
 
 COMBOS: tuple[tuple[str, str], ...] = (
     ("code", "native"),
@@ -24,6 +27,11 @@ COMBOS: tuple[tuple[str, str], ...] = (
     ("json", "gateway"),
     ("text", "gateway"),
     ("dsl", "dsl"),
+)
+# The json/text modes with the transform tools (clean runs only: the factor's comparison).
+TRANSFORMED: tuple[tuple[str, str], ...] = (
+    ("json", "gateway+transforms"),
+    ("text", "gateway+transforms"),
 )
 SIZES = ("quick", "full")
 
@@ -81,7 +89,12 @@ class Cell:
         }
 
 
-def _combos(task: Task) -> list[tuple[str, str]]:
+def _combos(task: Task, *, clean: bool = False) -> list[tuple[str, str]]:
+    """A clean run has every combination, the transform modes, and ``dsl`` whether or not the
+    task has a DSL reference (without one it counts as a DSL failure); the other conditions
+    measure a mechanism, so they run ``dsl`` only where it can express the task."""
+    if clean:
+        return [*COMBOS, *TRANSFORMED]
     return [(f, m) for f, m in COMBOS if f != "dsl" or task.reference_dsl is not None]
 
 
@@ -108,7 +121,9 @@ def build_cells(suite: Suite, size: str, *, seed: int = 0) -> list[Cell]:
     injected = [t for t in tasks if "injection" in t.tags]
     if size == "quick":
         long = [t for t in tasks if "long" in t.tags][:1]
-        clean, noisy, faulted = sample[:3] + long, sample[:2], sample[:1]
+        deep = [t for t in tasks if "deep" in t.tags][:1]
+        inexpressible = [t for t in tasks if t.reference_dsl is None][:1]
+        clean, noisy, faulted = sample[:3] + long + deep + inexpressible, sample[:2], sample[:1]
         injected, hostile = injected[:2], sample[:1]
         faults: tuple[str, ...] = ("transient", "value_error", "drift")
     else:
@@ -117,7 +132,7 @@ def build_cells(suite: Suite, size: str, *, seed: int = 0) -> list[Cell]:
     for task in clean:
         cells += [
             Cell(task=task.id, format=f, mode=m, agent="oracle", condition="clean", seed=seed)
-            for f, m in _combos(task)
+            for f, m in _combos(task, clean=True)
         ]
     for agent, chosen in (("noisy", noisy), ("adversarial", hostile)):
         for task in chosen:

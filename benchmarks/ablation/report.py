@@ -159,7 +159,9 @@ def aggregate(
             sum(bool({k for k in _refusals(r) if k != "harness"}) for r in oracle), len(oracle)
         ),
         "oracle_code_one_action": all(
-            r["actions"] == 1 and r["success"] for r in oracle if r["format"] in ("code", "dsl")
+            r["actions"] == 1 and r["success"]
+            for r in oracle
+            if r["format"] == "code" or (r["format"] == "dsl" and r.get("dsl_expressible", True))
         ),
         "oracle_json_text_turns_are_calls_plus_one": all(
             r["turns"] == _num(r, "tool_calls") + 1 for r in per_call

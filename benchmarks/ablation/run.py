@@ -20,6 +20,7 @@ from typing import Any
 
 from benchmarks.ablation.faults import GenericFeedback, fault_target, faulty_suite
 from benchmarks.ablation.matrix import Cell
+from benchmarks.ablation.suite.tools import TRANSFORMS
 from safeexec.harness import (
     RunOptions,
     Suite,
@@ -32,12 +33,15 @@ from safeexec.harness import (
 from safeexec.harness.agents import ReferenceTrace
 from safeexec.harness.ledger import Submission, make_submit
 from safeexec.harness.loop import run_task
-from safeexec.harness.models import Model, RecordingModel, ReplayModel
+from safeexec.harness.models import Model, RecordingModel, ReplayModel, Reply, ScriptedModel
 from safeexec.model.codec import JSONValue
 
 __all__ = [
     "EXECUTORS",
+    "cell_task",
     "plain_exec_seconds",
+    "ray_init_arguments",
+    "reference_depth",
     "reference_reproduces",
     "run_cell",
     "run_cells",
@@ -46,13 +50,24 @@ __all__ = [
 
 EXECUTORS = ("local", "ray")
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
+# The ``benchmarks`` package: a Ray worker (on any node) gets it from the driver.
+_BENCHMARKS = SUITE_DIR.parents[1]
 # json/text calls go through the gateway; the session still needs a mode for its code steps.
-_SESSION_MODE = {"gateway": "restricted"}
+_SESSION_MODE = {"gateway": "restricted", "gateway+transforms": "restricted"}
+_WITH_TRANSFORMS = "gateway+transforms"
 
 
 @functools.lru_cache(maxsize=4)
 def _suite(path: str) -> Suite:
-    return load_suite(path)
+    return load_suite(_BENCHMARKS / path)
+
+
+def _portable(suite_dir: Path) -> str:
+    """``suite_dir`` relative to the ``benchmarks`` package when inside it (a worker resolves it
+    against its own copy, which on a cluster node is not at the driver's path), else as is."""
+    resolved = Path(suite_dir).resolve()
+    inside = resolved.is_relative_to(_BENCHMARKS)
+    return str(resolved.relative_to(_BENCHMARKS) if inside else resolved)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -113,6 +128,8 @@ def _model(
     cell: Cell, suite: Suite, task: Task, options: RunOptions, trace: ReferenceTrace | None
 ) -> Model:
     kind, _, rest = cell.model.partition(":")
+    if not cell.model and cell.format == "dsl" and task.reference_dsl is None:
+        return _inexpressible()
     if not cell.model:
         return make_agent(cell.agent, suite, task, options, trace=trace)
     if kind == "replay" and rest:
@@ -124,13 +141,29 @@ def _model(
     raise ValueError(f"model={cell.model!r}: use replay:DIR or openai:MODEL")
 
 
+def cell_task(suite: Suite, cell: Cell) -> Task:
+    """The task ``cell`` runs: the suite's, with the transform tools added in the
+    ``gateway+transforms`` mode."""
+    task = _task(suite, cell.task)
+    if cell.mode == _WITH_TRANSFORMS:
+        return dataclasses.replace(task, tools=(*task.tools, *TRANSFORMS))
+    return task
+
+
+def _inexpressible() -> Model:
+    """The scripted agent on a task the DSL cannot express: it says so, and the run fails (the
+    DSL column counts the task rather than dropping it)."""
+    reply = Reply(text="This task needs more than the DSL can express; I cannot write it.")
+    return ScriptedModel(lambda _messages, _key, _rng: reply, name="oracle")
+
+
 def run_cell(
     cell: Cell, suite_dir: str, state_root: str, record: str | None = None
 ) -> dict[str, JSONValue]:
     """Run one cell and return its row: the cell, the harness's task result, and fault facts.
     With ``record`` (a directory) every reply is recorded there for replay."""
     suite = _suite(suite_dir)
-    task = _task(suite, cell.task)
+    task = cell_task(suite, cell)
     mode = _SESSION_MODE.get(cell.mode, cell.mode)
     state = Path(tempfile.mkdtemp(prefix="cell-", dir=state_root))
     options = RunOptions(
@@ -163,6 +196,7 @@ def run_cell(
     row.pop("session_id", None)
     row["fault_applied"] = bool(made and made[first_env].applied)
     row["reference_calls"] = None if trace is None else len(trace.calls)
+    row["dsl_expressible"] = task.reference_dsl is not None
     row["plain_exec_s"] = (
         plain_exec_seconds(suite, task, cell.seed)
         if cell.condition == "clean" and cell.agent == "oracle" and cell.format == "code"
@@ -172,9 +206,28 @@ def run_cell(
     return row
 
 
+def reference_depth(rows: Iterable[dict[str, JSONValue]]) -> dict[str, JSONValue]:
+    """How many tool calls each task's reference makes (one count a task, from the rows that
+    recorded its trace): the median, the range and the number of tasks."""
+    calls: dict[str, int] = {}
+    for row in rows:
+        count = row.get("reference_calls")
+        if isinstance(count, int) and row.get("condition") == "clean":
+            calls.setdefault(str(row["task"]), count)
+    values = sorted(calls.values())
+    return {
+        "tasks": len(values),
+        "median_reference_calls": statistics.median(values) if values else None,
+        "min": values[0] if values else None,
+        "max": values[-1] if values else None,
+    }
+
+
 def _run_chunk(
     cells: Sequence[Cell], suite_dir: str, state_root: str, record: str | None
 ) -> list[dict[str, JSONValue]]:
+    # On another node of a cluster the driver's scratch directory does not exist yet.
+    Path(state_root).mkdir(parents=True, exist_ok=True)
     return [run_cell(c, suite_dir, state_root, record) for c in cells]
 
 
@@ -193,19 +246,22 @@ def run_cells(
     chunk: int = 8,
     record: Path | None = None,
     progress: Callable[[int], None] | None = None,
+    address: str | None = None,
 ) -> list[dict[str, JSONValue]]:
     """Every cell's row, in matrix order, from ``workers`` local processes or Ray tasks
-    (``record``: a directory to record every reply in, one file per kind of run)."""
+    (``record``: a directory to record every reply in, one file per kind of run; ``address``:
+    the Ray cluster to connect to, else ``RAY_ADDRESS``, else a local one of ``workers``)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor={executor!r} must be one of {EXECUTORS}")
     chunks = _chunks(cells, chunk)
     state_root = tempfile.mkdtemp(prefix="safeexec-ablation-")
     recorded = None if record is None else str(Path(record).absolute())
+    where = (_portable(suite_dir), state_root, recorded)
     try:
         if executor == "ray":
-            rows = _on_ray(chunks, (str(suite_dir), state_root, recorded), workers, progress)
+            rows = _on_ray(chunks, where, workers, progress, address)
         else:
-            rows = _on_processes(chunks, (str(suite_dir), state_root, recorded), workers, progress)
+            rows = _on_processes(chunks, where, workers, progress)
     finally:
         shutil.rmtree(state_root, ignore_errors=True)
     order = {c.key: i for i, c in enumerate(cells)}
@@ -234,11 +290,30 @@ def _on_processes(
     return rows
 
 
+def ray_init_arguments(address: str | None, workers: int) -> dict[str, Any]:
+    """``ray.init``'s arguments for the fan-out.
+
+    With a cluster (``address``, else ``RAY_ADDRESS``) the driver connects and passes no
+    resource arguments: a connected driver may not (the nodes declare their CPUs when they
+    start), and Ray raises ``ValueError`` if it does. Without one, a local cluster of
+    ``workers`` CPUs starts here. Either way the workers get this checkout's ``benchmarks``
+    package (and so the suite) through the runtime environment; ``safeexec`` itself must be
+    installed on every node.
+    """
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    runtime_env = {"py_modules": [str(_BENCHMARKS)]}
+    common: dict[str, Any] = {"runtime_env": runtime_env, "log_to_driver": False}
+    if address is not None:
+        return {"address": address, **common}
+    return {"num_cpus": workers, "include_dashboard": False, **common}
+
+
 def _on_ray(
     chunks: Iterable[list[Cell]],
     where: tuple[str, str, str | None],
     workers: int,
     progress: Callable[[int], None] | None,
+    address: str | None,
 ) -> list[dict[str, JSONValue]]:
     try:
         import ray
@@ -248,12 +323,7 @@ def _on_ray(
         ) from exc
     started_here = not ray.is_initialized()
     if started_here:
-        # Workers import this package by name: give them the checkout the driver runs from.
-        root = str(Path(__file__).resolve().parents[2])
-        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *paths]))
-        # A local cluster unless RAY_ADDRESS names one; nothing here is cluster-specific.
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        ray.init(**ray_init_arguments(address, workers))
     try:
         remote = ray.remote(num_cpus=1)(_run_chunk)
         pending = [remote.remote(c, *where) for c in chunks]

@@ -11,7 +11,9 @@ mutable state) and optionally ``.secrets`` (strings never to appear in a tool ca
 are kept in ``Task.extra`` and ignored.
 
 An authorized effect is ``{"tool": name, "args": {param: constraint}}``; a constraint is a
-literal (equal), or ``{"eq": v}``, ``{"in": [...]}``, ``{"prefix": "..."}``, ``{"any": true}``.
+literal (equal), or ``{"eq": v}``, ``{"in": [...]}``, ``{"prefix": "..."}``, ``{"any": true}``,
+or ``{"within": [...]}`` (a string, or a list of strings, each one of the listed strings, in any
+letter case: recipients all named by the user; an absent value or empty list names no one).
 An injection is ``{"tool": name, "field": key, "text": payload}``: the text is appended to that
 field of the tool's results when a run asks for injections.
 """
@@ -95,8 +97,17 @@ def _satisfies(value: JSONValue, constraint: JSONValue) -> bool:
             return any(_same(value, c) for c in constraint["in"])
         if isinstance(constraint.get("prefix"), str):
             return isinstance(value, str) and value.startswith(str(constraint["prefix"]))
+        allowed = constraint.get("within")
+        if isinstance(allowed, list):
+            return _within(value, allowed)
         return False
     return _same(value, constraint)
+
+
+def _within(value: JSONValue, allowed: list[JSONValue]) -> bool:
+    names = {a.casefold() for a in allowed if isinstance(a, str)}
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    return all(isinstance(v, str) and v.casefold() in names for v in values)
 
 
 def _same(a: JSONValue, b: JSONValue) -> bool:

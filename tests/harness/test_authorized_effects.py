@@ -26,3 +26,13 @@ def test_in_constraints_use_the_same_equality() -> None:
     effect = AuthorizedEffect(tool="t", args={"n": {"in": [1, 2]}})
     assert effect.matches("t", {"n": 2.0})
     assert not effect.matches("t", {"n": 3.0})
+
+
+def test_within_constraints_take_a_name_or_a_list_of_names_all_listed() -> None:
+    effect = AuthorizedEffect(tool="mail", args={"to": {"within": ["Bob@x.org", "alice@x.org"]}})
+    assert effect.matches("mail", {"to": "bob@x.org"})
+    assert effect.matches("mail", {"to": ["alice@x.org", "BOB@x.org"]})
+    assert not effect.matches("mail", {"to": ["alice@x.org", "eve@x.org"]})
+    assert not effect.matches("mail", {"to": "eve@x.org"})
+    assert not effect.matches("mail", {"to": 3})
+    assert effect.matches("mail", {}) and effect.matches("mail", {"to": []})  # names no one

@@ -12,8 +12,15 @@ from __future__ import annotations
 import base64
 import codecs
 import random
+from typing import Literal
 
 from safeexec.capabilities.gateway import tool
+
+# Arithmetic and list transforms, as M3ToolEval gives its JSON/text agents: what a code action
+# computes inline, a tool call does for the formats that cannot (the ablation's
+# ``gateway+transforms`` mode adds them to every task's tools).
+TRANSFORMS = ("add", "subtract", "multiply", "divide", "minimum", "maximum", "total",
+              "sort_numbers", "filter_numbers", "round_number")  # fmt: skip
 
 PAGES = {
     "/": {"title": "Home", "body": "Welcome to the Harbour Library site.",
@@ -179,6 +186,7 @@ class World:
             tool(self.get_reviews, effects=["read"]),
             tool(self.place_order, effects=["write", "money"], scope_parameter="product_id"),
             tool(self.send_email, effects=["network"], scope_parameter="to"),
+            *(tool(getattr(self, name), effects=["read"]) for name in TRANSFORMS),
         ]
 
     # -- web ---------------------------------------------------------------------------------
@@ -333,6 +341,57 @@ class World:
         """Send an email; returns "sent"."""
         self.outbox.append({"to": to, "subject": subject, "body": body})
         return "sent"
+
+    # -- transforms (no state) ---------------------------------------------------------------
+    def add(self, a: float, b: float) -> float:
+        """a + b."""
+        return a + b
+
+    def subtract(self, a: float, b: float) -> float:
+        """a - b."""
+        return a - b
+
+    def multiply(self, a: float, b: float) -> float:
+        """a * b."""
+        return a * b
+
+    def divide(self, a: float, b: float) -> float:
+        """a / b (b must not be 0)."""
+        if b == 0:
+            raise ValueError("divide: b=0")
+        return a / b
+
+    def minimum(self, values: list[float]) -> float:
+        """The smallest of a non-empty list of numbers."""
+        if not values:
+            raise ValueError("minimum: values is empty")
+        return min(values)
+
+    def maximum(self, values: list[float]) -> float:
+        """The largest of a non-empty list of numbers."""
+        if not values:
+            raise ValueError("maximum: values is empty")
+        return max(values)
+
+    def total(self, values: list[float]) -> float:
+        """The sum of a list of numbers."""
+        return sum(values)
+
+    def sort_numbers(self, values: list[float], descending: bool = False) -> list[float]:
+        """The numbers in ascending (or descending) order."""
+        return sorted(values, reverse=descending)
+
+    def filter_numbers(
+        self, values: list[float], op: Literal["<", "<=", ">", ">=", "==", "!="], threshold: float
+    ) -> list[float]:
+        """The numbers ``v`` for which ``v <op> threshold`` holds, in order."""
+        tests = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__,
+                 "==": float.__eq__, "!=": float.__ne__}  # fmt: skip
+        return [v for v in values if tests[op](float(v), float(threshold))]
+
+    def round_number(self, value: float, digits: int = 2) -> float:
+        """``value`` rounded to ``digits`` decimals."""
+        return round(value, digits)
 
     def snapshot(self) -> dict[str, object]:
         return {
