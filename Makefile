@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
+TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo,model
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against (installed by `make bench` only).
 BENCH_STAMP := $(VENV)/.installed-bench
