@@ -226,14 +226,15 @@ class _Recorded:
 class ReplayModel:
     """Recorded assistant turns played back, each only for the request it was recorded for.
 
-    The recording's params (its model, sampling) are this model's, so a replayed turn's request
-    is rebuilt exactly; a turn never recorded, or asked with a request whose hash differs from the
-    recorded one (the conversation, tools or ``max_tokens`` changed), is a ``ModelError``.
+    The recorded model's name and params (its model id, sampling) are this model's, so a replayed
+    run names the model that made it and a replayed turn's request is rebuilt exactly; a turn
+    never recorded, or asked with a request whose hash differs from the recorded one (the
+    conversation, tools or ``max_tokens`` changed), is a ``ModelError``.
     """
 
     def __init__(self, path: Path) -> None:
         self._turns: dict[str, _Recorded] = {}
-        params: dict[str, JSONValue] | None = None
+        model: tuple[str, dict[str, JSONValue]] | None = None
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
         except OSError as exc:
@@ -245,21 +246,22 @@ class ReplayModel:
                 data = json.loads(line)
                 key = TurnKey(task=data["task"], format=data["format"], turn=int(data["turn"]))
                 recorded = _Recorded(str(data["request_sha256"]), Reply.from_json(data["reply"]))
-                line_params = dict(data["params"])
+                line_model = (str(data["model"]), dict(data["params"]))
             except (ValueError, KeyError, TypeError, AssertionError) as exc:
                 raise ConfigurationError(
                     f"recording {str(path)!r} line {number} is not a recorded turn: {exc!r}; "
-                    "expected {'task', 'format', 'turn', 'params', 'request_sha256', 'reply'}"
+                    "expected {'task', 'format', 'turn', 'model', 'params', 'request_sha256', "
+                    "'reply'}"
                 ) from exc
-            if params is not None and line_params != params:
+            if model is not None and line_model != model:
                 raise ConfigurationError(
-                    f"recording {str(path)!r} line {number} was made with params "
-                    f"{line_params!r}, not {params!r}: one recording file holds one model"
+                    f"recording {str(path)!r} line {number} was made by {line_model!r}, not "
+                    f"{model!r}: one recording file holds one model"
                 )
-            params = line_params
+            model = line_model
             self._turns[_key_text(key)] = recorded
-        self.params: Mapping[str, JSONValue] = params or {"model": f"replay:{path}"}
-        self.name = str(self.params.get("model"))
+        self.name, params = model or (f"replay:{path}", {})
+        self.params: Mapping[str, JSONValue] = params
 
     def complete(
         self,
@@ -285,8 +287,8 @@ class ReplayModel:
 
 
 class RecordingModel:
-    """Wraps ``model`` and appends each reply, with its turn, the model's params and the
-    request's SHA-256, to ``path``."""
+    """Wraps ``model`` and appends each reply, with its turn, the model's name and params and
+    the request's SHA-256, to ``path``."""
 
     def __init__(self, model: Model, path: Path) -> None:
         self.name = model.name
@@ -308,6 +310,7 @@ class RecordingModel:
             "task": key.task,
             "format": key.format,
             "turn": key.turn,
+            "model": self.name,
             "params": dict(self.params),
             "request_sha256": request_sha256(
                 chat_request(self.params, messages, tools, max_tokens)
