@@ -87,10 +87,11 @@ def _faults(rows: Sequence[Row]) -> Counter[str]:
 
 
 def _tokens(rows: Sequence[Row], kind: str) -> float | None:
-    return _mean(
-        float(t.get(kind, 0)) if isinstance(t := r.get("tokens"), dict) else 0.0  # type: ignore[arg-type]
-        for r in rows
-    )
+    """Mean ``kind`` tokens per run (``None`` when no run's model reported any: scripted)."""
+    counts = [t.get(kind) for r in rows if isinstance(t := r.get("tokens"), dict)]
+    if not any(isinstance(n, int) for n in counts):
+        return None
+    return _mean(float(n) if isinstance(n, int) else 0.0 for n in counts)
 
 
 def _outcomes(rows: Sequence[Row]) -> dict[str, JSONValue]:
