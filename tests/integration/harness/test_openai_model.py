@@ -100,6 +100,8 @@ def test_the_request_sent_is_the_one_whose_hash_is_recorded(stub: Stub, tmp_path
     recorded.complete(messages, tools=tools, key=TURN, max_tokens=32)
     (sent,) = stub.requests
     assert sent["max_tokens"] == 32 and sent["seed"] == 7 and sent["model"] == "stub-model"
+    assert sent["tools"] == [{"type": "function", "function": tools[0]}]
+    assert sent["tool_choice"] == "auto"
     (line,) = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert line["request_sha256"] == request_sha256(sent)
     assert line["params"] == {"model": "stub-model", "temperature": 0.0, "seed": 7}
