@@ -9,6 +9,11 @@ the test suite replays them offline (``tests/benchmarks/test_local_model_replay.
 this small solves nothing: the run tests the path and shows what a real model's failures look
 like in the end-reason columns, not which format is better.
 
+The server uses the model's own chat template, which shows no tool schemas: llama-cpp-python's
+generic ``chatml-function-calling`` format does, but its tool-call branch generates without
+``max_tokens`` (up to the context size: one json turn took 343 s for 7,698 tokens here), so no
+per-turn budget could hold. The json column therefore tests the path, not the format.
+
 The same run against any OpenAI-compatible endpoint::
 
     OPENAI_BASE_URL=https://host/v1 OPENAI_API_KEY=... python -m benchmarks.ablation \\
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [
         args.server_python, "-m", "llama_cpp.server", "--model", gguf,
         "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-        "--chat_format", "chatml-function-calling", "--n_ctx", "8192",
+        "--n_ctx", "8192",
         "--n_threads", str(args.threads), "--seed", "0",
     ]  # fmt: skip
     with log.open("wb") as sink:
