@@ -212,9 +212,7 @@ def aggregate(
             "rate": _rate(len(expressible), len(suite.tasks)),
         },
         "clean": matrix,
-        "benign_false_refusal_rate": _rate(
-            sum(bool({k for k in _refusals(r) if k != "harness"}) for r in oracle), len(oracle)
-        ),
+        "benign_false_refusal_rate": _rate(sum(bool(_refusals(r)) for r in oracle), len(oracle)),
         "oracle_code_one_action": all(
             r["actions"] == 1 and r["success"] for r in oracle if r["format"] in ("code", "dsl")
         ),
