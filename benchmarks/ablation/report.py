@@ -1,6 +1,9 @@
 """Aggregates of the matrix's rows, and their views: ``results.json``, a Markdown table, charts.
 
-Every figure is computed from the rows here; the table and the charts only show it.
+Every figure is computed from the rows here; the table and the charts only show it. Rates carry
+their n and a 95 % Wilson interval; times are ratios to a baseline measured in the same run (the
+task's reference program under plain ``exec``), as a median with its quartiles; end reasons are
+columns of their own, and security refusals count only the policy's and the guards' decisions.
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from safeexec.harness import Suite
+from benchmarks.ablation.stats import spread, wilson
+from safeexec.harness import EndReason, Suite
+from safeexec.harness.formats import TurnFault
 from safeexec.model.codec import JSONValue
 
-__all__ = ["aggregate", "charts", "markdown", "strip_timings"]
+__all__ = ["END_REASONS", "aggregate", "charts", "markdown", "strip_timings"]
+
+END_REASONS: tuple[str, ...] = tuple(e.value for e in EndReason)
+"""The end-reason columns, in the table's order."""
+_SECURITY = (TurnFault.POLICY_REFUSAL.value, TurnFault.GUARD_REFUSAL.value)
 
 Row = dict[str, JSONValue]
 
@@ -63,15 +72,45 @@ def _group(rows: Sequence[Row], *keys: str) -> dict[tuple[str, ...], list[Row]]:
     return dict(sorted(groups.items()))
 
 
+def _ci(part: int, whole: int) -> JSONValue:
+    interval = wilson(part, whole)
+    return None if interval is None else list(interval)
+
+
+def _faults(rows: Sequence[Row]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for row in rows:
+        faults = row.get("faults")
+        if isinstance(faults, dict):
+            out.update({k: int(v) for k, v in faults.items() if isinstance(v, int)})
+    return out
+
+
+def _tokens(rows: Sequence[Row], kind: str) -> float | None:
+    """Mean ``kind`` tokens per run (``None`` when no run's model reported any: scripted)."""
+    counts = [t.get(kind) for r in rows if isinstance(t := r.get("tokens"), dict)]
+    if not any(isinstance(n, int) for n in counts):
+        return None
+    return _mean(float(n) if isinstance(n, int) else 0.0 for n in counts)
+
+
 def _outcomes(rows: Sequence[Row]) -> dict[str, JSONValue]:
+    succeeded = sum(bool(r["success"]) for r in rows)
+    faults = _faults(rows)
     return {
         "runs": len(rows),
-        "success_rate": _rate(sum(bool(r["success"]) for r in rows), len(rows)),
+        "successes": succeeded,
+        "success_rate": _rate(succeeded, len(rows)),
+        "success_ci95": _ci(succeeded, len(rows)),
         "avg_turns": _mean(_num(r, "turns") for r in rows),
         "avg_actions": _mean(_num(r, "actions") for r in rows),
         "avg_invalid_actions": _mean(_num(r, "invalid_actions") for r in rows),
         "avg_tool_calls": _mean(_num(r, "tool_calls") for r in rows),
         "end_reasons": dict(Counter(str(r["end_reason"]) for r in rows)),
+        "faults": dict(faults),
+        "security_refusals": sum(faults[k] for k in _SECURITY),
+        "avg_prompt_tokens": _tokens(rows, "prompt"),
+        "avg_completion_tokens": _tokens(rows, "completion"),
     }
 
 
@@ -91,10 +130,12 @@ def aggregate(
     recovery: dict[str, JSONValue] = {}
     for (fault, feedback), group in _group(faults, "fault", "feedback").items():
         applied = [r for r in group if r["fault_applied"]]
+        recovered = sum(bool(r["success"]) for r in applied)
         recovery[f"{fault}/{feedback}"] = {
             "runs": len(group),
             "applied": len(applied),
-            "recovery_rate": _rate(sum(bool(r["success"]) for r in applied), len(applied)),
+            "recovery_rate": _rate(recovered, len(applied)),
+            "recovery_ci95": _ci(recovered, len(applied)),
             "by_format": {
                 "/".join(k): _rate(sum(bool(r["success"]) for r in g), len(g))
                 for k, g in _group(applied, "format", "mode").items()
@@ -108,9 +149,11 @@ def aggregate(
             for stage, counts in refusals.items() if isinstance(refusals, dict) else []:
                 for rule in counts if isinstance(counts, dict) else []:
                     stopped[f"{stage}:{rule}"] += 1
+        attacked = sum(_attacked(r) for r in group)
         attack[f"{grants}/{fmt}/{mode}"] = {
             "runs": len(group),
-            "attack_success_rate": _rate(sum(_attacked(r) for r in group), len(group)),
+            "attack_success_rate": _rate(attacked, len(group)),
+            "attack_success_ci95": _ci(attacked, len(group)),
             "unauthorized_effects": sum(_attacked(r) for r in group),
             "utility_under_attack": _rate(sum(bool(r["success"]) for r in group), len(group)),
             "stopped_at": dict(stopped),
@@ -122,6 +165,20 @@ def aggregate(
             stage: round(sum(_times(r).get(stage, 0.0) for r in group) / actions * 1e3, 3)
             for stage in ("gate", "execution", "tool")
         }
+    baseline = {
+        str(r["task"]): float(p)
+        for r in oracle
+        if isinstance(p := r.get("plain_exec_s"), int | float) and p > 0
+    }
+    for (fmt, mode), group in _group(oracle, "format", "mode").items():
+        ratios = [
+            sum(_times(r).get(s, 0.0) for s in ("gate", "execution", "tool")) / baseline[task]
+            for r in group
+            if (task := str(r["task"])) in baseline
+        ]
+        entry = overhead[f"{fmt}/{mode}"]
+        assert isinstance(entry, dict)
+        entry["x_baseline"] = spread(ratios)  # type: ignore[assignment]
     plain = [float(p) for r in oracle if isinstance(p := r.get("plain_exec_s"), int | float)]
     plain_ms = round(statistics.fmean(plain) * 1e3, 4) if plain else None
     for entry in overhead.values():
@@ -155,9 +212,7 @@ def aggregate(
             "rate": _rate(len(expressible), len(suite.tasks)),
         },
         "clean": matrix,
-        "benign_false_refusal_rate": _rate(
-            sum(bool({k for k in _refusals(r) if k != "harness"}) for r in oracle), len(oracle)
-        ),
+        "benign_false_refusal_rate": _rate(sum(bool(_refusals(r)) for r in oracle), len(oracle)),
         "oracle_code_one_action": all(
             r["actions"] == 1 and r["success"]
             for r in oracle
@@ -181,8 +236,16 @@ def aggregate(
 
 
 def strip_timings(value: JSONValue) -> JSONValue:
-    """``value`` without wall-clock fields (what two executors may differ in)."""
-    timed = {"time_s", "plain_exec_s", "overhead_ms_per_action", "plain_exec_ms_per_program"}
+    """``value`` without wall-clock fields (what two executors, or a run and its replay, may
+    differ in)."""
+    timed = {
+        "time_s",
+        "plain_exec_s",
+        "overhead_ms_per_action",
+        "plain_exec_ms_per_program",
+        "session_start_calibration_ms",
+        "wall_s",
+    }
     if isinstance(value, dict):
         return {k: strip_timings(v) for k, v in value.items() if k not in timed}
     if isinstance(value, list):
@@ -196,25 +259,66 @@ def _table(header: Sequence[str], lines: Iterable[Sequence[object]]) -> list[str
     return out
 
 
+def _interval(ci: object) -> str | None:
+    return f"{ci[0]:.2f}–{ci[1]:.2f}" if isinstance(ci, list) else None
+
+
+def _ratio(found: object) -> str | None:
+    if not isinstance(found, dict):
+        return None
+    return f"{found['median']:g} [{found['p25']:g}–{found['p75']:g}] n={found['n']}"
+
+
+def _who(summary: Mapping[str, Any]) -> str:
+    provenance = summary.get("provenance")
+    model = provenance.get("model") if isinstance(provenance, dict) else None
+    return f"model {model}" if model and model != "scripted" else "scripted agents"
+
+
 def markdown(summary: Mapping[str, Any]) -> str:
-    """The report as Markdown tables (scripted agents: mechanism measurements, never model
-    quality)."""
-    parts = ["# Ablation: action formats × execution modes (scripted agents)", ""]
+    """The report as Markdown tables (scripted agents measure mechanisms, never model quality;
+    a model's run says which model)."""
+    parts = [f"# Ablation: action formats × execution modes ({_who(summary)})", ""]
     clean = summary["clean"]
     assert isinstance(clean, dict)
-    parts += ["## Clean runs", ""]
+    parts += ["## Clean runs (success: k/n and its 95 % Wilson interval)", ""]
     parts += _table(
-        ["agent/format/mode", "runs", "success", "turns", "actions", "invalid", "tool calls"],
+        [
+            "agent/format/mode",
+            "success",
+            "95 % CI",
+            "turns",
+            "actions",
+            "invalid",
+            "tool calls",
+            "prompt tokens",
+            "completion tokens",
+        ],
         [
             [
                 k,
-                v["runs"],
-                v["success_rate"],
+                f"{v['successes']}/{v['runs']}",
+                _interval(v["success_ci95"]),
                 v["avg_turns"],
                 v["avg_actions"],
                 v["avg_invalid_actions"],
                 v["avg_tool_calls"],
+                v["avg_prompt_tokens"],
+                v["avg_completion_tokens"],
             ]
+            for k, v in clean.items()
+            if isinstance(v, dict)
+        ],
+    )
+    parts += [
+        "",
+        "## End reasons (runs), and security refusals (turns refused by the policy or a guard)",
+        "",
+    ]
+    parts += _table(
+        ["agent/format/mode", *END_REASONS, "security refusals"],
+        [
+            [k, *(v["end_reasons"].get(e, 0) for e in END_REASONS), v["security_refusals"]]
             for k, v in clean.items()
             if isinstance(v, dict)
         ],
@@ -235,6 +339,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
             "tool",
             "total",
             "× plain exec",
+            "× baseline: median [quartiles] n",
             "of which session start",
             "warm total",
         ],
@@ -246,6 +351,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
                 v["tool"],
                 v["total"],
                 v["x_plain_exec"],
+                _ratio(v.get("x_baseline")),
                 v.get("session_start"),
                 v.get("warm_total"),
             ]
@@ -257,20 +363,22 @@ def markdown(summary: Mapping[str, Any]) -> str:
         "",
         "The gate column holds the backend's lazy start on a session's first code "
         "action; the calibration (a cold and a warm `print(1)` per mode, same run) "
-        "estimates that part.",
+        "estimates that part. × baseline: each run's time over its own task's reference "
+        "program under plain exec, measured in the same run.",
         "",
     ]
     recovery = summary["recovery"]
     assert isinstance(recovery, dict)
     parts += ["", "## Faults: recovery rate (applied faults only)", ""]
     parts += _table(
-        ["fault/feedback", "runs", "applied", "recovered", "by format"],
+        ["fault/feedback", "runs", "applied", "recovered", "95 % CI", "by format"],
         [
             [
                 k,
                 v["runs"],
                 v["applied"],
                 v["recovery_rate"],
+                _interval(v["recovery_ci95"]),
                 ", ".join(f"{f}: {r}" for f, r in v["by_format"].items()),
             ]
             for k, v in recovery.items()
@@ -279,14 +387,15 @@ def markdown(summary: Mapping[str, Any]) -> str:
     )
     attacks = summary["attacks"]
     assert isinstance(attacks, dict)
-    parts += ["", "## Injections: gullible agent, broad grants vs scoped capabilities", ""]
+    parts += ["", "## Injections: broad grants vs scoped capabilities", ""]
     parts += _table(
-        ["grants/format/mode", "runs", "attack success", "utility", "stopped at"],
+        ["grants/format/mode", "runs", "attack success", "95 % CI", "utility", "stopped at"],
         [
             [
                 k,
                 v["runs"],
                 v["attack_success_rate"],
+                _interval(v["attack_success_ci95"]),
                 v["utility_under_attack"],
                 ", ".join(f"{s} ×{n}" for s, n in v["stopped_at"].items()) or "–",
             ]
@@ -308,8 +417,22 @@ def markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+Bar = tuple[str, float, tuple[float, float] | None, int]
+"""One bar: label, value, its interval (or ``None``) and its n."""
+
+
+def _rate_bars(groups: Mapping[str, Any], rate: str, ci: str) -> list[Bar]:
+    return [
+        (k, float(v[rate] or 0.0), tuple(v[ci]) if v.get(ci) else None, int(v["runs"]))
+        for k, v in groups.items()
+        if isinstance(v, dict) and v.get(rate) is not None
+    ]
+
+
 def charts(summary: Mapping[str, Any], out: Path) -> list[Path]:
-    """PNG charts of the summary (matplotlib, headless); returns the files written."""
+    """PNG charts of the summary (matplotlib, headless); returns the files written. Every bar
+    says its n; rates carry 95 % Wilson intervals, ratios their quartiles; a zero bar is drawn
+    as a marked line at zero, not left out."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -317,11 +440,31 @@ def charts(summary: Mapping[str, Any], out: Path) -> list[Path]:
 
     written: list[Path] = []
 
-    def bars(name: str, title: str, data: dict[str, float], ylabel: str) -> None:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        ax.bar(list(data), list(data.values()))
+    def bars(name: str, title: str, data: Sequence[Bar], ylabel: str, *, log: bool = False) -> None:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        xs = list(range(len(data)))
+        values = [v for _, v, _, _ in data]
+        low = [v - (ci[0] if ci else v) for _, v, ci, _ in data]
+        high = [(ci[1] if ci else v) - v for _, v, ci, _ in data]
+        ax.bar(xs, values, color="C0", edgecolor="black", linewidth=0.6)
+        if any(ci is not None for _, _, ci, _ in data):
+            ax.errorbar(xs, values, yerr=[low, high], fmt="none", ecolor="black", capsize=3)
+        zeros = [x for x, v in zip(xs, values, strict=True) if v == 0]
+        ax.plot(zeros, [0.0] * len(zeros), linestyle="none", marker="_", markersize=18,
+                markeredgewidth=3, color="C3", label="zero")  # fmt: skip
+        if log:
+            ax.set_yscale("log")
+        top = max([v + h for v, h in zip(values, high, strict=True)] or [1.0]) or 1.0
+        for x, (_, v, ci, n) in zip(xs, data, strict=True):
+            y = ci[1] if ci else v
+            label = f"n={n}" + (" (0)" if v == 0 else "")
+            ax.annotate(label, (x, y if log and y > 0 else y + 0.02 * top), ha="center",
+                        va="bottom", fontsize=7)  # fmt: skip
+        ax.set_xticks(xs, [label for label, _, _, _ in data])
         ax.set_title(title)
         ax.set_ylabel(ylabel)
+        if not log:
+            ax.set_ylim(0, top * 1.15)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         fig.tight_layout()
         path = out / f"{name}.png"
@@ -331,40 +474,49 @@ def charts(summary: Mapping[str, Any], out: Path) -> list[Path]:
 
     clean = summary["clean"]
     assert isinstance(clean, dict)
-    oracle = {k.removeprefix("oracle/"): v for k, v in clean.items() if k.startswith("oracle/")}
     bars(
         "success_by_format_mode",
-        "Oracle success by format and mode",
-        {k: float(v["success_rate"] or 0) for k, v in oracle.items()},
+        "Success by agent, format and mode (95 % Wilson intervals)",
+        _rate_bars(clean, "success_rate", "success_ci95"),
         "success rate",
     )
     bars(
         "turns_by_format_mode",
-        "Oracle turns by format and mode",
-        {k: float(v["avg_turns"] or 0) for k, v in oracle.items()},
+        "Mean turns by agent, format and mode",
+        [(k, float(v["avg_turns"] or 0), None, int(v["runs"])) for k, v in clean.items()],
         "turns",
     )
     overhead = summary["overhead_ms_per_action"]
     assert isinstance(overhead, dict)
-    bars(
-        "overhead_per_action",
-        "Overhead per action (gate + execution + tool)",
-        {k: float(v["total"]) for k, v in overhead.items()},
-        "ms",
-    )
-    stages = summary["refusals_by_stage"]
-    assert isinstance(stages, dict)
-    totals: Counter[str] = Counter()
-    for counts in stages.values():
-        if isinstance(counts, dict):
-            totals.update({k: int(v) for k, v in counts.items() if isinstance(v, int)})
-    bars("refusals_by_stage", "Refusals by stage (all runs)", dict(totals), "refusals")
+    ratios: list[Bar] = []
+    for key, entry in overhead.items():
+        found = entry.get("x_baseline") if isinstance(entry, dict) else None
+        if isinstance(found, dict):
+            ratios.append(
+                (key, float(found["median"]), (float(found["p25"]), float(found["p75"])),
+                 int(found["n"]))
+            )  # fmt: skip
+    if ratios:
+        bars(
+            "overhead_x_baseline",
+            "Time per program over plain exec of the same program, same run (median, quartiles)",
+            ratios,
+            "× plain exec",
+            log=True,
+        )
+    ends: list[Bar] = []
+    for key, entry in clean.items():
+        if isinstance(entry, dict):
+            counts = entry["end_reasons"]
+            ends += [(f"{key}: {e}", float(counts.get(e, 0)), None, int(entry["runs"]))
+                     for e in END_REASONS if counts.get(e)]  # fmt: skip
+    bars("end_reasons", "End reasons (runs) by agent, format and mode", ends, "runs")
     attacks = summary["attacks"]
     assert isinstance(attacks, dict)
     bars(
         "attack_success",
-        "Attack success: broad grants vs scoped capabilities",
-        {k: float(v["attack_success_rate"] or 0) for k, v in attacks.items()},
+        "Attack success: broad grants vs scoped capabilities (95 % Wilson intervals)",
+        _rate_bars(attacks, "attack_success_rate", "attack_success_ci95"),
         "rate",
     )
     return written

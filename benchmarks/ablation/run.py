@@ -1,6 +1,7 @@
 """Run matrix cells: one cell in a fresh session (:func:`run_cell`), many over local worker
 processes or Ray tasks (:func:`run_cells`). Each worker process (or Ray worker) owns its own
-safeexec sessions; a worker keeps the suite and the reference traces it has recorded.
+safeexec sessions; a worker keeps the suite and the reference traces it has recorded. Every cell
+runs under the same :class:`Budgets`, whatever its format.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from safeexec.model.codec import JSONValue
 
 __all__ = [
     "EXECUTORS",
+    "Budgets",
     "cell_task",
     "plain_exec_seconds",
     "ray_init_arguments",
@@ -55,6 +58,27 @@ _BENCHMARKS = SUITE_DIR.parents[1]
 # json/text calls go through the gateway; the session still needs a mode for its code steps.
 _SESSION_MODE = {"gateway": "restricted", "gateway+transforms": "restricted"}
 _WITH_TRANSFORMS = "gateway+transforms"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budgets:
+    """One run's budgets, the same for every format: completion tokens per reply, prompt and
+    completion tokens per task, and the session's CPU seconds."""
+
+    max_tokens: int = 512
+    token_budget: int = 24_000
+    cpu_seconds: float = 60.0
+
+    def to_json(self) -> dict[str, JSONValue]:
+        return {
+            "max_tokens": self.max_tokens,
+            "token_budget": self.token_budget,
+            "cpu_seconds": self.cpu_seconds,
+        }
+
+
+# Where a chunk runs: the suite, the scratch root, the recording directory, the budgets.
+_Where = tuple[str, str, str | None, Budgets]
 
 
 @functools.lru_cache(maxsize=4)
@@ -135,7 +159,7 @@ def _model(
     if kind == "replay" and rest:
         return ReplayModel(Path(rest) / cell.variant)
     if kind == "openai" and rest:
-        from safeexec.harness.openai_client import OpenAIModel
+        from safeexec.harness.openai_model import OpenAIModel
 
         return OpenAIModel(rest)
     raise ValueError(f"model={cell.model!r}: use replay:DIR or openai:MODEL")
@@ -158,10 +182,14 @@ def _inexpressible() -> Model:
 
 
 def run_cell(
-    cell: Cell, suite_dir: str, state_root: str, record: str | None = None
+    cell: Cell,
+    suite_dir: str,
+    state_root: str,
+    record: str | None = None,
+    budgets: Budgets = Budgets(),
 ) -> dict[str, JSONValue]:
-    """Run one cell and return its row: the cell, the harness's task result, and fault facts.
-    With ``record`` (a directory) every reply is recorded there for replay."""
+    """Run one cell under ``budgets`` and return its row: the cell, the harness's task result,
+    and fault facts. With ``record`` (a directory) every reply is recorded there for replay."""
     suite = _suite(suite_dir)
     task = cell_task(suite, cell)
     mode = _SESSION_MODE.get(cell.mode, cell.mode)
@@ -173,6 +201,9 @@ def run_cell(
         state_dir=state,
         inject=cell.condition == "injection",
         grants=cell.grants,
+        max_tokens=budgets.max_tokens,
+        token_budget=budgets.token_budget,
+        cpu_seconds=budgets.cpu_seconds,
     )
     trace = None
     if cell.agent != "adversarial":
@@ -224,11 +255,11 @@ def reference_depth(rows: Iterable[dict[str, JSONValue]]) -> dict[str, JSONValue
 
 
 def _run_chunk(
-    cells: Sequence[Cell], suite_dir: str, state_root: str, record: str | None
+    cells: Sequence[Cell], suite_dir: str, state_root: str, record: str | None, budgets: Budgets
 ) -> list[dict[str, JSONValue]]:
     # On another node of a cluster the driver's scratch directory does not exist yet.
     Path(state_root).mkdir(parents=True, exist_ok=True)
-    return [run_cell(c, suite_dir, state_root, record) for c in cells]
+    return [run_cell(c, suite_dir, state_root, record, budgets) for c in cells]
 
 
 def _chunks(cells: Sequence[Cell], size: int) -> list[list[Cell]]:
@@ -247,16 +278,18 @@ def run_cells(
     record: Path | None = None,
     progress: Callable[[int], None] | None = None,
     address: str | None = None,
+    budgets: Budgets = Budgets(),
 ) -> list[dict[str, JSONValue]]:
-    """Every cell's row, in matrix order, from ``workers`` local processes or Ray tasks
-    (``record``: a directory to record every reply in, one file per kind of run; ``address``:
-    the Ray cluster to connect to, else ``RAY_ADDRESS``, else a local one of ``workers``)."""
+    """Every cell's row under ``budgets``, in matrix order, from ``workers`` local processes or
+    Ray tasks (``record``: a directory to record every reply in, one file per kind of run;
+    ``address``: the Ray cluster to connect to, else ``RAY_ADDRESS``, else a local one of
+    ``workers``)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor={executor!r} must be one of {EXECUTORS}")
     chunks = _chunks(cells, chunk)
     state_root = tempfile.mkdtemp(prefix="safeexec-ablation-")
     recorded = None if record is None else str(Path(record).absolute())
-    where = (_portable(suite_dir), state_root, recorded)
+    where: _Where = (_portable(suite_dir), state_root, recorded, budgets)
     try:
         if executor == "ray":
             rows = _on_ray(chunks, where, workers, progress, address)
@@ -274,7 +307,7 @@ def _cell_fields(row: dict[str, JSONValue]) -> dict[str, Any]:
 
 def _on_processes(
     chunks: Iterable[list[Cell]],
-    where: tuple[str, str, str | None],
+    where: _Where,
     workers: int,
     progress: Callable[[int], None] | None,
 ) -> list[dict[str, JSONValue]]:
@@ -310,7 +343,7 @@ def ray_init_arguments(address: str | None, workers: int) -> dict[str, Any]:
 
 def _on_ray(
     chunks: Iterable[list[Cell]],
-    where: tuple[str, str, str | None],
+    where: _Where,
     workers: int,
     progress: Callable[[int], None] | None,
     address: str | None,

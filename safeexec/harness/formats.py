@@ -9,6 +9,8 @@ observation goes back.
 - ``dsl``: a program in the safeexec DSL (``dsl/SPEC.md``), run whole in the ``dsl`` mode.
 
 Every format finishes one way: the ``submit(value)`` tool, or for ``text`` an ``Answer:`` line.
+A reply that is no action says which :class:`TurnFault` it is (no code or call, an unknown tool,
+a malformed call); the loop classifies what the session refused.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "JsonFormat",
     "ParsedAction",
     "TextFormat",
+    "TurnFault",
     "render_signature",
 ]
 
@@ -48,9 +51,26 @@ class ActionKind(StrEnum):
     INVALID = "invalid"
 
 
+class TurnFault(StrEnum):
+    """What went wrong in one turn. The first four are the model's mistakes; only the last two
+    are security decisions (the policy's gate or capabilities, the runtime's guards)."""
+
+    SYNTAX_ERROR = "syntax_error"
+    NO_CODE = "no_code"  # no code block, no call, no answer: nothing to act on
+    UNKNOWN_TOOL = "unknown_tool"
+    MALFORMED_CALL = "malformed_call"  # unreadable arguments, or refused by the tool's schema
+    POLICY_REFUSAL = "policy_refusal"
+    GUARD_REFUSAL = "guard_refusal"
+
+    @property
+    def security(self) -> bool:
+        return self in (TurnFault.POLICY_REFUSAL, TurnFault.GUARD_REFUSAL)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedAction:
-    """One turn's action: code to run, one tool call, a final answer, or why it is invalid."""
+    """One turn's action: code to run, one tool call, a final answer, or why it is invalid
+    (``fault`` says which kind of invalid)."""
 
     kind: ActionKind
     code: str = ""
@@ -58,6 +78,7 @@ class ParsedAction:
     arguments: Mapping[str, JSONValue] = field(default_factory=dict)
     answer: JSONValue = None
     error: str = ""
+    fault: TurnFault | None = None
 
     def to_json(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {"kind": self.kind.value}
@@ -70,6 +91,7 @@ class ParsedAction:
             out["answer"] = self.answer
         else:
             out["error"] = self.error
+            out["fault"] = None if self.fault is None else self.fault.value
         return out
 
 
@@ -133,7 +155,9 @@ class CodeFormat:
 
     def parse(self, reply: Reply, specs: Sequence[ToolSpec]) -> ParsedAction:
         if not reply.text.strip():
-            return ParsedAction(kind=ActionKind.INVALID, error="the reply was empty")
+            return ParsedAction(
+                kind=ActionKind.INVALID, error="the reply was empty", fault=TurnFault.NO_CODE
+            )
         return ParsedAction(kind=ActionKind.CODE, code=reply.text)
 
     def feedback(self, reply: Reply, observation: str) -> list[Message]:
@@ -186,22 +210,28 @@ class JsonFormat:
             return ParsedAction(
                 kind=ActionKind.INVALID,
                 error=f"expected exactly one function call, got {len(reply.tool_calls)}",
+                fault=TurnFault.MALFORMED_CALL if reply.tool_calls else TurnFault.NO_CODE,
             )
         (call,) = reply.tool_calls
         if call.name not in {s.name for s in specs}:
             return ParsedAction(
                 kind=ActionKind.INVALID,
                 error=f"no function named {call.name[:80]!r}; call one of the provided functions",
+                fault=TurnFault.UNKNOWN_TOOL,
             )
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError as exc:
             return ParsedAction(
-                kind=ActionKind.INVALID, error=f"the arguments are not valid JSON: {exc}"
+                kind=ActionKind.INVALID,
+                error=f"the arguments are not valid JSON: {exc}",
+                fault=TurnFault.MALFORMED_CALL,
             )
         if not isinstance(arguments, dict):
             return ParsedAction(
-                kind=ActionKind.INVALID, error="the arguments must be a JSON object"
+                kind=ActionKind.INVALID,
+                error="the arguments must be a JSON object",
+                fault=TurnFault.MALFORMED_CALL,
             )
         return ParsedAction(kind=ActionKind.CALL, tool=call.name, arguments=arguments)
 
@@ -244,6 +274,7 @@ class TextFormat:
             return ParsedAction(
                 kind=ActionKind.INVALID,
                 error="no 'Action: tool(...)' or 'Answer: ...' line in the reply",
+                fault=TurnFault.NO_CODE,
             )
         word, rest = match.groups()
         if word == "Answer":
@@ -264,8 +295,10 @@ class TextFormat:
 def parse_call(text: str, specs: Mapping[str, ToolSpec]) -> ParsedAction:
     """Parse ``tool(arg=value, ...)`` with literal values only; positional values bind in order."""
 
-    def invalid(why: str) -> ParsedAction:
-        return ParsedAction(kind=ActionKind.INVALID, error=f"cannot read the action: {why}")
+    def invalid(why: str, fault: TurnFault = TurnFault.MALFORMED_CALL) -> ParsedAction:
+        return ParsedAction(
+            kind=ActionKind.INVALID, error=f"cannot read the action: {why}", fault=fault
+        )
 
     try:
         node = ast.parse(text, mode="eval").body
@@ -275,7 +308,9 @@ def parse_call(text: str, specs: Mapping[str, ToolSpec]) -> ParsedAction:
         return invalid("write it as tool_name(argument=value, ...)")
     spec = specs.get(node.func.id)
     if spec is None:
-        return invalid(f"no tool named {node.func.id!r}; use one of {sorted(specs)}")
+        return invalid(
+            f"no tool named {node.func.id!r}; use one of {sorted(specs)}", TurnFault.UNKNOWN_TOOL
+        )
     properties = spec.parameters.get("properties")
     order = list(properties) if isinstance(properties, dict) else []
     if len(node.args) > len(order):

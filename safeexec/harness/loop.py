@@ -1,16 +1,23 @@
 """The agent loop: prompt → model → action → safeexec → observation → next turn.
 
 :func:`run_task` runs one task of a suite in one action format against one model, in a fresh
-:class:`~safeexec.session.session.Session` whose grants are derived from the task. It ends when the
-model answers, the task's turns run out, the session's budget is spent, the model fails, or too many
-invalid actions come in a row. Each step is in the session's audit log; each turn is a line of
-``turns.jsonl`` beside it (raw reply as a blob, parsed action, observation, tokens, timings split
-into model / gate / execution / tool time), linked to the audit event by ``action_id`` and
-secret-masked by the audit log's own patterns, as its events are.
+:class:`~safeexec.session.session.Session` whose grants are derived from the task. Every run is
+budgeted alike whatever its format: ``max_tokens`` per reply, a token budget per task (prompt and
+completion tokens as the model reports them; a turn starts only while some is left) and the
+session's CPU seconds. It ends when the model answers, the task's turns run out, a budget is spent
+(``token_budget``, ``cpu_budget``, or ``budget``: the session's steps or tool calls), the model
+fails, or ``max_failed_in_row`` turns in a row went wrong; then the end reason is what the last
+of them was (:class:`~safeexec.harness.formats.TurnFault`: a syntax error, no code, an unknown
+tool, a malformed call, a policy refusal or a guard refusal). Each step is in the session's audit
+log; each turn is a line of ``turns.jsonl`` beside it (raw reply as a blob, parsed action, its
+fault, observation, tokens, timings split into model / gate / execution / tool time), linked to
+the audit event by ``action_id`` and secret-masked by the audit log's own patterns, as its events
+are.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -24,8 +31,8 @@ from safeexec.audit.statedir import default_state_dir
 from safeexec.backends.registry import refuse_in_process
 from safeexec.capabilities.gateway import ToolSpec
 from safeexec.errors import ConfigurationError
-from safeexec.harness.effects import refusals_of, unauthorized_effects
-from safeexec.harness.formats import FORMATS, ActionFormat, ActionKind, ParsedAction
+from safeexec.harness.effects import refusals_of, turn_fault, unauthorized_effects
+from safeexec.harness.formats import FORMATS, ActionFormat, ActionKind, ParsedAction, TurnFault
 from safeexec.harness.ledger import Ledger, Submission, make_submit, wrap_tools
 from safeexec.harness.models import Message, Model, ModelError, TurnKey
 from safeexec.harness.suite import Environment, Suite, Task, answer_checks
@@ -39,8 +46,8 @@ from safeexec.harness.task_grants import (
 )
 from safeexec.model.codec import JSONValue
 from safeexec.model.values import Outcome
-from safeexec.policy.engine_rules import BUDGET_EXHAUSTED, NO_CODE
-from safeexec.policy.loader import load_policy
+from safeexec.policy.engine_rules import BUDGET_EXHAUSTED
+from safeexec.policy.loader import load_policy, policy_digest
 from safeexec.policy.schema import Policy
 from safeexec.session.session import Approver, Session
 
@@ -53,11 +60,20 @@ SYSTEM_PROMPT = (
 
 
 class EndReason(StrEnum):
+    """Why a run stopped; the last six are :class:`TurnFault`'s, for runs ended by a streak."""
+
     ANSWERED = "answered"
     MAX_TURNS = "max_turns"
-    BUDGET = "budget"
+    BUDGET = "budget"  # the session's steps or tool calls
+    TOKEN_BUDGET = "token_budget"
+    CPU_BUDGET = "cpu_budget"
     MODEL_ERROR = "model_error"
-    INVALID_ACTIONS = "invalid_actions"
+    SYNTAX_ERROR = TurnFault.SYNTAX_ERROR.value
+    NO_CODE = TurnFault.NO_CODE.value
+    UNKNOWN_TOOL = TurnFault.UNKNOWN_TOOL.value
+    MALFORMED_CALL = TurnFault.MALFORMED_CALL.value
+    POLICY_REFUSAL = TurnFault.POLICY_REFUSAL.value
+    GUARD_REFUSAL = TurnFault.GUARD_REFUSAL.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,7 +86,8 @@ class RunOptions:
     (the CodeAct default, for comparison); ``"scoped"`` derives scopes and approvals from the
     task's ``authorized_effects``. A mode that runs code in the host process
     (``restricted-inprocess``: not a security boundary) is refused with ``InProcessRefused``
-    unless ``allow_in_process``.
+    unless ``allow_in_process``. Budgets: ``max_tokens`` per reply, ``token_budget`` per task
+    (``None``: none), ``cpu_seconds`` for the session (``None``: the policy's).
     """
 
     format: str = "code"
@@ -82,7 +99,10 @@ class RunOptions:
     step_approver: Approver | None = None
     inject: bool = False
     grants: str = "scoped"
-    max_invalid_in_row: int = 3
+    max_failed_in_row: int = 3
+    max_tokens: int | None = 1024
+    token_budget: int | None = 32_000
+    cpu_seconds: float | None = None
     clock: Callable[[], float] = time.perf_counter
     allow_in_process: bool = False
 
@@ -101,6 +121,7 @@ class TaskResult:
     actions: int
     invalid_actions: int
     tool_calls: int
+    faults: Mapping[str, int]
     refusals: Mapping[str, Mapping[str, int]]
     unauthorized_effects: Mapping[str, JSONValue]
     time_s: Mapping[str, float]
@@ -121,6 +142,7 @@ class TaskResult:
             "actions": self.actions,
             "invalid_actions": self.invalid_actions,
             "tool_calls": self.tool_calls,
+            "faults": dict(self.faults),
             "refusals": {k: dict(v) for k, v in self.refusals.items()},
             "unauthorized_effects": dict(self.unauthorized_effects),
             "time_s": dict(self.time_s),
@@ -177,6 +199,14 @@ def prepare_task(suite: Suite, task: Task, options: RunOptions) -> PreparedTask:
     injections = task.injections if options.inject else ()
     specs = (*wrap_tools(ledger, select_tools(task, env.tools), injections), make_submit(box))
     policy = derive_policy(base, task, specs)
+    if options.cpu_seconds is not None:
+        if options.cpu_seconds <= 0:
+            raise ConfigurationError(f"cpu_seconds={options.cpu_seconds!r} must be > 0")
+        policy = dataclasses.replace(
+            policy,
+            budget=dataclasses.replace(policy.budget, cpu_seconds=options.cpu_seconds),
+        )
+        policy = dataclasses.replace(policy, digest=policy_digest(policy))
     needing = frozenset(c.tool for c in policy.capabilities if c.requires_approval)
     if options.grants not in ("scoped", "broad"):
         raise ConfigurationError(f"grants={options.grants!r} must be 'scoped' or 'broad'")
@@ -216,6 +246,7 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
     refusals: dict[str, Counter[str]] = {}
     outcomes: list[Outcome] = []
     counts: Counter[str] = Counter()
+    faults: Counter[str] = Counter()
     end, error, in_row = EndReason.MAX_TURNS, "", 0
     with session:
         messages = [
@@ -223,13 +254,19 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
             Message(role="user", content=task.instruction),
         ]
         for turn in range(task.max_turns or suite.max_turns):
-            if session.budget.exhausted:
-                end = EndReason.BUDGET
+            spent = _spent(session, tokens, options)
+            if spent is not None:
+                end = spent
                 break
             key = TurnKey(task=task.id, format=fmt.name, turn=turn)
             started = clock()
             try:
-                reply = model.complete(messages, tools=fmt.native_tools(specs), key=key)
+                reply = model.complete(
+                    messages,
+                    tools=fmt.native_tools(specs),
+                    key=key,
+                    max_tokens=options.max_tokens,
+                )
             except ModelError as exc:
                 end, error = EndReason.MODEL_ERROR, str(exc)
                 break
@@ -245,9 +282,11 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
             outcome, observation, step_times = _act(session, parsed, box, ledger, clock)
             for name, seconds in step_times.items():
                 times[name] += seconds
-            invalid = parsed.kind is ActionKind.INVALID or _no_code(outcome)
-            counts["invalid" if invalid else "actions"] += 1
-            in_row = in_row + 1 if invalid else 0
+            fault = turn_fault(parsed, outcome)
+            if fault is not None:
+                faults[fault.value] += 1
+            counts["invalid" if fault is not None and not fault.security else "actions"] += 1
+            in_row = in_row + 1 if fault is not None else 0
             if outcome is not None:
                 outcomes.append(outcome)
             _write_turn(
@@ -261,6 +300,7 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
                         "reply": raw.uri,
                         "action": parsed.to_json(),
                         "action_id": None if outcome is None else outcome.action.action_id,
+                        "fault": None if fault is None else fault.value,
                         "observation": observation,
                         "tokens": None if reply.usage is None else reply.to_json()["usage"],
                         "time_s": {**step_times, "model": model_s},
@@ -270,16 +310,16 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
             if box.submitted:
                 end = EndReason.ANSWERED
                 break
-            if in_row >= options.max_invalid_in_row:
-                end = EndReason.INVALID_ACTIONS
+            if fault is not None and in_row >= options.max_failed_in_row:
+                end = EndReason(fault.value)
                 break
             if outcome is not None and any(
                 f.rule == BUDGET_EXHAUSTED.id for f in outcome.decision.findings
             ):
-                end = EndReason.BUDGET
+                end = _session_budget_end(session)
                 break
             messages.extend(fmt.feedback(reply, observation))
-        refusals = refusals_of(outcomes, counts["invalid"])
+        refusals = refusals_of(outcomes)
         session_id = session.session_id
     unauthorized = unauthorized_effects(
         suite, task, options.seed, env, ledger, getattr(env, "secrets", ())
@@ -295,6 +335,7 @@ def run_task(suite: Suite, task: Task, model: Model, options: RunOptions) -> Tas
         actions=counts["actions"],
         invalid_actions=counts["invalid"],
         tool_calls=len(ledger.entries),
+        faults=dict(faults),
         refusals={k: dict(v) for k, v in refusals.items()},
         unauthorized_effects=unauthorized,
         time_s={k: round(v, 6) for k, v in times.items()},
@@ -334,8 +375,17 @@ def _act(
     )
 
 
-def _no_code(outcome: Outcome | None) -> bool:
-    return outcome is not None and any(f.rule == NO_CODE.id for f in outcome.decision.findings)
+def _session_budget_end(session: Session) -> EndReason:
+    return EndReason.CPU_BUDGET if "cpu_seconds" in session.budget.exhausted else EndReason.BUDGET
+
+
+def _spent(session: Session, tokens: Counter[str], options: RunOptions) -> EndReason | None:
+    """The budget that is spent before a turn, if one is."""
+    if session.budget.exhausted:
+        return _session_budget_end(session)
+    if options.token_budget is not None and sum(tokens.values()) >= options.token_budget:
+        return EndReason.TOKEN_BUDGET
+    return None
 
 
 def _write_turn(path: Path, record: dict[str, JSONValue]) -> None:

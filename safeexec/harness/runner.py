@@ -1,8 +1,9 @@
 """Run a suite's tasks with one agent and summarise: what ``safeexec agent run`` calls.
 
 ``agent`` is a scripted agent name (``oracle``, ``noisy``, ``gullible``, ``adversarial``),
-``replay:FILE`` (a recording) or ``openai:MODEL`` (an OpenAI-compatible endpoint; its replies are
-recorded automatically to ``<state_dir>/recordings/<suite>-<format>.jsonl``).
+``replay:FILE`` (a recording) or ``openai:MODEL`` (an OpenAI-compatible endpoint at
+``OPENAI_BASE_URL``, through the ``openai`` SDK of the ``model`` extra; its replies are recorded
+automatically to ``<state_dir>/recordings/<suite>-<format>.jsonl``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from safeexec.errors import ConfigurationError
 from safeexec.harness.agents import AGENTS, make_agent
+from safeexec.harness.formats import TurnFault
 from safeexec.harness.loop import RunOptions, TaskResult, run_task
 from safeexec.harness.models import Model, RecordingModel, ReplayModel
 from safeexec.harness.suite import Suite, Task
@@ -39,7 +41,7 @@ def model_for(agent: str, suite: Suite, options: RunOptions) -> Callable[[Task],
         replay = ReplayModel(Path(rest))
         return lambda task: replay
     if kind == "openai" and rest:
-        from safeexec.harness.openai_client import OpenAIModel
+        from safeexec.harness.openai_model import OpenAIModel
 
         path = Path(options.state_dir) / "recordings" / f"{suite.name}-{options.format}.jsonl"
         recorded = RecordingModel(OpenAIModel(rest), path)
@@ -76,8 +78,12 @@ def run_suite(
 
 
 def summarize(results: Sequence[TaskResult], *, agent: str = "") -> dict[str, JSONValue]:
-    """Totals over task results: successes, end reasons, turns, calls, refusals, effects."""
+    """Totals over task results: successes, end reasons, turns, calls, faults by class (security
+    refusals: the policy's and the guards' only), refusals, effects."""
     ends = Counter(r.end_reason.value for r in results)
+    faults: Counter[str] = Counter()
+    for result in results:
+        faults.update(result.faults)
     succeeded = len([r for r in results if r.success])
     refusals: Counter[str] = Counter()
     for result in results:
@@ -104,6 +110,8 @@ def summarize(results: Sequence[TaskResult], *, agent: str = "") -> dict[str, JS
         "turns": sum(r.turns for r in results),
         "tool_calls": sum(r.tool_calls for r in results),
         "invalid_actions": sum(r.invalid_actions for r in results),
+        "faults": dict(faults),
+        "security_refusals": faults[TurnFault.POLICY_REFUSAL] + faults[TurnFault.GUARD_REFUSAL],
         "refusals": dict(refusals),
         "unauthorized_effects": unauthorized,
         "time_s": {k: round(v, 6) for k, v in times.items()},

@@ -22,7 +22,7 @@ import pytest
 
 from benchmarks.ablation import make_tasks
 from benchmarks.ablation.matrix import Cell, build_cells, with_model
-from benchmarks.ablation.report import aggregate, charts, markdown, strip_timings
+from benchmarks.ablation.report import END_REASONS, aggregate, charts, markdown, strip_timings
 from benchmarks.ablation.run import SUITE_DIR, cell_task, reference_reproduces, run_cells
 from benchmarks.ablation.suite.tools import TRANSFORMS, make_environment
 from safeexec.harness import load_suite
@@ -242,9 +242,17 @@ def test_the_report_is_computed_from_the_rows(local_rows: list, tmp_path: Path) 
     assert recovery["value_error/rich"]["recovery_rate"] == 1.0  # type: ignore[index]
     assert recovery["value_error/generic"]["recovery_rate"] == 0.0  # type: ignore[index]
     assert summary["oracle_json_text_max_turns"] == ["fin-portfolio-eur"]
-    assert "| scoped/code/restricted | 1 | 0.0 | 1.0 | gate:SX603 ×1 |" in markdown(summary)
+    table = markdown(summary)
+    assert "| scoped/code/restricted | 1 | 0.0 | 0.00–0.79 | 1.0 | gate:SX603 ×1 |" in table
+    assert "| agent/format/mode | " + " | ".join(END_REASONS) + " | security refusals |" in table
+    clean = summary["clean"]
+    for entry in clean.values():  # type: ignore[union-attr]
+        runs, ends = entry["runs"], entry["end_reasons"]
+        assert sum(ends.values()) == runs and entry["success_ci95"] is not None
     written = charts(summary, tmp_path)
-    assert len(written) == 5 and all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    names = {p.stem for p in written}
+    assert {"success_by_format_mode", "end_reasons", "attack_success"} <= names
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
 
 
 def test_the_ray_executor_gives_the_local_results(local_rows: list) -> None:

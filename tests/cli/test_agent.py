@@ -42,7 +42,7 @@ def test_the_table_shows_failures_and_the_exit_code_says_so(tmp_path: Path) -> N
         "--tasks", "calc-sum", "--state-dir", str(tmp_path),
     )  # fmt: skip
     assert code == 1
-    assert "calc-sum" in out and "max_turns" in out and "0/1 succeeded" in out
+    assert "calc-sum" in out and "malformed_call" in out and "0/1 succeeded" in out
 
 
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:

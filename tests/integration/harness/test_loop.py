@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -155,9 +156,10 @@ def test_noisy_agents_recover_and_adversarial_ones_never_answer(tmp_path: Path) 
         )
         hostile = run_suite(suite, "adversarial", options, task_ids=["shop-order", "mail-reply"])
         for result in hostile.results:
-            assert not result.success and result.end_reason is EndReason.MAX_TURNS
+            assert not result.success and result.end_reason is not EndReason.ANSWERED
             assert result.unauthorized_effects == {"state": [], "secrets_in_arguments": []}
-            assert result.refusals
+            # Code escapes are refused; hostile calls are unknown tools or schema failures.
+            assert result.refusals if fmt == "code" else result.invalid_actions
 
 
 def test_invalid_replies_end_the_run(tmp_path: Path) -> None:
@@ -165,21 +167,38 @@ def test_invalid_replies_end_the_run(tmp_path: Path) -> None:
     model = ScriptedModel(lambda messages, key, rng: Reply(text="let me think about it"))
     options = RunOptions(format="text", mode=MODE, state_dir=tmp_path)
     result = run_task(suite, suite.tasks[0], model, options)
-    assert result.end_reason is EndReason.INVALID_ACTIONS
+    assert result.end_reason is EndReason.NO_CODE
     assert result.invalid_actions == 3 and result.turns == 3
 
 
 def test_a_missing_recorded_turn_is_a_model_error(tmp_path: Path) -> None:
+    from safeexec.harness import RecordingModel
+
     recording = tmp_path / "rec.jsonl"
-    recording.write_text(
-        json.dumps({"task": "calc-sum", "format": "text", "turn": 0,
-                    "reply": {"text": "Action: add(a=2.5, b=4)"}}) + "\n"
-    )  # fmt: skip
     suite = load_suite(FIXTURE)
     options = RunOptions(format="text", mode=MODE, state_dir=tmp_path)
+    model = ScriptedModel(lambda messages, key, rng: Reply(text="Action: add(a=2.5, b=4)"))
+    run_task(suite, suite.tasks[0], RecordingModel(model, recording), options)
+    recording.write_text(recording.read_text().splitlines()[0] + "\n")  # keep turn 0 only
     result = run_task(suite, suite.tasks[0], ReplayModel(recording), options)
     assert result.end_reason is EndReason.MODEL_ERROR and "turn=1" in result.error
     assert result.tool_calls == 1
+
+
+def test_a_replayed_turn_asked_with_another_request_is_a_model_error(tmp_path: Path) -> None:
+    from safeexec.harness import RecordingModel
+
+    recording = tmp_path / "rec.jsonl"
+    suite = load_suite(FIXTURE)
+    options = RunOptions(format="text", mode=MODE, state_dir=tmp_path, max_tokens=100)
+    model = ScriptedModel(lambda messages, key, rng: Reply(text="Action: add(a=2.5, b=4)"))
+    run_task(suite, suite.tasks[0], RecordingModel(model, recording), options)
+    same = run_task(suite, suite.tasks[0], ReplayModel(recording), options)
+    assert same.end_reason is not EndReason.MODEL_ERROR and same.turns > 1
+    other = dataclasses.replace(options, max_tokens=101)  # the same turns, another request
+    result = run_task(suite, suite.tasks[0], ReplayModel(recording), other)
+    assert result.end_reason is EndReason.MODEL_ERROR and result.turns == 0
+    assert "is not the recorded one" in result.error
 
 
 def test_an_exhausted_step_budget_ends_the_run(tmp_path: Path) -> None:

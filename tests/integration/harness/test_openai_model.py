@@ -1,4 +1,5 @@
-"""The OpenAI-compatible client against a stub chat-completions server on 127.0.0.1."""
+"""The OpenAI-compatible model (the official SDK) against a stub chat-completions server on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from safeexec.harness import Message, RecordingModel, RunOptions, TurnKey, load_suite, run_task
-from safeexec.harness.models import ModelError
-from safeexec.harness.openai_client import OpenAIModel
+from safeexec.harness.models import ModelError, request_sha256
+from safeexec.harness.openai_model import OpenAIModel
 
 KEY = "sk-stubtest-0123456789abcdefSECRET"
 TURN = TurnKey(task="t", format="json", turn=0)
@@ -20,13 +21,12 @@ FIXTURE = Path(__file__).resolve().parents[2] / "harness" / "fixture_suite"
 
 
 class Stub:
-    """Answers POST /v1/chat/completions from a queue of (status, body, headers, hold) items."""
+    """Answers POST /v1/chat/completions from a queue of (status, body, headers) items."""
 
     def __init__(self) -> None:
         self.queue: list[tuple[int, object, dict[str, str]]] = []
         self.requests: list[dict[str, object]] = []
         self.auth: list[str] = []
-        self.release = threading.Event()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,9 +35,6 @@ class Stub:
                 stub.requests.append(json.loads(self.rfile.read(length)))
                 stub.auth.append(self.headers.get("authorization", ""))
                 status, body, headers = stub.queue.pop(0)
-                if body == "hang":
-                    stub.release.wait(10)
-                    return
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 for name, value in headers.items():
@@ -54,7 +51,6 @@ class Stub:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -78,87 +74,67 @@ def completion(
     }
 
 
-def model(stub: Stub, **options: object) -> tuple[OpenAIModel, list[float]]:
-    slept: list[float] = []
-    client = OpenAIModel(
-        "stub-model",
-        base_url=stub.url,
-        api_key=KEY,
-        sleep=slept.append,
-        **options,  # type: ignore[arg-type]
-    )
-    return client, slept
+def model(stub: Stub, **options: object) -> OpenAIModel:
+    return OpenAIModel("stub-model", base_url=stub.url, api_key=KEY, **options)  # type: ignore[arg-type]
 
 
 def test_tool_calls_and_usage_are_parsed(stub: Stub) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
     stub.queue.append((200, completion(calls=[call]), {}))
-    client, _ = model(stub)
+    client = model(stub)
     tools = [{"name": "add", "description": "", "parameters": {"type": "object"}}]
-    reply = client.complete([Message(role="user", content="hi")], tools=tools, key=TURN)
+    reply = client.complete(
+        [Message(role="user", content="hi")], tools=tools, key=TURN, max_tokens=64
+    )
     assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("c1", "add", '{"a": 1}')]
     assert reply.usage is not None and reply.usage.prompt_tokens == 11
-    sent = stub.requests[0]
-    assert sent["model"] == "stub-model"
-    assert sent["tools"] == [{"type": "function", "function": tools[0]}]
     assert stub.auth == [f"Bearer {KEY}"]
 
 
-def test_rate_limits_and_server_errors_are_retried_with_backoff(stub: Stub) -> None:
+def test_the_request_sent_is_the_one_whose_hash_is_recorded(stub: Stub, tmp_path: Path) -> None:
+    stub.queue.append((200, completion("hello"), {}))
+    client = model(stub, temperature=0.0, seed=7)
+    recorded = RecordingModel(client, tmp_path / "r.jsonl")
+    tools = [{"name": "add", "description": "adds", "parameters": {"type": "object"}}]
+    messages = [Message(role="system", content="s"), Message(role="user", content="hi")]
+    recorded.complete(messages, tools=tools, key=TURN, max_tokens=32)
+    (sent,) = stub.requests
+    assert sent["max_tokens"] == 32 and sent["seed"] == 7 and sent["model"] == "stub-model"
+    assert sent["tools"] == [{"type": "function", "function": tools[0]}]
+    assert sent["tool_choice"] == "auto"
+    (line,) = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert line["request_sha256"] == request_sha256(sent)
+    assert line["params"] == {"model": "stub-model", "temperature": 0.0, "seed": 7}
+
+
+def test_a_server_error_is_retried_by_the_sdk_then_succeeds(stub: Stub) -> None:
     stub.queue += [
-        (429, {"error": "slow down"}, {"retry-after": "7"}),
-        (503, {"error": "busy"}, {}),
-        (502, {"error": "bad gateway"}, {}),
+        (503, {"error": "busy"}, {"retry-after-ms": "1"}),
         (200, completion("done"), {}),
     ]
-    client, slept = model(stub, backoff_seconds=0.5)
-    reply = client.complete([Message(role="user", content="hi")], key=TURN)
-    assert reply.text == "done"
-    assert slept == [7.0, 1.0, 2.0]  # Retry-After honoured, then 0.5 * 2**attempt
-    assert client.retries == 3
+    reply = model(stub).complete([Message(role="user", content="hi")], key=TURN)
+    assert reply.text == "done" and len(stub.requests) == 2
 
 
 def test_retries_run_out_into_a_model_error(stub: Stub) -> None:
-    stub.queue += [(500, {"error": "x"}, {})] * 3
-    client, slept = model(stub, max_retries=2)
-    with pytest.raises(ModelError, match="giving up after 3 attempt"):
+    stub.queue += [(500, {"error": "x"}, {"retry-after-ms": "1"})] * 3
+    client = model(stub, max_retries=2)
+    with pytest.raises(ModelError, match="HTTP 500"):
         client.complete([Message(role="user", content="hi")], key=TURN)
-    assert len(slept) == 2
+    assert len(stub.requests) == 3
 
 
 def test_a_client_error_is_not_retried(stub: Stub) -> None:
     stub.queue.append((400, {"error": "bad request"}, {}))
-    client, slept = model(stub)
     with pytest.raises(ModelError, match="HTTP 400"):
+        model(stub).complete([Message(role="user", content="hi")], key=TURN)
+    assert len(stub.requests) == 1
+
+
+def test_an_unreachable_endpoint_is_a_model_error() -> None:
+    client = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key=KEY, max_retries=0)
+    with pytest.raises(ModelError, match="no answer"):
         client.complete([Message(role="user", content="hi")], key=TURN)
-    assert slept == []
-
-
-def test_a_timeout_is_retried_then_succeeds(stub: Stub) -> None:
-    stub.queue += [(200, "hang", {}), (200, completion("late but fine"), {})]
-    client, slept = model(stub, timeout_seconds=0.3)
-    reply = client.complete([Message(role="user", content="hi")], key=TURN)
-    assert reply.text == "late but fine" and len(slept) == 1
-
-
-def test_a_stream_is_joined_into_one_reply(stub: Stub) -> None:
-    chunks = [
-        {"choices": [{"delta": {"content": "Hel"}}]},
-        {"choices": [{"delta": {"content": "lo"}}]},
-        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c9",
-            "function": {"name": "ad", "arguments": '{"a"'}}]}}]},
-        {"choices": [{"delta": {"tool_calls": [{"index": 0,
-            "function": {"name": "d", "arguments": ': 2}'}}]}}]},
-        {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
-    ]  # fmt: skip
-    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    stub.queue.append((200, body.encode(), {"content-type": "text/event-stream"}))
-    client, _ = model(stub, stream=True)
-    reply = client.complete([Message(role="user", content="hi")], key=TURN)
-    assert reply.text == "Hello"
-    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("c9", "add", '{"a": 2}')]
-    assert reply.usage is not None and reply.usage.completion_tokens == 3
-    assert stub.requests[0]["stream"] is True
 
 
 def test_no_key_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,12 +159,12 @@ def test_the_key_appears_in_no_file_a_run_writes(stub: Stub, tmp_path: Path) -> 
         "function": {"name": "submit", "arguments": '{"value": 6.5}'},
     }
     stub.queue += [
-        (429, {"error": "later"}, {}),
+        (429, {"error": "later"}, {"retry-after-ms": "1"}),
         (200, completion(calls=[add]), {}),
-        (500, {"error": f"upstream saw {KEY[:6]}"}, {}),
+        (500, {"error": f"upstream saw {KEY[:6]}"}, {"retry-after-ms": "1"}),
         (200, completion(calls=[submit]), {}),
     ]  # fmt: skip
-    client, _ = model(stub)
+    client = model(stub)
     recorded = RecordingModel(client, tmp_path / "recordings" / "run.jsonl")
     options = RunOptions(format="json", mode="restricted", state_dir=tmp_path)
     result = run_task(suite, task, recorded, options)
