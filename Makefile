@@ -158,7 +158,7 @@ bench: $(BENCH_STAMP) $(VENV)-$(BENCH_BESIDE)/.installed-bench
 
 # The format x mode ablation (benchmarks/ablation): full size, local worker processes; prints the
 # table and writes results.json, results.md and PNG charts to ablation-results/.
-ablation: $(STAMP)
+ablation: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.ablation --size full --out ablation-results
 
 # The ablation's smoke run against a real local model (not CI; benchmarks/ablation/local_model.py):
