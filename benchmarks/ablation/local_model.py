@@ -38,7 +38,7 @@ from pathlib import Path
 from benchmarks.ablation.__main__ import main as ablation
 from benchmarks.ablation.matrix import Cell
 from benchmarks.ablation.report import aggregate
-from benchmarks.ablation.run import SUITE_DIR, Budgets, run_cells
+from benchmarks.ablation.run import SUITE_DIR, Budgets, reference_depth, run_cells
 from safeexec.harness import load_suite
 from safeexec.model.codec import JSONValue
 
@@ -106,7 +106,9 @@ def replay(
     ]
     budgets = Budgets(**recorded["summary"]["provenance"]["budgets"])
     rows = run_cells(cells, workers=workers, budgets=budgets)
-    return rows, aggregate(rows, load_suite(SUITE_DIR))
+    summary = aggregate(rows, load_suite(SUITE_DIR))
+    summary["reference_depth"] = reference_depth(rows)  # as the live run's summary has it
+    return rows, summary
 
 
 def main(argv: list[str] | None = None) -> int:
