@@ -306,6 +306,8 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             "_refused_": INLINE_REFUSED,
             "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
+            "_ret_": guards.returned,
+            "_exc_": guards.caught_exception,
             "_next_": next,
             "_budget_": self.cell.budget.counter,
             "_caught_": self.cell.threads.check,

@@ -480,6 +480,19 @@ def _pattern_class(target: type, names: tuple[str, ...] | None) -> type:
     return _PatternClassType(target.__name__, (base,), namespace)
 
 
+def _refuse_metaclass(value: object, where: str, depth: int = 2) -> None:
+    """Raise if ``value`` (or an item of a tuple or list it is, ``depth`` levels down) is a
+    metaclass: a class whose instances are classes (``type``, ``ABCMeta``)."""
+    if is_metaclass(value):
+        raise GuardError(
+            f"{where} a metaclass ({value.__qualname__!r}): metaclasses build classes outside "
+            "the class statement's checks and are not available in restricted mode"
+        )
+    if depth and type(value) in (tuple, list):
+        for item in value:  # type: ignore[attr-defined]
+            _refuse_metaclass(item, where, depth - 1)
+
+
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
     attributes = InstanceAttributes(instance_dict(owner) or {})
     attributes._owner = owner
@@ -535,6 +548,7 @@ class Guards(metaclass=RuntimeClass):
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
         self.read_guard = self._make_read_guard()
+        self.returned = self._make_returned()
         # Who decides on a ``MEDIATED_ATTRIBUTES`` read (the executor installs the data views'
         # ``mediate``); without one, such a read is the plain read it would have been.
         self.mediator: Callable[[object, str], object] = self.plain_read
@@ -808,8 +822,38 @@ class Guards(metaclass=RuntimeClass):
         an unbound method to an ``__eq__`` the code wrote)."""
         return _MatchValue(value)
 
+    def _make_returned(self) -> Callable[[object], object]:
+        """``_ret_``: what a call hands back to the code (a library helper's return, a view
+        method's, a default argument passed through): never a metaclass, which would build
+        classes no ``class`` statement made, past every check tied to one (``typing.get_origin``
+        of ``typing.Type[int]`` is the real ``type``). A tuple's or list's items are looked at
+        too (the typing helpers return theirs in one). A value of a type already seen not to be
+        class-like (tuples and lists aside) passes in one set lookup."""
+        passing: set[type] = set()
+
+        def _ret_(value: object) -> object:
+            kind = type(value)
+            if kind in passing:
+                return value
+            _refuse_metaclass(value, "a call returned")
+            if kind is not tuple and kind is not list and not is_subclass(kind, CLASS_LIKE):
+                passing.add(kind)
+            return value
+
+        return _ret_
+
+    @staticmethod
+    def caught_exception(exc: object) -> None:
+        """``_exc_``: an exception a handler binds, made by host code: its arguments and its
+        attributes hold no metaclass (``e.args``, a library exception's fields)."""
+        _refuse_metaclass(exc, "an exception carried")
+        held = instance_dict(exc)
+        for value in (*getattr(exc, "args", ()), *(held.values() if held else ())):
+            _refuse_metaclass(value, "an exception carried")
+
     @staticmethod
     def _checked(value: object) -> object:
+        _refuse_metaclass(value, "a read gave")
         if _is_module(value):
             raise GuardError("module objects are not accessible in restricted mode")
         if type(value) is types.BuiltinFunctionType and value.__name__ == "__new__":

@@ -219,8 +219,12 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST | Iterable[ast.AST] | None:
         call = super().visit_Call(node)
         if isinstance(call, ast.Call) and id(call.func) in self._class_checks:
-            return self._checked_method_call(call)
-        return call
+            call = self._checked_method_call(call)
+        assert isinstance(call, ast.expr)
+        # What every call hands back passes ``_ret_`` (``Guards.returned``): never a metaclass.
+        returned = ast.Call(func=ast.Name("_ret_", ast.Load()), args=[call], keywords=[])
+        copy_locations(returned, node)
+        return returned
 
     def _checked_method_call(self, call: ast.Call) -> ast.expr:
         """``(a.m if _type_(a) in _plain_ else _cattr_(a, 'm'))(x)`` as ``a.m(x) if _type_(a) in
@@ -409,6 +413,11 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # ``except GeneratorExit:`` runs at collection time too, and ``except BaseException``
         # would swallow a stopped thread's signal (see ``visit_Try``).
         node.body.insert(0, self._stop_check(node))
+        if node.name is not None:
+            # The exception's arguments and attributes come from host code: never a metaclass.
+            check = ast.Expr(value=runtime_call("_exc_", ast.Name(node.name, ast.Load())))
+            copy_locations(check, node)
+            node.body.insert(1, check)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:

@@ -86,9 +86,10 @@ def test_an_own_super_subclass_instance_gets_the_full_guard() -> None:
 # -- method calls and literal receivers ------------------------------------------------------------
 def test_a_method_call_on_a_name_runs_the_interpreter_s_method_call() -> None:
     code = transformed("parts.append(str(i) + ',')")
+    # Each call's result passes ``_ret_`` (never a metaclass).
     assert code.splitlines()[-1] == (
-        "parts.append(str(i) + ',') if _type_(parts) in _plain_ "
-        "else _cattr_(parts, 'append')(str(i) + ',')"
+        "_ret_(parts.append(_ret_(str(i)) + ',') if _type_(parts) in _plain_ "
+        "else _cattr_(parts, 'append')(_ret_(str(i)) + ','))"
     )
 
 
@@ -351,7 +352,7 @@ def test_the_module_declares_its_names_global_after_its_docstring_and_future_imp
     )
     assert transformed(code).splitlines()[1:3] == [
         "from __future__ import annotations",
-        "global _budget_, _next_, i, range, total",
+        "global _budget_, _next_, _ret_, i, range, total",
     ]
     assert run(code + "total", "__future__", counting=True) == "3"
 
