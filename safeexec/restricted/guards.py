@@ -6,12 +6,13 @@ from __future__ import annotations
 import collections
 import functools
 import io
+import itertools
 import string
 import sys
 import threading
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Protocol
 
 from safeexec.restricted.allowlist import (
@@ -491,6 +492,27 @@ def _refuse_metaclass(value: object, where: str, depth: int = 2) -> None:
     if depth and type(value) in (tuple, list):
         for item in value:  # type: ignore[attr-defined]
             _refuse_metaclass(item, where, depth - 1)
+    elif depth and type(value) is dict:
+        for item in (*value, *value.values()):
+            _refuse_metaclass(item, where, depth - 1)
+
+
+# Iterators that call a callable for each item they yield (``map(typing.get_origin, ...)``,
+# ``iter(partial(...), sentinel)``): what they make reaches the code by iteration, not by a
+# call, so ``_ret_`` hands out one that checks each item instead.
+_CALLING_ITERATORS = (
+    map,
+    itertools.starmap,
+    itertools.accumulate,
+    type(iter(int, 1)),  # callable_iterator
+)
+
+
+def checked_items(source: Iterator[object]) -> Iterator[object]:
+    """``source``'s items, each refused if it is a metaclass (see ``_refuse_metaclass``)."""
+    for item in source:
+        _refuse_metaclass(item, "an iterator made")
+        yield item
 
 
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
@@ -826,9 +848,10 @@ class Guards(metaclass=RuntimeClass):
         """``_ret_``: what a call hands back to the code (a library helper's return, a view
         method's, a default argument passed through): never a metaclass, which would build
         classes no ``class`` statement made, past every check tied to one (``typing.get_origin``
-        of ``typing.Type[int]`` is the real ``type``). A tuple's or list's items are looked at
-        too (the typing helpers return theirs in one). A value of a type already seen not to be
-        class-like (tuples and lists aside) passes in one set lookup."""
+        of ``typing.Type[int]`` is the real ``type``). A tuple's, list's or dict's items are
+        looked at too (the typing helpers return theirs in one), and an iterator that calls a
+        callable per item checks each (``_CALLING_ITERATORS``). A value of a type already seen
+        not to be class-like (containers aside) passes in one set lookup."""
         passing: set[type] = set()
 
         def _ret_(value: object) -> object:
@@ -836,7 +859,9 @@ class Guards(metaclass=RuntimeClass):
             if kind in passing:
                 return value
             _refuse_metaclass(value, "a call returned")
-            if kind is not tuple and kind is not list and not is_subclass(kind, CLASS_LIKE):
+            if is_subclass(kind, _CALLING_ITERATORS):
+                return checked_items(value)  # type: ignore[arg-type]
+            if kind not in (tuple, list, dict) and not is_subclass(kind, CLASS_LIKE):
                 passing.add(kind)
             return value
 

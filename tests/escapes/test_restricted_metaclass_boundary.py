@@ -41,6 +41,27 @@ ATTACKS = {
         "import typing, string\nt = min([typing.Type[int]], key=str)\nt = typing.get_origin(t)"
         + _BUILD
     ),
+    "for-over-a-map": (
+        "import typing, string\nfor t in map(typing.get_origin, [typing.Type[int]]):"
+        + _BUILD.replace("\n", "\n    ")
+    ),
+    "comprehension-over-a-map": (
+        "import typing, string\nt = [o for o in map(typing.get_origin, [typing.Type[int]])][0]"
+        + _BUILD
+    ),
+    "unpacked-from-a-map": (
+        "import typing, string\nt, = map(typing.get_origin, [typing.Type[int]])" + _BUILD
+    ),
+    "callable-iterator": (
+        "import typing, string, functools\n"
+        "for t in iter(functools.partial(typing.get_origin, typing.Type[int]), None):"
+        + _BUILD.replace("\n", "\n    ")
+        + "\n    break"
+    ),
+    "in-a-dict": (
+        "import typing, string\nt = dict(zip('k', map(typing.get_origin, [typing.Type[int]])))['k']"
+        + _BUILD
+    ),
     "functools-reduce": (
         "import typing, string, functools\n"
         "t = functools.reduce(lambda a, b: typing.get_origin(b), [typing.Type[int]], 0)" + _BUILD
