@@ -392,6 +392,17 @@ _REVIEWED_LIBRARY_HOOKS: dict[str, tuple[tuple[str, str], ...]] = {
         ("builtins", "property"),  # keeps the name for its error messages
         ("dataclasses", "Field"),  # records the field's name for the dataclass machinery
     ),
+    # A descriptor's methods run on every read, write or delete of its name on an instance;
+    # a library descriptor may store into the instance's real ``__dict__`` under a name it holds
+    # as data, which an own subclass could set (``self.attrname = "__reduce_ex__"``) to plant a
+    # dunder host code then obeys. Reviewed: these store nothing on the instance.
+    "__get__": (
+        ("builtins", "property"),  # calls fget
+        ("builtins", "classmethod"),  # binds to the class
+        ("builtins", "staticmethod"),  # hands out the function
+    ),
+    "__set__": (("builtins", "property"),),  # calls fset
+    "__delete__": (("builtins", "property"),),  # calls fdel
 }
 
 
@@ -415,8 +426,9 @@ def _check_subclass_hook(name: str, base: type, own: Collection[type]) -> None:
     """A library class's ``__init_subclass__`` runs library code over the new class's
     attributes, which the code chose (``string.Template`` compiles its ``idpattern`` with the
     real, untimed ``re``), and a library descriptor's ``__set_name__`` decides under which
-    name it stores (``cached_property`` writes the instance's real ``__dict__``): only
-    reviewed hooks may serve a class the code defines."""
+    name it stores (``cached_property`` writes the instance's real ``__dict__``), as its
+    ``__get__``/``__set__``/``__delete__`` may under a name held as data: only reviewed hooks
+    may serve a class the code defines."""
     for hook, entries in _REVIEWED_LIBRARY_HOOKS.items():
         reviewed = _reviewed(entries)
         for klass in mro(base):
