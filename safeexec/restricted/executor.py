@@ -308,6 +308,7 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
             "_ret_": guards.returned,
+            "_pass_": guards.returned_plain,
             "_exc_": guards.caught_exception,
             "_next_": next,
             "_budget_": self.cell.budget.counter,

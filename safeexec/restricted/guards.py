@@ -582,6 +582,8 @@ class Guards(metaclass=RuntimeClass):
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
         self.read_guard = self._make_read_guard()
+        # What ``_ret_`` found not class-like (containers aside): the inline check's set.
+        self.returned_plain: set[type] = set()
         self.returned = self._make_returned()
         # Who decides on a ``MEDIATED_ATTRIBUTES`` read (the executor installs the data views'
         # ``mediate``); without one, such a read is the plain read it would have been.
@@ -864,7 +866,7 @@ class Guards(metaclass=RuntimeClass):
         looked at too (the typing helpers return theirs in one), and an iterator that calls a
         callable per item checks each (``_CALLING_ITERATORS``). A value of a type already seen
         not to be class-like (containers aside) passes in one set lookup."""
-        passing: set[type] = set()
+        passing = self.returned_plain
 
         def _ret_(value: object) -> object:
             kind = type(value)

@@ -79,3 +79,35 @@ def test_classes_and_plain_values_still_pass() -> None:
     executor = _executor()
     executor.bind_tools({"kind": lambda: int, "many": lambda: (1, [str], "x")})
     assert executor.execute("kind()('7') + len(many())", filename="<t>") == "10"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "t = helper()",
+        "def f():\n    return helper()\nt = f()",
+        "t = (lambda: helper())()",
+        "t = [helper() for _ in range(1)][0]",
+        "t = next(helper() for _ in range(1))",
+        "t = {k: helper() for k in 'a'}['a']",
+        "class C:\n    t = helper()",
+        "class C:\n    t = [helper() for _ in range(1)]",
+        "def g():\n    yield helper()\nt = next(g())",
+        "[int() for _ in range(3)]\nt = helper()",
+    ],
+    ids=[
+        "module",
+        "function",
+        "lambda",
+        "list-comprehension",
+        "generator-expression",
+        "dict-comprehension",
+        "class-body",
+        "class-body-comprehension",
+        "generator",
+        "after-plain-returns",
+    ],
+)
+def test_every_place_a_call_can_stand_is_checked(code: str) -> None:
+    with pytest.raises(GuardError, match="metaclass"):
+        _executor().execute(code, filename="<t>")
