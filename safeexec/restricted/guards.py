@@ -493,6 +493,10 @@ def _pattern_class(target: type, names: tuple[str, ...] | None) -> type:
     return _PatternClassType(target.__name__, (base,), namespace)
 
 
+# The interpreter's own fields of its exceptions (C members) that carry values host code chose.
+_EXCEPTION_FIELDS = ("args", "value", "obj", "name", "path", "name_from")
+
+
 def _refuse_metaclass(value: object, where: str, depth: int = 2) -> None:
     """Raise if ``value`` (or an item of a tuple or list it is, ``depth`` levels down) is a
     metaclass: a class whose instances are classes (``type``, ``ABCMeta``)."""
@@ -883,11 +887,18 @@ class Guards(metaclass=RuntimeClass):
 
     @staticmethod
     def caught_exception(exc: object) -> None:
-        """``_exc_``: an exception a handler binds, made by host code: its arguments and its
-        attributes hold no metaclass (``e.args``, a library exception's fields)."""
+        """``_exc_``: an exception a handler binds, made by host code: its arguments, its
+        attributes and the interpreter's fields of it (``StopIteration.value``,
+        ``AttributeError.obj``, read through their descriptors) hold no metaclass."""
         _refuse_metaclass(exc, "an exception carried")
         held = instance_dict(exc)
-        for value in (*getattr(exc, "args", ()), *(held.values() if held else ())):
+        fields = []
+        for name in _EXCEPTION_FIELDS:
+            owner, entry = lookup(type(exc), name)
+            static = owner is not None and not is_heap_type(owner)
+            if static and type(entry) in (types.MemberDescriptorType, types.GetSetDescriptorType):
+                fields.append(entry.__get__(exc, type(exc)))  # type: ignore[attr-defined]
+        for value in (*fields, *(held.values() if held else ())):
             _refuse_metaclass(value, "an exception carried")
 
     @staticmethod
