@@ -20,6 +20,7 @@ __all__ = [
     "HEAP_TYPE",
     "flags",
     "function_globals",
+    "generator_globals",
     "instance_dict",
     "is_class",
     "is_heap_type",
@@ -48,6 +49,15 @@ super_thisclass = super.__dict__["__thisclass__"].__get__
 super_self = super.__dict__["__self__"].__get__
 super_self_class = super.__dict__["__self_class__"].__get__
 function_globals = types.FunctionType.__dict__["__globals__"].__get__
+_GI_FRAME = types.GeneratorType.__dict__["gi_frame"].__get__
+_F_GLOBALS = types.FrameType.__dict__["f_globals"].__get__
+
+
+def generator_globals(generator: types.GeneratorType[object, object, object]) -> dict[str, object]:
+    """The globals of the code a generator runs (empty once it finished: no frame left)."""
+    frame = _GI_FRAME(generator)
+    return {} if frame is None else _F_GLOBALS(frame)
+
 
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made at run time (by a class statement, ``type()``)
 

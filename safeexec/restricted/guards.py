@@ -23,6 +23,7 @@ from safeexec.restricted.allowlist import (
 )
 from safeexec.restricted.class_facts import (
     function_globals,
+    generator_globals,
     instance_dict,
     is_class,
     is_heap_type,
@@ -879,6 +880,10 @@ class Guards(metaclass=RuntimeClass):
             _refuse_metaclass(value, "a call returned")
             if is_subclass(kind, _CALLING_ITERATORS):
                 return checked_items(value)  # type: ignore[arg-type]
+            if kind is types.GeneratorType:
+                # A library generator makes what it yields; the code's own yields what it had.
+                own = generator_globals(value).get("_write_") is self.write_guard  # type: ignore[arg-type]
+                return value if own else checked_items(value)  # type: ignore[arg-type]
             if kind not in (tuple, list, dict) and not is_subclass(kind, CLASS_LIKE):
                 passing.add(kind)
             return value

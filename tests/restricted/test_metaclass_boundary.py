@@ -32,6 +32,15 @@ def _executor() -> RestrictedExecutor:
     def raiser() -> None:
         raise _Carrier(type)
 
+    def host_generator() -> object:
+        yield int
+        yield type
+
+    def stopper() -> None:
+        stop = StopIteration()  # no arguments: the value is the interpreter's field alone
+        stop.value = type
+        raise stop
+
     def raiser_attribute() -> None:
         error = ValueError("plain")
         error.kind = type  # type: ignore[attr-defined]
@@ -44,6 +53,8 @@ def _executor() -> RestrictedExecutor:
             "pair": pair,
             "raiser": raiser,
             "raiser_attribute": raiser_attribute,
+            "host_generator": host_generator,
+            "stopper": stopper,
         }
     )
     return executor
@@ -59,6 +70,8 @@ def _executor() -> RestrictedExecutor:
         "try:\n    raiser()\nexcept Exception as e:\n    e.args[1]('X', (), {})",
         "try:\n    raiser_attribute()\nexcept ValueError as e:\n    e.kind('X', (), {})",
         "import typing\ntyping.get_origin(typing.Type[int])('X', (), {})",
+        "for t in host_generator():\n    kinds = t",
+        "try:\n    stopper()\nexcept StopIteration as e:\n    e.value('X', (), {})",
     ],
     ids=[
         "return",
@@ -68,6 +81,8 @@ def _executor() -> RestrictedExecutor:
         "exception-args",
         "exception-attr",
         "typing",
+        "library-generator",
+        "stop-iteration-value",
     ],
 )
 def test_a_metaclass_never_reaches_the_code(code: str) -> None:
@@ -111,3 +126,11 @@ def test_classes_and_plain_values_still_pass() -> None:
 def test_every_place_a_call_can_stand_is_checked(code: str) -> None:
     with pytest.raises(GuardError, match="metaclass"):
         _executor().execute(code, filename="<t>")
+
+
+def test_own_generators_are_handed_out_as_they_are() -> None:
+    code = (
+        "def g():\n    got = yield 1\n    yield got * 2\n"
+        "it = g()\nfirst = next(it)\n(first, it.send(5))"
+    )
+    assert _executor().execute(code, filename="<t>") == "(1, 10)"
