@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import enum
 import functools
+import types
 from collections.abc import Mapping
 from typing import Any
 
+from safeexec.restricted.class_facts import is_instance, module_of
 from safeexec.restricted.guards import GuardError, check_class
 
 __all__ = ["sandbox_enum_base"]
@@ -47,7 +49,7 @@ def _checked_names(names: Any) -> Any:
     listed: list[Any]
     if type(names) is str:
         plain, listed = names, names.replace(",", " ").split()
-    elif isinstance(names, Mapping):
+    elif is_instance(names, (dict, types.MappingProxyType, Mapping)):  # by MRO, not registry
         plain = dict(names.items())
         listed = list(plain)
     else:
@@ -73,7 +75,7 @@ def sandbox_enum_base(real: type[enum.Enum]) -> type[enum.Enum]:
         pass  # memberless, so the code's own enums can derive from it
 
     base.__name__ = real.__name__
-    base.__module__ = real.__module__
+    base.__module__ = module_of(real)  # type: ignore[assignment]
     base.__qualname__ = real.__qualname__
     _REAL[base] = real
     return base

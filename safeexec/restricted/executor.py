@@ -52,6 +52,7 @@ from safeexec.restricted.guards import (
     _record_denial,
     _SinkProxy,
     _view_value,
+    checked_items,
     why,
 )
 from safeexec.restricted.stdlib_wrappers import _SPECIAL_VALUES
@@ -306,6 +307,9 @@ class RestrictedExecutor(metaclass=RuntimeClass):
             "_refused_": INLINE_REFUSED,
             "_attribute_error_": AttributeError,
             "_apply_": guards.apply,
+            "_ret_": guards.returned,
+            "_pass_": guards.returned_plain,
+            "_exc_": guards.caught_exception,
             "_next_": next,
             "_budget_": self.cell.budget.counter,
             "_caught_": self.cell.threads.check,
@@ -357,7 +361,9 @@ class RestrictedExecutor(metaclass=RuntimeClass):
     def _iter(self, source: object, *sentinel: object) -> Iterator[object]:
         """``iter``; ``iter(callable, sentinel)`` may never end, so it counts."""
         if sentinel:
-            return _counted(self.cell, iter(source, *sentinel))  # type: ignore[call-overload]
+            # It calls ``source`` per item: each is checked as a call's result would be.
+            made = checked_items(iter(source, *sentinel))  # type: ignore[call-overload]
+            return _counted(self.cell, made)
         return iter(source)  # type: ignore[call-overload]
 
     def _import_allowed(self, name: str) -> bool:

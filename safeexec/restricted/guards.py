@@ -6,12 +6,13 @@ from __future__ import annotations
 import collections
 import functools
 import io
+import itertools
 import string
 import sys
 import threading
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Protocol
 
 from safeexec.restricted.allowlist import (
@@ -19,6 +20,23 @@ from safeexec.restricted.allowlist import (
     DENIED_ATTRIBUTES,
     MEDIATED_ATTRIBUTES,
     USER_DUNDERS,
+)
+from safeexec.restricted.class_facts import (
+    function_globals,
+    generator_globals,
+    instance_dict,
+    is_class,
+    is_heap_type,
+    is_instance,
+    is_metaclass,
+    is_subclass,
+    lookup,
+    module_of,
+    mro,
+    own_dict,
+    super_self,
+    super_self_class,
+    super_thisclass,
 )
 from safeexec.restricted.derived_views import refusal_reason
 
@@ -167,22 +185,25 @@ _SELF_CHECKING = (
 def _class_entry(owner: object, name: str) -> tuple[type, object]:
     """The class a method read off ``owner`` must be called on, and the raw ``__dict__`` entry
     the read found (``None`` when no class along the lookup defines it)."""
-    if isinstance(owner, _ALIASES):
-        origin = owner.__origin__
-        owner = origin if isinstance(origin, type) else type(owner)
-    if isinstance(owner, super):
-        start = owner.__thisclass__  # type: ignore[attr-defined]
-        holder = owner.__self__  # type: ignore[attr-defined]
-        receiver = holder if isinstance(holder, type) else start
-        mro = getattr(owner.__self_class__, "__mro__", (start,))  # type: ignore[attr-defined]
-        lookup = mro[mro.index(start) + 1 :] if start in mro else ()
+    if is_instance(owner, _ALIASES):
+        origin = owner.__origin__  # type: ignore[attr-defined]
+        owner = origin if is_class(origin) else type(owner)
+    if is_instance(owner, super):
+        start = super_thisclass(owner)
+        holder = super_self(owner)
+        receiver = holder if is_class(holder) else start
+        self_class = super_self_class(owner)
+        order = mro(self_class) if is_class(self_class) else (start,)
+        found = [i for i, k in enumerate(order) if k is start]
+        chain = order[found[0] + 1 :] if found else ()
     else:
-        assert isinstance(owner, type)
+        assert is_class(owner)
         receiver = owner
-        lookup = owner.__mro__
-    for base in lookup:
-        if name in base.__dict__:
-            return receiver, base.__dict__[name]
+        chain = mro(owner)
+    for base in chain:
+        namespace = own_dict(base)
+        if name in namespace:
+            return receiver, namespace[name]
     return receiver, None
 
 
@@ -312,14 +333,12 @@ _ATTRIBUTE_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__delattr
 
 def _check_attribute_hooks(cls: type, own: Collection[type]) -> None:
     for name in _ATTRIBUTE_HOOKS:
-        for klass in cls.__mro__:
-            if name in klass.__dict__:
-                if klass not in own and isinstance(klass.__dict__[name], types.FunctionType):
-                    raise GuardError(
-                        f"class {cls.__name__!r}: a class the code defines cannot inherit "
-                        f"{klass.__qualname__}.{name} (it redirects attribute access)"
-                    )
-                break
+        klass, entry = lookup(cls, name)
+        if klass is not None and klass not in own and type(entry) is types.FunctionType:
+            raise GuardError(
+                f"class {cls.__name__!r}: a class the code defines cannot inherit "
+                f"{klass.__qualname__}.{name} (it redirects attribute access)"
+            )
 
 
 def _check_slots(cls: type) -> None:
@@ -328,11 +347,11 @@ def _check_slots(cls: type) -> None:
     time declared it (a static type's members, ``BaseException.__suppress_context__``, are the
     interpreter's own fields). (The slots are read off the classes, not off ``__slots__``,
     which may have been a one-shot iterator.)"""
-    for klass in cls.__mro__:
-        if not klass.__flags__ & _HEAP_TYPE:
+    for klass in mro(cls):
+        if not is_heap_type(klass):
             continue
-        for name, value in klass.__dict__.items():
-            if isinstance(value, types.MemberDescriptorType) and name.endswith("__"):
+        for name, value in own_dict(klass).items():
+            if type(value) is types.MemberDescriptorType and name.endswith("__"):
                 raise GuardError(
                     f"class {cls.__name__!r}: a slot cannot be named {name!r}"
                     + ("" if klass is cls else f" (declared by {klass.__qualname__})")
@@ -349,7 +368,7 @@ def _check_value_equality(cls: type) -> None:
     library mixin's, ``UserString``'s) could claim equality with another value and so take that
     value's place in a cache the whole process shares (``struct.pack("QQQ")`` the host calls)."""
     for base in _VALUE_TYPES:
-        if issubclass(cls, base) and cls.__eq__ is not base.__eq__:
+        if is_subclass(cls, base) and lookup(cls, "__eq__")[1] is not own_dict(base)["__eq__"]:
             raise GuardError(
                 f"class {cls.__name__!r}: a subclass of {base.__name__} cannot change how it "
                 "compares (__eq__)"
@@ -374,22 +393,50 @@ _REVIEWED_LIBRARY_HOOKS: dict[str, tuple[tuple[str, str], ...]] = {
         ("builtins", "property"),  # keeps the name for its error messages
         ("dataclasses", "Field"),  # records the field's name for the dataclass machinery
     ),
+    # A descriptor's methods run on every read, write or delete of its name on an instance;
+    # a library descriptor may store into the instance's real ``__dict__`` under a name it holds
+    # as data, which an own subclass could set (``self.attrname = "__reduce_ex__"``) to plant a
+    # dunder host code then obeys. Reviewed: these store nothing on the instance.
+    "__get__": (
+        ("builtins", "property"),  # calls fget
+        ("builtins", "classmethod"),  # binds to the class
+        ("builtins", "staticmethod"),  # hands out the function
+    ),
+    "__set__": (("builtins", "property"),),  # calls fset
+    "__delete__": (("builtins", "property"),),  # calls fdel
 }
+
+
+# The metaclasses a class pattern's class may have (what made the code's own classes: a class
+# statement, an ABC, an enum, a protocol); another one answers its class's facts itself.
+_PATTERN_METACLASSES = (
+    ("builtins", "type"),
+    ("abc", "ABCMeta"),
+    ("enum", "EnumType"),
+    ("safeexec.restricted.enum_view", "_CheckedEnumType"),
+    ("typing", "_ProtocolMeta"),
+)
+
+
+def _reviewed(entries: tuple[tuple[str, str], ...]) -> tuple[object, ...]:
+    """The loaded objects ``entries`` name (by module and name), for matching by identity."""
+    return tuple(getattr(sys.modules.get(module), attr, None) for module, attr in entries)
 
 
 def _check_subclass_hook(name: str, base: type, own: Collection[type]) -> None:
     """A library class's ``__init_subclass__`` runs library code over the new class's
     attributes, which the code chose (``string.Template`` compiles its ``idpattern`` with the
     real, untimed ``re``), and a library descriptor's ``__set_name__`` decides under which
-    name it stores (``cached_property`` writes the instance's real ``__dict__``): only
-    reviewed hooks may serve a class the code defines."""
+    name it stores (``cached_property`` writes the instance's real ``__dict__``), as its
+    ``__get__``/``__set__``/``__delete__`` may under a name held as data: only reviewed hooks
+    may serve a class the code defines."""
     for hook, entries in _REVIEWED_LIBRARY_HOOKS.items():
-        reviewed = {getattr(sys.modules.get(module), attr, None) for module, attr in entries}
-        for klass in base.__mro__:
+        reviewed = _reviewed(entries)
+        for klass in mro(base):
             if klass in own or klass is object:
                 continue
-            if hook in klass.__dict__:
-                if klass not in reviewed:
+            if hook in own_dict(klass):
+                if not any(klass is r for r in reviewed):
                     raise GuardError(
                         f"class {name!r}: a class the code defines cannot subclass "
                         f"{klass.__qualname__}, whose {hook} would run on it; "
@@ -417,21 +464,19 @@ def _build_from_resolved(
     return cls
 
 
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
-
-
 def _is_builtin_type(obj: object) -> bool:
     """A class of the interpreter itself: ``__module__`` says ``builtins`` and the type is static
     (a class made at run time, by the code or a library factory, is a heap type whatever
     ``module=`` it was given)."""
-    return isinstance(obj, type) and obj.__module__ == "builtins" and not obj.__flags__ & _HEAP_TYPE
+    return is_class(obj) and module_of(obj) == "builtins" and not is_heap_type(obj)
 
 
 class _PatternClassType(RuntimeClass):
     """The metaclass of a class pattern's stand-in: a subject matches by its real class."""
 
     def __instancecheck__(cls, subject: object) -> bool:
-        return cls._target in type(subject).__mro__  # type: ignore[attr-defined]
+        target = own_dict(cls)["_target"]
+        return any(k is target for k in mro(type(subject)))
 
 
 # Builtin types a one-positional class pattern matches as the subject itself.
@@ -442,15 +487,53 @@ _MATCH_SELF = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, s
 def _pattern_class(target: type, names: tuple[str, ...] | None) -> type:
     """The stand-in a class pattern on ``target`` matches with: ``names`` frozen as its match
     args (none: a builtin base's "match the subject itself" holds), ``target`` its real class."""
-    base = next((b for b in _MATCH_SELF if issubclass(target, b) and b is not bool), object)
+    base = next((b for b in _MATCH_SELF if is_subclass(target, b) and b is not bool), object)
     namespace: dict[str, object] = {"_target": target, "__slots__": ()}
     if names is not None:
         namespace["__match_args__"] = names
     return _PatternClassType(target.__name__, (base,), namespace)
 
 
+# The interpreter's own fields of its exceptions (C members) that carry values host code chose.
+_EXCEPTION_FIELDS = ("args", "value", "obj", "name", "path", "name_from")
+
+
+def _refuse_metaclass(value: object, where: str, depth: int = 2) -> None:
+    """Raise if ``value`` (or an item of a tuple or list it is, ``depth`` levels down) is a
+    metaclass: a class whose instances are classes (``type``, ``ABCMeta``)."""
+    if is_metaclass(value):
+        raise GuardError(
+            f"{where} a metaclass ({value.__qualname__!r}): metaclasses build classes outside "
+            "the class statement's checks and are not available in restricted mode"
+        )
+    if depth and type(value) in (tuple, list):
+        for item in value:  # type: ignore[attr-defined]
+            _refuse_metaclass(item, where, depth - 1)
+    elif depth and type(value) is dict:
+        for item in (*value, *value.values()):
+            _refuse_metaclass(item, where, depth - 1)
+
+
+# Iterators that call a callable for each item they yield (``map(typing.get_origin, ...)``,
+# ``iter(partial(...), sentinel)``): what they make reaches the code by iteration, not by a
+# call, so ``_ret_`` hands out one that checks each item instead.
+_CALLING_ITERATORS = (
+    map,
+    itertools.starmap,
+    itertools.accumulate,
+    type(iter(int, 1)),  # callable_iterator
+)
+
+
+def checked_items(source: Iterator[object]) -> Iterator[object]:
+    """``source``'s items, each refused if it is a metaclass (see ``_refuse_metaclass``)."""
+    for item in source:
+        _refuse_metaclass(item, "an iterator made")
+        yield item
+
+
 def _instance_attributes(owner: object, guards: Guards) -> InstanceAttributes:
-    attributes = InstanceAttributes(owner.__dict__)
+    attributes = InstanceAttributes(instance_dict(owner) or {})
     attributes._owner = owner
     attributes._guards = guards
     return attributes
@@ -504,6 +587,9 @@ class Guards(metaclass=RuntimeClass):
         self._lock = threading.Lock()
         self.write_guard = self._make_write_guard()
         self.read_guard = self._make_read_guard()
+        # What ``_ret_`` found not class-like (containers aside): the inline check's set.
+        self.returned_plain: set[type] = set()
+        self.returned = self._make_returned()
         # Who decides on a ``MEDIATED_ATTRIBUTES`` read (the executor installs the data views'
         # ``mediate``); without one, such a read is the plain read it would have been.
         self.mediator: Callable[[object, str], object] = self.plain_read
@@ -516,23 +602,24 @@ class Guards(metaclass=RuntimeClass):
     # -- ownership ------------------------------------------------------------------------------
     def is_own(self, obj: object) -> bool:
         """Is ``obj`` an instance of a class the code defined, or such a class?"""
-        return type(obj) in self.own_classes or (isinstance(obj, type) and obj in self.own_classes)
+        return type(obj) in self.own_classes or (is_class(obj) and obj in self.own_classes)
 
     def is_own_function(self, obj: object) -> bool:
         """Is ``obj`` a function compiled from the code (its globals hold these guards)?"""
         return (
-            isinstance(obj, types.FunctionType)
-            and obj.__globals__.get("_write_") is self.write_guard
+            type(obj) is types.FunctionType
+            and function_globals(obj).get("_write_") is self.write_guard
         )
 
     def register_class(self, cls: object) -> object:
-        if isinstance(cls, type):
+        if is_class(cls):
+            cls = typing.cast(type, cls)  # is_class holds
             with self._lock:
                 self.own_classes.add(cls)
-                if not issubclass(cls, CLASS_LIKE):
+                if not is_subclass(cls, CLASS_LIKE):
                     self._plain_own.add(cls)
                 own = self.own_classes
-                if all(k in own or k is object for k in cls.__mro__[1:]):
+                if all(k in own or k is object for k in mro(cls)[1:]):
                     self.simple_own.add(cls)
         return cls
 
@@ -551,9 +638,9 @@ class Guards(metaclass=RuntimeClass):
         # is the one the class is built from: no second resolution can hand back another.
         resolved = types.resolve_bases(bases)
         for base in resolved:
-            if not isinstance(base, type):
+            if not is_class(base):
                 raise GuardError(f"class {name!r}: base {base!r} is not a class")
-            if issubclass(base, type):
+            if is_metaclass(base):
                 raise GuardError(f"class {name!r}: metaclasses cannot be subclassed")
             _check_subclass_hook(name, base, self.own_classes)
         cls = _build_from_resolved(func, name, bases, resolved, kw)
@@ -568,20 +655,20 @@ class Guards(metaclass=RuntimeClass):
         if name in _ANYWHERE_DUNDERS:
             return self._checked(getattr(obj, name))
         if name == "__class__":
-            if isinstance(obj, type):
+            if is_class(obj):
                 raise GuardError("__class__ of a class (its metaclass) is not accessible")
             return self.type_aliases.get(type(obj), type(obj))
         if name == "format" and type(obj) is str:
             return _safe_str_format(obj)
-        if name in _EXCEPTION_LINKS and isinstance(obj, BaseException):
+        if name in _EXCEPTION_LINKS and is_instance(obj, BaseException):
             return getattr(obj, name)  # other exceptions, or None (never the traceback)
         if self.is_own(obj):
             if name.startswith("__") and name.endswith("__"):
-                if name == "__dict__" and not isinstance(obj, type):
+                if name == "__dict__" and not is_class(obj):
                     return _instance_attributes(obj, self)
                 if name in USER_DUNDERS:
                     return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
-            elif name == "register" and isinstance(obj, type):
+            elif name == "register" and is_class(obj):
                 return self._own_register(obj)
             elif self._defined_by_code(obj, name):
                 # A private name is the code's own only where an own class (or the instance)
@@ -589,7 +676,7 @@ class Guards(metaclass=RuntimeClass):
                 # ``ABCMeta._dump_registry``) it is host code the library never meant to expose.
                 return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
         elif name in USER_DUNDERS:
-            if isinstance(obj, super) and obj.__thisclass__ in self.own_classes:  # type: ignore[attr-defined]
+            if is_instance(obj, super) and super_thisclass(obj) in self.own_classes:
                 return self._unbound_checked(obj, name, self._checked(getattr(obj, name)))
             if _is_builtin_type(obj):
                 return self._checked(getattr(obj, name))
@@ -610,8 +697,8 @@ class Guards(metaclass=RuntimeClass):
         def _getattr_(obj: object, name: str) -> object:
             cls = type(obj)
             if cls in plain_own and name and name[-1] != "_" and name not in mediated:
-                inst = getattr(obj, "__dict__", None)
-                if (type(inst) is dict and name in inst) or name in cls.__dict__:
+                inst = instance_dict(obj)
+                if (inst is not None and name in inst) or name in own_dict(cls):
                     value = getattr(obj, name)
                     if type(value) is not module:
                         return value
@@ -621,19 +708,19 @@ class Guards(metaclass=RuntimeClass):
 
     def plain_read(self, obj: object, name: str) -> object:
         """What a public read ``obj.name`` gives (plain, or receiver-checked off a class)."""
-        if isinstance(obj, CLASS_LIKE):
+        if is_instance(obj, CLASS_LIKE):
             return self.class_attribute(obj, name)
         return getattr(obj, name)
 
     def _defined_by_code(self, obj: object, name: str) -> bool:
         """Does the code's own class (or instance) supply what ``getattr(obj, name)`` returns?
         Decided by where the read finds it, not by whether some own class also defines it."""
-        cls = obj if isinstance(obj, type) else type(obj)
-        owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
-        if not isinstance(obj, type):
-            data_descriptor = owner is not None and hasattr(type(owner.__dict__[name]), "__set__")
-            inst = getattr(obj, "__dict__", None)
-            if not data_descriptor and isinstance(inst, dict) and name in inst:
+        cls: type = obj if is_class(obj) else type(obj)
+        owner, entry = lookup(cls, name)
+        if cls is type(obj):
+            data_descriptor = owner is not None and lookup(type(entry), "__set__")[0] is not None
+            inst = instance_dict(obj)
+            if not data_descriptor and inst is not None and name in inst:
                 return True
         return owner is not None and owner in self.own_classes
 
@@ -647,14 +734,14 @@ class Guards(metaclass=RuntimeClass):
         out a function (``cached_property``, ``lru_cache`` wrappers) are wrapped if callable and
         refused otherwise, unless they are plain data descriptors.
         """
-        if not isinstance(owner, CLASS_LIKE) or isinstance(value, _SELF_CHECKING):
+        if not is_instance(owner, CLASS_LIKE) or is_instance(value, _SELF_CHECKING):
             return value
         if self.is_own_function(value):
             return value
         receiver_class, entry = _class_entry(owner, name)
-        if isinstance(entry, staticmethod):
+        if is_instance(entry, staticmethod):
             return value  # written to take any arguments, like a module's function
-        if not isinstance(value, types.FunctionType) and not hasattr(type(value), "__get__"):
+        if type(value) is not types.FunctionType and lookup(type(value), "__get__")[0] is None:
             return value  # a constant, a nested class, an instance: no receiver to check
         if not callable(value):
             raise GuardError(
@@ -664,7 +751,7 @@ class Guards(metaclass=RuntimeClass):
 
         def unbound(receiver: object, /, *args: object, **kwargs: object) -> object:
             # By the receiver's real class: an ABC's ``isinstance`` answers from its registry.
-            if receiver_class not in type(receiver).__mro__:
+            if not any(k is receiver_class for k in mro(type(receiver))):
                 raise GuardError(
                     f"{receiver_class.__name__}.{name} takes an instance of "
                     f"{receiver_class.__name__!r} first, not {type(receiver).__name__!r}"
@@ -681,7 +768,7 @@ class Guards(metaclass=RuntimeClass):
         Instances give bound methods, so only class-level reads can hand out a library method
         without its receiver; those come back receiver-checked (see ``_unbound_checked``).
         """
-        if not isinstance(obj, CLASS_LIKE):
+        if not is_instance(obj, CLASS_LIKE):
             # Whether a value is class-like depends on its type alone (``__class__`` and
             # ``__bases__`` cannot be written): later reads off this type take the inline path.
             self.plain_types.add(type(obj))
@@ -700,7 +787,7 @@ class Guards(metaclass=RuntimeClass):
         target = obj if own_instance else self.write_guard(obj)
         if name.startswith("_") or name in DENIED_ATTRIBUTES:
             checked = self.read_guard(obj, name)
-        elif not own_instance and isinstance(obj, CLASS_LIKE):
+        elif not own_instance and is_instance(obj, CLASS_LIKE):
             checked = self.class_attribute(obj, name)
         else:
             return target
@@ -715,7 +802,7 @@ class Guards(metaclass=RuntimeClass):
         register = abc.register  # type: ignore[attr-defined]
 
         def own_register(subclass: type) -> type:
-            if not (isinstance(subclass, type) and subclass in self.own_classes):
+            if not (is_class(subclass) and subclass in self.own_classes):
                 raise GuardError(
                     f"{abc.__name__}.register takes classes defined by the code in restricted mode"
                 )
@@ -735,13 +822,21 @@ class Guards(metaclass=RuntimeClass):
         later (a case guard that applies ``dataclass``) is never the one read; and it tests the
         subject by its real class, never by ``isinstance``, which an ABC's registry or a
         runtime-checkable protocol answers."""
-        if not isinstance(cls, type):
+        if not is_class(cls):
             raise GuardError("a class pattern needs a class")
-        if not cls.__flags__ & _HEAP_TYPE:
+        cls = typing.cast(type, cls)  # is_class holds
+        if not is_heap_type(cls):
             return cls  # a builtin: its match args and isinstance cannot change
-        names = getattr(cls, "__match_args__", None)
-        if names is not None:
-            names = tuple(names)
+        meta = type(cls)
+        if not any(meta is m for m in _reviewed(_PATTERN_METACLASSES)):
+            raise GuardError(
+                f"a class pattern on {cls.__name__!r}: its metaclass {meta.__qualname__!r} "
+                "was not reviewed for class patterns"
+            )
+        declared: typing.Any = lookup(cls, "__match_args__")[1]
+        names: tuple[object, ...] | None = None
+        if declared is not None:
+            names = tuple(declared)
             for name in names:
                 if (
                     type(name) is not str
@@ -758,7 +853,7 @@ class Guards(metaclass=RuntimeClass):
     def match_subject(self, subject: object) -> object:
         """The subject of a ``match`` with class patterns: class patterns read attributes with
         the interpreter's own ``getattr``, which on a class would hand out unbound methods."""
-        if isinstance(subject, CLASS_LIKE):
+        if is_instance(subject, CLASS_LIKE):
             raise GuardError("class patterns cannot match a class or a super object")
         return subject
 
@@ -768,8 +863,52 @@ class Guards(metaclass=RuntimeClass):
         an unbound method to an ``__eq__`` the code wrote)."""
         return _MatchValue(value)
 
+    def _make_returned(self) -> Callable[[object], object]:
+        """``_ret_``: what a call hands back to the code (a library helper's return, a view
+        method's, a default argument passed through): never a metaclass, which would build
+        classes no ``class`` statement made, past every check tied to one (``typing.get_origin``
+        of ``typing.Type[int]`` is the real ``type``). A tuple's, list's or dict's items are
+        looked at too (the typing helpers return theirs in one), and an iterator that calls a
+        callable per item checks each (``_CALLING_ITERATORS``). A value of a type already seen
+        not to be class-like (containers aside) passes in one set lookup."""
+        passing = self.returned_plain
+
+        def _ret_(value: object) -> object:
+            kind = type(value)
+            if kind in passing:
+                return value
+            _refuse_metaclass(value, "a call returned")
+            if is_subclass(kind, _CALLING_ITERATORS):
+                return checked_items(value)  # type: ignore[arg-type]
+            if kind is types.GeneratorType:
+                # A library generator makes what it yields; the code's own yields what it had.
+                own = generator_globals(value).get("_write_") is self.write_guard  # type: ignore[arg-type]
+                return value if own else checked_items(value)  # type: ignore[arg-type]
+            if kind not in (tuple, list, dict) and not is_subclass(kind, CLASS_LIKE):
+                passing.add(kind)
+            return value
+
+        return _ret_
+
+    @staticmethod
+    def caught_exception(exc: object) -> None:
+        """``_exc_``: an exception a handler binds, made by host code: its arguments, its
+        attributes and the interpreter's fields of it (``StopIteration.value``,
+        ``AttributeError.obj``, read through their descriptors) hold no metaclass."""
+        _refuse_metaclass(exc, "an exception carried")
+        held = instance_dict(exc)
+        fields = []
+        for name in _EXCEPTION_FIELDS:
+            owner, entry = lookup(type(exc), name)
+            static = owner is not None and not is_heap_type(owner)
+            if static and type(entry) in (types.MemberDescriptorType, types.GetSetDescriptorType):
+                fields.append(entry.__get__(exc, type(exc)))  # type: ignore[attr-defined]
+        for value in (*fields, *(held.values() if held else ())):
+            _refuse_metaclass(value, "an exception carried")
+
     @staticmethod
     def _checked(value: object) -> object:
+        _refuse_metaclass(value, "a read gave")
         if _is_module(value):
             raise GuardError("module objects are not accessible in restricted mode")
         if type(value) is types.BuiltinFunctionType and value.__name__ == "__new__":
@@ -785,7 +924,7 @@ class Guards(metaclass=RuntimeClass):
         try:
             if name.startswith("_") or name in DENIED_ATTRIBUTES:
                 return self.read_guard(obj, name)
-            if isinstance(obj, CLASS_LIKE):
+            if is_instance(obj, CLASS_LIKE):
                 return self.class_attribute(obj, name)
             return self._checked(getattr(obj, name))
         except AttributeError:
@@ -813,7 +952,7 @@ class Guards(metaclass=RuntimeClass):
         def _write_(obj: object) -> object:
             if type(obj) in own:
                 return obj
-            if (isinstance(obj, type) and obj in own) or self.is_own_function(obj):
+            if (is_class(obj) and obj in own) or self.is_own_function(obj):
                 return obj
             names = writable.get(type(obj))
             if names is not None:
@@ -845,7 +984,7 @@ class Guards(metaclass=RuntimeClass):
         """One-argument ``type``; never hands out a metaclass (which could build classes)."""
         if len(args) != 1:
             raise GuardError("type() takes exactly one argument in restricted mode")
-        if isinstance(args[0], type):
+        if is_class(args[0]):
             raise GuardError("type() of a class is not available in restricted mode")
         return self.type_aliases.get(type(args[0]), type(args[0]))
 
@@ -857,7 +996,7 @@ class Guards(metaclass=RuntimeClass):
         if len(obj) != 1:
             raise GuardError("vars() takes exactly one argument in restricted mode")
         target = obj[0]
-        if isinstance(target, type) or not self.is_own(target):
+        if is_class(target) or not self.is_own(target):
             raise GuardError(
                 "vars() applies only to instances of classes defined by the code in restricted mode"
             )
@@ -926,8 +1065,7 @@ class _SinkProxy(io.TextIOBase):
 
 
 def _view_value(value: object) -> object:
-    if isinstance(value, dict):
-        return types.MappingProxyType(dict(value))
-    if isinstance(value, list | set | bytearray):
-        return tuple(value)
+    if is_instance(value, (dict, list, set, bytearray)):
+        copied: typing.Any = value
+        return types.MappingProxyType(dict(copied)) if is_instance(value, dict) else tuple(copied)
     return value

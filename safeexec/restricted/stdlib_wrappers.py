@@ -10,11 +10,15 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.restricted.budget import _counted_producer
+from safeexec.restricted.class_facts import is_class, is_instance, module_of, own_dict
 from safeexec.restricted.copy_view import (
+    dataclass_fields,
+    is_dataclass,
     safe_asdict,
     safe_astuple,
     safe_copy,
     safe_deepcopy,
+    safe_replace,
 )
 from safeexec.restricted.enum_view import sandbox_enum_base
 from safeexec.restricted.guards import CLASS_LIKE, GuardError
@@ -28,7 +32,7 @@ def _wrap_dataclass(cell: Cell, dataclass: Callable[..., object]) -> object:
 
     def wrapped(cls: object = None, /, **kwargs: object) -> object:
         def apply(target: object) -> object:
-            if not (isinstance(target, type) and target in cell.guards.own_classes):
+            if not (is_class(target) and target in cell.guards.own_classes):
                 raise GuardError("dataclass() applies only to classes defined by the code")
             return cell.guards.register_class(dataclass(target, **kwargs))
 
@@ -41,7 +45,7 @@ def _own_only(cell: Cell, decorator: Callable[..., object]) -> object:
     """A host helper that changes its argument (``total_ordering``): own classes only."""
 
     def wrapped(target: object) -> object:
-        if not cell.guards.is_own(target) or not isinstance(target, type):
+        if not cell.guards.is_own(target) or not is_class(target):
             raise GuardError("this decorator applies only to classes defined by the code")
         return decorator(target)
 
@@ -49,7 +53,7 @@ def _own_only(cell: Cell, decorator: Callable[..., object]) -> object:
 
 
 def _refuse_class(helper: str, target: object) -> None:
-    if isinstance(target, CLASS_LIKE):
+    if is_instance(target, CLASS_LIKE):
         raise GuardError(
             f"{helper} applies to functions in restricted mode, not to classes: it would copy "
             "the class's methods, unbound, onto the wrapper"
@@ -61,7 +65,7 @@ def _functions_only(cell: Cell, helper: Callable[..., Any]) -> object:
     wrapped object's ``__dict__`` onto its wrapper: for a class, every method of it without its
     receiver (``cache(ChainMap).clear``). Functions only, used bare or with options
     (``lru_cache(maxsize=32)``)."""
-    name = f"{helper.__module__}.{helper.__qualname__}"
+    name = f"functools.{helper.__qualname__}"  # the views it serves are functools's
 
     def wrapped(*args: object, **kwargs: object) -> object:
         if args and callable(args[0]):
@@ -119,7 +123,7 @@ def _stop_aware(cell: Cell, manager: type[Any]) -> object:
             return suppressed
 
     StopAware.__name__ = StopAware.__qualname__ = manager.__name__
-    StopAware.__module__ = manager.__module__
+    StopAware.__module__ = module_of(manager)  # type: ignore[assignment]
     return StopAware
 
 
@@ -154,10 +158,10 @@ def _wrap_abstractmethod(cell: Cell, abstractmethod: Callable[..., Any]) -> obje
 
     def wrapped(funcobj: object) -> object:
         inner = funcobj
-        if isinstance(funcobj, classmethod | staticmethod):
-            inner = funcobj.__func__
-        elif isinstance(funcobj, property):
-            inner = funcobj.fget
+        if is_instance(funcobj, (classmethod, staticmethod)):
+            inner = funcobj.__func__  # type: ignore[attr-defined]
+        elif is_instance(funcobj, property):
+            inner = funcobj.fget  # type: ignore[attr-defined]
         if not cell.guards.is_own_function(inner):
             raise GuardError("abc.abstractmethod applies only to functions defined by the code")
         return abstractmethod(funcobj)
@@ -191,6 +195,25 @@ def _dataclass_export(cell: Cell, real: Callable[..., object]) -> object:
 
     export.__name__ = export.__qualname__ = real.__name__
     return export
+
+
+def _dataclass_table_reader(cell: Cell, real: Callable[..., object]) -> object:
+    """``dataclasses.fields``/``replace``/``is_dataclass``, reading the field table off the class
+    by ``type``'s descriptors (never off the instance) and for own dataclasses only
+    (``copy_view.dataclass_fields``)."""
+    is_own = cell.guards.is_own
+    if real.__name__ == "is_dataclass":
+        return is_dataclass
+
+    def fields(class_or_instance: object) -> object:
+        return dataclass_fields(is_own, class_or_instance)
+
+    def replace(obj: object, /, **changes: Any) -> object:
+        return safe_replace(is_own, obj, **changes)
+
+    reader = fields if real.__name__ == "fields" else replace
+    reader.__doc__ = real.__doc__
+    return reader
 
 
 def _wrap_pprint(cell: Cell, pprint: Callable[..., object]) -> object:
@@ -230,8 +253,8 @@ def _freeze_text_wrapper(cell: Cell, wrapper: type) -> object:
     (``TextWrapper.unicode_whitespace_trans[32] = 88``) would change ``textwrap`` for the host.
     The table is frozen on the class itself, not on a subclass: ``super()`` reaches base classes.
     """
-    table = wrapper.__dict__.get("unicode_whitespace_trans")
-    if isinstance(table, dict):
+    table = own_dict(wrapper).get("unicode_whitespace_trans")
+    if type(table) is dict:
         wrapper.unicode_whitespace_trans = types.MappingProxyType(dict(table))  # type: ignore[attr-defined]
     return wrapper
 
@@ -287,6 +310,10 @@ _SPECIAL_VALUES: Mapping[str, Callable[[Cell, Any], object]] = {
     "copy.deepcopy": _copy_function,
     "dataclasses.asdict": _dataclass_export,
     "dataclasses.astuple": _dataclass_export,
+    **{
+        f"dataclasses.{name}": _dataclass_table_reader
+        for name in ("fields", "replace", "is_dataclass")
+    },
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
     "functools.cache": _functions_only,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from RestrictedPython.transformer import RestrictingNodeTransformer, copy_locations
@@ -15,6 +15,7 @@ from safeexec.restricted.allowlist import _CLASS_BODY_NAMES, DENIED_ATTRIBUTES, 
 from safeexec.restricted.receivers import (
     SIMPLE_SELF,
     method_receiver,
+    name_load,
     private_augmented,
     private_read,
     receiver_attributes,
@@ -53,6 +54,8 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         super().__init__(errors, warnings, used_names)
         self._class_stack: list[str] = []
         self._in_class_body = False
+        # How many comprehensions enclose the node being visited (in the current function).
+        self._comprehensions = 0
         # Nodes and names the transformer made itself (match-pattern holders), left as built.
         self._generated_nodes: set[int] = set()
         self._hoisted = 0
@@ -219,8 +222,50 @@ class SafeexecTransformer(RestrictingNodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST | Iterable[ast.AST] | None:
         call = super().visit_Call(node)
         if isinstance(call, ast.Call) and id(call.func) in self._class_checks:
-            return self._checked_method_call(call)
-        return call
+            call = self._checked_method_call(call)
+        assert isinstance(call, ast.expr)
+        returned = self._returned(call)
+        copy_locations(returned, node)
+        return returned
+
+    def _returned(self, call: ast.expr) -> ast.expr:
+        """What every call hands back passes ``_ret_`` (``Guards.returned``): never a metaclass.
+        Where an assignment expression may stand (not in a class body, whose namespace it would
+        bind, nor in a comprehension), the common case is inline::
+
+            _rv_ if _type_(_rv_ := call) in _pass_ else _ret_(_rv_)
+
+        (``_pass_``: the types ``_ret_`` found not class-like, containers aside)."""
+        if self._in_class_body or self._comprehensions:
+            return runtime_call("_ret_", call)
+        made = ast.NamedExpr(target=ast.Name("_rv_", ast.Store()), value=call)
+        test = ast.Compare(
+            left=runtime_call("_type_", made), ops=[ast.In()], comparators=[name_load("_pass_")]
+        )
+        return ast.IfExp(
+            test=test, body=name_load("_rv_"), orelse=runtime_call("_ret_", name_load("_rv_"))
+        )
+
+    def _in_comprehension(self, visit: Callable[[], object]) -> ast.AST:
+        self._comprehensions += 1
+        try:
+            return visit()  # type: ignore[return-value]
+        finally:
+            self._comprehensions -= 1
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        return self._in_comprehension(lambda: super(SafeexecTransformer, self).visit_ListComp(node))
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        return self._in_comprehension(lambda: super(SafeexecTransformer, self).visit_SetComp(node))
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        return self._in_comprehension(lambda: super(SafeexecTransformer, self).visit_DictComp(node))
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        return self._in_comprehension(
+            lambda: super(SafeexecTransformer, self).visit_GeneratorExp(node)
+        )
 
     def _checked_method_call(self, call: ast.Call) -> ast.expr:
         """``(a.m if _type_(a) in _plain_ else _cattr_(a, 'm'))(x)`` as ``a.m(x) if _type_(a) in
@@ -409,6 +454,11 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         # ``except GeneratorExit:`` runs at collection time too, and ``except BaseException``
         # would swallow a stopped thread's signal (see ``visit_Try``).
         node.body.insert(0, self._stop_check(node))
+        if node.name is not None:
+            # The exception's arguments and attributes come from host code: never a metaclass.
+            check = ast.Expr(value=runtime_call("_exc_", ast.Name(node.name, ast.Load())))
+            copy_locations(check, node)
+            node.body.insert(1, check)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
@@ -428,11 +478,14 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         accesses = [] if receiver is None else receiver_attributes(node.body, receiver)
         self._receiver_accesses.update((id(access), access) for access in accesses)
         outer = self._in_class_body
+        outer_comprehensions = self._comprehensions
         self._in_class_body = False
+        self._comprehensions = 0
         try:
             node = self.node_contents_visit(node)
         finally:
             self._in_class_body = outer
+            self._comprehensions = outer_comprehensions
         position = 1 if ast.get_docstring(node, clean=False) is not None else 0
         # An own ``__exit__`` returning True swallows what the ``with`` body raised, a stop
         # signal included: it checks first, as a handler does (counting: every call ticks).

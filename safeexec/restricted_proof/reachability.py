@@ -70,6 +70,7 @@ from safeexec.restricted_proof.reachability_checks import (
     _Checks,
 )
 from safeexec.restricted_proof.reachability_probes import (
+    _ALIAS_PROBES,
     _FILENAME,
     _KEYWORD_PROBES,
     _MUTABLE,
@@ -336,6 +337,13 @@ class _Crawler(_Checks):
             _Probe(lambda: "os", "'os'"),
             _Probe(lambda: PROBE_TEMPLATES[2], repr(PROBE_TEMPLATES[2])),
         ]
+        # Typing and generic aliases: helpers hand out what an alias holds (its origin, its
+        # arguments), the real ``type`` among them.
+        probes += [
+            _Probe(lambda name=name: ns[name], name)  # type: ignore[misc]
+            for name in _ALIAS_PROBES
+            if name in ns
+        ]
         return probes
 
     def _first_host(self, test: Callable[[object], bool]) -> tuple[object, str] | None:
@@ -500,12 +508,20 @@ class _Crawler(_Checks):
         try:
             with self._deadline():
                 result: object = func(*args, **(kwargs or {}))  # type: ignore[operator]
+                # What the compiled call does with a result (``_ret_``: never a metaclass).
+                result = self.executor.guards.returned(result)
         except _ProbeTimeout:
             self.timeouts += 1
             result = None
         except Exception as exc:
             result = exc
+            # What a handler binding it does first (``_exc_``: no metaclass in its fields).
+            try:
+                self.executor.guards.caught_exception(exc)
+            except GuardError as refused:
+                result = refused
         self._check_writes(path)
+        self._check_planted(path)
         self._check_host_objects(touched, path)
         if result is not None:
             self._push(result, path, node.depth + 1, node.calls + 1)

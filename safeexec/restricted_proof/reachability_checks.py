@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from safeexec.restricted.budget import OperationBudget
 from safeexec.restricted.cell import Cell
+from safeexec.restricted.class_facts import instance_dict
 from safeexec.restricted.executor import RestrictedExecutor
 from safeexec.restricted.guards import Guards
 from safeexec.restricted_proof.reachability_probes import (
@@ -108,6 +109,11 @@ def _write_stamps(dicts: list[dict[str, object]]) -> Callable[[], list[object]]:
         tags = [ctypes.c_uint64.from_address(id(d) + _VERSION_TAG_OFFSET) for d in dicts]
         return lambda: [tag.value for tag in tags]
     return lambda: [part for d in dicts for part in (tuple(d), tuple(d.values()))]
+
+
+# Dunders the interpreter itself stores in an instance's ``__dict__`` under a fixed name
+# (``BaseException.add_note``).
+_STORED_BY_PYTHON = frozenset({"__notes__"})
 
 
 class _Checks:
@@ -246,6 +252,33 @@ class _Checks:
         now.clear()
         now.update(before)
         now["_budget_"], now["_print"] = budget, printer
+
+    def _check_planted(self, cause: str) -> None:
+        """No own instance's real ``__dict__`` holds a dunder (or a key that is no string): host
+        library code that stored one under a name the code chose (a descriptor's ``attrname``)
+        planted a hook other host code then obeys (``copy`` asks ``x.__reduce_ex__``)."""
+        own = self.executor.guards.own_classes
+        for key, obj in self.namespace.items():
+            if type(obj) not in own:
+                continue
+            held = instance_dict(obj)
+            planted = [
+                name
+                for name in held or ()
+                if type(name) is not str
+                or (name.startswith("__") and name.endswith("__") and name not in _STORED_BY_PYTHON)
+            ]
+            if not planted or held is None:
+                continue
+            self.reached.append(
+                Reached(
+                    kind="planted dunder",
+                    path=cause,
+                    detail=f"host code stored {planted[:6]!r} in {key}'s real __dict__",
+                )
+            )
+            for name in planted:
+                del held[name]
 
     # -- what must never be reached ------------------------------------------------------------
     def _forbidden(self, obj: object) -> tuple[str, str] | None:

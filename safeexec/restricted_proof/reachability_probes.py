@@ -193,11 +193,19 @@ OWN_KINDS: Mapping[str, str] = {
         "tar_buffer.seek(0)\ntar_reader = tarfile.open(fileobj=tar_buffer)\n"
         "tar_member = tar_reader.extractfile('member.txt')\n"
     ),
+    "typing aliases": (
+        "import typing\nalias_type = typing.Type[int]\nalias_bare_type = typing.Type\n"
+        "alias_list = typing.List[int]\nalias_callable = typing.Callable[[int], str]\n"
+        "generic_alias = list[int]\n"
+    ),
     "closure": (
         "def outer():\n    captured = [1]\n    def inner(*a, **k):\n        return captured\n"
         "    return inner\nclosure = outer()\nfunction = lambda *a, **k: a\n"
     ),
 }
+
+# The aliases (made by ``OWN_KINDS["typing aliases"]``) the probes pass as arguments.
+_ALIAS_PROBES = ("alias_type", "alias_bare_type", "alias_list", "alias_callable", "generic_alias")
 
 # Own objects the probes pass as arguments (made by restricted code, like everything else).
 _PROBE_OBJECTS = (

@@ -47,6 +47,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from safeexec.restricted.allowlist import DATA_VIEWS, DENIED_ATTRIBUTES
+from safeexec.restricted.class_facts import (
+    is_class,
+    is_instance,
+    is_metaclass,
+    module_of,
+    mro,
+    super_self_class,
+)
 from safeexec.restricted.guards import (
     _ALIASES,
     CLASS_LIKE,
@@ -201,7 +209,6 @@ _REFUSED = {
 _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".zip": "zip", ".xz": "xz", ".zst": "zstd"}
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _data_types: dict[type, bool] = {}
-_TYPE_MODULE = type.__dict__["__module__"]
 
 
 def is_internal_module(name: str) -> bool:
@@ -215,14 +222,14 @@ def is_internal_module(name: str) -> bool:
 def is_data_object(obj: object) -> bool:
     """Is ``obj`` (or the class it is, or a ``super`` of it) from numpy, pandas or matplotlib?
     An own subclass of a library class counts: it inherits the library's methods."""
-    if isinstance(obj, super):
-        obj = obj.__self_class__  # type: ignore[attr-defined]
-    elif isinstance(obj, _ALIASES):
-        obj = obj.__origin__
-    kind = obj if isinstance(obj, type) else type(obj)
+    if is_instance(obj, super):
+        obj = super_self_class(obj)
+    elif is_instance(obj, _ALIASES):
+        obj = obj.__origin__  # type: ignore[attr-defined]
+    kind: type = obj if is_class(obj) else type(obj)
     known = _data_types.get(kind)
     if known is None:
-        known = any(_module_of(base).split(".")[0] in DATA_ROOTS for base in kind.__mro__)
+        known = any(_module_of(base).split(".")[0] in DATA_ROOTS for base in mro(kind))
         _data_types[kind] = known
     return known
 
@@ -232,7 +239,7 @@ def mediate(cell: Cell, obj: object, name: str) -> object:
     guards = cell.guards
     if not is_data_object(obj):
         return guards.plain_read(obj, name)
-    if isinstance(obj, CLASS_LIKE):
+    if is_instance(obj, CLASS_LIKE):
         raise GuardError(
             f"{name!r} of a numpy, pandas or matplotlib class is not available in restricted "
             "mode; call it on an instance"
@@ -243,7 +250,7 @@ def mediate(cell: Cell, obj: object, name: str) -> object:
             f"{type(obj).__name__}.{name} is not available in restricted mode: it reaches {reason}"
         )
     value = getattr(obj, name)
-    if name == "type" and isinstance(value, type) and issubclass(value, type):
+    if name == "type" and is_metaclass(value):
         raise GuardError(f"{type(obj).__name__}.type is a metaclass (it builds classes)")
     pandas = _root(obj) == "pandas"
     files = cell.files
@@ -263,11 +270,11 @@ def mediate(cell: Cell, obj: object, name: str) -> object:
 def _module_of(kind: type) -> str:
     """A class's module as the type itself records it (C types keep it in their name; a
     metaclass cannot override this read)."""
-    return str(_TYPE_MODULE.__get__(kind))
+    return str(module_of(kind))
 
 
 def _root(obj: object) -> str:
-    for base in type(obj).__mro__:
+    for base in mro(type(obj)):
         root = _module_of(base).split(".")[0]
         if root in DATA_ROOTS:
             return root
