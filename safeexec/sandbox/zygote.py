@@ -199,7 +199,6 @@ def _egress_channel(config: SessionConfig, fds: list[int]) -> int | None:
 
 class _TemplateState:
     __slots__ = (
-        "ipcns_fd",
         "mntns_fd",
         "netns",
         "pidns_fd",
@@ -220,7 +219,6 @@ class _TemplateState:
         netns: dict[str, object],
         pidns_fd: int,
         mntns_fd: int,
-        ipcns_fd: int,
         session_namespaces: dict[str, dict[str, object]],
         uid_refused: str = "",
     ) -> None:
@@ -235,29 +233,35 @@ class _TemplateState:
         self.pidns_fd = pidns_fd
         # The template's own mount namespace, to return to after attaching a workdir.
         self.mntns_fd = mntns_fd
-        # Its own IPC namespace, to return to after each session fork: the next session's
-        # (fresh) one is never entered from the last one's, and the host can tell a session
-        # without one of its own by comparing it with ours.
-        self.ipcns_fd = ipcns_fd
         self.sessions: dict[int, int] = {}  # our pid -> the host's pid
         self.session_namespaces = session_namespaces
 
 
 def _enter_session_namespaces(template: _TemplateState) -> bool:
-    """Make the next child pid 1 of a fresh pid namespace, in a fresh IPC namespace."""
+    """Make the next child pid 1 of a fresh pid namespace (its IPC namespace the child makes
+    itself: see :func:`_enter_ipc_namespace`)."""
     if template.pidns_fd < 0:
         return False
     try:
-        namespaces.unshare(namespaces.CLONE_NEWPID | namespaces.CLONE_NEWIPC)
+        namespaces.unshare(namespaces.CLONE_NEWPID)
     except OSError as exc:
         reason = {"active": False, "detail": f"unshare refused: {exc.strerror or exc}"}
-        template.session_namespaces = {Layer.PIDNS.value: reason, Layer.IPCNS.value: reason}
+        template.session_namespaces = {Layer.PIDNS.value: reason}
         return False
     template.session_namespaces = {
         Layer.PIDNS.value: {"active": True, "detail": "worker is pid 1; its death kills the tree"},
-        Layer.IPCNS.value: {"active": True, "detail": "private System V IPC and message queues"},
     }
     return True
+
+
+def _enter_ipc_namespace() -> dict[str, object]:
+    """In a forked member, first: an IPC namespace of its own. Made by the member, so the
+    template never leaves its own (which the host compares a session's against)."""
+    try:
+        namespaces.unshare(namespaces.CLONE_NEWIPC)
+    except OSError as exc:
+        return {"active": False, "detail": f"unshare refused: {exc.strerror or exc}"}
+    return {"active": True, "detail": "private System V IPC and message queues"}
 
 
 def _host_pid(pidfd: int) -> int:
@@ -315,6 +319,7 @@ def _member(sock: socket.socket, template: _TemplateState) -> None:
     confinement = Confinement()
     confinement.layers[Layer.NETNS.value] = dict(template.netns)
     confinement.layers.update({k: dict(v) for k, v in template.session_namespaces.items()})
+    confinement.layers[Layer.IPCNS.value] = _enter_ipc_namespace()
     if template.uid_refused:
         confinement.mark(Layer.OWN_UID, False, template.uid_refused)
     # Orphans stay below the worker even without a pid namespace (then the host walks the tree).
@@ -378,7 +383,6 @@ def _fork_member(template: _TemplateState) -> _Member:
     try:
         if in_namespaces:
             namespaces.setns(template.pidns_fd, namespaces.CLONE_NEWPID)
-            namespaces.setns(template.ipcns_fd, namespaces.CLONE_NEWIPC)
         pidfd = os.pidfd_open(pid)
         # The template is itself in a pid namespace; the host needs the pid it sees.
         host_pid = _host_pid(pidfd)
@@ -669,13 +673,12 @@ def main() -> None:
     template = _TemplateState(
         uid_refused=uid_refused,
         mntns_fd=os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
-        ipcns_fd=os.open("/proc/self/ns/ipc", os.O_RDONLY | os.O_CLOEXEC),
         read_only=read_only,
         shared_root=shared_root,
         seccomp_program=setup.seccomp_program,
         netns=netns,
         pidns_fd=pidns_fd,
-        session_namespaces={Layer.PIDNS.value: refused, Layer.IPCNS.value: refused},
+        session_namespaces={Layer.PIDNS.value: refused},
     )
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # Once here rather than in every session process, which inherits both: no capability it
