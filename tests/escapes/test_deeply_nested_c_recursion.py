@@ -22,17 +22,23 @@ DEEP = 1_000_000
 
 
 @pytest.mark.parametrize(
-    "code",
+    ("code", "host_hole"),
     [
-        f"t = ()\nfor _ in range({DEEP}):\n    t = (t,)\nprint(hash(t))",
-        f"x = [1]\nfor _ in range({DEEP}):\n    x = map(abs, x)\nprint(next(x))",
-        f"x = [1]\nfor _ in range({DEEP}):\n    x = zip(x)\nprint(list(x))",
+        (f"t = ()\nfor _ in range({DEEP}):\n    t = (t,)\nprint(hash(t))", True),
+        # The restricted runtime's map checks what each item call returns: a Python frame per
+        # level, so the nesting stops at the recursion limit, in-process too.
+        (f"x = [1]\nfor _ in range({DEEP}):\n    x = map(abs, x)\nprint(next(x))", False),
+        (f"x = [1]\nfor _ in range({DEEP}):\n    x = zip(x)\nprint(list(x))", True),
     ],
 )
 def test_a_c_stack_overflow_ends_the_run_not_the_host(
-    sandbox: Sandbox, backend: NativeBackend, request: pytest.FixtureRequest, code: str
+    sandbox: Sandbox,
+    backend: NativeBackend,
+    request: pytest.FixtureRequest,
+    code: str,
+    host_hole: bool,
 ) -> None:
-    if type(backend).__name__ == "InProcessRestrictedHarness":
+    if host_hole and type(backend).__name__ == "InProcessRestrictedHarness":
         request.applymarker(
             pytest.mark.xfail(
                 strict=True,
