@@ -182,6 +182,15 @@ _SELF_CHECKING = (
 )
 
 
+# Types whose public reads go inline (besides the code's simple classes, ``Guards.simple_own``):
+# builtin value types, immutable, without an instance ``__dict__``, whose public attributes are
+# methods or numbers computed from the value; no attribute of theirs holds an object host code
+# chose. Reads off any other object are checked (``Guards.class_attribute``).
+_INLINE_READ_TYPES = frozenset(
+    {str, bytes, bytearray, int, float, complex, bool, list, tuple, dict, set, frozenset, range}
+)
+
+
 def _class_entry(owner: object, name: str) -> tuple[type, object]:
     """The class a method read off ``owner`` must be called on, and the raw ``__dict__`` entry
     the read found (``None`` when no class along the lookup defines it)."""
@@ -574,8 +583,8 @@ class Guards(metaclass=RuntimeClass):
         # (``object`` defines dunders only), so the transformer's method fast paths
         # (``_simple_``, see ``SafeexecTransformer._receiver_access``) read it inline.
         self.simple_own: set[type] = set()
-        # Types whose instances are not class-like (the inline test of a public read, see
-        # ``class_attribute``); filled as the code reads attributes.
+        # Types whose public reads go inline (the code's simple classes and builtin value
+        # types, see ``class_attribute``); filled as the code reads attributes.
         self.plain_types: set[type] = set()
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
@@ -700,7 +709,8 @@ class Guards(metaclass=RuntimeClass):
                 inst = instance_dict(obj)
                 if (inst is not None and name in inst) or name in own_dict(cls):
                     value = getattr(obj, name)
-                    if type(value) is not module:
+                    # Not a module, and not a class (so not a metaclass): else the full guard.
+                    if type(value) is not module and not is_class(value):
                         return value
             return full(obj, name)
 
@@ -768,11 +778,17 @@ class Guards(metaclass=RuntimeClass):
         Instances give bound methods, so only class-level reads can hand out a library method
         without its receiver; those come back receiver-checked (see ``_unbound_checked``).
         """
+        kind = type(obj)
         if not is_instance(obj, CLASS_LIKE):
-            # Whether a value is class-like depends on its type alone (``__class__`` and
-            # ``__bases__`` cannot be written): later reads off this type take the inline path.
-            self.plain_types.add(type(obj))
-            return getattr(obj, name)
+            if kind in self.simple_own or kind in _INLINE_READ_TYPES:
+                # What such a read gives is the code's own value or a bound method, and whether
+                # a value is class-like depends on its type alone (``__class__`` and
+                # ``__bases__`` cannot be written): later reads off this type go inline.
+                self.plain_types.add(kind)
+                return getattr(obj, name)
+            # Off any other object the value may be one host code stored: checked like
+            # ``getattr(obj, name)``'s (never a metaclass, a module or a raw ``__new__``).
+            return self._checked(getattr(obj, name))
         value = getattr(obj, name)
         return self._checked(self._unbound_checked(obj, name, value))
 

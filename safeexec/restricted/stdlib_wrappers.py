@@ -21,7 +21,7 @@ from safeexec.restricted.copy_view import (
     safe_replace,
 )
 from safeexec.restricted.enum_view import sandbox_enum_base
-from safeexec.restricted.guards import CLASS_LIKE, GuardError
+from safeexec.restricted.guards import CLASS_LIKE, GuardError, RuntimeClass
 
 if TYPE_CHECKING:
     from safeexec.restricted.cell import Cell
@@ -50,6 +50,26 @@ def _own_only(cell: Cell, decorator: Callable[..., object]) -> object:
         return decorator(target)
 
     return wrapped
+
+
+def _checked_partial(cell: Cell, partial: type) -> object:
+    """``functools.partial`` whose calls hand back only what a call in the code may (never a
+    metaclass, ``Guards.returned``). Host code calls what the code gives it (a ``defaultdict``'s
+    factory, a dataclass field's ``default_factory``) and the result reaches the code by a
+    subscript or a read, past the check on the code's own calls; a partial is how the code turns
+    a host helper and arguments of its choosing into such a callable
+    (``partial(typing.get_origin, typing.Type[int])`` made the real ``type``)."""
+
+    class CheckedPartial(partial, metaclass=RuntimeClass):
+        __slots__ = ()
+
+        def __call__(self, /, *args: object, **kwargs: object) -> object:
+            return cell.guards.returned(super().__call__(*args, **kwargs))
+
+    type.__setattr__(CheckedPartial, "__module__", "functools")
+    type.__setattr__(CheckedPartial, "__name__", "partial")
+    type.__setattr__(CheckedPartial, "__qualname__", "partial")
+    return CheckedPartial
 
 
 def _refuse_class(helper: str, target: object) -> None:
@@ -316,6 +336,7 @@ _SPECIAL_VALUES: Mapping[str, Callable[[Cell, Any], object]] = {
     },
     "functools.total_ordering": _own_only,
     "functools.wraps": _wrap_wraps,
+    "functools.partial": _checked_partial,
     "functools.cache": _functions_only,
     "functools.lru_cache": _functions_only,
     "contextlib.contextmanager": _wrap_contextmanager,

@@ -121,8 +121,9 @@ def test_an_instance_claiming_to_be_a_class_is_not_one() -> None:
     guards = Guards()
     # Not a class: ``type()`` of it is its real type, and no class-only branch is taken.
     assert guards.safe_type(liar) is _LyingInstance
-    guards.class_attribute(liar, "__doc__")
-    assert _LyingInstance in guards.plain_types  # later public reads off it: plain, not a class
+    # Read as an instance's attribute (a host object's: checked, never inline), not a class's.
+    assert guards.class_attribute(liar, "__doc__") == _LyingInstance.__doc__
+    assert _LyingInstance not in guards.plain_types
 
 
 # -- dunder tables read off the class, never the instance -----------------------------------------

@@ -17,6 +17,17 @@ class _Carrier(Exception):
         self.kind = kind
 
 
+class _Holder:
+    """A host object (a library helper's result stands for any) holding metaclasses."""
+
+    factory = abc.ABCMeta
+
+    def __init__(self) -> None:
+        self.kind = type
+        self.kinds = ("x", [type])
+        self.label = "x"
+
+
 def _executor() -> RestrictedExecutor:
     executor = RestrictedExecutor(imports=("typing",))
 
@@ -55,6 +66,7 @@ def _executor() -> RestrictedExecutor:
             "raiser_attribute": raiser_attribute,
             "host_generator": host_generator,
             "stopper": stopper,
+            "holder": _Holder,
         }
     )
     return executor
@@ -88,6 +100,101 @@ def _executor() -> RestrictedExecutor:
 def test_a_metaclass_never_reaches_the_code(code: str) -> None:
     with pytest.raises(GuardError, match="metaclass"):
         _executor().execute(code, filename="<t>")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "h = holder()\nk = h.kind\nk('X', (), {})",
+        "holder().kind('X', (), {})",
+        "h = holder()\nh.kind('X', (), {})",
+        "h = holder()\nh.factory('X', (), {})",
+        "h = holder()\nh.kinds[1][0]('X', (), {})",
+        "getattr(holder(), 'kind')('X', (), {})",
+        "def f(h):\n    return h.kind\nf(holder())('X', (), {})",
+        "class C:\n    def m(self, h):\n        return h.kind\nC().m(holder())('X', (), {})",
+        "h = holder()\n[h.kind for _ in range(1)][0]('X', (), {})",
+        "h = holder()\nh.kind, h.kind\nh.kind('X', (), {})",
+    ],
+    ids=[
+        "read",
+        "method-call-on-a-call",
+        "method-call-on-a-name",
+        "class-attribute",
+        "in-a-tuple",
+        "getattr",
+        "in-a-function",
+        "in-a-method",
+        "in-a-comprehension",
+        "after-plain-reads",
+    ],
+)
+def test_a_metaclass_is_never_read_off_a_host_object(code: str) -> None:
+    with pytest.raises(GuardError, match="metaclass"):
+        _executor().execute(code, filename="<t>")
+
+
+def test_a_metaclass_host_code_stored_in_an_own_instance_is_not_read_by_the_full_guard() -> None:
+    # ``plant`` stands for a library helper writing into an own instance: the private read's
+    # fast path and ``getattr`` hand out no class. (A public ``c.kind`` off an instance of a
+    # simple own class is inline and plain: what reaches such an instance host code made through
+    # a call of the code's, and the partial below is the one way found to build such a call.)
+    executor = _executor()
+
+    def plant(own: object) -> None:
+        vars(own)["_kind"] = type
+        vars(own)["kind"] = type
+
+    executor.bind_tools({"plant": plant})
+    executor.execute("class C:\n    pass\nc = C()\nc._kind = 1\nc._kind\nplant(c)", filename="<t>")
+    for read in ("c._kind", "getattr(c, 'kind')"):
+        with pytest.raises(GuardError, match="metaclass"):
+            executor.execute(f"{read}('X', (), {{}})", filename="<t>")
+
+
+_GET_TYPE = "functools.partial(typing.get_origin, typing.Type[int])"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        f"collections.defaultdict({_GET_TYPE})['k']('X', (), {{}})",
+        "@dataclasses.dataclass\nclass D:\n"
+        f"    k: object = dataclasses.field(default_factory={_GET_TYPE})\n"
+        "D().k('X', (), {})",
+        f"{_GET_TYPE}()('X', (), {{}})",
+        f"p = {_GET_TYPE}\nq = functools.partial(p)\nq()('X', (), {{}})",
+    ],
+    ids=["defaultdict-factory", "dataclass-default-factory", "called-by-the-code", "nested"],
+)
+def test_a_partial_host_code_calls_hands_back_no_metaclass(code: str) -> None:
+    executor = RestrictedExecutor(imports=("typing", "functools", "collections", "dataclasses"))
+    prelude = "import collections, dataclasses, functools, typing\n"
+    with pytest.raises(GuardError, match="metaclass"):
+        executor.execute(prelude + code, filename="<t>")
+
+
+def test_a_partial_still_works_like_one() -> None:
+    executor = RestrictedExecutor(imports=("functools",))
+    code = (
+        "import functools\ndef add(a, b):\n    return a + b\n"
+        "p = functools.partial(add, 1)\nq = functools.partial(int, base=2)\n"
+        "(p(2), q('101'), p.args, isinstance(p, functools.partial))"
+    )
+    assert executor.execute(code, filename="<t>") == "(3, 5, (1,), True)"
+
+
+def test_reads_off_builtin_values_and_own_objects_go_inline() -> None:
+    executor = _executor()
+    code = (
+        "class P:\n    def __init__(self):\n        self.x = 2\n"
+        "p, s, items, n, h = P(), 'a', [1], 3, holder()\n"
+        "(p.x, s.upper(), items.count(1), n.real, h.label)"
+    )
+    assert executor.execute(code, filename="<t>") == "(2, 'A', 1, 3, 'x')"
+    plain = executor.guards.plain_types
+    assert {str, list, int} <= plain and "P" in {kind.__name__ for kind in plain}
+    assert _Holder not in plain
 
 
 def test_classes_and_plain_values_still_pass() -> None:
