@@ -198,20 +198,30 @@ class CellThreads(metaclass=RuntimeClass):
         if self.idle():
             return
         try:
-            with self._lock:
-                pools, self._pools = self._pools, []
-            for pool in pools:
-                pool.shutdown(wait=False)
-            while True:
-                with self._lock:
-                    self._prune()
-                    waiting = [state for state, _ in self._live.values() if not state.daemon]
-                if not waiting:
-                    break
-                for state in waiting:
-                    self.wait(state.finished.wait, None)
+            self._wait_for_non_daemon_threads()  # a call: see ``_wait_for_non_daemon_threads``
         finally:
             self.stop_all()
+
+    def _wait_for_non_daemon_threads(self) -> None:
+        """Shut open pools down and wait for the non-daemon threads.
+
+        Its own function, called inside ``end_of_cell``'s ``try``: CPython 3.13 checks for
+        asynchronous exceptions and signals at a loop's back edge, which its exception table
+        leaves outside the enclosing ``try``/``with`` (python/cpython#139622), so an interrupt
+        landing there would skip the ``finally`` (the threads would never be stopped).
+        ``tests/restricted/test_stop_paths.py`` holds every stop path to this."""
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            pool.shutdown(wait=False)
+        while True:
+            with self._lock:
+                self._prune()
+                waiting = [state for state, _ in self._live.values() if not state.daemon]
+            if not waiting:
+                break
+            for state in waiting:
+                self.wait(state.finished.wait, None)
 
     def stop_all(self) -> None:
         """Stop every live sandbox thread: :class:`ThreadStopped` in each until it ends. In the

@@ -350,8 +350,10 @@ class Task(Future):
         except CancelledError as cancelled:
             loop._tasks.discard(self)
             Future.cancel(self, msg=cancelled.args[0] if cancelled.args else None)
-        except STOP_SIGNALS as fatal:
-            self._finish(exception=fatal)
+        except STOP_SIGNALS:
+            # Where the stop landed (in the coroutine, or in this frame just after it yielded,
+            # where 3.13 checks for it) the task stays pending: ``_abandon`` closes its
+            # coroutine, which a finished task would leave suspended for the collector.
             raise
         except BaseException as exc:  # the task's own failure, kept as its exception
             self._finish(exception=exc)
@@ -528,13 +530,25 @@ class EventLoop(_Final):
             target = future
         else:
             raise TypeError(f"An asyncio.Future or a coroutine is required, not {future!r}")
-        with self._running_here():
-            while not target.done():
-                if not self._run_once():
-                    raise RuntimeError(
-                        "deadlock: every task waits on something no task or timer will ever do"
-                    )
+        try:
+            with self._running_here():
+                self._run_until_done(target)
+        except STOP_SIGNALS as stop:
+            self._abandon_surely(stop)
+            raise
         return target.result()
+
+    # The loops of the stop paths run in functions of their own, called inside the ``try`` or
+    # ``with`` that must see a stop: CPython 3.13 checks for asynchronous exceptions at a loop's
+    # back edge, which its exception table leaves outside the enclosing block
+    # (python/cpython#139622); a stop landing there skipped ``_abandon`` and left coroutines
+    # suspended. ``tests/restricted/test_stop_paths.py`` holds every stop path to this.
+    def _run_until_done(self, target: Future) -> None:
+        while not target.done():
+            if not self._run_once():
+                raise RuntimeError(
+                    "deadlock: every task waits on something no task or timer will ever do"
+                )
 
     def run_forever(self) -> None:
         raise RuntimeError("run_forever is not available in restricted mode; use asyncio.run")
@@ -545,18 +559,31 @@ class EventLoop(_Final):
     def _cancel_all(self) -> None:
         """``asyncio.run``'s ending: cancel the tasks left and let them unwind, then close the
         async generators still open (each callback still draws from the budget)."""
+        with self._running_here():
+            self._settle()
+        self._closers.clear()
+
+    def _settle(self) -> None:
+        """Cancel the tasks left, run until they unwound, then close the async generators."""
         tasks = [task for task in self._tasks if not task.done()]
         for task in tasks:
             task.cancel()
-        with self._running_here():
-            while (self._ready or any(not t.done() for t in tasks)) and self._run_once():
-                pass
-            generators = list(self._asyncgens)
-            self._asyncgens.clear()
-            closers = [*self._closers, *(self.create_task(_aclose(g)) for g in generators)]
-            while any(not task.done() for task in closers) and self._run_once():
-                pass
-        self._closers.clear()
+        while (self._ready or any(not t.done() for t in tasks)) and self._run_once():
+            pass
+        generators = list(self._asyncgens)
+        self._asyncgens.clear()
+        closers = [*self._closers, *(self.create_task(_aclose(g)) for g in generators)]
+        while any(not task.done() for task in closers) and self._run_once():
+            pass
+
+    def _abandon_surely(self, stop: BaseException) -> None:
+        """``_abandon`` until it completes: a stop round that lands before its clean-up is
+        marked unwinding, or one already pending when it is (delivered at the thread's next
+        check), cuts it short, and it begins again where it was."""
+        try:
+            self._abandon(stop)
+        except STOP_SIGNALS as again:
+            self._abandon_surely(again)  # not a loop: see ``_run_until_done``
 
     def _abandon(self, stop: BaseException) -> None:
         """A stop signal ended the run: the tasks end where they stand, with ``stop`` as their
@@ -564,20 +591,25 @@ class EventLoop(_Final):
         can swallow the stop (the transformer's ``_caught_``); left suspended, they would be
         resumed later by the collector, in whatever thread and cell collects them. Async
         generators need no closing: their finalizer is this loop's, which does nothing once
-        the loop is closed."""
-        with self._state.cell.threads.unwinding():  # a second stop would cut it short
-            tasks = [*self._tasks, *self._closers]
-            self._tasks.clear()
-            self._closers.clear()
+        the loop is closed.
+
+        Cut short anywhere, it can run again: a task leaves its pool only once it has ended,
+        and closing a coroutine twice does nothing."""
+        with self._state.cell.threads.unwinding():  # no new stop round cuts it short
             self._ready.clear()
             self._asyncgens.clear()
-            for task in tasks:
-                if task.done():
-                    continue
-                with contextlib.suppress(BaseException):  # the stop again, or the coroutine's end
-                    task._coro.close()
-                task._callbacks = []  # nothing of the code runs after a stop
-                Future.set_exception(task, stop)
+            self._end_tasks(stop)
+
+    def _end_tasks(self, stop: BaseException) -> None:
+        for pool in (self._tasks, self._closers):
+            while pool:
+                task = next(iter(pool))
+                if not task.done():
+                    with contextlib.suppress(BaseException):  # a stop, or the coroutine's end
+                        task._coro.close()
+                    task._callbacks = []  # nothing of the code runs after a stop
+                    Future.set_exception(task, stop)
+                pool.remove(task)
 
     # -- async generator hooks (what asyncio's own loop does: finalize on the loop) -------------
     def _firstiter(self, agen: object) -> None:

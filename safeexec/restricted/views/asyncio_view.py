@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from safeexec.restricted.views.async_loop import (
-    STOP_SIGNALS,
     CancelledError,
     EventLoop,
     Future,
@@ -505,10 +504,7 @@ def asyncio_view(cell: Cell) -> dict[str, object]:
             raise ValueError(f"a coroutine was expected, got {main!r}")
         loop = EventLoop(state)
         try:
-            return loop.run_until_complete(main)
-        except STOP_SIGNALS as stop:
-            loop._abandon(stop)
-            raise
+            return loop.run_until_complete(main)  # a stop abandons the tasks there
         finally:
             try:
                 loop._cancel_all()  # after a stop, nothing is left to cancel
