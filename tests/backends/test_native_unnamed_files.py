@@ -134,10 +134,7 @@ def test_a_process_inside_its_exit_holds_nothing_past_it() -> None:
     if child == 0:
         os._exit(0)
     try:
-        for _ in range(200):  # until it is a zombie (not reaped yet)
-            if _exiting(child):
-                break
-            os.sched_yield()
+        os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)  # a zombie now, not reaped yet
         assert _exiting(child)
         assert unnamed_bytes([child]) == 0.0
     finally:
