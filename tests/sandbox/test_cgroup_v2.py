@@ -1,6 +1,7 @@
 """cgroup v2: the subtree is found where the host's group is mounted (or where configured), its
 own processes move into a leaf when the kernel's no-internal-processes rule asks, a controller
-the parent does not hand down is reported missing, and ``cgroup.kill`` ends a session's group.
+the parent does not hand down is reported missing, and ``cgroup.kill`` ends a session's group
+(before Linux 5.14, which has none, signals to each process do).
 
 The tests that touch a real hierarchy make a group of their own in this machine's unified
 hierarchy (v2, or the v2 half of a hybrid host, where only unbound controllers are offered) and
@@ -9,6 +10,7 @@ remove it, with everything in it, whatever happens.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import signal
@@ -177,6 +179,36 @@ def test_cgroup_kill_ends_every_process_of_a_session_leaf(
     SessionCgroup({"": (leaf, 2)}).remove()
     monkeypatch.undo()
     assert not os.path.exists(leaf)  # removed: it was empty (else the fixture kills them)
+    for pid in pids:
+        _pid, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+@needs_hierarchy
+def test_before_cgroup_kill_signals_end_every_process_of_a_session_leaf(
+    group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Linux before 5.14 has no cgroup.kill (writing it fails with ENOENT): the group is emptied
+    # by SIGKILL to each process it lists, again until none is left.
+    from safeexec.sandbox import cgroups
+
+    leaf = os.path.join(group, "session")
+    os.mkdir(leaf)
+    pids = [_sleeper_in(leaf) for _ in range(3)]
+    write = cgroups._write
+    refused: list[str] = []
+
+    def without_cgroup_kill(path: str, value: str) -> None:
+        if os.path.basename(path) == "cgroup.kill":
+            refused.append(path)
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", without_cgroup_kill)
+    SessionCgroup({"": (leaf, 2)}).remove()
+    monkeypatch.undo()
+    assert refused == [os.path.join(leaf, "cgroup.kill")]
+    assert not os.path.exists(leaf)
     for pid in pids:
         _pid, status = os.waitpid(pid, 0)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
