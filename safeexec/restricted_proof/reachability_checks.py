@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from safeexec.restricted.budget import OperationBudget
 from safeexec.restricted.cell import Cell
-from safeexec.restricted.class_facts import instance_dict
+from safeexec.restricted.class_facts import instance_dict, is_metaclass
 from safeexec.restricted.executor import RestrictedExecutor
 from safeexec.restricted.guards import Guards
 from safeexec.restricted_proof.reachability_probes import (
@@ -254,30 +254,42 @@ class _Checks:
         now["_budget_"], now["_print"] = budget, printer
 
     def _check_planted(self, cause: str) -> None:
-        """No own instance's real ``__dict__`` holds a dunder (or a key that is no string): host
-        library code that stored one under a name the code chose (a descriptor's ``attrname``)
-        planted a hook other host code then obeys (``copy`` asks ``x.__reduce_ex__``)."""
+        """No own instance's real ``__dict__`` holds a dunder (or a key that is no string), nor
+        a metaclass: host library code that stored one under a name the code chose (a
+        descriptor's ``attrname``) planted a hook other host code then obeys (``copy`` asks
+        ``x.__reduce_ex__``); a metaclass stored there (a factory host code called) would be
+        read inline, as the code's own value (``Guards.class_attribute``)."""
         own = self.executor.guards.own_classes
         for key, obj in self.namespace.items():
             if type(obj) not in own:
                 continue
             held = instance_dict(obj)
+            if held is None:
+                continue
             planted = [
                 name
-                for name in held or ()
+                for name in held
                 if type(name) is not str
                 or (name.startswith("__") and name.endswith("__") and name not in _STORED_BY_PYTHON)
             ]
-            if not planted or held is None:
-                continue
-            self.reached.append(
-                Reached(
-                    kind="planted dunder",
-                    path=cause,
-                    detail=f"host code stored {planted[:6]!r} in {key}'s real __dict__",
+            if planted:
+                self.reached.append(
+                    Reached(
+                        kind="planted dunder",
+                        path=cause,
+                        detail=f"host code stored {planted[:6]!r} in {key}'s real __dict__",
+                    )
                 )
-            )
-            for name in planted:
+            kinds = [name for name, value in held.items() if is_metaclass(value)]
+            if kinds:
+                self.reached.append(
+                    Reached(
+                        kind="planted metaclass",
+                        path=cause,
+                        detail=f"host code stored a metaclass under {kinds[:6]!r} in {key}",
+                    )
+                )
+            for name in (*planted, *kinds):
                 del held[name]
 
     # -- what must never be reached ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The reachability crawl finds issue 29's classes (item 6): typing and generic aliases are among
 its probe arguments, what a call returns passes the compiled ``_ret_`` and what it raises the
-handler's ``_exc_``, and after every call no own instance's real ``__dict__`` may hold a dunder.
-Each hole put back is reported."""
+handler's ``_exc_``, and after every call no own instance's real ``__dict__`` may hold a dunder
+or a metaclass. Each hole put back is reported."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from safeexec.restricted_proof.reachability import CrawlReport, crawl
 
 # typing's aliases reach collections' classes (``typing.Counter``): its home must be allowed.
 _IMPORTS = ("typing", "copy", "collections")
-# Six crawls: half a minute, out of the unit lane.
+# Eight crawls: under a minute, out of the unit lane.
 pytestmark = pytest.mark.slow
 
 
@@ -73,3 +73,27 @@ def copy_plants_a_hook(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_dunder_planted_in_an_own_instance_is_reported(counting: bool) -> None:
     report = crawl(_IMPORTS, counting=counting)
     assert "planted dunder" in _kinds(report), report.reached
+
+
+@pytest.fixture
+def copy_plants_a_metaclass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library helper that stores a metaclass in the instance it is given (as a factory
+    host code calls did: a dataclass's ``default_factory`` of ``partial(typing.get_origin,
+    typing.Type[int])``): ``copy.copy`` plants ``type`` under a public name."""
+    real = copy.copy
+
+    def planting(obj: object) -> object:
+        held = getattr(obj, "__dict__", None)
+        if isinstance(held, dict):
+            held["kind"] = type
+        return real(obj)
+
+    from safeexec.restricted import stdlib_wrappers
+
+    monkeypatch.setitem(stdlib_wrappers._SPECIAL_VALUES, "copy.copy", lambda cell, value: planting)
+
+
+@pytest.mark.usefixtures("copy_plants_a_metaclass")
+def test_a_metaclass_planted_in_an_own_instance_is_reported(counting: bool) -> None:
+    report = crawl(_IMPORTS, counting=counting)
+    assert "planted metaclass" in _kinds(report), report.reached
