@@ -773,10 +773,12 @@ class Guards(metaclass=RuntimeClass):
         return unbound
 
     def class_attribute(self, obj: object, name: str) -> object:
-        """``_cattr_``: a public attribute read off a class or a ``super`` object.
+        """``_cattr_``: a public attribute read the inline path does not take.
 
-        Instances give bound methods, so only class-level reads can hand out a library method
-        without its receiver; those come back receiver-checked (see ``_unbound_checked``).
+        Off a class or a ``super`` object: instances give bound methods, so only class-level
+        reads can hand out a library method without its receiver; those come back
+        receiver-checked (see ``_unbound_checked``). Off an instance: checked like ``getattr``'s,
+        unless its type reads inline from now on (``_INLINE_READ_TYPES``, ``simple_own``).
         """
         kind = type(obj)
         if not is_instance(obj, CLASS_LIKE):
