@@ -182,10 +182,10 @@ _SELF_CHECKING = (
 )
 
 
-# Types whose public reads go inline (besides the code's simple classes, ``Guards.simple_own``):
-# builtin value types, immutable, without an instance ``__dict__``, whose public attributes are
-# methods or numbers computed from the value; no attribute of theirs holds an object host code
-# chose. Reads off any other object are checked (``Guards.class_attribute``).
+# Types whose public reads go inline unchecked (besides the code's own classes): builtin value
+# types, immutable, without an instance ``__dict__``, whose public attributes are methods or
+# numbers computed from the value; no attribute of theirs holds an object host code chose.
+# Reads off any other instance are checked (``Guards.class_attribute``, ``read_value``).
 _INLINE_READ_TYPES = frozenset(
     {str, bytes, bytearray, int, float, complex, bool, list, tuple, dict, set, frozenset, range}
 )
@@ -583,9 +583,14 @@ class Guards(metaclass=RuntimeClass):
         # (``object`` defines dunders only), so the transformer's method fast paths
         # (``_simple_``, see ``SafeexecTransformer._receiver_access``) read it inline.
         self.simple_own: set[type] = set()
-        # Types whose public reads go inline (the code's simple classes and builtin value
+        # Types whose public reads go inline unchecked (the code's classes and builtin value
         # types, see ``class_attribute``); filled as the code reads attributes.
         self.plain_types: set[type] = set()
+        # Other types whose instances are not class-like: their public reads go inline too, the
+        # value through ``read_value`` (``_got_``), skipped for a type in ``read_plain``.
+        self.checked_types: set[type] = set()
+        self.read_plain: set[type] = set()
+        self.read_value = self._make_read_value()
         # What ``type(x)`` and ``x.__class__`` answer instead of a class whose constructor would
         # undo a wrapper (a counting executor hands out ``range`` as a function).
         self.type_aliases: dict[type, object] = {InstanceAttributes: dict}
@@ -778,21 +783,43 @@ class Guards(metaclass=RuntimeClass):
         Off a class or a ``super`` object: instances give bound methods, so only class-level
         reads can hand out a library method without its receiver; those come back
         receiver-checked (see ``_unbound_checked``). Off an instance: checked like ``getattr``'s,
-        unless its type reads inline from now on (``_INLINE_READ_TYPES``, ``simple_own``).
+        unless its type reads inline from now on (``_INLINE_READ_TYPES``, ``own_classes``).
         """
         kind = type(obj)
         if not is_instance(obj, CLASS_LIKE):
-            if kind in self.simple_own or kind in _INLINE_READ_TYPES:
-                # What such a read gives is the code's own value or a bound method, and whether
+            if kind in self.own_classes or kind in _INLINE_READ_TYPES:
+                # What such a read gives is what the code stored or a bound method, and whether
                 # a value is class-like depends on its type alone (``__class__`` and
                 # ``__bases__`` cannot be written): later reads off this type go inline.
                 self.plain_types.add(kind)
                 return getattr(obj, name)
-            # Off any other object the value may be one host code stored: checked like
-            # ``getattr(obj, name)``'s (never a metaclass, a module or a raw ``__new__``).
-            return self._checked(getattr(obj, name))
+            # Off any other object the value may be one host code stored: never a metaclass or
+            # a module (``read_value``); later reads off this type check it inline.
+            self.checked_types.add(kind)
+            return self.read_value(getattr(obj, name))
         value = getattr(obj, name)
         return self._checked(self._unbound_checked(obj, name, value))
+
+    def _make_read_value(self) -> Callable[[object], object]:
+        """``_got_``: what a public read off an instance of a ``checked_types`` type gives:
+        never a metaclass (nor one in a tuple it is, two levels down) or a module. A list or
+        dict is not scanned on every read (a read in a loop would cost its length each time);
+        the reachability crawl walks the library's. A value of a type already seen to be
+        neither class-like, a container nor a module passes in one set lookup."""
+        passing = self.read_plain
+
+        def _got_(value: object) -> object:
+            kind = type(value)
+            if kind in passing:
+                return value
+            _refuse_metaclass(value, "a read gave", 2 if kind is tuple else 0)
+            if _is_module(value):
+                raise GuardError("module objects are not accessible in restricted mode")
+            if kind not in (tuple, list, dict) and not is_subclass(kind, CLASS_LIKE):
+                passing.add(kind)
+            return value
+
+        return _got_
 
     def augmented_target(self, obj: object, name: str) -> object:
         """``_augwrite_``: the receiver of ``obj.name op= value``.

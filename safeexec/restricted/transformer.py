@@ -180,7 +180,7 @@ class SafeexecTransformer(RestrictingNodeTransformer):
         if not node.attr.startswith("_"):
             hook = runtime_call("_cattr_", ast.Name(receiver, ast.Load()), ast.Constant(node.attr))
             test = ast.BoolOp(op=ast.Or(), values=[simple, type_in(receiver, "_plain_")])
-            checked = ast.IfExp(test=test, body=node, orelse=hook)
+            checked = ast.IfExp(test=test, body=node, orelse=self._value_checked(node, hook))
             copy_locations(checked, node)
             self._class_checks[id(checked)] = checked
             return checked
@@ -214,10 +214,22 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             ops=[ast.In()],
             comparators=[ast.Name("_plain_", ast.Load())],
         )
-        checked = ast.IfExp(test=test, body=node, orelse=hook)
+        checked = ast.IfExp(test=test, body=node, orelse=self._value_checked(node, hook))
         copy_locations(checked, node)
         self._class_checks[id(checked)] = checked
         return checked
+
+    def _value_checked(self, node: ast.Attribute, hook: ast.expr) -> ast.expr:
+        """The read ``node`` (a name's attribute) off an instance whose type is in ``_vread_``
+        (not class-like, read inline, but the value may be one host code stored): its value
+        passes ``_got_`` (``Guards.read_value``); off anything else, ``hook``."""
+        assert isinstance(node.value, ast.Name)
+        read = copy.deepcopy(node)
+        return ast.IfExp(
+            test=type_in(node.value.id, "_vread_"),
+            body=self._checked_value(read, "_got_", "_rpass_"),
+            orelse=hook,
+        )
 
     def visit_Call(self, node: ast.Call) -> ast.AST | Iterable[ast.AST] | None:
         call = super().visit_Call(node)
@@ -236,14 +248,19 @@ class SafeexecTransformer(RestrictingNodeTransformer):
             _rv_ if _type_(_rv_ := call) in _pass_ else _ret_(_rv_)
 
         (``_pass_``: the types ``_ret_`` found not class-like, containers aside)."""
+        return self._checked_value(call, "_ret_", "_pass_")
+
+    def _checked_value(self, made: ast.expr, hook: str, passing: str) -> ast.expr:
+        """``made``'s value through the runtime's ``hook``, skipped inline when its type is in
+        ``passing`` (where an assignment expression may stand)."""
         if self._in_class_body or self._comprehensions:
-            return runtime_call("_ret_", call)
-        made = ast.NamedExpr(target=ast.Name("_rv_", ast.Store()), value=call)
+            return runtime_call(hook, made)
+        named = ast.NamedExpr(target=ast.Name("_rv_", ast.Store()), value=made)
         test = ast.Compare(
-            left=runtime_call("_type_", made), ops=[ast.In()], comparators=[name_load("_pass_")]
+            left=runtime_call("_type_", named), ops=[ast.In()], comparators=[name_load(passing)]
         )
         return ast.IfExp(
-            test=test, body=name_load("_rv_"), orelse=runtime_call("_ret_", name_load("_rv_"))
+            test=test, body=name_load("_rv_"), orelse=runtime_call(hook, name_load("_rv_"))
         )
 
     def _in_comprehension(self, visit: Callable[[], object]) -> ast.AST:

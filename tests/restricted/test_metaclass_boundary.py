@@ -115,6 +115,12 @@ def test_a_metaclass_never_reaches_the_code(code: str) -> None:
         "class C:\n    def m(self, h):\n        return h.kind\nC().m(holder())('X', (), {})",
         "h = holder()\n[h.kind for _ in range(1)][0]('X', (), {})",
         "h = holder()\nh.kind, h.kind\nh.kind('X', (), {})",
+        "h = holder()\nh.label\nk = h.kind\nk('X', (), {})",
+        "h = holder()\nh.label\nh.kind('X', (), {})",
+        "h = holder()\nh.label\n[h.kind for _ in range(1)][0]('X', (), {})",
+        "h = holder()\nh.label\nclass C:\n    k = h.kind\nC.k('X', (), {})",
+        "class C:\n    def m(self, h):\n        h.label\n        return h.kind\n"
+        "C().m(holder())('X', (), {})",
     ],
     ids=[
         "read",
@@ -127,6 +133,11 @@ def test_a_metaclass_never_reaches_the_code(code: str) -> None:
         "in-a-method",
         "in-a-comprehension",
         "after-plain-reads",
+        "inline-read",
+        "inline-method-call",
+        "inline-in-a-comprehension",
+        "inline-in-a-class-body",
+        "inline-in-a-method",
     ],
 )
 def test_a_metaclass_is_never_read_off_a_host_object(code: str) -> None:
@@ -194,7 +205,7 @@ def test_reads_off_builtin_values_and_own_objects_go_inline() -> None:
     assert executor.execute(code, filename="<t>") == "(2, 'A', 1, 3, 'x')"
     plain = executor.guards.plain_types
     assert {str, list, int} <= plain and "P" in {kind.__name__ for kind in plain}
-    assert _Holder not in plain
+    assert _Holder not in plain and _Holder in executor.guards.checked_types
 
 
 def test_classes_and_plain_values_still_pass() -> None:

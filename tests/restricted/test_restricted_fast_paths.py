@@ -91,9 +91,13 @@ def test_a_method_call_on_a_name_runs_the_interpreter_s_method_call() -> None:
     def returned(call: str) -> str:
         return f"(_rv_ if _type_((_rv_ := {call})) in _pass_ else _ret_(_rv_))"
 
+    # Off a builtin value or a simple own instance: the interpreter's method call; off another
+    # instance: the bound method read and checked inline (``_got_``); else through ``_cattr_``.
+    read = "(_rv_ if _type_((_rv_ := parts.append)) in _rpass_ else _got_(_rv_))"
     method = (
         f"parts.append({returned('str(i)')} + ',') if _type_(parts) in _plain_ "
-        f"else _cattr_(parts, 'append')({returned('str(i)')} + ',')"
+        f"else ({read} if _type_(parts) in _vread_ else _cattr_(parts, 'append'))"
+        f"({returned('str(i)')} + ',')"
     )
     assert code.splitlines()[-1] == returned(f"({method})")[1:-1]
 
