@@ -183,8 +183,8 @@ _SELF_CHECKING = (
 
 
 # Types whose public reads go inline unchecked (besides the code's own classes): builtin value
-# types, immutable, without an instance ``__dict__``, whose public attributes are methods or
-# numbers computed from the value; no attribute of theirs holds an object host code chose.
+# types, static (their classes cannot change), without an instance ``__dict__``, whose public
+# attributes are methods or numbers computed from the value: none holds an object host code chose.
 # Reads off any other instance are checked (``Guards.class_attribute``, ``read_value``).
 _INLINE_READ_TYPES = frozenset(
     {str, bytes, bytearray, int, float, complex, bool, list, tuple, dict, set, frozenset, range}
