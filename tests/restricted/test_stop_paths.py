@@ -29,11 +29,19 @@ STOP_PATHS: dict[str, Callable[..., object]] = {
 
 def _back_edges(function: Callable[..., object]) -> list[int]:
     """The lines of ``function``'s loop back edges that check for interrupts (3.11 also has
-    conditional ones; ``JUMP_BACKWARD_NO_INTERRUPT``, the compiler's own, checks nothing)."""
+    conditional ones; ``JUMP_BACKWARD_NO_INTERRUPT``, the compiler's own, checks nothing).
+    Exception handlers sit after the function's own code (3.11+); a backward jump there is the
+    way out of a handler (3.12 leaves a ``with`` so), not a loop."""
+    code = dis.Bytecode(function)
+    handlers = min(
+        (entry.target for entry in code.exception_entries), default=len(code.codeobj.co_code)
+    )
     return [
         instruction.positions.lineno or 0
-        for instruction in dis.get_instructions(function)
-        if "BACKWARD" in instruction.opname and not instruction.opname.endswith("NO_INTERRUPT")
+        for instruction in code
+        if "BACKWARD" in instruction.opname
+        and not instruction.opname.endswith("NO_INTERRUPT")
+        and instruction.offset < handlers
     ]
 
 

@@ -87,21 +87,37 @@ def test_doctor_catches_a_memory_limit_that_does_not_hold(
     assert proofs[Layer.CGROUP_MEMORY][0] is False, proofs[Layer.CGROUP_MEMORY]
 
 
-def test_warm_session_processes_join_their_group_before_any_open(tmp_path: Path) -> None:
+def test_warm_session_processes_join_their_group_before_any_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The move into a cgroup (an RCU grace period) happens ahead, not on the open's path."""
+    joined: dict[int, tuple[float, object]] = {}  # pid: when its join ended, its group's dirs
+    real_join = cgroup.WarmGroups.join
+
+    def recording(self: cgroup.WarmGroups, pid: int) -> None:
+        real_join(self, pid)
+        group = self._groups.get(pid)
+        joined[pid] = (time.monotonic(), None if group is None else group._dirs)
+
+    monkeypatch.setattr(cgroup.WarmGroups, "join", recording)
     backend = NativeBackend(pool_size=2)
     try:
         backend.start()
-        warm = backend._supply.warm_groups
-        deadline = time.monotonic() + 10
-        while len(warm._groups) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        ahead = {pid: group._dirs for pid, group in warm._groups.items()}
-        assert len(ahead) == 2
+        # The supply settles as it makes warm processes and spawns sessions ahead from them:
+        # wait until no process has joined for a second (however slow the machine, an emulated
+        # one included), so the open's process is one made ahead.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            last = max((at for at, _dirs in joined.values()), default=None)
+            if len(joined) >= 2 and last is not None and time.monotonic() - last > 1.0:
+                break
+            time.sleep(0.05)
+        opened_at = time.monotonic()
         with backend.open(SessionSpec(limits=Limits(), blobs=BlobStore(tmp_path / "b"))) as session:
-            assert session.pid in ahead
-            assert session._group._group._dirs == ahead[session.pid]  # type: ignore[union-attr]
+            at, dirs = joined[session.pid]
+            assert at < opened_at
+            assert dirs is not None and session._group._group._dirs == dirs  # type: ignore[union-attr]
             assert session.layers[Layer.CGROUP_MEMORY].active
     finally:
         backend.close()
-    assert not warm._groups
+    assert not backend._supply.warm_groups._groups
