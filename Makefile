@@ -139,7 +139,7 @@ test-rungs: $(TEST_STAMP)
 # cgroup v2 with real memory, pids and cpu controllers (this machine binds them to v1): Debian's
 # kernel under qemu (TCG, no KVM needed) with cgroup_no_v1=all, this machine's root read-only over
 # 9p; runs the cgroup unit, v2 hierarchy and native cgroup tests (tests/vm/cgroup2_vm.py). Needs
-# root; installs qemu and busybox, fetches the kernel into /tmp/safeexec-cgroup2-vm. ~2.5-5 min (TCG).
+# root; installs qemu and busybox, fetches the kernel into /tmp/safeexec-cgroup2-vm. ~1 min (TCG). CI runs it.
 test-cgroup2-vm: $(TEST_STAMP)
 	command -v qemu-system-x86_64 >/dev/null && command -v busybox >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends qemu-system-x86 busybox-static; }
