@@ -52,48 +52,32 @@ def test_a_metaclass_handed_out_by_a_call_is_reported(counting: bool) -> None:
     assert "metaclass" in _kinds(report), report.reached
 
 
-@pytest.fixture
-def copy_plants_a_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A library helper that stores under a name it was not given (as a descriptor subclass
-    choosing ``attrname`` made ``cached_property`` do): ``copy.copy`` plants a dunder."""
+@pytest.mark.parametrize(
+    ("name", "value", "kind"),
+    [
+        # A library helper that stores under a name it was not given (as a descriptor subclass
+        # choosing ``attrname`` made ``cached_property`` do).
+        ("__reduce_ex__", None, "planted dunder"),
+        # A library helper that stores a metaclass (as a factory host code calls did: a
+        # dataclass's ``default_factory`` of ``partial(typing.get_origin, typing.Type[int])``).
+        ("kind", type, "planted metaclass"),
+    ],
+    ids=["dunder", "metaclass"],
+)
+def test_what_host_code_plants_in_an_own_instance_is_reported(
+    counting: bool, monkeypatch: pytest.MonkeyPatch, name: str, value: object, kind: str
+) -> None:
+    """``copy.copy`` made to plant ``name`` in the instance it copies."""
     real = copy.copy
 
     def planting(obj: object) -> object:
         held = getattr(obj, "__dict__", None)
         if isinstance(held, dict):
-            held["__reduce_ex__"] = None
+            held[name] = value
         return real(obj)
 
     from safeexec.restricted import stdlib_wrappers
 
-    monkeypatch.setitem(stdlib_wrappers._SPECIAL_VALUES, "copy.copy", lambda cell, value: planting)
-
-
-@pytest.mark.usefixtures("copy_plants_a_hook")
-def test_a_dunder_planted_in_an_own_instance_is_reported(counting: bool) -> None:
+    monkeypatch.setitem(stdlib_wrappers._SPECIAL_VALUES, "copy.copy", lambda cell, _v: planting)
     report = crawl(_IMPORTS, counting=counting)
-    assert "planted dunder" in _kinds(report), report.reached
-
-
-@pytest.fixture
-def copy_plants_a_metaclass(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A library helper that stores a metaclass in the instance it is given (as a factory
-    host code calls did: a dataclass's ``default_factory`` of ``partial(typing.get_origin,
-    typing.Type[int])``): ``copy.copy`` plants ``type`` under a public name."""
-    real = copy.copy
-
-    def planting(obj: object) -> object:
-        held = getattr(obj, "__dict__", None)
-        if isinstance(held, dict):
-            held["kind"] = type
-        return real(obj)
-
-    from safeexec.restricted import stdlib_wrappers
-
-    monkeypatch.setitem(stdlib_wrappers._SPECIAL_VALUES, "copy.copy", lambda cell, value: planting)
-
-
-@pytest.mark.usefixtures("copy_plants_a_metaclass")
-def test_a_metaclass_planted_in_an_own_instance_is_reported(counting: bool) -> None:
-    report = crawl(_IMPORTS, counting=counting)
-    assert "planted metaclass" in _kinds(report), report.reached
+    assert kind in _kinds(report), report.reached
