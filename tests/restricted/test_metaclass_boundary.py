@@ -147,9 +147,9 @@ def test_a_metaclass_is_never_read_off_a_host_object(code: str) -> None:
 
 def test_a_metaclass_host_code_stored_in_an_own_instance_is_not_read_by_the_full_guard() -> None:
     # ``plant`` stands for a library helper writing into an own instance: the private read's
-    # fast path and ``getattr`` hand out no class. (A public ``c.kind`` off an instance of a
-    # simple own class is inline and plain: what reaches such an instance host code made through
-    # a call of the code's, and the partial below is the one way found to build such a call.)
+    # fast path and ``getattr`` hand out no class. (A public ``c.kind`` off an own instance is
+    # inline and plain: what host code puts there it made through a call of the code's, the
+    # partial below was the one way found to build such a call, and the crawl reports a plant.)
     executor = _executor()
 
     def plant(own: object) -> None:
